@@ -1,0 +1,128 @@
+// The only reader of the environment. Every problem is collected and reported at once;
+// the result is frozen, so nothing changes configuration after start-up.
+
+const MIB = 1024 * 1024;
+
+export type AckMode = "buffered" | "durable";
+
+export interface Config {
+  readonly host: string;
+  readonly apiPort: number;
+  readonly ingestPort: number;
+  readonly apiToken: string | undefined;
+  readonly databaseUrl: string | undefined;
+  readonly dataDir: string;
+  readonly embeddedPgPort: number;
+  readonly ingestAck: AckMode;
+  readonly ingestMaxBodyBytes: number;
+  readonly ingestMaxDecompressedBytes: number;
+  readonly ingestMaxEventBytes: number;
+  readonly ingestMaxDepth: number;
+  readonly flushIntervalMs: number;
+  readonly flushMaxEvents: number;
+  readonly flushStreams: number;
+  readonly bufferMaxBytes: number;
+  readonly bufferMaxEvents: number;
+  readonly shutdownTimeoutMs: number;
+  readonly logLevel: "info" | "silent";
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Defaults live here and nowhere else. */
+export const DEFAULTS = {
+  HOST: "127.0.0.1",
+  API_PORT: 3000,
+  INGEST_PORT: 3001,
+  DATA_DIR: "./.data",
+  EMBEDDED_PG_PORT: 5433,
+  INGEST_ACK: "buffered",
+  INGEST_MAX_BODY_BYTES: 20 * MIB,
+  INGEST_MAX_DECOMPRESSED_BYTES: 100 * MIB,
+  INGEST_MAX_EVENT_BYTES: 1 * MIB,
+  INGEST_MAX_DEPTH: 64,
+  FLUSH_INTERVAL_MS: 200,
+  FLUSH_MAX_EVENTS: 20_000,
+  FLUSH_STREAMS: 2,
+  BUFFER_MAX_BYTES: 256 * MIB,
+  BUFFER_MAX_EVENTS: 1_000_000,
+  SHUTDOWN_TIMEOUT_MS: 30_000,
+  LOG_LEVEL: "info",
+} as const;
+
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+
+  const int = (name: keyof typeof DEFAULTS, min: number, max: number): number => {
+    const raw = env[name];
+    const fallback = DEFAULTS[name] as number;
+    if (raw === undefined || raw.trim() === "") return fallback;
+    const value = Number(raw.trim());
+    if (!Number.isInteger(value) || value < min || value > max) {
+      problems.push(`${name}=${JSON.stringify(raw)} must be a whole number from ${min} to ${max}`);
+      return fallback;
+    }
+    return value;
+  };
+  const oneOf = <T extends string>(name: keyof typeof DEFAULTS, allowed: readonly T[]): T => {
+    const raw = env[name]?.trim();
+    if (raw === undefined || raw === "") return DEFAULTS[name] as T;
+    if (!(allowed as readonly string[]).includes(raw)) {
+      problems.push(`${name}=${JSON.stringify(raw)} must be one of: ${allowed.join(", ")}`);
+      return DEFAULTS[name] as T;
+    }
+    return raw as T;
+  };
+  const text = (name: string): string | undefined => {
+    const raw = env[name];
+    return raw === undefined || raw.trim() === "" ? undefined : raw.trim();
+  };
+
+  const apiToken = text("API_TOKEN");
+  if (apiToken !== undefined && apiToken.length < 16) {
+    problems.push("API_TOKEN must be at least 16 characters (or unset, to have one generated)");
+  }
+  const databaseUrl = text("DATABASE_URL");
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    problems.push("DATABASE_URL must start with postgres:// or postgresql://");
+  }
+
+  const config: Config = {
+    host: text("HOST") ?? DEFAULTS.HOST,
+    apiPort: int("API_PORT", 0, 65535),
+    ingestPort: int("INGEST_PORT", 0, 65535),
+    apiToken,
+    databaseUrl,
+    dataDir: text("DATA_DIR") ?? DEFAULTS.DATA_DIR,
+    embeddedPgPort: int("EMBEDDED_PG_PORT", 0, 65535),
+    ingestAck: oneOf("INGEST_ACK", ["buffered", "durable"] as const),
+    ingestMaxBodyBytes: int("INGEST_MAX_BODY_BYTES", 1024, 1024 * MIB),
+    ingestMaxDecompressedBytes: int("INGEST_MAX_DECOMPRESSED_BYTES", 1024, 4096 * MIB),
+    ingestMaxEventBytes: int("INGEST_MAX_EVENT_BYTES", 64, 256 * MIB),
+    ingestMaxDepth: int("INGEST_MAX_DEPTH", 1, 1000),
+    flushIntervalMs: int("FLUSH_INTERVAL_MS", 1, 1000),
+    flushMaxEvents: int("FLUSH_MAX_EVENTS", 1, 1_000_000),
+    flushStreams: int("FLUSH_STREAMS", 1, 8),
+    bufferMaxBytes: int("BUFFER_MAX_BYTES", MIB, 64 * 1024 * MIB),
+    bufferMaxEvents: int("BUFFER_MAX_EVENTS", 1, 100_000_000),
+    shutdownTimeoutMs: int("SHUTDOWN_TIMEOUT_MS", 100, 3_600_000),
+    logLevel: oneOf("LOG_LEVEL", ["info", "silent"] as const),
+  };
+
+  if (config.apiPort !== 0 && config.apiPort === config.ingestPort) {
+    problems.push(`API_PORT and INGEST_PORT must differ (both are ${config.apiPort})`);
+  }
+  if (config.ingestMaxEventBytes > config.ingestMaxDecompressedBytes) {
+    problems.push("INGEST_MAX_EVENT_BYTES must not exceed INGEST_MAX_DECOMPRESSED_BYTES");
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config);
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join("\n  - ")}`);
+    this.name = "ConfigError";
+  }
+}

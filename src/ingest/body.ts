@@ -1,0 +1,85 @@
+// Hop 1: the request body as bytes. Caps the body as sent before it is allocated (Content-Length,
+// then a counting reader for chunked bodies), then undoes Content-Encoding with a cap on the
+// output, so neither a large upload nor a decompression bomb costs more memory than the limits.
+import * as zlib from "node:zlib";
+import { promisify } from "node:util";
+import { reject, type Rejection } from "./rejections";
+
+export interface BodyLimits {
+  maxBodyBytes: number;
+  maxDecompressedBytes: number;
+}
+
+export const ENCODINGS = ["gzip", "deflate", "br", "zstd", "identity"] as const;
+/** Below this, decompressing on the event loop is cheaper than a hop to the thread pool. */
+const SYNC_DECOMPRESS_BELOW_BYTES = 256 * 1024;
+
+export async function readBody(request: Request, limits: BodyLimits): Promise<Buffer | Rejection> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null) {
+    const length = Number(declared);
+    if (!Number.isSafeInteger(length) || length < 0) return reject("body_undecodable", "Content-Length is not a valid length");
+    if (length > limits.maxBodyBytes) return tooLarge(limits.maxBodyBytes, length);
+    return Buffer.from(await request.arrayBuffer());
+  }
+  if (request.body === null) return Buffer.alloc(0);
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for await (const part of request.body) {
+    size += part.byteLength;
+    if (size > limits.maxBodyBytes) return tooLarge(limits.maxBodyBytes, size, "at least ");
+    parts.push(part);
+  }
+  return Buffer.concat(parts, size);
+}
+
+function tooLarge(limit: number, seen: number, qualifier = ""): Rejection {
+  return reject(
+    "body_too_large",
+    `Request body is ${qualifier}${seen} bytes; the limit is ${limit} bytes (INGEST_MAX_BODY_BYTES). Send fewer events per request.`,
+  );
+}
+
+export type Encoding = (typeof ENCODINGS)[number];
+
+export function parseEncoding(header: string | null): Encoding | Rejection {
+  const value = (header ?? "identity").trim().toLowerCase() || "identity";
+  if ((ENCODINGS as readonly string[]).includes(value)) return value as Encoding;
+  return reject(
+    "unsupported_encoding",
+    `Content-Encoding ${JSON.stringify(value.slice(0, 64))} is not supported; use one of: ${ENCODINGS.join(", ")}`,
+  );
+}
+
+const inflaters = {
+  gzip: [zlib.gunzipSync, promisify(zlib.gunzip)],
+  deflate: [zlib.inflateSync, promisify(zlib.inflate)],
+  deflateRaw: [zlib.inflateRawSync, promisify(zlib.inflateRaw)],
+  br: [zlib.brotliDecompressSync, promisify(zlib.brotliDecompress)],
+  zstd: [zlib.zstdDecompressSync, promisify(zlib.zstdDecompress)],
+} as const;
+
+export async function decompress(body: Buffer, encoding: Encoding, maxBytes: number): Promise<Buffer | Rejection> {
+  if (encoding === "identity") {
+    return body.length > maxBytes ? decompressedTooLarge(maxBytes) : body;
+  }
+  // HTTP's "deflate" is zlib-wrapped, but some clients send raw deflate: the first byte tells.
+  const kind = encoding === "deflate" && (body.length < 2 || (body[0]! & 0x0f) !== 8) ? "deflateRaw" : encoding;
+  const [sync, async] = inflaters[kind];
+  const options = { maxOutputLength: maxBytes };
+  try {
+    return body.length < SYNC_DECOMPRESS_BELOW_BYTES ? sync(body, options) : await async(body, options);
+  } catch (error) {
+    if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE" || error instanceof RangeError) {
+      return decompressedTooLarge(maxBytes);
+    }
+    return reject("body_undecodable", `Body is not valid ${encoding} data (Content-Encoding: ${encoding}): ${(error as Error).message}`);
+  }
+}
+
+function decompressedTooLarge(maxBytes: number): Rejection {
+  return reject(
+    "decompressed_too_large",
+    `Decompressed body is over ${maxBytes} bytes, the limit (INGEST_MAX_DECOMPRESSED_BYTES). Send fewer events per request.`,
+  );
+}

@@ -1,0 +1,119 @@
+// Hop 2: bytes → a list of decoded events, per Content-Type. JSON and NDJSON keep integers beyond
+// 2^53 exact (JSON.rawJSON, only when the text has a 16-digit run); MessagePack goes through one
+// long-lived msgpackr decoder with structured-clone references off and 64-bit integers as BigInt
+// only when they do not fit a double. Decoding never evaluates more code than msgpackr's record
+// readers, and a body with many record definitions uses msgpackr's no-eval build instead.
+import { Unpackr, type Options } from "msgpackr";
+import { Unpackr as NoEvalUnpackr } from "msgpackr/unpack-no-eval";
+import { reject, type Rejection } from "./rejections";
+
+export type Format = "json" | "ndjson" | "msgpack";
+
+export const CONTENT_TYPES: Record<string, Format> = {
+  "application/json": "json",
+  "application/x-ndjson": "ndjson",
+  "application/ndjson": "ndjson",
+  "application/jsonl": "ndjson",
+  "application/msgpack": "msgpack",
+  "application/x-msgpack": "msgpack",
+};
+
+/** Above this many record definitions in one body, compiling a reader for each costs more than it saves. */
+export const MAX_COMPILED_RECORD_DEFINITIONS = 64;
+
+// int64AsType "auto": a double where exact, a BigInt beyond 2^53 (msgpackr supports it; its types lag).
+const MSGPACK_OPTIONS = { mapsAsObjects: true, int64AsType: "auto", structuredClone: false } as unknown as Options;
+const fastUnpackr = new Unpackr(MSGPACK_OPTIONS);
+const noEvalUnpackr = new NoEvalUnpackr(MSGPACK_OPTIONS);
+// msgpackr renames a `__proto__` key to `__proto_`; with Maps we see the key as sent.
+const mapUnpackr = new NoEvalUnpackr({ ...MSGPACK_OPTIONS, mapsAsObjects: false });
+
+const RECORD_DEFINITION = Buffer.from([0xd4, 0x72]);
+const RECORD_DEFINITION_WIDE = Buffer.from([0xd5, 0x72]);
+const PROTO_KEY = Buffer.from("__proto__");
+const LONG_DIGIT_RUN = /\d{16}/;
+const decoder = new TextDecoder();
+
+export function parseContentType(header: string | null): Format | Rejection {
+  const mediaType = (header ?? "").split(";", 1)[0]!.trim().toLowerCase();
+  const format = CONTENT_TYPES[mediaType];
+  if (format) return format;
+  return reject(
+    "unsupported_content_type",
+    `Content-Type ${header ? JSON.stringify(mediaType.slice(0, 64)) : "is missing and"} is not supported; use one of: ${Object.keys(CONTENT_TYPES).join(", ")}`,
+  );
+}
+
+/** The events of a body: an array of whatever the body holds; `encode.ts` checks each is an event. */
+export function decodeBody(body: Buffer, format: Format): unknown[] | Rejection {
+  if (body.length === 0) return reject("body_empty", "Request body is empty; send one event or an array of events");
+  switch (format) {
+    case "json":
+      return decodeJson(body);
+    case "ndjson":
+      return decodeNdjson(body);
+    case "msgpack":
+      return decodeMsgpack(body);
+  }
+}
+
+function decodeJson(body: Buffer): unknown[] | Rejection {
+  const text = decoder.decode(body);
+  let value: unknown;
+  try {
+    value = parseJson(text);
+  } catch (error) {
+    return reject("body_undecodable", `Couldn't parse JSON content: ${(error as Error).message}`);
+  }
+  return Array.isArray(value) ? value : [value];
+}
+
+function decodeNdjson(body: Buffer): unknown[] | Rejection {
+  const lines = decoder.decode(body).split("\n");
+  const events: unknown[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.trim();
+    if (line.length === 0) continue;
+    try {
+      events.push(parseJson(line));
+    } catch (error) {
+      return reject("body_undecodable", `Couldn't parse NDJSON line ${i + 1} (event ${events.length}): ${(error as Error).message}`);
+    }
+  }
+  if (events.length === 0) return reject("body_empty", "NDJSON body has no events (only blank lines)");
+  return events;
+}
+
+function parseJson(text: string): unknown {
+  return LONG_DIGIT_RUN.test(text) ? JSON.parse(text, keepExactNumbers) : JSON.parse(text);
+}
+
+/** Numbers JSON.parse would round come back as their source text. */
+function keepExactNumbers(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
+  if (typeof value === "number" && context?.source !== undefined && !Number.isSafeInteger(value) && /^-?\d+$/.test(context.source)) {
+    return JSON.rawJSON(context.source);
+  }
+  return value;
+}
+
+function decodeMsgpack(body: Buffer): unknown[] | Rejection {
+  const unpackr = body.includes(PROTO_KEY)
+    ? mapUnpackr
+    : countUpTo(body, RECORD_DEFINITION, MAX_COMPILED_RECORD_DEFINITIONS) + countUpTo(body, RECORD_DEFINITION_WIDE, MAX_COMPILED_RECORD_DEFINITIONS) >=
+        MAX_COMPILED_RECORD_DEFINITIONS
+      ? noEvalUnpackr
+      : fastUnpackr;
+  let value: unknown;
+  try {
+    value = unpackr.unpack(body);
+  } catch (error) {
+    return reject("body_undecodable", `Couldn't parse MessagePack content: ${(error as Error).message}`);
+  }
+  return Array.isArray(value) ? value : [value];
+}
+
+function countUpTo(body: Buffer, needle: Buffer, limit: number): number {
+  let found = 0;
+  for (let at = body.indexOf(needle); at !== -1 && found < limit; at = body.indexOf(needle, at + 1)) found++;
+  return found;
+}

@@ -1,0 +1,186 @@
+// Hop 3: decoded events → COPY text rows, all or nothing. Checks each event (an object, nesting,
+// size), normalises what JSON or PostgreSQL cannot hold, reads the event time, and renders the
+// `source_id \t dt \t raw` line the flusher will send as is. The first bad event rejects the whole
+// request, so nothing of it is buffered. No awaits, no try/catch and no closures per event.
+import type { Format } from "./decode";
+import { reject, type Rejection } from "./rejections";
+import { eventTime } from "./time";
+
+export interface EncodeLimits {
+  maxEventBytes: number;
+  maxDepth: number;
+}
+
+export interface Encoded {
+  /** COPY text-format rows, each ending in "\n". */
+  rows: string;
+  count: number;
+}
+
+// JSON.stringify writes NUL and lone surrogates as \u escapes, which jsonb refuses: swap them for
+// U+FFFD. The lookbehind skips an escaped backslash followed by the letters "u0000".
+const JSONB_UNSAFE_ESCAPE = /(?<=(?:^|[^\\])(?:\\\\)*)\\u(?:0000|d[89a-f][0-9a-f]{2})/g;
+const REPLACEMENT = "\\ufffd";
+
+/** Walk state, reused across events so the walk allocates nothing of its own. */
+const walk = { maxDepth: 64, problem: "", problemReason: "too_deep" as "too_deep" | "unsupported_value" };
+
+export function encodeEvents(
+  events: unknown[],
+  format: Format,
+  sourceId: number,
+  receivedAt: string,
+  limits: EncodeLimits,
+): Encoded | Rejection {
+  const prefix = `${sourceId}\t`;
+  const maxChars = limits.maxEventBytes;
+  walk.maxDepth = limits.maxDepth;
+  const deep = format === "msgpack";
+  let rows = "";
+
+  for (let i = 0; i < events.length; i++) {
+    let event = events[i];
+    if (event instanceof Map) event = mapToObject(event, 1);
+    if (typeof event !== "object" || event === null || Array.isArray(event) || !isPlain(event)) {
+      if (walk.problem) return failed(i);
+      return reject("not_an_event", `event ${i} is not an object (got ${describe(event)}); send an object or an array of objects`);
+    }
+    const dt = eventTime((event as { dt?: unknown }).dt) ?? receivedAt;
+    if (deep ? normaliseObject(event as Record<string, unknown>, 1) : depthExceeds(event, 1, limits.maxDepth)) {
+      if (!deep) walk.problemReason = "too_deep";
+      return failed(i);
+    }
+
+    let json = JSON.stringify(event);
+    if (json.includes("\\u")) json = json.replace(JSONB_UNSAFE_ESCAPE, REPLACEMENT);
+    // A character is at most 3 UTF-8 bytes in JSON text (astral ones are 2 chars for 4 bytes).
+    if (json.length * 3 > maxChars) {
+      const bytes = Buffer.byteLength(json);
+      if (bytes > maxChars) {
+        return reject("event_too_large", `event ${i} is ${bytes} bytes as stored; the limit is ${maxChars} bytes (INGEST_MAX_EVENT_BYTES)`);
+      }
+    }
+    // COPY text format: JSON.stringify leaves no raw control characters, so only "\" needs escaping.
+    if (json.includes("\\")) json = json.replaceAll("\\", "\\\\");
+    rows += `${prefix}${dt}\t${json}\n`;
+  }
+  return { rows, count: events.length };
+
+  function failed(i: number): Rejection {
+    const message = `event ${i}: ${walk.problem}`;
+    walk.problem = "";
+    return reject(walk.problemReason, message);
+  }
+}
+
+function depthExceeds(value: object, depth: number, max: number): boolean {
+  if (depth > max) {
+    walk.problem = `nesting is deeper than ${max} levels (INGEST_MAX_DEPTH)`;
+    return true;
+  }
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const item = value[i];
+      if (typeof item === "object" && item !== null && depthExceeds(item, depth + 1, max)) return true;
+    }
+  } else if (!JSON.isRawJSON(value)) {
+    for (const key in value) {
+      const item = (value as Record<string, unknown>)[key];
+      if (typeof item === "object" && item !== null && depthExceeds(item, depth + 1, max)) return true;
+    }
+  }
+  return false;
+}
+
+/** MessagePack values → JSON-safe values, in place. Returns true (with walk.problem set) on a value we refuse. */
+function normaliseObject(object: Record<string, unknown>, depth: number): boolean {
+  if (depth > walk.maxDepth) return tooDeep();
+  for (const key in object) {
+    const value = object[key];
+    if (typeof value === "object" || typeof value === "number" || typeof value === "bigint" || value === undefined) {
+      const normal = normaliseValue(value, depth + 1, key);
+      if (normal === FAILED) return true;
+      object[key] = normal;
+    }
+  }
+  return false;
+}
+
+function normaliseArray(array: unknown[], depth: number): boolean {
+  if (depth > walk.maxDepth) return tooDeep();
+  for (let i = 0; i < array.length; i++) {
+    const value = array[i];
+    if (typeof value === "object" || typeof value === "number" || typeof value === "bigint" || value === undefined) {
+      const normal = normaliseValue(value, depth + 1, i);
+      if (normal === FAILED) return true;
+      array[i] = normal;
+    }
+  }
+  return false;
+}
+
+const FAILED = Symbol("failed");
+
+function normaliseValue(value: unknown, depth: number, at: string | number): unknown {
+  switch (typeof value) {
+    case "number":
+      return Number.isFinite(value) ? value : Number.isNaN(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
+    case "bigint":
+      return JSON.rawJSON(value.toString());
+    case "undefined":
+      return null;
+  }
+  if (value === null) return null;
+  if (Array.isArray(value)) return normaliseArray(value, depth) ? FAILED : value;
+  if (isPlain(value as object)) return normaliseObject(value as Record<string, unknown>, depth) ? FAILED : value;
+  if (value instanceof Map) {
+    const object = mapToObject(value, depth);
+    return object === undefined || normaliseObject(object, depth) ? FAILED : object;
+  }
+  if (Buffer.isBuffer(value)) return value.toString("base64");
+  if (value instanceof Date) {
+    if (!Number.isNaN(value.getTime())) return value.toISOString();
+    walk.problem = `field ${JSON.stringify(at)} is an invalid MessagePack timestamp`;
+  } else {
+    walk.problem = `field ${JSON.stringify(at)} has an unsupported type (${describe(value)}); send JSON-compatible values`;
+  }
+  walk.problemReason = "unsupported_value";
+  return FAILED;
+}
+
+/** A MessagePack map: scalar keys become strings; a null prototype keeps `__proto__` as plain data. */
+function mapToObject(map: Map<unknown, unknown>, depth: number): Record<string, unknown> | undefined {
+  if (depth > walk.maxDepth) {
+    tooDeep();
+    return undefined;
+  }
+  const object: Record<string, unknown> = Object.create(null);
+  for (const [key, value] of map) {
+    const type = typeof key;
+    if (type !== "string" && type !== "number" && type !== "bigint" && type !== "boolean" && key !== null) {
+      walk.problem = `a map key has an unsupported type (${describe(key)}); keys must be strings or numbers`;
+      walk.problemReason = "unsupported_value";
+      return undefined;
+    }
+    object[String(key)] = value;
+  }
+  return object;
+}
+
+function tooDeep(): true {
+  walk.problem = `nesting is deeper than ${walk.maxDepth} levels (INGEST_MAX_DEPTH)`;
+  walk.problemReason = "too_deep";
+  return true;
+}
+
+function isPlain(value: object): boolean {
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  if (typeof value === "object") return (value as object).constructor?.name ?? "object";
+  return typeof value;
+}

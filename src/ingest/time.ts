@@ -1,0 +1,73 @@
+// The event time column (`dt`) from an event's `dt` field, per the contract: numbers by magnitude
+// (s / ms / µs / ns), RFC 3339 / ISO 8601 strings (with `T` or a space), digit strings as
+// numbers, MessagePack timestamps as Dates. Returns the timestamptz text (µs precision), or
+// undefined when the value cannot be read: the caller then uses the reception time and keeps the
+// event's own `dt` untouched. Never throws.
+
+const MIN_MS = Date.UTC(1, 0, 1);
+const MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?\s*(Z|z|UTC|GMT|[+-]\d{2}(?::?\d{2})?)?$/;
+const DIGITS = /^-?\d+(?:\.\d+)?$/;
+
+export function eventTime(dt: unknown): string | undefined {
+  switch (typeof dt) {
+    case "number":
+      return fromNumber(dt);
+    case "bigint":
+      return fromBigInt(dt);
+    case "string":
+      return fromString(dt);
+    case "object":
+      return dt instanceof Date ? fromMicros(dt.getTime() * 1000) : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** Seconds below 1e11 (until year 5138), then milliseconds, microseconds, nanoseconds. */
+function fromNumber(n: number): string | undefined {
+  if (!Number.isFinite(n)) return undefined;
+  const size = Math.abs(n);
+  const micros = size < 1e11 ? n * 1e6 : size < 1e14 ? n * 1e3 : size < 1e17 ? n : n / 1e3;
+  return fromMicros(Math.round(micros));
+}
+
+function fromBigInt(n: bigint): string | undefined {
+  const size = n < 0n ? -n : n;
+  if (size < 100_000_000_000_000_000n) return fromNumber(Number(n));
+  return fromMicros(Number(n / 1000n));
+}
+
+function fromString(text: string): string | undefined {
+  const s = text.trim();
+  if (s.length === 0 || s.length > 64) return undefined;
+  if (DIGITS.test(s)) {
+    return s.includes(".") || s.length <= 15 ? fromNumber(Number(s)) : fromBigInt(BigInt(s));
+  }
+  const m = ISO.exec(s);
+  if (!m) return undefined;
+  const [, y, mo, d, h = "0", mi = "0", sec = "0", frac = "", zone] = m;
+  const year = +y!, month = +mo!, day = +d!, hour = +h, minute = +mi, second = Math.min(+sec, 59);
+  if (month < 1 || month > 12 || hour > 23 || minute > 59) return undefined;
+  const local = Date.UTC(year, month - 1, day, hour, minute, second);
+  if (new Date(local).getUTCDate() !== day) return undefined; // 31 April and alike
+  let offsetMinutes = 0;
+  if (zone && zone !== "Z" && zone !== "z" && zone !== "UTC" && zone !== "GMT") {
+    const digits = zone.replace(":", "");
+    const zh = +digits.slice(1, 3), zm = digits.length > 3 ? +digits.slice(3, 5) : 0;
+    if (zh > 23 || zm > 59) return undefined;
+    offsetMinutes = (zh * 60 + zm) * (zone[0] === "-" ? -1 : 1);
+  }
+  const micros = (local - offsetMinutes * 60_000) * 1000 + Number(frac.padEnd(6, "0").slice(0, 6));
+  // Date.UTC maps years 0–99 to 1900–1999; such dates are out of our range anyway.
+  return year < 100 ? undefined : fromMicros(micros);
+}
+
+function fromMicros(micros: number): string | undefined {
+  if (!Number.isFinite(micros)) return undefined;
+  const ms = Math.floor(micros / 1000);
+  if (ms < MIN_MS || ms > MAX_MS) return undefined;
+  const rest = micros - ms * 1000;
+  const iso = new Date(ms).toISOString();
+  return rest === 0 ? iso : `${iso.slice(0, 23)}${String(rest).padStart(3, "0")}Z`;
+}

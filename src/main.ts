@@ -1,0 +1,45 @@
+// Wiring only: configuration → a running logpond → banner; SIGTERM/SIGINT drain and exit 0.
+import { ConfigError, loadConfig } from "./config";
+import { startLogpond } from "./server";
+
+const log = (line: string) => console.log(`${new Date().toISOString()} ${line}`);
+
+let config;
+try {
+  config = loadConfig();
+} catch (error) {
+  console.error(error instanceof ConfigError ? `logpond: ${error.message}` : error);
+  process.exit(2);
+}
+
+const started = performance.now();
+let logpond;
+try {
+  logpond = await startLogpond(config, log);
+} catch (error) {
+  console.error(`logpond: could not start: ${(error as Error).message}`);
+  process.exit(1);
+}
+
+console.log(
+  [
+    `logpond is running (started in ${Math.round(performance.now() - started)} ms)`,
+    `  management API  ${logpond.apiUrl}/api/v1/sources`,
+    `  ingestion       ${logpond.ingestUrl}/`,
+    `  API token       ${config.apiToken ? "from API_TOKEN" : `${logpond.apiToken}  (kept in ${logpond.apiTokenOrigin})`}`,
+    `  database        ${logpond.store.description}`,
+    `  acknowledgement ${config.ingestAck}; flush every ${config.flushIntervalMs} ms or ${config.flushMaxEvents} events`,
+  ].join("\n"),
+);
+
+let stopping = false;
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  process.on(signal, async () => {
+    if (stopping) return;
+    stopping = true;
+    log(`${signal}: stopping (draining ${logpond.ring.heldEvents} buffered events)`);
+    const drained = await logpond.stop();
+    log(drained ? "stopped; nothing left behind" : "stopped; some buffered events were not written");
+    process.exit(drained ? 0 : 1);
+  });
+}

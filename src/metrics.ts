@@ -1,0 +1,50 @@
+// Counters for /metrics (Prometheus text format). Plain numbers bumped on the hot path per request
+// or per batch, never per event; gauges are read when scraped.
+
+export class Metrics {
+  requestsAccepted = 0;
+  eventsReceived = 0;
+  bytesReceived = 0;
+  eventsDroppedPaused = 0;
+  flushes = 0;
+  flushErrors = 0;
+  flushedEvents = 0;
+  flushSecondsSum = 0;
+  readonly rejected = new Map<string, number>();
+  readonly flushReasons = new Map<string, number>();
+
+  reject(reason: string): void {
+    this.rejected.set(reason, (this.rejected.get(reason) ?? 0) + 1);
+  }
+
+  flushed(reason: string, events: number, seconds: number): void {
+    this.flushes++;
+    this.flushedEvents += events;
+    this.flushSecondsSum += seconds;
+    this.flushReasons.set(reason, (this.flushReasons.get(reason) ?? 0) + 1);
+  }
+
+  render(gauges: Record<string, { help: string; value: number }>): string {
+    const lines: string[] = [];
+    const metric = (name: string, type: string, help: string, samples: [string, number][]) => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+      for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
+    };
+    metric("logpond_ingest_requests_accepted_total", "counter", "Ingestion requests answered 202.", [["", this.requestsAccepted]]);
+    metric("logpond_ingest_events_received_total", "counter", "Events accepted (buffered or dropped as paused).", [["", this.eventsReceived]]);
+    metric("logpond_ingest_bytes_received_total", "counter", "Request body bytes of accepted requests, as sent.", [["", this.bytesReceived]]);
+    metric("logpond_ingest_events_dropped_paused_total", "counter", "Events accepted for a paused source and dropped.", [["", this.eventsDroppedPaused]]);
+    metric(
+      "logpond_ingest_requests_rejected_total",
+      "counter",
+      "Ingestion requests refused, by reason.",
+      [...this.rejected].map(([reason, n]) => [`{reason="${reason}"}`, n]),
+    );
+    metric("logpond_flushes_total", "counter", "Committed flushes, by trigger.", [...this.flushReasons].map(([reason, n]) => [`{reason="${reason}"}`, n]));
+    metric("logpond_flush_events_total", "counter", "Events written to PostgreSQL.", [["", this.flushedEvents]]);
+    metric("logpond_flush_duration_seconds_sum", "counter", "Total time spent in committed flushes.", [["", this.flushSecondsSum]]);
+    metric("logpond_flush_errors_total", "counter", "Flush attempts that failed (and were retried).", [["", this.flushErrors]]);
+    for (const [name, { help, value }] of Object.entries(gauges)) metric(name, "gauge", help, [["", value]]);
+    return `${lines.join("\n")}\n`;
+  }
+}

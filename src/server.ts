@@ -1,0 +1,148 @@
+// Builds a running logpond from a Config: storage → source cache → ring + flusher → both
+// listeners. `main.ts` adds the banner and signals; tests start it in-process on port 0.
+import { Elysia } from "elysia";
+import { Flusher } from "./buffer/flusher";
+import { Ring } from "./buffer/ring";
+import type { Config } from "./config";
+import { loadApiToken } from "./http/apitoken";
+import { digest } from "./http/auth";
+import { errorHandler } from "./http/errors";
+import { health } from "./http/health";
+import { acceptRequest, type IngestDeps } from "./ingest/accept";
+import { Metrics } from "./metrics";
+import { SourceCache } from "./sources/cache";
+import { createPurger } from "./sources/purge";
+import { sourceRoutes } from "./sources/routes";
+import { createSourceService } from "./sources/service";
+import { copyRows } from "./store/copy";
+import { openStore, type Store } from "./store/db";
+
+/** A COPY that takes longer than this is presumed hung: its connection is dropped and the batch retried. */
+const COPY_DEADLINE_MS = 30_000;
+
+export interface Logpond {
+  readonly apiUrl: string;
+  readonly ingestUrl: string;
+  readonly apiToken: string;
+  readonly apiTokenOrigin: string;
+  readonly store: Store;
+  readonly flusher: Flusher;
+  readonly ring: Ring;
+  readonly metrics: Metrics;
+  /** Stop accepting, drain the buffer, close storage. Resolves true when nothing was left behind. */
+  stop(): Promise<boolean>;
+}
+
+export function managementApp(deps: {
+  store: Store;
+  metrics: Metrics;
+  ring: Ring;
+  flusher: Flusher;
+  cache: SourceCache;
+  routes: Parameters<typeof sourceRoutes>[0];
+  log: (line: string) => void;
+}) {
+  return new Elysia({ name: "logpond/management" })
+    .use(errorHandler(deps.log))
+    .use(health(() => deps.store.ping()))
+    .get(
+      "/metrics",
+      () =>
+        new Response(
+          deps.metrics.render({
+            logpond_buffer_events: { help: "Events held in memory (waiting or being written).", value: deps.ring.heldEvents },
+            logpond_buffer_bytes: { help: "Approximate bytes held in memory.", value: deps.ring.heldBytes },
+            logpond_flush_streams_busy: { help: "COPY streams writing now.", value: deps.flusher.streamsBusy },
+            logpond_sources: { help: "Sources known to ingestion.", value: deps.cache.size },
+          }),
+          { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } },
+        ),
+    )
+    .use(sourceRoutes(deps.routes));
+}
+
+export function ingestApp(deps: IngestDeps & { store: Store; log: (line: string) => void }) {
+  return new Elysia({ name: "logpond/ingest" })
+    .use(errorHandler(deps.log))
+    .use(health(() => deps.store.ping()))
+    .post("/", ({ request }) => acceptRequest(request, deps), { parse: "none" });
+}
+
+export async function startLogpond(config: Config, log: (line: string) => void): Promise<Logpond> {
+  const store = await openStore(config, log);
+  const metrics = new Metrics();
+  const cache = new SourceCache();
+  await cache.loadAll(store.db);
+  const following = await cache.follow(store.sql, store.db, log);
+
+  const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: config.bufferMaxBytes });
+  const flusher = new Flusher(ring, (rows) => copyRows(store.copySql, rows, COPY_DEADLINE_MS), {
+    intervalMs: config.flushIntervalMs,
+    maxEvents: config.flushMaxEvents,
+    streams: config.flushStreams,
+    metrics,
+    log,
+  });
+  flusher.start();
+  const purger = createPurger(store.sql, () => flusher.flush(), log);
+  purger.kick();
+
+  const { token: apiToken, origin: apiTokenOrigin } = loadApiToken(config);
+  let accepting = true;
+  let ingestingHost = `${config.host}:${config.ingestPort}`;
+
+  const ingest = ingestApp({
+    cache, ring, flusher, metrics, store, log,
+    limits: {
+      maxBodyBytes: config.ingestMaxBodyBytes,
+      maxDecompressedBytes: config.ingestMaxDecompressedBytes,
+      maxEventBytes: config.ingestMaxEventBytes,
+      maxDepth: config.ingestMaxDepth,
+    },
+    ackMode: config.ingestAck,
+    accepting: () => accepting,
+  }).listen({
+    hostname: config.host,
+    port: config.ingestPort,
+    // Bun's own cap is a backstop above ours, so our 413 (with its message) answers first.
+    maxRequestBodySize: config.ingestMaxBodyBytes + 1024 * 1024,
+  });
+  ingestingHost = `${formatHost(config.host)}:${ingest.server!.port}`;
+
+  const management = managementApp({
+    store, metrics, ring, flusher, cache, log,
+    routes: {
+      service: createSourceService(store.db, cache, () => purger.kick()),
+      apiTokenDigest: digest(apiToken),
+      ingestingHost: () => ingestingHost,
+    },
+  }).listen({ hostname: config.host, port: config.apiPort, maxRequestBodySize: 1024 * 1024 });
+
+  const url = (port: number | undefined) => `http://${formatHost(config.host)}:${port}`;
+  return {
+    apiUrl: url(management.server!.port),
+    ingestUrl: url(ingest.server!.port),
+    apiToken,
+    apiTokenOrigin,
+    store,
+    flusher,
+    ring,
+    metrics,
+    async stop() {
+      accepting = false;
+      // Finish in-flight requests (their events land in the ring), then write the ring out.
+      await ingest.server!.stop(false);
+      const drained = await flusher.drain(config.shutdownTimeoutMs);
+      if (!drained) log(`shutdown: ${ring.heldEvents} buffered events could not be written before SHUTDOWN_TIMEOUT_MS`);
+      await management.server!.stop(true);
+      await purger.idle();
+      await following.unlisten().catch(() => {});
+      await store.close();
+      return drained;
+    },
+  };
+}
+
+function formatHost(host: string): string {
+  return host.includes(":") ? `[${host}]` : host;
+}

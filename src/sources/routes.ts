@@ -1,0 +1,93 @@
+// The management listener's /api/v1/sources routes: read the request, call the service, shape
+// the JSON:API answer. Validation lives in model.ts, storage in service.ts.
+import { Elysia } from "elysia";
+import { AppError, notFound } from "../errors";
+import { bearerToken, tokenMatches } from "../http/auth";
+import { parseBody, parseId, toDocument, validateCreate, validateUpdate } from "./model";
+import type { SourceService } from "./service";
+
+export const PER_PAGE_DEFAULT = 50;
+export const PER_PAGE_MAX = 250;
+
+export interface SourceRoutesDeps {
+  service: SourceService;
+  apiTokenDigest: Buffer;
+  /** host:port of the ingestion listener, known once it listens. */
+  ingestingHost: () => string;
+}
+
+const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
+const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } });
+
+export function sourceRoutes({ service, apiTokenDigest, ingestingHost }: SourceRoutesDeps) {
+  const doc = (row: Parameters<typeof toDocument>[0]) => ({ data: toDocument(row, ingestingHost()) });
+  const idOf = (raw: string) => parseId(raw) ?? (() => { throw notFound(); })();
+
+  return new Elysia({ name: "logpond/sources", prefix: "/api/v1" })
+    .onBeforeHandle({ as: "scoped" }, ({ request }) => {
+      if (!tokenMatches(bearerToken(request.headers.get("authorization")), apiTokenDigest)) {
+        throw new AppError("unauthorized", "Invalid authentication");
+      }
+    })
+    .get("/sources", async ({ request }) => {
+      const url = new URL(request.url);
+      const page = readPositive(url, "page", 1);
+      const perPage = Math.min(readPositive(url, "per_page", PER_PAGE_DEFAULT), PER_PAGE_MAX);
+      const name = url.searchParams.get("name")?.trim() || undefined;
+      const { rows, total } = await service.list({ page, perPage, name });
+      const last = Math.max(1, Math.ceil(total / perPage));
+      const link = (p: number) => {
+        const target = new URL(url.pathname, url.origin);
+        target.searchParams.set("page", String(p));
+        target.searchParams.set("per_page", String(perPage));
+        if (name) target.searchParams.set("name", name);
+        return target.toString();
+      };
+      return json({
+        data: rows.map((row) => toDocument(row, ingestingHost())),
+        pagination: {
+          first: link(1),
+          last: link(last),
+          prev: page > 1 ? link(Math.min(page - 1, last)) : null,
+          next: page < last ? link(page + 1) : null,
+        },
+      });
+    })
+    .get("/sources/:id", async ({ params }) => json(doc(await service.get(idOf(params.id)))))
+    .post(
+      "/sources",
+      async ({ request }) => {
+        const row = await service.create(validateCreate(parseBody(await request.text())));
+        return json(doc(row), 201, { location: new URL(`/api/v1/sources/${row.id}`, request.url).toString() });
+      },
+      { parse: "none" },
+    )
+    .patch(
+      "/sources/:id",
+      async ({ params, request }) => {
+        const id = idOf(params.id);
+        const changes = validateUpdate(parseBody(await request.text()));
+        return json(doc(await service.update(id, changes)));
+      },
+      { parse: "none" },
+    )
+    .delete("/sources/:id", async ({ params }) => {
+      await service.remove(idOf(params.id));
+      return new Response(null, { status: 204 });
+    })
+    .post("/sources/:id/regenerate-token", async ({ params }) => json(doc(await service.rotateToken(idOf(params.id)))), {
+      parse: "none",
+    });
+}
+
+function readPositive(url: URL, name: string, fallback: number): number {
+  const raw = url.searchParams.get(name);
+  if (raw === null || raw === "") return fallback;
+  if (!/^[0-9]{1,9}$/.test(raw) || Number(raw) < 1) {
+    throw new AppError("validation", "Validation errors", {
+      invalidAttributes: { [name]: [`must be a whole number from 1 (got ${JSON.stringify(raw.slice(0, 32))})`] },
+    });
+  }
+  return Number(raw);
+}

@@ -1,0 +1,86 @@
+// Opens storage: DATABASE_URL, or the embedded PostgreSQL under DATA_DIR. Runs the committed
+// drizzle migrations under an advisory lock (several instances may start at once), then hands
+// out two clients: one pool for management queries and one for the flusher's COPY streams, so a
+// long COPY never makes a management query wait.
+import { drizzle, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
+import { migrate } from "drizzle-orm/postgres-js/migrator";
+import * as path from "node:path";
+import postgres from "postgres";
+import type { Config } from "../config";
+import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded";
+import * as schema from "./schema";
+
+export type Sql = postgres.Sql;
+export type Db = PostgresJsDatabase<typeof schema>;
+
+export interface Store {
+  readonly sql: Sql;
+  readonly db: Db;
+  /** Connections reserved for COPY: one per flush stream. */
+  readonly copySql: Sql;
+  readonly url: string;
+  /** For the banner: where the data is, with no password in it. */
+  readonly description: string;
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+const MIGRATIONS_DIR = path.join(import.meta.dir, "..", "..", "drizzle");
+const MIGRATION_LOCK = 73_615_401; // any constant, the same in every instance
+
+export async function openStore(config: Config, log: (line: string) => void): Promise<Store> {
+  let embedded: EmbeddedPostgres | undefined;
+  let url = config.databaseUrl;
+  if (url === undefined) {
+    embedded = await startEmbeddedPostgres(config.dataDir, config.embeddedPgPort, log);
+    url = embedded.url;
+  }
+  try {
+    await runMigrations(url);
+  } catch (error) {
+    await embedded?.stop();
+    throw new Error(`could not prepare the database (${redact(url)}): ${(error as Error).message}`);
+  }
+
+  const options = { onnotice: () => {}, connection: { application_name: "logpond" } };
+  const sql = postgres(url, { ...options, max: 8 });
+  const copySql = postgres(url, { ...options, max: config.flushStreams, connection: { application_name: "logpond-flush" } });
+  const db = drizzle(sql, { schema });
+  const description = embedded
+    ? `embedded PostgreSQL ${embedded.version} at ${redact(url)} (cluster ${embedded.clusterDir}, password in ${path.join(path.resolve(config.dataDir), "pg-password")})`
+    : `PostgreSQL at ${redact(url)}`;
+
+  return {
+    sql,
+    db,
+    copySql,
+    url,
+    description,
+    async ping() {
+      try {
+        await sql`select 1`.execute();
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    async close() {
+      await Promise.allSettled([sql.end({ timeout: 5 }), copySql.end({ timeout: 5 })]);
+      await embedded?.stop();
+    },
+  };
+}
+
+async function runMigrations(url: string): Promise<void> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await sql`select pg_advisory_lock(${MIGRATION_LOCK})`;
+    await migrate(drizzle(sql), { migrationsFolder: MIGRATIONS_DIR });
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+export function redact(url: string): string {
+  return url.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
+}

@@ -1,0 +1,35 @@
+// The drizzle schema: the only description of the tables. Migrations under drizzle/ are generated
+// from it (`npm run db:generate`) and applied at start. `log_events` is part of the public
+// contract (users query it with SQL): source_id, dt and raw keep their names and types.
+import { sql } from "drizzle-orm";
+import { bigint, boolean, index, integer, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+
+export const sources = pgTable("sources", {
+  id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+  name: text("name").notNull(),
+  platform: text("platform").notNull(),
+  tableName: text("table_name").notNull().unique(),
+  token: text("token").notNull().unique(),
+  ingestingPaused: boolean("ingesting_paused").notNull().default(false),
+  logsRetention: integer("logs_retention").notNull().default(30),
+  liveTailPattern: text("live_tail_pattern").notNull(),
+  createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+  updatedAt: timestamp("updated_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+});
+
+/** One row per stored event. No foreign key: a deleted source's events are purged in the background. */
+export const logEvents = pgTable(
+  "log_events",
+  {
+    sourceId: bigint("source_id", { mode: "number" }).notNull(),
+    dt: timestamp("dt", { withTimezone: true, precision: 6 }).notNull(),
+    raw: jsonb("raw").notNull(),
+  },
+  (table) => [index("log_events_source_id_dt_idx").on(table.sourceId, table.dt.desc())],
+);
+
+/** Sources deleted whose events are still being purged; survives a restart mid-purge. */
+export const sourceDeletions = pgTable("source_deletions", {
+  sourceId: bigint("source_id", { mode: "number" }).primaryKey(),
+  deletedAt: timestamp("deleted_at", { withTimezone: true, precision: 3 }).notNull().default(sql`now()`),
+});
