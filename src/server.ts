@@ -18,7 +18,7 @@ import { copyRows } from "./store/copy";
 import { openStore, type Store } from "./store/db";
 
 /** A COPY that takes longer than this is presumed hung: its connection is dropped and the batch retried. */
-const COPY_DEADLINE_MS = 30_000;
+const COPY_DEADLINE_MS = 10_000;
 
 export interface Logpond {
   readonly apiUrl: string;

@@ -18,7 +18,9 @@ export function eventTime(dt: unknown): string | undefined {
     case "string":
       return fromString(dt);
     case "object":
-      return dt instanceof Date ? fromMicros(dt.getTime() * 1000) : undefined;
+      if (dt instanceof Date) return fromMicros(dt.getTime() * 1000);
+      // An integer beyond 2^53 that the JSON decoder kept exact.
+      return dt !== null && JSON.isRawJSON(dt) ? fromString((dt as { rawJSON: string }).rawJSON) : undefined;
     default:
       return undefined;
   }

@@ -1,0 +1,82 @@
+// Starts a real logpond in-process (both listeners on free ports, the test PostgreSQL) and
+// offers the calls tests make: management requests, source factories, ingestion posts, and a
+// flush that waits until everything acknowledged is in PostgreSQL.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import postgres from "postgres";
+import { loadConfig } from "../../src/config";
+import { startLogpond, type Logpond } from "../../src/server";
+
+export const API_TOKEN = "test-api-token-0123456789abcdef";
+
+export interface TestLogpond extends Logpond {
+  api(method: string, pathname: string, body?: unknown, headers?: Record<string, string>): Promise<Response>;
+  createSource(attributes?: Record<string, unknown>): Promise<TestSource>;
+  ingest(token: string, body: NonNullable<RequestInit["body"]>, headers?: Record<string, string>): Promise<Response>;
+  /** Events stored for a source, oldest first by insertion. */
+  stored(sourceId: string | number): Promise<{ dt: Date; raw: any; text: string }[]>;
+  sql: postgres.Sql;
+  logs: string[];
+}
+
+export interface TestSource {
+  id: string;
+  token: string;
+  attributes: Record<string, any>;
+}
+
+export async function startTestLogpond(env: Record<string, string> = {}): Promise<TestLogpond> {
+  const databaseUrl = process.env.LOGPOND_TEST_DATABASE_URL;
+  if (!databaseUrl) throw new Error("the test preload did not start PostgreSQL");
+  const config = loadConfig({
+    DATABASE_URL: databaseUrl,
+    API_PORT: "0",
+    INGEST_PORT: "0",
+    API_TOKEN,
+    DATA_DIR: mkdtempSync(path.join(tmpdir(), "logpond-test-")),
+    FLUSH_INTERVAL_MS: "50",
+    ...env,
+  });
+  const logs: string[] = [];
+  const logpond = await startLogpond(config, (line) => logs.push(line));
+  const sql = postgres(databaseUrl, { max: 2, onnotice: () => {} });
+  const stopLogpond = logpond.stop;
+
+  const api: TestLogpond["api"] = (method, pathname, body, headers = {}) =>
+    fetch(`${logpond.apiUrl}${pathname}`, {
+      method,
+      headers: { authorization: `Bearer ${API_TOKEN}`, ...headers },
+      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+    });
+
+  return Object.assign(logpond, {
+    api,
+    sql,
+    logs,
+    async createSource(attributes: Record<string, unknown> = {}) {
+      const response = await api("POST", "/api/v1/sources", { name: `test ${crypto.randomUUID()}`, ...attributes });
+      if (response.status !== 201) throw new Error(`createSource: ${response.status} ${await response.text()}`);
+      const { data } = (await response.json()) as { data: { id: string; attributes: Record<string, any> } };
+      return { id: data.id, token: data.attributes.token as string, attributes: data.attributes };
+    },
+    ingest(token: string, body: NonNullable<RequestInit["body"]>, headers: Record<string, string> = {}) {
+      return fetch(`${logpond.ingestUrl}/`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers },
+        body,
+      });
+    },
+    async stored(sourceId: string | number) {
+      await logpond.flusher.flush();
+      const rows = await sql<{ dt: Date; raw: any; text: string }[]>`
+        select dt, raw, raw::text as text from log_events where source_id = ${Number(sourceId)} order by ctid`;
+      return [...rows];
+    },
+    async stop() {
+      const drained = await stopLogpond();
+      await sql.end({ timeout: 5 });
+      return drained;
+    },
+  });
+}
