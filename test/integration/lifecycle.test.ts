@@ -1,0 +1,104 @@
+// The service as users run it: `bun src/main.ts` in its own process. SIGTERM drains and exits 0;
+// a bad configuration stops the start with every problem listed; the embedded PostgreSQL keeps
+// data across restarts and survives a logpond killed with SIGKILL.
+import { expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+
+const MAIN = path.join(import.meta.dir, "..", "..", "src", "main.ts");
+const API_TOKEN = "lifecycle-token-0123456789";
+
+interface Running {
+  proc: ReturnType<typeof Bun.spawn>;
+  apiUrl: string;
+  ingestUrl: string;
+  output: () => string;
+}
+
+async function start(env: Record<string, string>): Promise<Running> {
+  const proc = Bun.spawn([process.execPath, MAIN], {
+    env: { ...process.env, API_PORT: "0", INGEST_PORT: "0", API_TOKEN, EMBEDDED_PG_PORT: "0", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let output = "";
+  const reader = (stream: ReadableStream<Uint8Array>) =>
+    (async () => {
+      for await (const part of stream) output += new TextDecoder().decode(part);
+    })();
+  void reader(proc.stdout as ReadableStream<Uint8Array>);
+  void reader(proc.stderr as ReadableStream<Uint8Array>);
+  const deadline = Date.now() + 60_000;
+  while (!/ingestion\s+http/.test(output)) {
+    if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`logpond did not start:\n${output}`);
+    await Bun.sleep(20);
+  }
+  const apiUrl = /management API\s+(http\S+)\/api\/v1\/sources/.exec(output)![1]!;
+  const ingestUrl = /ingestion\s+(http\S+)\//.exec(output)![1]!;
+  return { proc, apiUrl, ingestUrl, output: () => output };
+}
+
+const auth = { authorization: `Bearer ${API_TOKEN}` };
+
+test("SIGTERM drains the buffer and exits 0", async () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-life-"));
+  // A long flush interval: the events are still buffered when SIGTERM arrives.
+  const lp = await start({ DATABASE_URL: process.env.LOGPOND_TEST_DATABASE_URL!, DATA_DIR: dataDir, FLUSH_INTERVAL_MS: "1000", FLUSH_MAX_EVENTS: "1000000" });
+  const created = (await (await fetch(`${lp.apiUrl}/api/v1/sources`, { method: "POST", headers: auth, body: '{"name":"sigterm"}' })).json()) as any;
+  const events = Array.from({ length: 500 }, (_, i) => ({ i }));
+  const response = await fetch(`${lp.ingestUrl}/`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${created.data.attributes.token}`, "content-type": "application/json" },
+    body: JSON.stringify(events),
+  });
+  expect(response.status).toBe(202);
+  lp.proc.kill("SIGTERM");
+  expect(await lp.proc.exited).toBe(0);
+  expect(lp.output()).toContain("nothing left behind");
+
+  const { default: postgres } = await import("postgres");
+  const sql = postgres(process.env.LOGPOND_TEST_DATABASE_URL!, { max: 1 });
+  const [{ count }] = await sql`select count(*)::int as count from log_events where source_id = ${Number(created.data.id)}`;
+  await sql.end();
+  expect(count).toBe(500);
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+test("a bad configuration lists every problem and exits 2", async () => {
+  const proc = Bun.spawn([process.execPath, MAIN], {
+    env: { ...process.env, API_PORT: "x", INGEST_ACK: "maybe", FLUSH_INTERVAL_MS: "0" },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  expect(await proc.exited).toBe(2);
+  const stderr = await new Response(proc.stderr as ReadableStream).text();
+  expect(stderr).toContain("API_PORT");
+  expect(stderr).toContain("INGEST_ACK");
+  expect(stderr).toContain("FLUSH_INTERVAL_MS");
+});
+
+test("embedded PostgreSQL: data survives a restart and a SIGKILLed logpond; SIGTERM leaves no postgres", async () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-embedded-"));
+  const env = { DATA_DIR: dataDir, DATABASE_URL: "" };
+  try {
+    const first = await start(env);
+    const created = await fetch(`${first.apiUrl}/api/v1/sources`, { method: "POST", headers: auth, body: '{"name":"kept"}' });
+    expect(created.status).toBe(201);
+    first.proc.kill("SIGKILL");
+    await first.proc.exited;
+
+    // The postmaster of the killed logpond is still running; the next start must cope.
+    const second = await start(env);
+    expect(second.output()).toContain("left running by an earlier logpond");
+    const list = (await (await fetch(`${second.apiUrl}/api/v1/sources`, { headers: auth })).json()) as any;
+    expect(list.data.map((s: any) => s.attributes.name)).toEqual(["kept"]);
+    second.proc.kill("SIGTERM");
+    expect(await second.proc.exited).toBe(0);
+
+    const ps = Bun.spawnSync(["ps", "-eo", "args"]).stdout.toString();
+    expect(ps).not.toContain(dataDir);
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}, 120_000);

@@ -1,0 +1,66 @@
+// Decoders against real fixtures: every truncated prefix of a valid body is a clean refusal, never
+// an exception; and the record-definition bound picks msgpackr's no-eval build.
+import { expect, test } from "bun:test";
+import { Packr } from "msgpackr";
+import { decodeBody, MAX_COMPILED_RECORD_DEFINITIONS, parseContentType } from "../../src/ingest/decode";
+import { encodeEvents } from "../../src/ingest/encode";
+import { isRejection } from "../../src/ingest/rejections";
+
+const events = [
+  { message: "hello", level: "info", nested: { n: 1, list: [1, 2.5, "x", null, true] }, dt: "2026-11-21T12:30:41Z" },
+  { message: "ünïcödé 😀", big: 12345678901234567890n, bin: Buffer.from([1, 2, 3]), at: new Date(0) },
+];
+const limits = { maxEventBytes: 1 << 20, maxDepth: 64 };
+
+function outcome(body: Buffer, format: "json" | "msgpack" | "ndjson") {
+  const decoded = decodeBody(body, format);
+  if (isRejection(decoded)) return decoded;
+  return encodeEvents(decoded, format, 1, "2026-01-01T00:00:00.000Z", limits);
+}
+
+test("every truncated prefix of a valid JSON body is refused (406 reasons)", () => {
+  const body = Buffer.from(JSON.stringify([events[0], { ...events[0], message: "two" }]));
+  expect(isRejection(outcome(body, "json"))).toBe(false);
+  for (let length = 0; length < body.length; length++) {
+    const result = outcome(body.subarray(0, length), "json");
+    expect(isRejection(result)).toBe(true);
+    if (isRejection(result)) expect(["body_empty", "body_undecodable", "not_an_event"]).toContain(result.reason);
+  }
+});
+
+test.each([
+  ["plain maps", new Packr({ useRecords: false })],
+  ["records", new Packr({ useRecords: true })],
+])("every truncated prefix of a valid MessagePack body (%s) is refused", (_label, packr) => {
+  const body = Buffer.from(packr.pack(events));
+  expect(isRejection(outcome(body, "msgpack"))).toBe(false);
+  for (let length = 0; length < body.length; length++) {
+    const result = outcome(body.subarray(0, length), "msgpack");
+    // A prefix can be a complete smaller value (e.g. an empty array header); what matters is no throw,
+    // and that nothing but a whole valid body is accepted as these events.
+    if (!isRejection(result)) expect(result.count).toBeLessThan(events.length);
+  }
+});
+
+test("a body with many record definitions decodes (no-eval path) to the same events", () => {
+  // Each object has its own key set, so each one is a new record definition.
+  const many = Array.from({ length: MAX_COMPILED_RECORD_DEFINITIONS * 4 }, (_, i) => ({ [`k${i}`]: i, [`j${i}`]: i }));
+  const body = Buffer.from(new Packr({ useRecords: true }).pack(many));
+  const decoded = decodeBody(body, "msgpack");
+  expect(decoded).toEqual(many);
+});
+
+test("Content-Type parameters are ignored; unknown types are refused", () => {
+  expect(parseContentType("application/json; charset=utf-8")).toBe("json");
+  expect(parseContentType("Application/MsgPack")).toBe("msgpack");
+  expect(parseContentType("application/x-ndjson")).toBe("ndjson");
+  expect(isRejection(parseContentType("text/plain"))).toBe(true);
+  expect(isRejection(parseContentType(null))).toBe(true);
+});
+
+test("encoded rows are COPY text: one line per event, escapes doubled", () => {
+  const result = encodeEvents([{ a: "tab\there", b: "back\\slash", c: "nl\n" }], "json", 7, "2026-01-01T00:00:00.000Z", limits);
+  if (isRejection(result)) throw new Error(result.message);
+  expect(result.rows).toBe('7\t2026-01-01T00:00:00.000Z\t{"a":"tab\\\\there","b":"back\\\\\\\\slash","c":"nl\\\\n"}\n');
+  expect(result.rows.split("\n")).toHaveLength(2);
+});
