@@ -179,11 +179,13 @@ function hydrateSymlinks(native: string): void {
   const listFile = path.join(native, "pg-symlinks.json");
   if (!fs.existsSync(listFile)) return;
   const links = JSON.parse(fs.readFileSync(listFile, "utf8")) as { source: string; target: string }[];
+  // Paths in the list are relative to the package folder ("native/lib/…"); ours may be a copy.
+  const inNative = (p: string) => path.join(native, p.replace(/^native\//, ""));
   for (const { source, target } of links) {
-    const at = path.join(native, "..", target);
+    const at = inNative(target);
     if (fs.existsSync(at)) continue;
     fs.rmSync(at, { force: true });
-    fs.symlinkSync(path.relative(path.dirname(at), path.join(native, "..", source)), at);
+    fs.symlinkSync(path.relative(path.dirname(at), inNative(source)), at);
   }
 }
 
