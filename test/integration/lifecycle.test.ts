@@ -59,9 +59,9 @@ test("SIGTERM drains the buffer and exits 0", async () => {
 
   const { default: postgres } = await import("postgres");
   const sql = postgres(process.env.LOGPOND_TEST_DATABASE_URL!, { max: 1 });
-  const [{ count }] = await sql`select count(*)::int as count from log_events where source_id = ${Number(created.data.id)}`;
+  const [row] = await sql`select count(*)::int as count from log_events where source_id = ${Number(created.data.id)}`;
   await sql.end();
-  expect(count).toBe(500);
+  expect(row?.count).toBe(500);
   rmSync(dataDir, { recursive: true, force: true });
 });
 
