@@ -41,11 +41,18 @@ export async function startEmbeddedPostgres(
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const runAs = process.getuid?.() === 0 ? ensurePostgresUser() : undefined;
   const native = prepareBinaries(runAs);
-  const clusterDir = chooseClusterDir(dataDir, runAs);
+  const { clusterDir, stale } = chooseClusterDir(dataDir, runAs);
   const password = readOrCreateSecret(path.join(dataDir, "pg-password"));
 
   claimDataDir(dataDir);
   await stopLeftoverPostmaster(clusterDir, log);
+  if (stale) {
+    // A cluster kept outside for an earlier DATA_DIR at this path that has since been deleted
+    // (a fresh clone where an old one was): deleting DATA_DIR deletes its database, as it does
+    // when the cluster lives inside it.
+    fs.rmSync(clusterDir, { recursive: true, force: true });
+    log(`removed the database of an earlier, deleted DATA_DIR at ${dataDir}`);
+  }
 
   if (!fs.existsSync(path.join(clusterDir, "PG_VERSION"))) {
     initCluster(native, clusterDir, password, runAs);
@@ -190,20 +197,22 @@ function hydrateSymlinks(native: string): void {
 }
 
 /** The cluster lives in DATA_DIR/pg, unless root's postgres user cannot reach DATA_DIR. */
-function chooseClusterDir(dataDir: string, runAs: RunAs | undefined): string {
+function chooseClusterDir(dataDir: string, runAs: RunAs | undefined): { clusterDir: string; stale: boolean } {
   const inDataDir = path.join(dataDir, "pg");
-  if (!runAs) return inDataDir;
+  if (!runAs) return { clusterDir: path.join(inDataDir, "cluster"), stale: false };
   fs.chmodSync(dataDir, 0o711);
   fs.mkdirSync(inDataDir, { recursive: true, mode: 0o700 });
   fs.chownSync(inDataDir, runAs.uid, runAs.gid);
-  if (canReach(runAs, inDataDir)) return path.join(inDataDir, "cluster");
+  if (canReach(runAs, inDataDir)) return { clusterDir: path.join(inDataDir, "cluster"), stale: false };
   const key = createHash("sha256").update(fs.realpathSync(dataDir)).digest("hex").slice(0, 16);
   const outside = path.join(ROOT_RUNTIME_DIR, `data-${key}`);
   makeRootRuntimeDir();
   fs.mkdirSync(outside, { recursive: true, mode: 0o700 });
   fs.chownSync(outside, runAs.uid, runAs.gid);
-  fs.writeFileSync(path.join(inDataDir, "WHERE.txt"), `This DATA_DIR's PostgreSQL cluster is in ${outside}/cluster (DATA_DIR is not reachable by the postgres user).\n`);
-  return path.join(outside, "cluster");
+  const pointer = path.join(inDataDir, "WHERE.txt");
+  const stale = !fs.existsSync(pointer) && fs.existsSync(path.join(outside, "cluster"));
+  fs.writeFileSync(pointer, `This DATA_DIR's PostgreSQL cluster is in ${outside}/cluster (DATA_DIR is not reachable by the postgres user).\n`);
+  return { clusterDir: path.join(outside, "cluster"), stale };
 }
 
 function makeRootRuntimeDir(): void {
