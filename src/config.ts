@@ -21,6 +21,9 @@ export interface Config {
   readonly flushIntervalMs: number;
   readonly flushMaxEvents: number;
   readonly flushStreams: number;
+  readonly flushTimeoutMs: number;
+  readonly durableTimeoutMs: number;
+  readonly ingestRateLimit: number;
   readonly bufferMaxBytes: number;
   readonly bufferMaxEvents: number;
   readonly shutdownTimeoutMs: number;
@@ -44,6 +47,9 @@ export const DEFAULTS = {
   FLUSH_INTERVAL_MS: 200,
   FLUSH_MAX_EVENTS: 20_000,
   FLUSH_STREAMS: 2,
+  FLUSH_TIMEOUT_MS: 10_000,
+  DURABLE_TIMEOUT_MS: 10_000,
+  INGEST_RATE_LIMIT: 0,
   BUFFER_MAX_BYTES: 256 * MIB,
   BUFFER_MAX_EVENTS: 1_000_000,
   SHUTDOWN_TIMEOUT_MS: 30_000,
@@ -103,6 +109,9 @@ export function loadConfig(env: Env = process.env): Config {
     flushIntervalMs: int("FLUSH_INTERVAL_MS", 1, 1000),
     flushMaxEvents: int("FLUSH_MAX_EVENTS", 1, 1_000_000),
     flushStreams: int("FLUSH_STREAMS", 1, 8),
+    flushTimeoutMs: int("FLUSH_TIMEOUT_MS", 100, 600_000),
+    durableTimeoutMs: int("DURABLE_TIMEOUT_MS", 100, 600_000),
+    ingestRateLimit: int("INGEST_RATE_LIMIT", 0, 1_000_000_000),
     bufferMaxBytes: int("BUFFER_MAX_BYTES", MIB, 64 * 1024 * MIB),
     bufferMaxEvents: int("BUFFER_MAX_EVENTS", 1, 100_000_000),
     shutdownTimeoutMs: int("SHUTDOWN_TIMEOUT_MS", 100, 3_600_000),
@@ -114,6 +123,10 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if (config.ingestMaxEventBytes > config.ingestMaxDecompressedBytes) {
     problems.push("INGEST_MAX_EVENT_BYTES must not exceed INGEST_MAX_DECOMPRESSED_BYTES");
+  }
+
+  if (config.durableTimeoutMs <= config.flushIntervalMs) {
+    problems.push("DURABLE_TIMEOUT_MS must be longer than FLUSH_INTERVAL_MS (a durable request waits for a flush)");
   }
 
   if (problems.length > 0) throw new ConfigError(problems);

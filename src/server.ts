@@ -14,11 +14,9 @@ import { SourceCache } from "./sources/cache";
 import { createPurger } from "./sources/purge";
 import { sourceRoutes } from "./sources/routes";
 import { createSourceService } from "./sources/service";
-import { copyRows } from "./store/copy";
+import { RateLimiter } from "./ingest/ratelimit";
+import { openFlushConnection } from "./store/copy";
 import { openStore, type Store } from "./store/db";
-
-/** A COPY that takes longer than this is presumed hung: its connection is dropped and the batch retried. */
-const COPY_DEADLINE_MS = 10_000;
 
 export interface Logpond {
   readonly apiUrl: string;
@@ -76,10 +74,10 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   const following = await cache.follow(store.sql, store.db, log);
 
   const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: config.bufferMaxBytes });
-  const flusher = new Flusher(ring, (rows) => copyRows(store.copySql, rows, COPY_DEADLINE_MS), {
+  const streams = Array.from({ length: config.flushStreams }, () => openFlushConnection(store.url, config.flushTimeoutMs));
+  const flusher = new Flusher(ring, streams, {
     intervalMs: config.flushIntervalMs,
     maxEvents: config.flushMaxEvents,
-    streams: config.flushStreams,
     metrics,
     log,
   });
@@ -100,6 +98,8 @@ export async function startLogpond(config: Config, log: (line: string) => void):
       maxDepth: config.ingestMaxDepth,
     },
     ackMode: config.ingestAck,
+    durableTimeoutMs: config.durableTimeoutMs,
+    rateLimiter: new RateLimiter(config.ingestRateLimit),
     accepting: () => accepting,
   }).listen({
     hostname: config.host,
@@ -137,6 +137,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
       await management.server!.stop(true);
       await purger.idle();
       await following.unlisten().catch(() => {});
+      await Promise.allSettled(streams.map((stream) => stream.close()));
       await store.close();
       return drained;
     },

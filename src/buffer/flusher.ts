@@ -1,23 +1,32 @@
 // When and how the ring is drained: every FLUSH_INTERVAL_MS, or as soon as FLUSH_MAX_EVENTS are
-// waiting, on up to FLUSH_STREAMS parallel COPY streams. A batch that fails is kept by its stream
-// and retried with capped exponential backoff and jitter; its events stay counted in the ring, so
-// a long outage fills the ring and ingestion answers 503 instead of losing anything.
-// Never drops a chunk it was given; never holds more than one batch per stream.
+// waiting, on FLUSH_STREAMS parallel streams (one connection each). What a stream does with a
+// failed write depends on how it failed (store/copy.ts says which):
+//   failed  → keep the batch, retry with capped exponential backoff and jitter; its events stay
+//             counted in the ring, so a long outage fills it and ingestion answers 503;
+//   unknown → before retrying, ask whether the batch's id committed (exactly once);
+//   data    → split the batch in halves until the refused events are alone; those go to the
+//             dead-letter table, the rest is stored. Never retried as is.
+// Durable mode: a request that gave up waiting has its chunk dropped at the next point where the
+// batch is known not to be stored, and its events are never written after that.
+// Never drops a chunk it was given otherwise; never holds more than one batch per stream.
+import type { FlushConnection, WriteError } from "../store/copy";
 import type { Metrics } from "../metrics";
 import type { Chunk, Ring } from "./ring";
 
-export type WriteBatch = (rows: string[]) => Promise<void>;
+export type Stream = Pick<FlushConnection, "write" | "committed" | "deadLetter" | "forgetBatches">;
 
 export interface FlusherOptions {
   intervalMs: number;
   maxEvents: number;
-  streams: number;
   metrics: Metrics;
   log: (line: string) => void;
 }
 
 const BACKOFF_FIRST_MS = 100;
 const BACKOFF_MAX_MS = 5_000;
+/** Batch ids are kept a day: far longer than any retry can be waiting to ask about one. */
+const FORGET_BATCHES_AFTER_HOURS = 24;
+const FORGET_EVERY_MS = 10 * 60_000;
 
 interface Waiter {
   seq: number;
@@ -26,18 +35,23 @@ interface Waiter {
 
 export class Flusher {
   private timer: ReturnType<typeof setInterval> | undefined;
-  private busy = 0;
+  private readonly idle: Stream[];
   /** First sequence number of each batch being written, to know what is committed. */
   private readonly inFlight = new Set<number>();
   private waiters: Waiter[] = [];
   private stopping = false;
+  private halted = false;
   private failures = 0;
+  private uncertain = 0;
+  private lastForget = Date.now();
 
   constructor(
     private readonly ring: Ring,
-    private readonly write: WriteBatch,
+    private readonly streams: readonly Stream[],
     private readonly options: FlusherOptions,
-  ) {}
+  ) {
+    this.idle = [...streams];
+  }
 
   start(): void {
     this.timer ??= setInterval(() => this.kick("interval"), this.options.intervalMs);
@@ -48,7 +62,7 @@ export class Flusher {
     if (this.ring.pendingEvents >= this.options.maxEvents) this.kick("size");
   }
 
-  /** Resolves once every chunk pushed before the call is committed. */
+  /** Resolves once every chunk pushed before the call is committed (or dead-lettered, or dropped). */
   flush(): Promise<void> {
     const seq = this.ring.lastSeq;
     if (this.committedBelow() > seq) return Promise.resolve();
@@ -66,50 +80,135 @@ export class Flusher {
     const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), deadlineMs)));
     const drained = await Promise.race([this.flush().then(() => true as const), late]);
     clearTimeout(timer);
+    if (!drained) this.halted = true; // retries stop; what is still held is reported lost
     return drained;
   }
 
   get streamsBusy(): number {
-    return this.busy;
+    return this.streams.length - this.idle.length;
   }
 
   private kick(reason: string): void {
-    while (this.busy < this.options.streams && this.ring.pendingEvents > 0) {
+    while (this.idle.length > 0 && this.ring.pendingEvents > 0) {
       const batch = this.ring.take(this.options.maxEvents);
       if (batch.length === 0) break;
-      this.busy++;
+      const stream = this.idle.pop()!;
       this.inFlight.add(batch[0]!.seq);
-      void this.run(batch, reason);
+      void this.run(stream, batch, reason);
     }
   }
 
-  private async run(batch: Chunk[], reason: string): Promise<void> {
-    const events = batch.reduce((sum, chunk) => sum + chunk.events, 0);
-    const rows = batch.map((chunk) => chunk.rows);
-    for (let attempt = 0; ; attempt++) {
-      const started = performance.now();
-      try {
-        await this.write(rows);
-        const seconds = (performance.now() - started) / 1000;
-        this.options.metrics.flushed(reason, events, seconds);
-        if (this.failures > 0) this.options.log(`flush: storage is back after ${this.failures} failed attempts`);
-        this.failures = 0;
-        break;
-      } catch (error) {
-        this.options.metrics.flushErrors++;
-        if (this.failures++ === 0 || this.failures % 50 === 0) {
-          this.options.log(`flush: ${events} events not written (${(error as Error).message}); retrying, ${this.ring.heldEvents} events held`);
-        }
-        await Bun.sleep(backoff(attempt));
-      }
+  private async run(stream: Stream, taken: Chunk[], reason: string): Promise<void> {
+    const started = performance.now();
+    let batch = taken;
+    const events = () => batch.reduce((sum, chunk) => sum + chunk.events, 0);
+    const keepLive = () => {
+      batch = this.dropAbandoned(batch);
+      return batch.length > 0;
+    };
+    try {
+      const rows = () => batch.map((chunk) => chunk.rows);
+      const refusal = await this.store(stream, rows, (id) => `${events()} events (batch ${id})`, keepLive);
+      if (refusal) await this.isolate(stream, batch.flatMap((chunk) => linesOf(chunk.rows)), refusal);
+    } catch (error) {
+      if (error === HALTED) return; // shutdown gave up: the batch is neither stored nor released
+      throw error;
     }
+    if (batch.length > 0) this.options.metrics.flushed(reason, events(), (performance.now() - started) / 1000);
+
     this.ring.release(batch);
     for (const chunk of batch) chunk.settle?.();
-    this.inFlight.delete(batch[0]!.seq);
-    this.busy--;
+    this.inFlight.delete(taken[0]!.seq);
     this.wakeWaiters();
+    await this.forgetOldBatches(stream);
+    this.idle.push(stream);
     // More waiting than one batch, a flush or a drain in progress: keep going.
     if (this.ring.pendingEvents >= this.options.maxEvents || this.waiters.length > 0 || this.stopping) this.kick(reason);
+  }
+
+  /**
+   * One transaction's worth, retried until it is stored; returns the refusal when PostgreSQL
+   * refuses the data itself. `beforeWrite` runs whenever the rows are known not to be stored and
+   * may shrink them (false: nothing left to write).
+   */
+  private async store(
+    stream: Stream,
+    rows: () => string[],
+    what: (id: string) => string,
+    beforeWrite: () => boolean = () => true,
+    operation: (id: string) => Promise<void> = (id) => stream.write(id, rows()),
+  ): Promise<WriteError | undefined> {
+    const id = crypto.randomUUID();
+    let uncertain = false;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (uncertain) {
+          if (await stream.committed(id)) break;
+          uncertain = false;
+          this.uncertain--;
+        }
+        if (!beforeWrite()) break;
+        await operation(id);
+        break;
+      } catch (caught) {
+        const error = caught as WriteError;
+        if (error.kind === "data") return error;
+        if (error.kind === "unknown" && !uncertain) {
+          uncertain = true;
+          this.uncertain++;
+        }
+        this.options.metrics.flushErrors++;
+        if (this.failures++ === 0 || this.failures % 50 === 0) {
+          this.options.log(
+            `flush: ${what(id)} not written${uncertain ? " or not known to be" : ""} (${error.message}); retrying, ${this.ring.heldEvents} events held`,
+          );
+        }
+        await Bun.sleep(backoff(attempt));
+        if (this.halted) throw HALTED;
+      }
+    }
+    if (uncertain) this.uncertain--;
+    if (this.failures > 0) this.options.log(`flush: storage is back after ${this.failures} failed attempts`);
+    this.failures = 0;
+    return undefined;
+  }
+
+  /** Halves a refused set of COPY lines until each refused line is alone, then dead-letters it. */
+  private async isolate(stream: Stream, lines: string[], refusal: WriteError): Promise<void> {
+    if (lines.length === 1) {
+      const line = lines[0]!;
+      await this.store(stream, () => lines, () => "a dead letter", undefined, (id) => stream.deadLetter(id, line, refusal));
+      this.options.metrics.eventsDeadLettered++;
+      this.options.log(`flush: an event of source ${line.slice(0, line.indexOf("\t"))} was refused by PostgreSQL (${refusal.sqlstate} ${refusal.message}); kept in dead_letters`);
+      return;
+    }
+    this.options.metrics.isolationSplits++;
+    const middle = lines.length >>> 1;
+    for (const part of [lines.slice(0, middle), lines.slice(middle)]) {
+      const partRefusal = await this.store(stream, () => part, (id) => `${part.length} events (batch ${id}, isolating a refusal)`);
+      if (partRefusal) await this.isolate(stream, part, partRefusal);
+    }
+  }
+
+  /** Chunks whose durable request gave up: released and told, while the batch is known unstored. */
+  private dropAbandoned(batch: Chunk[]): Chunk[] {
+    if (!batch.some((chunk) => chunk.abandoned)) return batch;
+    const kept: Chunk[] = [];
+    for (const chunk of batch) {
+      if (!chunk.abandoned) {
+        kept.push(chunk);
+        continue;
+      }
+      this.ring.release([chunk]);
+      chunk.settle?.(new Error("abandoned"));
+    }
+    return kept;
+  }
+
+  private async forgetOldBatches(stream: Stream): Promise<void> {
+    if (this.uncertain > 0 || Date.now() - this.lastForget < FORGET_EVERY_MS) return;
+    this.lastForget = Date.now();
+    await stream.forgetBatches(FORGET_BATCHES_AFTER_HOURS).catch(() => {});
   }
 
   private committedBelow(): number {
@@ -125,6 +224,13 @@ export class Flusher {
     for (const waiter of this.waiters) (waiter.seq < below ? waiter.resolve() : still.push(waiter));
     this.waiters = still;
   }
+}
+
+const HALTED = Symbol("halted");
+
+/** COPY text lines of a chunk, each with its "\n" (escaped newlines never end a line). */
+function linesOf(rows: string): string[] {
+  return rows.match(/[^\n]*\n/g) ?? [];
 }
 
 function backoff(attempt: number): number {

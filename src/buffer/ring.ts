@@ -10,8 +10,12 @@ export interface Chunk {
   readonly bytes: number;
   /** Ordinal given at push; the flusher reports progress by it. */
   seq: number;
-  /** Durable mode: settled when the flush holding this chunk commits or gives up. */
+  /** Durable mode: called once the flush holding this chunk committed, or (with an error) dropped it. */
   readonly settle?: (error?: Error) => void;
+  /** Durable mode: its request stopped waiting; the chunk must not be stored from now on. */
+  abandoned?: boolean;
+  /** Set by the ring: taken by the flusher (no longer removable from here). */
+  taken?: boolean;
 }
 
 export interface RingLimits {
@@ -58,16 +62,32 @@ export class Ring {
     let events = 0;
     while (this.length > 0) {
       const chunk = this.slots[this.head]!;
-      if (taken.length > 0 && events + chunk.events > maxEvents) break;
+      if (!chunk.abandoned && taken.length > 0 && events + chunk.events > maxEvents) break;
       this.slots[this.head] = undefined;
       this.head = (this.head + 1) % this.slots.length;
       this.length--;
+      if (chunk.abandoned) continue; // already uncounted by abandon()
       this.pendingEvents -= chunk.events;
       this.pendingBytes -= chunk.bytes;
+      chunk.taken = true;
       events += chunk.events;
       taken.push(chunk);
     }
     return taken;
+  }
+
+  /**
+   * Durable mode, a request gave up: its chunk, if not taken yet, stops counting at once and is
+   * skipped by take(); true then. A taken chunk is the flusher's to drop (false).
+   */
+  abandon(chunk: Chunk): boolean {
+    chunk.abandoned = true;
+    if (chunk.taken) return false;
+    this.pendingEvents -= chunk.events;
+    this.pendingBytes -= chunk.bytes;
+    this.heldEvents -= chunk.events;
+    this.heldBytes -= chunk.bytes;
+    return true;
   }
 
   /** Taken chunks are stored (or given up): their space is free again. */
@@ -80,7 +100,11 @@ export class Ring {
 
   /** Sequence number of the oldest chunk not yet taken (the next one to be pushed when empty). */
   get oldestPendingSeq(): number {
-    return this.length > 0 ? this.slots[this.head]!.seq : this.nextSeq;
+    for (let i = 0; i < this.length; i++) {
+      const chunk = this.slots[(this.head + i) % this.slots.length]!;
+      if (!chunk.abandoned) return chunk.seq;
+    }
+    return this.nextSeq;
   }
 
   get lastSeq(): number {

@@ -12,6 +12,7 @@ import type { SourceCache } from "../sources/cache";
 import { decompress, parseEncoding, readBody, type BodyLimits } from "./body";
 import { decodeBody, parseContentType } from "./decode";
 import { encodeEvents, type EncodeLimits } from "./encode";
+import type { RateLimiter } from "./ratelimit";
 import { isRejection, reject, REASONS, type Rejection } from "./rejections";
 
 export interface IngestDeps {
@@ -21,6 +22,9 @@ export interface IngestDeps {
   metrics: Metrics;
   limits: BodyLimits & EncodeLimits;
   ackMode: AckMode;
+  /** Durable mode: how long a request waits for its commit before it gets 503 instead. */
+  durableTimeoutMs: number;
+  rateLimiter: RateLimiter;
   accepting: () => boolean;
 }
 
@@ -36,6 +40,11 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   if (source === undefined) return refuse(reject("invalid_token", "Unauthorized"), metrics);
   if (!deps.accepting()) return refuse(reject("shutting_down", "Service is shutting down; retry on another instance or later"), metrics);
   if (!ring.fits(1, 1)) return refuse(bufferFull(), metrics);
+  const limiter = deps.rateLimiter;
+  if (limiter.enabled) {
+    const wait = limiter.wait(source.id);
+    if (wait > 0) return refuse(reject("rate_limited", "Rate limit of this source exceeded (INGEST_RATE_LIMIT events per second); retry after the time in Retry-After", wait), metrics);
+  }
 
   const format = parseContentType(request.headers.get("content-type"));
   if (isRejection(format)) return refuse(format, metrics);
@@ -58,6 +67,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
     return new Response(null, ACCEPTED_INIT);
   };
   if (encoded.count === 0) return accepted();
+  if (limiter.enabled) limiter.spend(source.id, encoded.count);
   if (source.paused) {
     metrics.eventsDroppedPaused += encoded.count;
     return accepted();
@@ -70,14 +80,22 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
     return accepted();
   }
 
-  // Durable: answer when the flush holding these events has committed (group commit).
+  // Durable: answer when the flush holding these events has committed (group commit). Past the
+  // deadline the chunk is abandoned; if the flusher already holds it, its answer decides.
   let settle!: (error?: Error) => void;
   const committed = new Promise<Error | undefined>((resolve) => (settle = resolve));
   const chunk: Chunk = { rows: encoded.rows, events: encoded.count, bytes: encoded.rows.length, seq: 0, settle };
   if (!ring.push(chunk)) return refuse(bufferFull(), metrics);
   deps.flusher.pushed();
-  const error = await committed;
-  if (error) return refuse(reject("storage_unavailable", "Storage is unavailable; nothing of this request was stored, retry later"), metrics);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"late">((resolve) => (timer = setTimeout(resolve, deps.durableTimeoutMs, "late")));
+  let outcome = await Promise.race([committed, late]);
+  clearTimeout(timer);
+  if (outcome === "late") {
+    metrics.durableTimeouts++;
+    outcome = ring.abandon(chunk) ? new Error("abandoned") : await committed;
+  }
+  if (outcome) return refuse(reject("storage_unavailable", "Storage did not commit this request in time (DURABLE_TIMEOUT_MS); nothing of it was or will be stored, retry later"), metrics);
   return accepted();
 }
 
@@ -90,6 +108,6 @@ function refuse(rejection: Rejection, metrics: Metrics): Response {
   const status = STATUS[REASONS[rejection.reason]];
   const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8" };
   if (status === 401) headers["www-authenticate"] = "Bearer";
-  if (status === 503 || (status as number) === 429) headers["retry-after"] = String(RETRY_AFTER_SECONDS);
+  if (status === 503 || status === 429) headers["retry-after"] = String(rejection.retryAfter ?? RETRY_AFTER_SECONDS);
   return new Response(JSON.stringify({ errors: rejection.message }), { status, headers });
 }

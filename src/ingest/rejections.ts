@@ -15,6 +15,7 @@ export const REASONS = {
   event_too_large: "payload_too_large",
   unsupported_content_type: "unsupported_media_type",
   unsupported_encoding: "unsupported_media_type",
+  rate_limited: "rate_limited",
   buffer_full: "unavailable",
   shutting_down: "unavailable",
   storage_unavailable: "unavailable",
@@ -25,9 +26,11 @@ export type Reason = keyof typeof REASONS;
 export interface Rejection {
   readonly reason: Reason;
   readonly message: string;
+  /** 429 / 503: the Retry-After header, in seconds. */
+  readonly retryAfter?: number;
 }
 
-export const reject = (reason: Reason, message: string): Rejection => ({ reason, message });
+export const reject = (reason: Reason, message: string, retryAfter?: number): Rejection => ({ reason, message, retryAfter });
 
 export const isRejection = (value: unknown): value is Rejection =>
   typeof value === "object" && value !== null && (value as Rejection).reason in REASONS && "message" in value;

@@ -1,57 +1,195 @@
-// Writes buffered rows to log_events with COPY FROM STDIN (text format) on a connection of the
-// flush pool. Rows arrive already encoded; this file only frames them into large writes.
-// Why BEGIN / COPY / COMMIT on a reserved connection: postgres.js resolves a COPY query as soon as
-// the copy starts, and when the server refuses the data its stream never finishes (or, worse,
-// "finishes" on the next command). The COMMIT's own answer is the truth: "COMMIT" means stored,
-// anything else (PostgreSQL answers "ROLLBACK" for an aborted transaction) means not stored.
-// The wait for the COPY's end has a deadline; the COMMIT's answer then decides. A COMMIT that
-// never answers (a hung server) is the failure-handling issue's (#4) to bound.
+// One flush stream's connection to PostgreSQL, and the only code that writes log events.
+// A batch is one transaction: BEGIN; its id into flush_batches; COPY log_events FROM STDIN (text
+// format); COMMIT. Every operation has a deadline; past it the connection is destroyed (never
+// reused, so no session is left "idle in transaction") and a new one is opened for the next try.
+// Failures come back as a WriteError whose kind tells the flusher what to do:
+//   data    — PostgreSQL refused the rows themselves (SQLSTATE 22, 23, 54): split, never retry as is;
+//   failed  — nothing was committed (refused, unreachable, deadline before COMMIT): retry;
+//   unknown — COMMIT was sent but its answer is lost: ask `committed(id)` before retrying.
+//
+// postgres.js (3.4.x) and a refused COPY, porsager/postgres#1173: the COPY query resolves at
+// CopyInResponse, and when the server refuses the data after the last write the stream's "finish"
+// never fires and the error goes to the query's `reject`, which is a no-op on a settled promise.
+// So the COPY's `reject` is watched here (`refusalOf`); that delivers the real error at once.
 import { once } from "node:events";
-import type { Sql } from "./db";
+import postgres from "postgres";
+
+export type WriteFailure = "data" | "failed" | "unknown";
+
+export class WriteError extends Error {
+  constructor(
+    readonly kind: WriteFailure,
+    message: string,
+    readonly sqlstate = "",
+  ) {
+    super(message);
+    this.name = "WriteError";
+  }
+}
+
+export interface FlushConnection {
+  /** Stores the rows (COPY text lines) in one transaction tagged with batchId. */
+  write(batchId: string, rows: readonly string[]): Promise<void>;
+  /** Whether a transaction tagged with batchId committed. */
+  committed(batchId: string): Promise<boolean>;
+  /** Stores one refused COPY line in dead_letters, tagged with batchId. */
+  deadLetter(batchId: string, line: string, refusal: WriteError): Promise<void>;
+  /** Drops batch ids old enough that no retry can still ask about them. */
+  forgetBatches(olderThanHours: number): Promise<void>;
+  close(): Promise<void>;
+}
 
 /** Rows are joined into writes of about this size: fewer CopyData messages, bounded extra memory. */
 const WRITE_BYTES = 1 << 20;
+/** SQLSTATE classes that mean "these rows", not "this database": data exception, integrity, limits. */
+const DATA_ERROR = /^(22|23|54)/;
 
-export async function copyRows(sql: Sql, rows: readonly string[], deadlineMs: number): Promise<void> {
+type Sql = postgres.Sql;
+
+export function openFlushConnection(url: string, deadlineMs: number): FlushConnection {
+  const connect = () =>
+    postgres(url, { max: 1, onnotice: () => {}, connection: { application_name: "logpond-flush" } });
+  let sql = connect();
+
+  /** Runs one transaction under the deadline; on a timeout the connection is destroyed. */
+  async function transaction(batchId: string, body: (sql: Sql) => Promise<void>): Promise<void> {
+    const current = sql;
+    const progress = { commitSent: false };
+    const work = (async () => {
+      try {
+        await current`begin`;
+        await current`insert into flush_batches (id) values (${batchId})`;
+        await body(current);
+        progress.commitSent = true;
+        const result = await current`commit`;
+        if (result.command !== "COMMIT") throw new Error(`the transaction ended in ${result.command}`);
+      } catch (error) {
+        if (!progress.commitSent) await current`rollback`.catch(() => {});
+        throw error;
+      }
+    })();
+    work.catch(() => {});
+    try {
+      await withDeadline(work, deadlineMs);
+    } catch (error) {
+      if (error instanceof DeadlineError) replace(current);
+      throw classify(error, progress.commitSent);
+    }
+  }
+
+  function replace(stale: Sql): void {
+    if (sql === stale) sql = connect();
+    void stale.end({ timeout: 0 }).catch(() => {});
+  }
+
+  return {
+    write(batchId, rows) {
+      return transaction(batchId, (current) => copy(current, rows));
+    },
+
+    async committed(batchId) {
+      const current = sql;
+      try {
+        const found = await withDeadline(current`select 1 from flush_batches where id = ${batchId}`.execute(), deadlineMs);
+        return found.length > 0;
+      } catch (error) {
+        if (error instanceof DeadlineError) replace(current);
+        throw classify(error, false);
+      }
+    },
+
+    deadLetter(batchId, line, refusal) {
+      const [sourceId, dt, raw] = splitLine(line);
+      return transaction(batchId, async (current) => {
+        await current`
+          insert into dead_letters (source_id, dt, raw, sqlstate, error)
+          values (${sourceId}, ${dt}, ${raw}, ${refusal.sqlstate}, ${refusal.message})`;
+      });
+    },
+
+    async forgetBatches(olderThanHours) {
+      await withDeadline(
+        sql`delete from flush_batches where committed_at < now() - make_interval(hours => ${olderThanHours})`.execute(),
+        deadlineMs,
+      );
+    },
+
+    async close() {
+      await sql.end({ timeout: 5 });
+    },
+  };
+}
+
+async function copy(sql: Sql, rows: readonly string[]): Promise<void> {
+  const query = sql`copy log_events (source_id, dt, raw) from stdin`;
+  const refused = refusalOf(query);
+  const stream = await query.writable();
+  const broken = Promise.race([once(stream, "error").then(([error]) => Promise.reject(error as Error)), refused]);
+  broken.catch(() => {});
+  let pending: string[] = [];
+  let size = 0;
+  for (const part of rows) {
+    pending.push(part);
+    size += part.length;
+    if (size >= WRITE_BYTES) {
+      if (!stream.write(pending.join(""))) await Promise.race([once(stream, "drain"), broken]);
+      pending = [];
+      size = 0;
+    }
+  }
+  if (pending.length > 0) stream.write(pending.join(""));
+  const finished = once(stream, "finish");
+  stream.end();
+  // "finish" comes with the COPY's CommandComplete; a refusal arrives through `refused`.
+  await Promise.race([finished, broken]);
+}
+
+/** The error PostgreSQL sends for a COPY after postgres.js has already resolved it (see the header). */
+function refusalOf(query: postgres.PendingQuery<postgres.Row[]>): Promise<never> {
+  const internal = query as unknown as { reject: (error: unknown) => void };
+  const original = internal.reject;
+  const refused = new Promise<never>((_, reject) => {
+    internal.reject = (error: unknown) => {
+      reject(error);
+      original(error);
+    };
+  });
+  refused.catch(() => {});
+  return refused;
+}
+
+function classify(error: unknown, commitSent: boolean): WriteError {
+  if (error instanceof WriteError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  const sqlstate = error instanceof postgres.PostgresError ? error.code : "";
+  // An error answer to the statements themselves (COMMIT included) is a definite outcome; a lost
+  // connection or a deadline after COMMIT was sent is not.
+  const answered = sqlstate !== "" && !sqlstate.startsWith("57") && !sqlstate.startsWith("08");
+  if (answered && DATA_ERROR.test(sqlstate)) return new WriteError("data", message, sqlstate);
+  if (commitSent && !answered) return new WriteError("unknown", message, sqlstate);
+  return new WriteError("failed", message, sqlstate);
+}
+
+class DeadlineError extends Error {
+  constructor(ms: number) {
+    super(`no answer from PostgreSQL within ${ms} ms (FLUSH_TIMEOUT_MS); the connection was dropped`);
+  }
+}
+
+async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, deadlineMs)));
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new DeadlineError(ms)), ms)));
   try {
-    await write(sql, rows, deadline);
+    return await Promise.race([work, late]);
   } finally {
     clearTimeout(timer);
   }
 }
 
-async function write(sql: Sql, rows: readonly string[], deadline: Promise<void>): Promise<void> {
-  const connection = await sql.reserve();
-  try {
-    await connection`begin`;
-    const stream = await connection`copy log_events (source_id, dt, raw) from stdin`.writable();
-    const failed = once(stream, "error").then(([error]) => Promise.reject(error as Error));
-    failed.catch(() => {});
-    let pending: string[] = [];
-    let size = 0;
-    for (const part of rows) {
-      pending.push(part);
-      size += part.length;
-      if (size >= WRITE_BYTES) {
-        if (!stream.write(pending.join(""))) await Promise.race([once(stream, "drain"), failed]);
-        pending = [];
-        size = 0;
-      }
-    }
-    if (pending.length > 0) stream.write(pending.join(""));
-    // "finish" comes with the COPY's CommandComplete. When the server refuses the data after the
-    // last write, postgres.js never says so: the deadline ends the wait and the COMMIT tells.
-    const finished = once(stream, "finish");
-    stream.end();
-    await Promise.race([finished, failed, deadline]);
-    const committed = await Promise.race([connection`commit`, failed]);
-    if (committed.command !== "COMMIT") throw new Error(`COPY was refused (the transaction ended in ${committed.command})`);
-  } catch (error) {
-    await Promise.race([connection`rollback`.catch(() => {}), Bun.sleep(1000)]);
-    throw error;
-  } finally {
-    connection.release();
-  }
+/** `source_id \t dt \t raw` with COPY's backslash escaping undone. */
+function splitLine(line: string): [number, string, string] {
+  const first = line.indexOf("\t");
+  const second = line.indexOf("\t", first + 1);
+  const raw = line.slice(second + 1).replace(/\n$/, "").replace(/\\\\/g, "\\");
+  return [Number(line.slice(0, first)), line.slice(first + 1, second), raw];
 }

@@ -1,7 +1,7 @@
 // Opens storage: DATABASE_URL, or the embedded PostgreSQL under DATA_DIR. Runs the committed
 // drizzle migrations under an advisory lock (several instances may start at once), then hands
-// out two clients: one pool for management queries and one for the flusher's COPY streams, so a
-// long COPY never makes a management query wait.
+// out the management pool (the flusher opens its own connections, store/copy.ts), so a long COPY
+// never makes a management query wait.
 import { drizzle, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
 import { migrate } from "drizzle-orm/postgres-js/migrator";
 import * as path from "node:path";
@@ -16,8 +16,6 @@ export type Db = PostgresJsDatabase<typeof schema>;
 export interface Store {
   readonly sql: Sql;
   readonly db: Db;
-  /** Connections reserved for COPY: one per flush stream. */
-  readonly copySql: Sql;
   readonly url: string;
   /** For the banner: where the data is, with no password in it. */
   readonly description: string;
@@ -27,6 +25,7 @@ export interface Store {
 
 const MIGRATIONS_DIR = path.join(import.meta.dir, "..", "..", "drizzle");
 const MIGRATION_LOCK = 73_615_401; // any constant, the same in every instance
+const PING_TIMEOUT_MS = 2_000;
 
 export async function openStore(config: Config, log: (line: string) => void): Promise<Store> {
   let embedded: EmbeddedPostgres | undefined;
@@ -44,7 +43,6 @@ export async function openStore(config: Config, log: (line: string) => void): Pr
 
   const options = { onnotice: () => {}, connection: { application_name: "logpond" } };
   const sql = postgres(url, { ...options, max: 8 });
-  const copySql = postgres(url, { ...options, max: config.flushStreams, connection: { application_name: "logpond-flush" } });
   const db = drizzle(sql, { schema });
   const description = embedded
     ? `embedded PostgreSQL ${embedded.version} at ${redact(url)} (cluster ${embedded.clusterDir}, password in ${path.join(path.resolve(config.dataDir), "pg-password")})`
@@ -53,19 +51,15 @@ export async function openStore(config: Config, log: (line: string) => void): Pr
   return {
     sql,
     db,
-    copySql,
     url,
     description,
     async ping() {
-      try {
-        await sql`select 1`.execute();
-        return true;
-      } catch {
-        return false;
-      }
+      // A paused or unreachable server must not hang a readiness probe.
+      const probe = sql`select 1`.execute().then(() => true, () => false);
+      return Promise.race([probe, Bun.sleep(PING_TIMEOUT_MS).then(() => false)]);
     },
     async close() {
-      await Promise.allSettled([sql.end({ timeout: 5 }), copySql.end({ timeout: 5 })]);
+      await sql.end({ timeout: 5 }).catch(() => {});
       await embedded?.stop();
     },
   };

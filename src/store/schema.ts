@@ -2,7 +2,7 @@
 // from it (`npm run db:generate`) and applied at start. `log_events` is part of the public
 // contract (users query it with SQL): source_id, dt and raw keep their names and types.
 import { sql } from "drizzle-orm";
-import { bigint, boolean, index, integer, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, boolean, index, integer, jsonb, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
 
 export const sources = pgTable("sources", {
   id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
@@ -32,4 +32,27 @@ export const logEvents = pgTable(
 export const sourceDeletions = pgTable("source_deletions", {
   sourceId: bigint("source_id", { mode: "number" }).primaryKey(),
   deletedAt: timestamp("deleted_at", { withTimezone: true, precision: 3 }).notNull().default(sql`now()`),
+});
+
+/**
+ * One row per committed flush, written in the flush's own transaction: when a COMMIT's answer is
+ * lost, the batch id says whether it happened, so a retry never stores a batch twice.
+ */
+export const flushBatches = pgTable("flush_batches", {
+  id: uuid("id").primaryKey(),
+  committedAt: timestamp("committed_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+});
+
+/**
+ * Events PostgreSQL refused for their data (SQLSTATE classes 22, 23, 54), isolated from their
+ * batch so the rest was stored. `raw` is the event's JSON text as logpond tried to store it.
+ */
+export const deadLetters = pgTable("dead_letters", {
+  id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+  sourceId: bigint("source_id", { mode: "number" }).notNull(),
+  dt: text("dt").notNull(),
+  raw: text("raw").notNull(),
+  sqlstate: text("sqlstate").notNull(),
+  error: text("error").notNull(),
+  failedAt: timestamp("failed_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
 });
