@@ -58,7 +58,12 @@ export function openFlushConnection(url: string, deadlineMs: number): FlushConne
     const work = (async () => {
       try {
         await current`begin`;
-        await current`insert into flush_batches (id) values (${batchId})`;
+        const claimed = await current`insert into flush_batches (id) values (${batchId}) on conflict do nothing`;
+        if (claimed.count === 0) {
+          // Committed by an earlier try whose answer was lost: done, and not twice.
+          await current`rollback`;
+          return;
+        }
         await body(current);
         progress.commitSent = true;
         const result = await current`commit`;

@@ -65,7 +65,7 @@ export async function openStore(config: Config, log: (line: string) => void): Pr
   };
 }
 
-async function runMigrations(url: string): Promise<void> {
+export async function runMigrations(url: string): Promise<void> {
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   try {
     await sql`select pg_advisory_lock(${MIGRATION_LOCK})`;

@@ -1,0 +1,227 @@
+// CONTRACT §4 when PostgreSQL misbehaves, with the shared test PostgreSQL made to misbehave:
+// a CHECK constraint refuses some events (poison isolation), a table lock makes COPY hang past
+// FLUSH_TIMEOUT_MS (deadline, 503 when full, durable deadline), a lost COMMIT answer (exactly
+// once), and the per-source rate limit. Real HTTP, real PostgreSQL; only the lost answer is staged.
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import postgres from "postgres";
+import { Flusher } from "../../src/buffer/flusher";
+import { Ring } from "../../src/buffer/ring";
+import { Metrics } from "../../src/metrics";
+import { openFlushConnection, WriteError } from "../../src/store/copy";
+import { startTestLogpond, type TestLogpond } from "../helpers/logpond";
+
+const url = process.env.LOGPOND_TEST_DATABASE_URL!;
+const admin = postgres(url, { max: 3, onnotice: () => {} });
+afterAll(async () => {
+  await admin.end({ timeout: 5 });
+});
+
+const json = (value: unknown) => JSON.stringify(value);
+const count = async (sourceId: string | number) =>
+  Number((await admin`select count(*)::int as n from log_events where source_id = ${Number(sourceId)}`)[0]!.n);
+
+/** Holds a SHARE lock on log_events (COPY waits for it) until the returned function is called. */
+async function lockLogEvents(): Promise<() => Promise<void>> {
+  const connection = await admin.reserve();
+  await connection`begin`;
+  await connection`lock table log_events in share mode`;
+  return async () => {
+    await connection`rollback`;
+    connection.release();
+  };
+}
+
+async function flushSessions(state: string) {
+  return admin`select count(*)::int as n from pg_stat_activity
+               where application_name = 'logpond-flush' and state like ${state}`.then((rows) => Number(rows[0]!.n));
+}
+
+describe("poison isolation", () => {
+  let lp: TestLogpond;
+  beforeAll(async () => {
+    lp = await startTestLogpond();
+    // A user's constraint is the most honest way to make PostgreSQL refuse particular rows.
+    await admin`alter table log_events add constraint no_poison check (raw->>'poison' is null) not valid`;
+  });
+  afterAll(async () => {
+    await admin`alter table log_events drop constraint if exists no_poison`;
+    await lp.stop();
+  });
+
+  test("refused events go to dead_letters with the error; the rest of the batch is stored", async () => {
+    const source = await lp.createSource();
+    const events = Array.from({ length: 100 }, (_, i) => (i === 17 || i === 63 ? { i, poison: "yes" } : { i }));
+    expect((await lp.ingest(source.token, json(events.slice(0, 50)))).status).toBe(202);
+    expect((await lp.ingest(source.token, json(events.slice(50)))).status).toBe(202);
+    const stored = await lp.stored(source.id);
+    expect(stored.map((row) => row.raw.i).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 100 }, (_, i) => i).filter((i) => i !== 17 && i !== 63),
+    );
+    const dead = await admin`select raw, sqlstate, error, dt from dead_letters where source_id = ${Number(source.id)} order by id`;
+    expect(dead.map((row) => JSON.parse(row.raw).i).sort()).toEqual([17, 63]);
+    for (const row of dead) {
+      expect(row.sqlstate).toBe("23514");
+      expect(row.error).toContain("no_poison");
+      expect(Number.isNaN(Date.parse(row.dt))).toBe(false);
+    }
+    const metrics = await (await fetch(`${lp.apiUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^logpond_dead_letter_events_total 2$/m);
+  });
+
+  test("a batch that is all poison is all dead-lettered, and the flusher goes on", async () => {
+    const source = await lp.createSource();
+    const bad = Array.from({ length: 8 }, (_, i) => ({ i, poison: true, text: 'quote " and \\ backslash' }));
+    expect((await lp.ingest(source.token, json(bad))).status).toBe(202);
+    expect(await lp.stored(source.id)).toHaveLength(0);
+    const dead = await admin`select raw from dead_letters where source_id = ${Number(source.id)}`;
+    expect(dead.map((row) => JSON.parse(row.raw))).toContainEqual(bad[3]!);
+    expect(dead).toHaveLength(8);
+    expect((await lp.ingest(source.token, json({ after: true }))).status).toBe(202);
+    expect((await lp.stored(source.id)).map((row) => row.raw)).toEqual([{ after: true }]);
+  });
+});
+
+describe("a COPY that hangs", () => {
+  let lp: TestLogpond;
+  let unlock: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    lp = await startTestLogpond({ FLUSH_TIMEOUT_MS: "300", BUFFER_MAX_EVENTS: "200", FLUSH_STREAMS: "1" });
+  });
+  afterEach(async () => {
+    await unlock?.();
+    unlock = undefined;
+  });
+  afterAll(async () => {
+    await lp.stop();
+  });
+
+  test("is cut off at FLUSH_TIMEOUT_MS and retried; a full buffer answers 503 + Retry-After; all stored once", async () => {
+    const source = await lp.createSource();
+    unlock = await lockLogEvents();
+    const accepted: number[] = [];
+    let refused: Response | undefined;
+    for (let i = 0; i < 40 && !refused; i++) {
+      const response = await lp.ingest(source.token, json(Array.from({ length: 10 }, (_, j) => ({ n: i * 10 + j }))));
+      if (response.status === 202) accepted.push(i);
+      else refused = response;
+    }
+    expect(refused?.status).toBe(503);
+    expect(refused?.headers.get("retry-after")).toBe("1");
+    expect((await refused!.json()).errors).toContain("buffer is full");
+    await Bun.sleep(800); // at least two deadlines pass while locked
+    expect(lp.metrics.flushErrors).toBeGreaterThanOrEqual(2);
+    expect(lp.logs.join("\n")).toContain("FLUSH_TIMEOUT_MS");
+    await unlock();
+    unlock = undefined;
+    const stored = await lp.stored(source.id);
+    expect(stored.map((row) => row.raw.n).sort((a, b) => a - b)).toEqual(accepted.flatMap((i) => Array.from({ length: 10 }, (_, j) => i * 10 + j)));
+    // The sessions cut off saw their client gone once the lock was released: none is left in a transaction.
+    const deadline = Date.now() + 5_000;
+    while ((await flushSessions("idle in transaction%")) > 0 && Date.now() < deadline) await Bun.sleep(50);
+    expect(await flushSessions("idle in transaction%")).toBe(0);
+  });
+});
+
+describe("INGEST_ACK=durable", () => {
+  let lp: TestLogpond;
+  let unlock: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    lp = await startTestLogpond({ INGEST_ACK: "durable", FLUSH_INTERVAL_MS: "50", DURABLE_TIMEOUT_MS: "400", FLUSH_TIMEOUT_MS: "250" });
+  });
+  afterEach(async () => {
+    await unlock?.();
+    unlock = undefined;
+  });
+  afterAll(async () => {
+    await lp.stop();
+  });
+
+  test("202 comes after the commit: the events are in PostgreSQL when the answer arrives", async () => {
+    const source = await lp.createSource();
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => lp.ingest(source.token, json([{ i, a: 1 }, { i, a: 2 }]))),
+    );
+    expect(answers.map((r) => r.status)).toEqual(Array(20).fill(202));
+    expect(await count(source.id)).toBe(40); // read straight away, no flush asked for
+  });
+
+  test("storage stuck past DURABLE_TIMEOUT_MS → 503, and those events are never stored later", async () => {
+    const source = await lp.createSource();
+    unlock = await lockLogEvents();
+    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => lp.ingest(source.token, json({ late: i }))));
+    for (const answer of answers) {
+      expect(answer.status).toBe(503);
+      expect(answer.headers.get("retry-after")).toBe("1");
+      expect((await answer.json()).errors).toContain("DURABLE_TIMEOUT_MS");
+    }
+    await unlock();
+    unlock = undefined;
+    expect((await lp.ingest(source.token, json({ after: true }))).status).toBe(202);
+    await lp.flusher.flush();
+    expect((await lp.stored(source.id)).map((row) => row.raw)).toEqual([{ after: true }]);
+    expect(lp.metrics.durableTimeouts).toBe(5);
+  });
+});
+
+describe("exactly once when a COMMIT's answer is lost", () => {
+  test("the batch id is asked about before the retry; the batch is stored once", async () => {
+    const connection = openFlushConnection(url, 5_000);
+    let lost = 0;
+    // The real connection commits; the answer is then "lost" the way a dropped socket loses it.
+    const stream = {
+      ...connection,
+      async write(id: string, rows: readonly string[]) {
+        await connection.write(id, rows);
+        if (lost++ === 0) throw new WriteError("unknown", "connection lost after COMMIT was sent");
+      },
+    };
+    const ring = new Ring({ maxEvents: 1000, maxBytes: 1 << 20 });
+    const logs: string[] = [];
+    const flusher = new Flusher(ring, [stream], { intervalMs: 10, maxEvents: 1000, metrics: new Metrics(), log: (line) => logs.push(line) });
+    const sourceId = 900_000_000 + Math.floor(Math.random() * 1_000_000);
+    const rows = Array.from({ length: 3 }, (_, i) => `${sourceId}\t2026-11-22T00:00:00Z\t{"i": ${i}}\n`).join("");
+    ring.push({ rows, events: 3, bytes: rows.length, seq: 0 });
+    await flusher.flush();
+    expect(lost).toBe(1); // written once: the retry found its id committed and did not write again
+    expect(await count(sourceId)).toBe(3);
+    expect(logs.join("\n")).toContain("not known to be");
+    await admin`delete from log_events where source_id = ${sourceId}`;
+    await connection.close();
+  });
+
+  test("a batch id that already committed makes a second write a no-op", async () => {
+    const connection = openFlushConnection(url, 5_000);
+    const sourceId = 910_000_000 + Math.floor(Math.random() * 1_000_000);
+    const id = crypto.randomUUID();
+    const rows = [`${sourceId}\t2026-11-22T00:00:00Z\t{"once": true}\n`];
+    expect(await connection.committed(id)).toBe(false);
+    await connection.write(id, rows);
+    await connection.write(id, rows);
+    expect(await connection.committed(id)).toBe(true);
+    expect(await count(sourceId)).toBe(1);
+    await admin`delete from log_events where source_id = ${sourceId}`;
+    await connection.close();
+  });
+});
+
+describe("INGEST_RATE_LIMIT", () => {
+  let lp: TestLogpond;
+  beforeAll(async () => {
+    lp = await startTestLogpond({ INGEST_RATE_LIMIT: "20" });
+  });
+  afterAll(async () => {
+    await lp.stop();
+  });
+
+  test("a source over its events per second gets 429 + Retry-After; other sources are not affected", async () => {
+    const [busy, quiet] = [await lp.createSource(), await lp.createSource()];
+    expect((await lp.ingest(busy.token, json(Array.from({ length: 50 }, (_, i) => ({ i }))))).status).toBe(202);
+    const limited = await lp.ingest(busy.token, json({ more: 1 }));
+    expect(limited.status).toBe(429);
+    // 50 events against 20 a second: 30 in debt, so two seconds until the bucket is positive again.
+    expect(limited.headers.get("retry-after")).toBe("2");
+    expect((await limited.json()).errors).toContain("INGEST_RATE_LIMIT");
+    expect((await lp.ingest(quiet.token, json({ quiet: 1 }))).status).toBe(202);
+    expect(await lp.stored(busy.id)).toHaveLength(50);
+  });
+});
