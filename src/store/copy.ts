@@ -93,10 +93,21 @@ export function openFlushConnection(url: string, deadlineMs: number): FlushConne
     },
 
     async committed(batchId) {
+      // A probe insert rather than a select: if the try whose answer was lost is still running
+      // (a paused server resumed), the insert waits for it to commit or abort; a select would not.
       const current = sql;
+      const probe = (async () => {
+        await current`begin`;
+        try {
+          const claimed = await current`insert into flush_batches (id) values (${batchId}) on conflict do nothing`;
+          return claimed.count === 0;
+        } finally {
+          await current`rollback`;
+        }
+      })();
+      probe.catch(() => {});
       try {
-        const found = await withDeadline(current`select 1 from flush_batches where id = ${batchId}`.execute(), deadlineMs);
-        return found.length > 0;
+        return await withDeadline(probe, deadlineMs);
       } catch (error) {
         if (error instanceof DeadlineError) replace(current);
         throw classify(error, false);

@@ -107,7 +107,7 @@ describe("a COPY that hangs", () => {
     }
     expect(refused?.status).toBe(503);
     expect(refused?.headers.get("retry-after")).toBe("1");
-    expect((await refused!.json()).errors).toContain("buffer is full");
+    expect(((await refused!.json()) as any).errors).toContain("buffer is full");
     await Bun.sleep(800); // at least two deadlines pass while locked
     expect(lp.metrics.flushErrors).toBeGreaterThanOrEqual(2);
     expect(lp.logs.join("\n")).toContain("FLUSH_TIMEOUT_MS");
@@ -152,7 +152,7 @@ describe("INGEST_ACK=durable", () => {
     for (const answer of answers) {
       expect(answer.status).toBe(503);
       expect(answer.headers.get("retry-after")).toBe("1");
-      expect((await answer.json()).errors).toContain("DURABLE_TIMEOUT_MS");
+      expect(((await answer.json()) as any).errors).toContain("DURABLE_TIMEOUT_MS");
     }
     await unlock();
     unlock = undefined;
@@ -220,7 +220,7 @@ describe("INGEST_RATE_LIMIT", () => {
     expect(limited.status).toBe(429);
     // 50 events against 20 a second: 30 in debt, so two seconds until the bucket is positive again.
     expect(limited.headers.get("retry-after")).toBe("2");
-    expect((await limited.json()).errors).toContain("INGEST_RATE_LIMIT");
+    expect(((await limited.json()) as any).errors).toContain("INGEST_RATE_LIMIT");
     expect((await lp.ingest(quiet.token, json({ quiet: 1 }))).status).toBe(202);
     expect(await lp.stored(busy.id)).toHaveLength(50);
   });
