@@ -78,6 +78,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   const flusher = new Flusher(ring, streams, {
     intervalMs: config.flushIntervalMs,
     maxEvents: config.flushMaxEvents,
+    eager: config.ingestAck === "durable",
     metrics,
     log,
   });

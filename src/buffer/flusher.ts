@@ -1,5 +1,7 @@
 // When and how the ring is drained: every FLUSH_INTERVAL_MS, or as soon as FLUSH_MAX_EVENTS are
-// waiting, on FLUSH_STREAMS parallel streams (one connection each). What a stream does with a
+// waiting, on FLUSH_STREAMS parallel streams (one connection each). In durable mode a free stream
+// writes whatever is waiting at once: requests that arrive while both streams are busy share the
+// next commit (group commit), so latency is one or two flushes, not an interval. What a stream does with a
 // failed write depends on how it failed (store/copy.ts says which):
 //   failed  → keep the batch, retry with capped exponential backoff and jitter; its events stay
 //             counted in the ring, so a long outage fills it and ingestion answers 503;
@@ -18,6 +20,8 @@ export type Stream = Pick<FlushConnection, "write" | "committed" | "deadLetter" 
 export interface FlusherOptions {
   intervalMs: number;
   maxEvents: number;
+  /** Durable mode: a stream that is free writes at once (group commit), the interval is a backstop. */
+  eager: boolean;
   metrics: Metrics;
   log: (line: string) => void;
 }
@@ -57,9 +61,10 @@ export class Flusher {
     this.timer ??= setInterval(() => this.kick("interval"), this.options.intervalMs);
   }
 
-  /** Called after every push: a full batch's worth goes out at once. */
+  /** Called after every push: a full batch's worth goes out at once (in durable mode, anything). */
   pushed(): void {
     if (this.ring.pendingEvents >= this.options.maxEvents) this.kick("size");
+    else if (this.options.eager && this.idle.length > 0) this.kick("commit");
   }
 
   /** Resolves once every chunk pushed before the call is committed (or dead-lettered, or dropped). */
@@ -122,8 +127,8 @@ export class Flusher {
     this.wakeWaiters();
     await this.forgetOldBatches(stream);
     this.idle.push(stream);
-    // More waiting than one batch, a flush or a drain in progress: keep going.
-    if (this.ring.pendingEvents >= this.options.maxEvents || this.waiters.length > 0 || this.stopping) this.kick(reason);
+    // More waiting than one batch, a flush or a drain in progress, durable requests waiting: keep going.
+    if (this.ring.pendingEvents >= this.options.maxEvents || this.waiters.length > 0 || this.stopping || this.options.eager) this.kick(reason);
   }
 
   /**

@@ -177,7 +177,7 @@ describe("exactly once when a COMMIT's answer is lost", () => {
     };
     const ring = new Ring({ maxEvents: 1000, maxBytes: 1 << 20 });
     const logs: string[] = [];
-    const flusher = new Flusher(ring, [stream], { intervalMs: 10, maxEvents: 1000, metrics: new Metrics(), log: (line) => logs.push(line) });
+    const flusher = new Flusher(ring, [stream], { intervalMs: 10, maxEvents: 1000, eager: false, metrics: new Metrics(), log: (line) => logs.push(line) });
     const sourceId = 900_000_000 + Math.floor(Math.random() * 1_000_000);
     const rows = Array.from({ length: 3 }, (_, i) => `${sourceId}\t2026-11-22T00:00:00Z\t{"i": ${i}}\n`).join("");
     ring.push({ rows, events: 3, bytes: rows.length, seq: 0 });

@@ -5,39 +5,11 @@ import { expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
+import { SERVICE_API_TOKEN, spawnService } from "../helpers/service";
 
 const MAIN = path.join(import.meta.dir, "..", "..", "src", "main.ts");
-const API_TOKEN = "lifecycle-token-0123456789";
-
-interface Running {
-  proc: ReturnType<typeof Bun.spawn>;
-  apiUrl: string;
-  ingestUrl: string;
-  output: () => string;
-}
-
-async function start(env: Record<string, string>): Promise<Running> {
-  const proc = Bun.spawn([process.execPath, MAIN], {
-    env: { ...process.env, API_PORT: "0", INGEST_PORT: "0", API_TOKEN, EMBEDDED_PG_PORT: "0", ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  let output = "";
-  const reader = (stream: ReadableStream<Uint8Array>) =>
-    (async () => {
-      for await (const part of stream) output += new TextDecoder().decode(part);
-    })();
-  void reader(proc.stdout as ReadableStream<Uint8Array>);
-  void reader(proc.stderr as ReadableStream<Uint8Array>);
-  const deadline = Date.now() + 60_000;
-  while (!/ingestion\s+http/.test(output)) {
-    if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`logpond did not start:\n${output}`);
-    await Bun.sleep(20);
-  }
-  const apiUrl = /management API\s+(http\S+)\/api\/v1\/sources/.exec(output)![1]!;
-  const ingestUrl = /ingestion\s+(http\S+)\//.exec(output)![1]!;
-  return { proc, apiUrl, ingestUrl, output: () => output };
-}
+const API_TOKEN = SERVICE_API_TOKEN;
+const start = spawnService;
 
 const auth = { authorization: `Bearer ${API_TOKEN}` };
 
