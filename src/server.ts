@@ -105,8 +105,9 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   }).listen({
     hostname: config.host,
     port: config.ingestPort,
-    // Bun's own cap is a backstop above ours, so our 413 (with its message) answers first.
-    maxRequestBodySize: config.ingestMaxBodyBytes + 1024 * 1024,
+    // Bun's own cap would answer a large Content-Length with a bare 413 before our handler runs;
+    // ours (ingest/body.ts) checks the header first and counts streamed bytes, so Bun's is lifted.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
   });
   ingestingHost = `${formatHost(config.host)}:${ingest.server!.port}`;
 

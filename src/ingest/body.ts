@@ -2,7 +2,6 @@
 // then a counting reader for chunked bodies), then undoes Content-Encoding with a cap on the
 // output, so neither a large upload nor a decompression bomb costs more memory than the limits.
 import * as zlib from "node:zlib";
-import { promisify } from "node:util";
 import { reject, type Rejection } from "./rejections";
 
 export interface BodyLimits {
@@ -52,12 +51,13 @@ export function parseEncoding(header: string | null): Encoding | Rejection {
 }
 
 const inflaters = {
-  gzip: [zlib.gunzipSync, promisify(zlib.gunzip)],
-  deflate: [zlib.inflateSync, promisify(zlib.inflate)],
-  deflateRaw: [zlib.inflateRawSync, promisify(zlib.inflateRaw)],
-  br: [zlib.brotliDecompressSync, promisify(zlib.brotliDecompress)],
-  zstd: [zlib.zstdDecompressSync, promisify(zlib.zstdDecompress)],
+  gzip: [zlib.gunzipSync, zlib.createGunzip],
+  deflate: [zlib.inflateSync, zlib.createInflate],
+  deflateRaw: [zlib.inflateRawSync, zlib.createInflateRaw],
+  br: [zlib.brotliDecompressSync, zlib.createBrotliDecompress],
+  zstd: [zlib.zstdDecompressSync, zlib.createZstdDecompress],
 } as const;
+type Kind = keyof typeof inflaters;
 
 export async function decompress(body: Buffer, encoding: Encoding, maxBytes: number): Promise<Buffer | Rejection> {
   if (encoding === "identity") {
@@ -65,16 +65,44 @@ export async function decompress(body: Buffer, encoding: Encoding, maxBytes: num
   }
   // HTTP's "deflate" is zlib-wrapped, but some clients send raw deflate: the first byte tells.
   const kind = encoding === "deflate" && (body.length < 2 || (body[0]! & 0x0f) !== 8) ? "deflateRaw" : encoding;
-  const [sync, async] = inflaters[kind];
-  const options = { maxOutputLength: maxBytes };
   try {
-    return body.length < SYNC_DECOMPRESS_BELOW_BYTES ? sync(body, options) : await async(body, options);
+    const { output, consumed } = await inflate(kind, body, maxBytes);
+    // zlib stops at the end of the compressed stream and ignores what follows: refuse it instead.
+    if (consumed < body.length) {
+      return reject("body_undecodable", `Body has ${body.length - consumed} bytes after the end of its ${encoding} data`);
+    }
+    return output;
   } catch (error) {
     if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE" || error instanceof RangeError) {
       return decompressedTooLarge(maxBytes);
     }
     return reject("body_undecodable", `Body is not valid ${encoding} data (Content-Encoding: ${encoding}): ${(error as Error).message}`);
   }
+}
+
+/** Small bodies inflate synchronously (cheaper); large ones on zlib's thread pool, capped as they grow. */
+async function inflate(kind: Kind, body: Buffer, maxBytes: number): Promise<{ output: Buffer; consumed: number }> {
+  const [sync, stream] = inflaters[kind];
+  if (body.length < SYNC_DECOMPRESS_BELOW_BYTES) {
+    const result = (sync as (input: Buffer, options: object) => unknown)(body, { maxOutputLength: maxBytes, info: true }) as {
+      buffer: Buffer;
+      engine: { bytesWritten: number };
+    };
+    return { output: result.buffer, consumed: result.engine.bytesWritten };
+  }
+  return new Promise((resolve, reject) => {
+    const engine = stream();
+    const parts: Buffer[] = [];
+    let size = 0;
+    engine.on("data", (part: Buffer) => {
+      size += part.length;
+      if (size > maxBytes) engine.destroy(Object.assign(new Error("too large"), { code: "ERR_BUFFER_TOO_LARGE" }));
+      else parts.push(part);
+    });
+    engine.on("end", () => resolve({ output: Buffer.concat(parts, size), consumed: engine.bytesWritten }));
+    engine.on("error", reject);
+    engine.end(body);
+  });
 }
 
 function decompressedTooLarge(maxBytes: number): Rejection {
