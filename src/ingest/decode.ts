@@ -1,5 +1,7 @@
 // Hop 2: bytes → a list of decoded events, per Content-Type. JSON and NDJSON keep integers beyond
-// 2^53 exact (JSON.rawJSON, only when the text has a 16-digit run); MessagePack goes through one
+// 2^53 exact (JSON.rawJSON) and numbers a double cannot hold at all (1e400, 1e-400) as strings of
+// their text; that slower parse runs only when the text has a 16-digit run or a 3-digit exponent.
+// MessagePack goes through one
 // long-lived msgpackr decoder with structured-clone references off and 64-bit integers as BigInt
 // only when they do not fit a double. Decoding never evaluates more code than msgpackr's record
 // readers, and a body with many record definitions uses msgpackr's no-eval build instead.
@@ -31,7 +33,10 @@ const mapUnpackr = new NoEvalUnpackr({ ...MSGPACK_OPTIONS, mapsAsObjects: false 
 const RECORD_DEFINITION = Buffer.from([0xd4, 0x72]);
 const RECORD_DEFINITION_WIDE = Buffer.from([0xd5, 0x72]);
 const PROTO_KEY = Buffer.from("__proto__");
-const LONG_DIGIT_RUN = /\d{16}/;
+/** Text in which some number may not survive as a double. */
+const INEXACT_NUMBER_HINT = /\d{16}|[eE][+-]?\d{3}/;
+/** PostgreSQL's numeric holds at most 131072 digits before the decimal point. */
+const MAX_NUMERIC_DIGITS = 131_072;
 const decoder = new TextDecoder();
 
 export function parseContentType(header: string | null): Format | Rejection {
@@ -85,14 +90,21 @@ function decodeNdjson(body: Buffer): unknown[] | Rejection {
 }
 
 function parseJson(text: string): unknown {
-  return LONG_DIGIT_RUN.test(text) ? JSON.parse(text, keepExactNumbers) : JSON.parse(text);
+  return INEXACT_NUMBER_HINT.test(text) ? JSON.parse(text, keepExactNumbers) : JSON.parse(text);
 }
 
-/** Numbers JSON.parse would round come back as their source text. */
+/**
+ * Integers JSON.parse would round come back exact (as raw JSON); numbers that overflow a double
+ * (to ±Infinity) or underflow it (to 0 from a non-zero text) come back as the string of their text.
+ */
 function keepExactNumbers(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
-  if (typeof value === "number" && context?.source !== undefined && !Number.isSafeInteger(value) && /^-?\d+$/.test(context.source)) {
-    return JSON.rawJSON(context.source);
+  const source = context?.source;
+  if (typeof value !== "number" || source === undefined) return value;
+  if (/^-?\d+$/.test(source)) {
+    if (Number.isSafeInteger(value)) return value;
+    return source.length <= MAX_NUMERIC_DIGITS ? JSON.rawJSON(source) : source;
   }
+  if (!Number.isFinite(value) || (value === 0 && /[1-9]/.test(source.split(/[eE]/)[0]!))) return source;
   return value;
 }
 
