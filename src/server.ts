@@ -52,6 +52,8 @@ export function managementApp(deps: {
             logpond_buffer_bytes: { help: "Approximate bytes held in memory.", value: deps.ring.heldBytes },
             logpond_flush_streams_busy: { help: "COPY streams writing now.", value: deps.flusher.streamsBusy },
             logpond_sources: { help: "Sources known to ingestion.", value: deps.cache.size },
+            logpond_process_resident_bytes: { help: "Resident memory of the process (RSS).", value: process.memoryUsage.rss() },
+            logpond_process_heap_bytes: { help: "JavaScript heap in use.", value: process.memoryUsage().heapUsed },
           }),
           { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } },
         ),

@@ -13,7 +13,7 @@
 // Never drops a chunk it was given otherwise; never holds more than one batch per stream.
 import type { FlushConnection, WriteError } from "../store/copy";
 import type { Metrics } from "../metrics";
-import type { Chunk, Ring } from "./ring";
+import type { Chunk, Ring, Rows } from "./ring";
 
 export type Stream = Pick<FlushConnection, "write" | "committed" | "deadLetter" | "forgetBatches">;
 
@@ -138,7 +138,7 @@ export class Flusher {
    */
   private async store(
     stream: Stream,
-    rows: () => string[],
+    rows: () => Rows[],
     what: (id: string) => string,
     beforeWrite: () => boolean = () => true,
     operation: (id: string) => Promise<void> = (id) => stream.write(id, rows()),
@@ -234,8 +234,8 @@ export class Flusher {
 const HALTED = Symbol("halted");
 
 /** COPY text lines of a chunk, each with its "\n" (escaped newlines never end a line). */
-function linesOf(rows: string): string[] {
-  return rows.match(/[^\n]*\n/g) ?? [];
+function linesOf(rows: Rows): string[] {
+  return (typeof rows === "string" ? rows : Buffer.from(rows).toString()).match(/[^\n]*\n/g) ?? [];
 }
 
 function backoff(attempt: number): number {

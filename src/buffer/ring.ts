@@ -3,10 +3,13 @@
 // the flusher releases them after commit, so memory stays bounded while PostgreSQL is away.
 // O(1) per push and per taken chunk. No I/O, no timers, nothing of HTTP or SQL.
 
+/** COPY text lines, each ending in "\n": UTF-8 bytes off the JavaScript heap (a string in tests). */
+export type Rows = Uint8Array | string;
+
 export interface Chunk {
-  readonly rows: string;
+  readonly rows: Rows;
   readonly events: number;
-  /** Approximate memory: one byte per UTF-16 code unit of `rows`. */
+  /** Memory it holds: the byte length of `rows`. */
   readonly bytes: number;
   /** Ordinal given at push; the flusher reports progress by it. */
   seq: number;

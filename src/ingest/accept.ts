@@ -74,7 +74,8 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   }
 
   if (deps.ackMode === "buffered") {
-    const chunk: Chunk = { rows: encoded.rows, events: encoded.count, bytes: encoded.rows.length, seq: 0 };
+    const rows = Buffer.from(encoded.rows);
+    const chunk: Chunk = { rows, events: encoded.count, bytes: rows.length, seq: 0 };
     if (!ring.push(chunk)) return refuse(bufferFull(), metrics);
     deps.flusher.pushed();
     return accepted();
@@ -84,7 +85,8 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   // deadline the chunk is abandoned; if the flusher already holds it, its answer decides.
   let settle!: (error?: Error) => void;
   const committed = new Promise<Error | undefined>((resolve) => (settle = resolve));
-  const chunk: Chunk = { rows: encoded.rows, events: encoded.count, bytes: encoded.rows.length, seq: 0, settle };
+  const rows = Buffer.from(encoded.rows);
+  const chunk: Chunk = { rows, events: encoded.count, bytes: rows.length, seq: 0, settle };
   if (!ring.push(chunk)) return refuse(bufferFull(), metrics);
   deps.flusher.pushed();
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -29,7 +29,7 @@ export class WriteError extends Error {
 
 export interface FlushConnection {
   /** Stores the rows (COPY text lines) in one transaction tagged with batchId. */
-  write(batchId: string, rows: readonly string[]): Promise<void>;
+  write(batchId: string, rows: readonly (Uint8Array | string)[]): Promise<void>;
   /** Whether a transaction tagged with batchId committed. */
   committed(batchId: string): Promise<boolean>;
   /** Stores one refused COPY line in dead_letters, tagged with batchId. */
@@ -136,24 +136,25 @@ export function openFlushConnection(url: string, deadlineMs: number): FlushConne
   };
 }
 
-async function copy(sql: Sql, rows: readonly string[]): Promise<void> {
+async function copy(sql: Sql, rows: readonly (Uint8Array | string)[]): Promise<void> {
   const query = sql`copy log_events (source_id, dt, raw) from stdin`;
   const refused = refusalOf(query);
   const stream = await query.writable();
   const broken = Promise.race([once(stream, "error").then(([error]) => Promise.reject(error as Error)), refused]);
   broken.catch(() => {});
-  let pending: string[] = [];
+  let pending: Uint8Array[] = [];
   let size = 0;
   for (const part of rows) {
-    pending.push(part);
-    size += part.length;
+    const bytes = typeof part === "string" ? Buffer.from(part) : part;
+    pending.push(bytes);
+    size += bytes.length;
     if (size >= WRITE_BYTES) {
-      if (!stream.write(pending.join(""))) await Promise.race([once(stream, "drain"), broken]);
+      if (!stream.write(Buffer.concat(pending, size))) await Promise.race([once(stream, "drain"), broken]);
       pending = [];
       size = 0;
     }
   }
-  if (pending.length > 0) stream.write(pending.join(""));
+  if (pending.length > 0) stream.write(Buffer.concat(pending, size));
   const finished = once(stream, "finish");
   stream.end();
   // "finish" comes with the COPY's CommandComplete; a refusal arrives through `refused`.

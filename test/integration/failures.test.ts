@@ -170,7 +170,7 @@ describe("exactly once when a COMMIT's answer is lost", () => {
     // The real connection commits; the answer is then "lost" the way a dropped socket loses it.
     const stream = {
       ...connection,
-      async write(id: string, rows: readonly string[]) {
+      async write(id: string, rows: readonly (Uint8Array | string)[]) {
         await connection.write(id, rows);
         if (lost++ === 0) throw new WriteError("unknown", "connection lost after COMMIT was sent");
       },
