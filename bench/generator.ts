@@ -51,6 +51,9 @@ async function worker(w: number): Promise<void> {
       if (response.status === 202) {
         acked += eventsPerBody;
         ackedBytes += body.byteLength;
+      } else if (response.status === 503 || response.status === 429) {
+        // As a well-behaved client does: wait as told (capped), instead of hammering a full buffer.
+        await Bun.sleep(Math.min(1000, 1000 * Number(response.headers.get("retry-after") ?? 1)));
       }
     } catch {
       await Bun.sleep(5);

@@ -57,7 +57,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   if (isRejection(body)) return refuse(body, metrics);
   const events = decodeBody(body, format);
   if (isRejection(events)) return refuse(events, metrics);
-  const encoded = encodeEvents(events, format, source.id, new Date().toISOString(), limits);
+  const encoded = encodeEvents(events, format, source.id, receptionTime(), limits);
   if (isRejection(encoded)) return refuse(encoded, metrics);
 
   const accepted = () => {
@@ -99,6 +99,18 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   }
   if (outcome) return refuse(reject("storage_unavailable", "Storage did not commit this request in time (DURABLE_TIMEOUT_MS); nothing of it was or will be stored, retry later"), metrics);
   return accepted();
+}
+
+/** Now as ISO 8601, computed once per millisecond (requests in the same millisecond share it). */
+let lastMs = 0;
+let lastIso = "";
+function receptionTime(): string {
+  const now = Date.now();
+  if (now !== lastMs) {
+    lastMs = now;
+    lastIso = new Date(now).toISOString();
+  }
+  return lastIso;
 }
 
 function bufferFull(): Rejection {

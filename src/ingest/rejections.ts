@@ -23,14 +23,15 @@ export const REASONS = {
 
 export type Reason = keyof typeof REASONS;
 
-export interface Rejection {
-  readonly reason: Reason;
-  readonly message: string;
-  /** 429 / 503: the Retry-After header, in seconds. */
-  readonly retryAfter?: number;
+export class Rejection {
+  constructor(
+    readonly reason: Reason,
+    readonly message: string,
+    /** 429 / 503: the Retry-After header, in seconds. */
+    readonly retryAfter?: number,
+  ) {}
 }
 
-export const reject = (reason: Reason, message: string, retryAfter?: number): Rejection => ({ reason, message, retryAfter });
+export const reject = (reason: Reason, message: string, retryAfter?: number): Rejection => new Rejection(reason, message, retryAfter);
 
-export const isRejection = (value: unknown): value is Rejection =>
-  typeof value === "object" && value !== null && (value as Rejection).reason in REASONS && "message" in value;
+export const isRejection = (value: unknown): value is Rejection => value instanceof Rejection;
