@@ -1,6 +1,5 @@
 // How long one body of many msgpackr record definitions holds the event loop, with msgpackr's
-// compiling decoder and with its no-eval build (what decode.ts switches to above
-// MAX_COMPILED_RECORD_DEFINITIONS definitions). Run: npx bun bench/records-stall.ts [definitions=40000]
+// compiling decoder and with its no-eval build (what decode.ts uses for every body). Run: npx bun bench/records-stall.ts [definitions=40000]
 import { Packr, Unpackr } from "msgpackr";
 import { Unpackr as NoEvalUnpackr } from "msgpackr/unpack-no-eval";
 import { decodeBody } from "../src/ingest/decode";
