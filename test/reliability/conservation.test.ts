@@ -24,6 +24,8 @@ const dataDirs: string[] = [];
 beforeAll(async () => {
   pg = await startFaultyPostgres("faults");
   sql = postgres(pg.url, { max: 2, onnotice: () => {} });
+  // Each run starts empty (the service applies the migrations), so the cluster does not grow run after run.
+  await sql.unsafe("drop schema if exists public cascade; create schema public; drop schema if exists drizzle cascade;");
 });
 afterAll(async () => {
   await sql.end({ timeout: 5 });
