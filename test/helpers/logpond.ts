@@ -36,6 +36,9 @@ export async function startTestLogpond(env: Record<string, string> = {}): Promis
     API_TOKEN,
     DATA_DIR: mkdtempSync(path.join(tmpdir(), "logpond-test-")),
     FLUSH_INTERVAL_MS: "50",
+    // One COPY at a time: with two, PostgreSQL extends the table in bulk for both and a request's
+    // rows may land on pages out of order, and tests read them back in ctid order.
+    FLUSH_STREAMS: "1",
     ...env,
   });
   const logs: string[] = [];
