@@ -11,6 +11,7 @@ export class Metrics {
   flushedEvents = 0;
   flushSecondsSum = 0;
   eventsDeadLettered = 0;
+  eventsLost = 0;
   isolationSplits = 0;
   durableTimeouts = 0;
   readonly rejected = new Map<string, number>();
@@ -48,6 +49,7 @@ export class Metrics {
     metric("logpond_flush_duration_seconds_sum", "counter", "Total time spent in committed flushes.", [["", this.flushSecondsSum]]);
     metric("logpond_flush_errors_total", "counter", "Flush attempts that failed (and were retried).", [["", this.flushErrors]]);
     metric("logpond_dead_letter_events_total", "counter", "Events PostgreSQL refused for their data, kept in dead_letters.", [["", this.eventsDeadLettered]]);
+    metric("logpond_events_lost_total", "counter", "Events refused by PostgreSQL whose dead letter was refused too (logged in full).", [["", this.eventsLost]]);
     metric("logpond_flush_isolation_splits_total", "counter", "Refused batches split in two to isolate bad events.", [["", this.isolationSplits]]);
     metric("logpond_durable_timeouts_total", "counter", "Durable requests not committed within DURABLE_TIMEOUT_MS.", [["", this.durableTimeouts]]);
     for (const [name, { help, value }] of Object.entries(gauges)) metric(name, "gauge", help, [["", value]]);

@@ -182,9 +182,16 @@ export class Flusher {
   private async isolate(stream: Stream, lines: string[], refusal: WriteError): Promise<void> {
     if (lines.length === 1) {
       const line = lines[0]!;
-      await this.store(stream, () => lines, () => "a dead letter", undefined, (id) => stream.deadLetter(id, line, refusal));
+      const source = line.slice(0, line.indexOf("\t"));
+      const deadLetterRefused = await this.store(stream, () => lines, () => "a dead letter", undefined, (id) => stream.deadLetter(id, line, refusal));
+      if (deadLetterRefused) {
+        // dead_letters holds text only, so this should not happen; if it does, say so loudly.
+        this.options.metrics.eventsLost++;
+        this.options.log(`flush: LOST an event of source ${source}: PostgreSQL refused it (${refusal.sqlstate} ${refusal.message}) and its dead letter (${deadLetterRefused.sqlstate} ${deadLetterRefused.message}); event: ${line.slice(0, 2000)}`);
+        return;
+      }
       this.options.metrics.eventsDeadLettered++;
-      this.options.log(`flush: an event of source ${line.slice(0, line.indexOf("\t"))} was refused by PostgreSQL (${refusal.sqlstate} ${refusal.message}); kept in dead_letters`);
+      this.options.log(`flush: an event of source ${source} was refused by PostgreSQL (${refusal.sqlstate} ${refusal.message}); kept in dead_letters`);
       return;
     }
     this.options.metrics.isolationSplits++;
