@@ -11,12 +11,14 @@ import { health } from "./http/health";
 import { acceptRequest, type IngestDeps } from "./ingest/accept";
 import { Metrics } from "./metrics";
 import { SourceCache } from "./sources/cache";
-import { createPurger } from "./sources/purge";
 import { sourceRoutes } from "./sources/routes";
 import { createSourceService } from "./sources/service";
 import { RateLimiter } from "./ingest/ratelimit";
+import { startRetention, type Retention } from "./retention/scheduler";
 import { openFlushConnection } from "./store/copy";
 import { openStore, type Store } from "./store/db";
+import { DAY_MS, ensurePartitions } from "./store/partitions";
+import { DAYS_AHEAD } from "./retention/sweep";
 
 export interface Logpond {
   readonly apiUrl: string;
@@ -37,6 +39,7 @@ export function managementApp(deps: {
   ring: Ring;
   flusher: Flusher;
   cache: SourceCache;
+  retention?: Retention;
   routes: Parameters<typeof sourceRoutes>[0];
   log: (line: string) => void;
 }) {
@@ -52,6 +55,11 @@ export function managementApp(deps: {
             logpond_buffer_bytes: { help: "Approximate bytes held in memory.", value: deps.ring.heldBytes },
             logpond_flush_streams_busy: { help: "COPY streams writing now.", value: deps.flusher.streamsBusy },
             logpond_sources: { help: "Sources known to ingestion.", value: deps.cache.size },
+            logpond_storage_partitions: { help: "log_events partitions (daily ones and the default), as of the last retention sweep.", value: deps.retention?.last?.partitions ?? 0 },
+            logpond_storage_oldest_event_timestamp_seconds: {
+              help: "dt of the oldest stored event (Unix seconds; 0: none), as of the last retention sweep.",
+              value: (deps.retention?.last?.oldestEvent?.getTime() ?? 0) / 1000,
+            },
             logpond_process_resident_bytes: { help: "Resident memory of the process (RSS).", value: process.memoryUsage.rss() },
             logpond_process_heap_bytes: { help: "JavaScript heap in use.", value: process.memoryUsage().heapUsed },
           }),
@@ -75,6 +83,8 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   await cache.loadAll(store.db);
   const following = await cache.follow(store.sql, store.db, log);
 
+  // Today's and the next days' partitions exist before the first COPY (the sweep keeps them ahead).
+  await ensurePartitions(store.sql, new Date(Date.now() - DAY_MS), new Date(Date.now() + DAYS_AHEAD * DAY_MS), log);
   const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: config.bufferMaxBytes });
   const streams = Array.from({ length: config.flushStreams }, () => openFlushConnection(store.url, config.flushTimeoutMs));
   const flusher = new Flusher(ring, streams, {
@@ -85,8 +95,13 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     log,
   });
   flusher.start();
-  const purger = createPurger(store.sql, () => flusher.flush(), log);
-  purger.kick();
+  const retention = startRetention({
+    sql: store.sql,
+    intervalMs: config.retentionSweepIntervalMs,
+    flush: () => flusher.flush(),
+    metrics,
+    log,
+  });
 
   const { token: apiToken, origin: apiTokenOrigin } = loadApiToken(config);
   let accepting = true;
@@ -114,9 +129,9 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   ingestingHost = `${formatHost(config.host)}:${ingest.server!.port}`;
 
   const management = managementApp({
-    store, metrics, ring, flusher, cache, log,
+    store, metrics, ring, flusher, cache, retention, log,
     routes: {
-      service: createSourceService(store.db, cache, () => purger.kick()),
+      service: createSourceService(store.db, cache, () => retention.kick()),
       apiTokenDigest: digest(apiToken),
       ingestingHost: () => ingestingHost,
     },
@@ -134,12 +149,12 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     metrics,
     async stop() {
       accepting = false;
+      await retention.stop(); // aborts a running sweep between two statements
       // Finish in-flight requests (their events land in the ring), then write the ring out.
       await ingest.server!.stop(false);
       const drained = await flusher.drain(config.shutdownTimeoutMs);
       if (!drained) log(`shutdown: ${ring.heldEvents} buffered events could not be written before SHUTDOWN_TIMEOUT_MS`);
       await management.server!.stop(true);
-      await purger.idle();
       await following.unlisten().catch(() => {});
       await Promise.allSettled(streams.map((stream) => stream.close()));
       await store.close();

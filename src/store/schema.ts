@@ -46,7 +46,7 @@ export const logpondCounters = pgTable("logpond_counters", {
   value: bigint("value", { mode: "number" }).notNull(),
 });
 
-/** Sources deleted whose events are still being purged; survives a restart mid-purge. */
+/** Deleted sources (tombstones): their events and dead letters are removed by every retention sweep for a grace period (late arrivals), retention/sweep.ts. */
 export const sourceDeletions = pgTable("source_deletions", {
   sourceId: bigint("source_id", { mode: "number" }).primaryKey(),
   deletedAt: timestamp("deleted_at", { withTimezone: true, precision: 3 }).notNull().default(sql`now()`),
