@@ -15,6 +15,12 @@ export const TOMBSTONE_GRACE_MS = DAY_MS;
 /** Heap pages one DELETE statement looks at (8 KiB each): bounded work and lock time per statement. */
 const PAGES_PER_STATEMENT = 1_024;
 const DEAD_LETTERS_PER_STATEMENT = 5_000;
+/**
+ * Share of wall time a sweep spends in DELETE statements: after each it rests (DUTY⁻¹ − 1)× as
+ * long. Ingestion shares the machine's CPUs and disk with it; CONTRACT §5.1 wants ≥ 0.9× of
+ * ingest throughput during a sweep (bench/storage.ts measures it).
+ */
+const DUTY = 0.25;
 const DETACH_TRIES = 20;
 const UNDEFINED_TABLE = "42P01";
 
@@ -48,8 +54,9 @@ export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) =
   const tombstones = await sql<{ source_id: string; deleted_at: Date }[]>`select source_id, deleted_at from source_deletions`;
   const cutoffs: Cutoff[] = sources.map((s) => ({ sourceId: Number(s.id), before: new Date(now.getTime() - s.days * DAY_MS) }));
   const deleted = tombstones.map((t) => Number(t.source_id));
-  // Everything of every source is older than this in a partition that ends before it.
-  const keepFrom = cutoffs.length === 0 ? new Date(now.getTime() - DAY_MS) : new Date(Math.min(...cutoffs.map((c) => c.before.getTime())));
+  // Everything of every source is older than this in a partition that ends before it. No source
+  // at all (a database being set up, a restore): no day is dropped.
+  const keepFrom = new Date(cutoffs.length === 0 ? -8.64e15 : Math.min(...cutoffs.map((c) => c.before.getTime())));
 
   const partitions = await listPartitions(sql);
   for (const partition of partitions) {
@@ -119,6 +126,7 @@ async function deleteRows(sql: Sql, table: string, cutoffs: Cutoff[], deleted: n
     select (pg_relation_size(${table}::regclass) / current_setting('block_size')::int)::int as pages`;
   for (let first = 0; first < pages; first += PAGES_PER_STATEMENT) {
     signal.throwIfAborted();
+    const started = performance.now();
     const [removed] = await sql.unsafe<{ n: string; bytes: string }[]>(
       `with gone as (
          delete from ${table} t using unnest($1::bigint[], $2::timestamptz[]) as c(source_id, before)
@@ -130,7 +138,24 @@ async function deleteRows(sql: Sql, table: string, cutoffs: Cutoff[], deleted: n
     );
     result.rowsRemoved += Number(removed!.n);
     result.bytesRemoved += Number(removed!.bytes);
+    await rest(performance.now() - started, signal);
   }
+}
+
+/** Sleeps (1/DUTY − 1)× the work just done; wakes at once on abort. */
+async function rest(workedMs: number, signal: AbortSignal): Promise<void> {
+  const ms = workedMs * (1 / DUTY - 1);
+  if (ms < 1) return;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done);
+  });
+  signal.throwIfAborted();
 }
 
 /** Arrays go as text literals: postgres.js serialises typed array parameters only in some paths. */
@@ -141,6 +166,7 @@ function pgArray(values: readonly (number | string)[]): string {
 async function deleteDeadLetters(sql: Sql, deleted: number[], result: SweepResult, signal: AbortSignal, now: Date): Promise<void> {
   for (;;) {
     signal.throwIfAborted();
+    const started = performance.now();
     // Dead letters keep the time they failed (their dt may be what was refused): retention counts from it.
     const gone = await sql`
       delete from dead_letters where id = any(array(
@@ -150,6 +176,7 @@ async function deleteDeadLetters(sql: Sql, deleted: number[], result: SweepResul
         limit ${DEAD_LETTERS_PER_STATEMENT}))`;
     result.deadLettersRemoved += gone.count;
     if (gone.count < DEAD_LETTERS_PER_STATEMENT) return;
+    await rest(performance.now() - started, signal);
   }
 }
 
