@@ -6,6 +6,7 @@
 // 2. COPY of the same rows, batches of 20,000 in one transaction each (as the flusher), into the
 //    partitioned layout with each index candidate ÷ the same layout with no index. Rounds
 //    alternate the variants; medians.
+//    Also: the id block's round trip, and two streams with vs without the commit-seq statement.
 // 3. "Newest 100 of one source in the last 30 minutes" with --rows rows across 100 sources, dt
 //    spread evenly over the last --days days in arrival order (as live ingestion writes them).
 // 4. Ingest throughput (bun src/main.ts, 8 senders) during a retention sweep that deletes most of
@@ -122,6 +123,50 @@ async function main() {
       const ms = median(runs);
       console.log(`COPY ${COPY_ROWS} rows into ${variant.padEnd(20)} ${((COPY_ROWS / ms) * 1000).toFixed(0).padStart(8)} rows/s  ÷ no index = ${(base / ms).toFixed(3)}  (runs ms: ${runs.map((r) => r.toFixed(0)).join(", ")})`);
     }
+
+    // 2b. The flush path's own statements: the id block (one autocommit UPDATE per batch), and
+    // two streams committing batches with vs without the commit-seq statement (its row lock
+    // serialises the two streams' COMMITs).
+    const reservations: number[] = [];
+    for (let r = 0; r < 200; r++) {
+      const t = performance.now();
+      await sql`update logpond_counters set value = value + ${BATCH} where name = 'event_id' returning value - ${BATCH} as first`;
+      reservations.push(performance.now() - t);
+    }
+    console.log(`id block reservation: ${median(reservations).toFixed(2)} ms per batch (median of 200 round trips)`);
+    const streams = [postgres(url, { max: 1, onnotice: () => {} }), postgres(url, { max: 1, onnotice: () => {} })];
+    const twoStreams = async (withSeq: boolean) => {
+      await sql`truncate log_events`;
+      const started = performance.now();
+      await Promise.all(streams.map(async (stream, k) => {
+        for (let i = k; i < copyBatchesData.length; i += 2) {
+          await stream.begin(async (tx) => {
+            const batchId = crypto.randomUUID();
+            await tx`insert into flush_batches (id) values (${batchId})`;
+            const copying = await tx`copy log_events (id, source_id, dt, raw) from stdin`.writable();
+            await new Promise<void>((resolve, reject) => {
+              copying.on("error", reject);
+              copying.write(copyBatchesData[i]!);
+              copying.end(resolve);
+            });
+            if (withSeq) {
+              await tx`with next as (update logpond_counters set value = value + 1 where name = 'commit_seq' returning value),
+                stamped as (update flush_batches set seq = next.value from next where flush_batches.id = ${batchId} returning next.value as seq)
+                select seq, pg_notify('logpond_batches', seq::text) from stamped`;
+            }
+          });
+        }
+      }));
+      return performance.now() - started;
+    };
+    const seqTimes: Record<string, number[]> = { without: [], with: [] };
+    for (let round = 0; round < ROUNDS; round++) {
+      seqTimes.without!.push(await twoStreams(false));
+      seqTimes.with!.push(await twoStreams(true));
+    }
+    await Promise.all(streams.map((stream) => stream.end()));
+    await sql`truncate log_events, flush_batches`;
+    console.log(`two streams, ${COPY_ROWS} rows: with the commit-seq statement ÷ without = ${(median(seqTimes.without!) / median(seqTimes.with!)).toFixed(3)} (ms with: ${seqTimes.with!.map((t) => t.toFixed(0)).join(", ")}; without: ${seqTimes.without!.map((t) => t.toFixed(0)).join(", ")})`);
 
     // 3. Newest 100 of one source, last 30 minutes, ROWS rows in log_events (its real indexes).
     const load = performance.now();
