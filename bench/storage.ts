@@ -48,7 +48,7 @@ function batchLines(count: number, startMs: number, spanMs: number, seed: number
   const parts: string[] = [];
   for (let i = 0; i < count; i++) {
     const n = seed + i;
-    const source = 1 + ((n * 2654435761) % SOURCES);
+    const source = 1 + ((Math.imul(n, 2654435761) >>> 0) % SOURCES); // spread evenly, exact in 32 bits
     const dt = new Date(startMs + (spanMs * i) / count).toISOString();
     parts.push(`${source}\t${dt}\t{"dt": "${dt}", "level": "${n % 7 === 0 ? "error" : "info"}", "status": ${200 + (n % 5)}, "message": "GET /api/items/${n % 10_000} handled", "duration_ms": ${(n % 997) / 10}, "user": "u${n % 5000}"}\n`);
   }

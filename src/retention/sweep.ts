@@ -4,7 +4,9 @@
 // Invariants: no statement holds a lock a COPY needs for longer than DDL_LOCK_TIMEOUT (DELETEs
 // take row locks only; DETACH waits at most that long and is retried); every statement is
 // bounded (PAGES_PER_STATEMENT heap pages, via TID range scans), and the AbortSignal is checked
-// between them. Never touches rows of sources it does not know of (neither live nor deleted).
+// between them. Row deletes never touch a source_id that is neither a source nor a tombstone
+// (a dropped day takes everything in it). Each sweep rescans, row by row, the days between the
+// shortest and the longest retention (nothing remembers what an earlier sweep already cleared).
 import type { Sql } from "../store/db";
 import { DAY_MS, DDL_LOCK_TIMEOUT, ensurePartitions, listPartitions, PARTITION_LOCK, type Partition } from "../store/partitions";
 
