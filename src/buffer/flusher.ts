@@ -32,6 +32,14 @@ const BACKOFF_MAX_MS = 5_000;
 const FORGET_BATCHES_AFTER_HOURS = 24;
 const FORGET_EVERY_MS = 10 * 60_000;
 
+/** What a stopped flusher still holds, for the spill file (buffer/spill.ts). */
+export interface HeldBatch {
+  /** The id a write of it was (or may have been) tried under; fresh for chunks never taken. */
+  batchId: string;
+  events: number;
+  rows: Rows[];
+}
+
 interface Waiter {
   seq: number;
   resolve: () => void;
@@ -48,6 +56,8 @@ export class Flusher {
   private failures = 0;
   private uncertain = 0;
   private lastForget = Date.now();
+  /** Each stream's batch and the id it is written under, while it is being written. */
+  private readonly holding = new Map<Stream, { batchId: string; chunks: () => Chunk[] }>();
 
   constructor(
     private readonly ring: Ring,
@@ -89,6 +99,27 @@ export class Flusher {
     return drained;
   }
 
+  /**
+   * After a drain that missed its deadline: everything not known stored, handed over once (the
+   * flusher writes none of it from now on). Batches being written keep their batch id, so a try
+   * that commits after all is skipped at replay; chunks never taken get fresh ids.
+   */
+  handOver(): HeldBatch[] {
+    this.halted = true;
+    const held: HeldBatch[] = [];
+    for (const { batchId, chunks } of this.holding.values()) {
+      const live = chunks().filter((chunk) => !chunk.abandoned);
+      if (live.length > 0) held.push({ batchId, events: live.reduce((sum, c) => sum + c.events, 0), rows: live.map((c) => c.rows) });
+    }
+    this.holding.clear();
+    while (this.ring.pendingEvents > 0) {
+      const chunks = this.ring.take(this.options.maxEvents);
+      if (chunks.length === 0) break;
+      held.push({ batchId: crypto.randomUUID(), events: chunks.reduce((sum, c) => sum + c.events, 0), rows: chunks.map((c) => c.rows) });
+    }
+    return held;
+  }
+
   get streamsBusy(): number {
     return this.streams.length - this.idle.length;
   }
@@ -113,11 +144,15 @@ export class Flusher {
     };
     try {
       const rows = () => batch.map((chunk) => chunk.rows);
-      const refusal = await this.store(stream, rows, (id) => `${events()} events (batch ${id})`, keepLive);
+      const batchId = crypto.randomUUID();
+      this.holding.set(stream, { batchId, chunks: () => batch });
+      const refusal = await this.store(stream, rows, (id) => `${events()} events (batch ${id})`, keepLive, undefined, batchId);
       if (refusal) await this.isolate(stream, batch.flatMap((chunk) => linesOf(chunk.rows)), refusal);
     } catch (error) {
       if (error === HALTED) return; // shutdown gave up: the batch is neither stored nor released
       throw error;
+    } finally {
+      this.holding.delete(stream);
     }
     if (batch.length > 0) this.options.metrics.flushed(reason, events(), (performance.now() - started) / 1000);
 
@@ -142,8 +177,8 @@ export class Flusher {
     what: (id: string) => string,
     beforeWrite: () => boolean = () => true,
     operation: (id: string) => Promise<void> = (id) => stream.write(id, rows()),
+    id: string = crypto.randomUUID(),
   ): Promise<WriteError | undefined> {
-    const id = crypto.randomUUID();
     let uncertain = false;
     for (let attempt = 0; ; attempt++) {
       try {

@@ -10,8 +10,10 @@ import { bearerToken } from "../http/auth";
 import type { Metrics } from "../metrics";
 import type { SourceCache } from "../sources/cache";
 import { decompress, parseEncoding, readBody, type BodyLimits } from "./body";
-import { decodeBody, parseContentType } from "./decode";
+import { measureBody } from "./bounds";
+import { decodeBody, parseContentType, type Format } from "./decode";
 import { encodeEvents, type EncodeLimits } from "./encode";
+import type { InFlight } from "./inflight";
 import type { RateLimiter } from "./ratelimit";
 import { isRejection, reject, REASONS, type Rejection } from "./rejections";
 
@@ -20,7 +22,9 @@ export interface IngestDeps {
   ring: Ring;
   flusher: Flusher;
   metrics: Metrics;
-  limits: BodyLimits & EncodeLimits;
+  limits: BodyLimits & EncodeLimits & RequestBounds;
+  /** Memory of requests being decoded, process-wide (CONTRACT §3.1). */
+  inFlight: InFlight;
   ackMode: AckMode;
   /** Durable mode: how long a request waits for its commit before it gets 503 instead. */
   durableTimeoutMs: number;
@@ -28,10 +32,29 @@ export interface IngestDeps {
   accepting: () => boolean;
 }
 
-const ACCEPTED_INIT = { status: 202 };
-const RETRY_AFTER_SECONDS = 1;
+/** CONTRACT §3.1: events per request, and what the ring could ever hold (more → 413, not 503). */
+export interface RequestBounds {
+  maxEventsPerRequest: number;
+  bufferMaxEvents: number;
+  bufferMaxBytes: number;
+}
 
+const ACCEPTED_INIT_CORS = { status: 202, headers: { "access-control-allow-origin": "*" } };
+const RETRY_AFTER_SECONDS = 1;
+/** Every ingestion answer, refusals included: browsers read it (the token is the credential). */
+export const CORS_ORIGIN = { "access-control-allow-origin": "*" } as const;
+
+/** Holds the request's in-flight memory charge from decompression until it is buffered or refused. */
 export async function acceptRequest(request: Request, deps: IngestDeps): Promise<Response> {
+  const held = { cost: 0 };
+  try {
+    return await accept(request, deps, held);
+  } finally {
+    release(held, deps);
+  }
+}
+
+async function accept(request: Request, deps: IngestDeps, held: { cost: number }): Promise<Response> {
   const { cache, ring, metrics, limits } = deps;
 
   const token = bearerToken(request.headers.get("authorization"));
@@ -55,16 +78,19 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   if (isRejection(raw)) return refuse(raw, metrics);
   const body = await decompress(raw, encoding, limits.maxDecompressedBytes);
   if (isRejection(body)) return refuse(body, metrics);
+  const bounded = admit(body, format, deps, held);
+  if (isRejection(bounded)) return refuse(bounded, metrics);
   const events = decodeBody(body, format);
   if (isRejection(events)) return refuse(events, metrics);
   const encoded = encodeEvents(events, format, source.id, receptionTime(), limits);
   if (isRejection(encoded)) return refuse(encoded, metrics);
+  if (encoded.rows.length > limits.bufferMaxBytes) return refuse(neverFits(`${encoded.rows.length} bytes`, "BUFFER_MAX_BYTES"), metrics);
 
   const accepted = () => {
     metrics.requestsAccepted++;
     metrics.eventsReceived += encoded.count;
     metrics.bytesReceived += raw.length;
-    return new Response(null, ACCEPTED_INIT);
+    return new Response(null, ACCEPTED_INIT_CORS);
   };
   if (encoded.count === 0) return accepted();
   if (limiter.enabled) limiter.spend(source.id, encoded.count);
@@ -89,6 +115,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   const chunk: Chunk = { rows, events: encoded.count, bytes: rows.length, seq: 0, settle };
   if (!ring.push(chunk)) return refuse(bufferFull(), metrics);
   deps.flusher.pushed();
+  release(held, deps); // the request's objects are gone; waiting for the commit costs no memory
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<"late">((resolve) => (timer = setTimeout(resolve, deps.durableTimeoutMs, "late")));
   let outcome = await Promise.race([committed, late]);
@@ -113,6 +140,33 @@ function receptionTime(): string {
   return lastIso;
 }
 
+/**
+ * Before decoding: charge the in-flight budget, then count what decoding would build
+ * (ingest/bounds.ts). A request that could never fit the ring is 413: 503 would mean "retry".
+ */
+function admit(body: Buffer, format: Format, deps: IngestDeps, held: { cost: number }): Rejection | number {
+  const cost = deps.inFlight.charge(body.length);
+  if (cost === undefined) {
+    return reject("overloaded", "Too many large requests are being decoded at once (INGEST_INFLIGHT_MAX_BYTES); retry after the time in Retry-After");
+  }
+  held.cost = cost;
+  const { limits } = deps;
+  const events = measureBody(body, format, { maxEvents: limits.maxEventsPerRequest, maxDecompressedBytes: limits.maxDecompressedBytes, maxDepth: limits.maxDepth });
+  if (isRejection(events)) return events;
+  if (events > limits.bufferMaxEvents) return neverFits(`${events} events`, "BUFFER_MAX_EVENTS");
+  return events;
+}
+
+function release(held: { cost: number }, deps: IngestDeps): void {
+  if (held.cost === 0) return;
+  deps.inFlight.release(held.cost);
+  held.cost = 0;
+}
+
+function neverFits(size: string, bound: string): Rejection {
+  return reject("never_fits", `Request holds ${size}, more than the ingestion buffer can ever hold (${bound}); split it into smaller requests`);
+}
+
 function bufferFull(): Rejection {
   return reject("buffer_full", "Ingestion buffer is full (BUFFER_MAX_EVENTS / BUFFER_MAX_BYTES); retry after a moment");
 }
@@ -120,7 +174,7 @@ function bufferFull(): Rejection {
 function refuse(rejection: Rejection, metrics: Metrics): Response {
   metrics.reject(rejection.reason);
   const status = STATUS[REASONS[rejection.reason]];
-  const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8" };
+  const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8", ...CORS_ORIGIN };
   if (status === 401) headers["www-authenticate"] = "Bearer";
   if (status === 503 || status === 429) headers["retry-after"] = String(rejection.retryAfter ?? RETRY_AFTER_SECONDS);
   return new Response(JSON.stringify({ errors: rejection.message }), { status, headers });

@@ -8,22 +8,28 @@ const CHUNK_ROWS = 10_000;
 export interface Purger {
   kick(): void;
   idle(): Promise<void>;
+  /** Shutdown: no new chunk starts, a wait for the flush ends; the to-do list resumes at the next start. */
+  stop(): void;
 }
 
 /** `beforePurge` flushes what is still buffered, so no event of the source lands after its purge. */
 export function createPurger(sql: Sql, beforePurge: () => Promise<void>, log: (line: string) => void): Purger {
   let running: Promise<void> | undefined;
   let again = false;
+  let stopped = false;
+  let wakeStop = () => {};
+  const stopping = new Promise<void>((resolve) => (wakeStop = resolve));
 
   async function run(): Promise<void> {
     do {
       again = false;
       const pending = await sql<{ source_id: string }[]>`select source_id from source_deletions order by deleted_at`;
       if (pending.length === 0) return;
-      await beforePurge();
+      await Promise.race([beforePurge(), stopping]);
       for (const { source_id } of pending) {
         let removed = 0;
         for (;;) {
+          if (stopped) return;
           const result = await sql`
             delete from log_events where ctid = any(array(
               select ctid from log_events where source_id = ${source_id} limit ${CHUNK_ROWS}))`;
@@ -38,6 +44,7 @@ export function createPurger(sql: Sql, beforePurge: () => Promise<void>, log: (l
 
   return {
     kick() {
+      if (stopped) return;
       if (running) {
         again = true;
         return;
@@ -47,6 +54,10 @@ export function createPurger(sql: Sql, beforePurge: () => Promise<void>, log: (l
         .finally(() => {
           running = undefined;
         });
+    },
+    stop() {
+      stopped = true;
+      wakeStop();
     },
     async idle() {
       while (running) await running;
