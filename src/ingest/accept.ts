@@ -151,7 +151,7 @@ function admit(body: Buffer, format: Format, deps: IngestDeps, held: { cost: num
   }
   held.cost = cost;
   const { limits } = deps;
-  const events = measureBody(body, format, { maxEvents: limits.maxEventsPerRequest, maxDecompressedBytes: limits.maxDecompressedBytes, maxDepth: limits.maxDepth });
+  const events = measureBody(body, format, { maxEvents: limits.maxEventsPerRequest, maxDecompressedBytes: limits.maxDecompressedBytes, maxDepth: limits.maxDepth, maxEventBytes: limits.maxEventBytes });
   if (isRejection(events)) return events;
   if (events > limits.bufferMaxEvents) return neverFits(`${events} events`, "BUFFER_MAX_EVENTS");
   return events;

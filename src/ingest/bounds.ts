@@ -10,6 +10,7 @@ export interface CostLimits {
   maxEvents: number;
   maxDecompressedBytes: number;
   maxDepth: number;
+  maxEventBytes: number;
 }
 
 /**
@@ -46,6 +47,14 @@ function tooManyValues(max: number): Rejection {
   );
 }
 
+/** A string longer than an event may be: its event is refused (413) before the string is built. */
+function stringTooLarge(bytes: number, max: number): Rejection {
+  return reject("event_too_large", `a string of ${bytes} bytes cannot fit in an event; the limit is ${max} bytes per event as stored (INGEST_MAX_EVENT_BYTES)`);
+}
+
+/** JSON escapes shrink at most 6 to 1 (\u0041 → A): a string spanning more than this can never fit. */
+const JSON_ESCAPE_RATIO = 6;
+
 function tooDeep(max: number): Rejection {
   return reject("too_deep", `nesting is deeper than ${max} levels (INGEST_MAX_DEPTH)`);
 }
@@ -71,7 +80,9 @@ function scanJson(body: Uint8Array, ndjson: boolean, limits: CostLimits): number
   for (let i = 0; i < length; i++) {
     const c = body[i]!;
     if (c === QUOTE) {
-      i = endOfString(body, i + 1);
+      const end = endOfString(body, i + 1);
+      if (end - i - 1 > limits.maxEventBytes * JSON_ESCAPE_RATIO) return stringTooLarge(end - i - 1, limits.maxEventBytes);
+      i = end;
       if (depth === 0) lineHasValue = true;
       continue;
     }
@@ -126,6 +137,7 @@ interface Walk {
   maxValues: number;
   depthLimit: number;
   bigintBytes: number;
+  maxEventBytes: number;
   /** msgpackr record definitions seen so far: id → { fields, wide (a second id byte follows) }. */
   records: Map<number, { fields: number; wide: boolean }>;
   refusal: Rejection | undefined;
@@ -145,7 +157,7 @@ function scanMsgpack(body: Uint8Array, limits: CostLimits): number | Rejection {
   if (events > limits.maxEvents) return tooManyEvents(events, limits.maxEvents);
   const walk: Walk = {
     body, view, at: 0, values: 0, maxValues: maxValues(limits), depthLimit: limits.maxDepth + 2,
-    bigintBytes: 0, records: new Map(), refusal: undefined,
+    bigintBytes: 0, maxEventBytes: limits.maxEventBytes, records: new Map(), refusal: undefined,
   };
   try {
     value(walk, 0);
@@ -183,6 +195,11 @@ function value(walk: Walk, depth: number): void {
   if (token < 0x90) return container(walk, (token & 0x0f) * 2, depth);
   if (token < 0xa0) return container(walk, token & 0x0f, depth);
   if (token < 0xc0) return skip(walk, token & 0x1f);
+  if (token === 0xc6 || token === 0xdb || token === 0xc5 || token === 0xda) {
+    // str/bin 16 and 32: their JSON (UTF-8, or base64 for bin) is at least as long as their bytes.
+    const bytes = token === 0xc6 || token === 0xdb ? view.getUint32(walk.at) : view.getUint16(walk.at);
+    if (bytes > walk.maxEventBytes && bytes <= walk.body.length - walk.at) fail(walk, stringTooLarge(bytes, walk.maxEventBytes));
+  }
   if (token >= 0xe0) return;
   const at = walk.at;
   switch (token) {
