@@ -221,7 +221,7 @@ async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
  * `ingesting_host`: PUBLIC_INGEST_URL without its scheme; else HOST:port, where a wildcard bind
  * (0.0.0.0, ::) becomes this machine's hostname, since clients cannot connect to a wildcard.
  */
-function publicIngestHost(config: Config, port: number): string {
+export function publicIngestHost(config: Config, port: number): string {
   if (config.publicIngestUrl) return config.publicIngestUrl.replace(/^https?:\/\//, "");
   const wildcard = config.host === "0.0.0.0" || config.host === "::" || config.host === "[::]";
   return `${wildcard ? hostname() : formatHost(config.host)}:${port}`;
