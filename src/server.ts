@@ -13,6 +13,7 @@ import { errorHandler } from "./http/errors";
 import { health } from "./http/health";
 import { acceptRequest, CORS_ORIGIN, type IngestDeps } from "./ingest/accept";
 import { InFlight } from "./ingest/inflight";
+import { DecodeWorker } from "./ingest/offload";
 import { Metrics } from "./metrics";
 import { SourceCache } from "./sources/cache";
 import { createPurger } from "./sources/purge";
@@ -120,6 +121,8 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   const { token: apiToken, origin: apiTokenOrigin } = loadApiToken(config);
   let accepting = true;
   let ingestingHost = "";
+  const decodeWorker = new DecodeWorker();
+  decodeWorker.start();
 
   const ingest = ingestApp({
     cache, ring, flusher, metrics, store, log,
@@ -133,6 +136,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
       bufferMaxBytes: config.bufferMaxBytes,
     },
     inFlight: new InFlight(config.ingestInflightMaxBytes),
+    decodeWorker,
     ackMode: config.ingestAck,
     durableTimeoutMs: config.durableTimeoutMs,
     rateLimiter: new RateLimiter(config.ingestRateLimit),
@@ -193,6 +197,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
         }
         drained = false;
       }
+      decodeWorker.close();
       await within(management.server!.stop(true), 1_000);
       await within(purger.idle(), Math.max(100, left() - 1_000));
       await within(following.unlisten().catch(() => {}), 1_000);

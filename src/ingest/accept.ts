@@ -10,9 +10,9 @@ import { bearerToken } from "../http/auth";
 import type { Metrics } from "../metrics";
 import type { SourceCache } from "../sources/cache";
 import { decompress, parseEncoding, readBody, type BodyLimits } from "./body";
-import { measureBody } from "./bounds";
-import { decodeBody, parseContentType, type Format } from "./decode";
-import { encodeEvents, type EncodeLimits } from "./encode";
+import { DecodeWorker, OFFLOAD_FROM_BYTES } from "./offload";
+import { prepareBody, type PrepareLimits } from "./prepare";
+import { parseContentType } from "./decode";
 import type { InFlight } from "./inflight";
 import type { RateLimiter } from "./ratelimit";
 import { isRejection, reject, REASONS, type Rejection } from "./rejections";
@@ -22,21 +22,16 @@ export interface IngestDeps {
   ring: Ring;
   flusher: Flusher;
   metrics: Metrics;
-  limits: BodyLimits & EncodeLimits & RequestBounds;
+  limits: BodyLimits & PrepareLimits;
   /** Memory of requests being decoded, process-wide (CONTRACT §3.1). */
   inFlight: InFlight;
+  /** Decodes big bodies off the event loop. */
+  decodeWorker: DecodeWorker;
   ackMode: AckMode;
   /** Durable mode: how long a request waits for its commit before it gets 503 instead. */
   durableTimeoutMs: number;
   rateLimiter: RateLimiter;
   accepting: () => boolean;
-}
-
-/** CONTRACT §3.1: events per request, and what the ring could ever hold (more → 413, not 503). */
-export interface RequestBounds {
-  maxEventsPerRequest: number;
-  bufferMaxEvents: number;
-  bufferMaxBytes: number;
 }
 
 const ACCEPTED_INIT_CORS = { status: 202, headers: { "access-control-allow-origin": "*" } };
@@ -78,18 +73,18 @@ async function accept(request: Request, deps: IngestDeps, held: { cost: number }
   if (isRejection(raw)) return refuse(raw, metrics);
   const body = await decompress(raw, encoding, limits.maxDecompressedBytes);
   if (isRejection(body)) return refuse(body, metrics);
-  const bounded = admit(body, format, deps, held);
-  if (isRejection(bounded)) return refuse(bounded, metrics);
-  const events = decodeBody(body, format);
-  if (isRejection(events)) return refuse(events, metrics);
-  const encoded = encodeEvents(events, format, source.id, receptionTime(), limits);
+  const admitted = admit(body, deps, held);
+  if (admitted) return refuse(admitted, metrics);
+  const rawBytes = raw.length; // a big body is handed to the decode worker, raw with it when identity
+  const encoded = body.length >= OFFLOAD_FROM_BYTES
+    ? await deps.decodeWorker.run(body, format, source.id, receptionTime(), limits)
+    : prepareBody(body, format, source.id, receptionTime(), limits);
   if (isRejection(encoded)) return refuse(encoded, metrics);
-  if (encoded.rows.length > limits.bufferMaxBytes) return refuse(neverFits(`${encoded.rows.length} bytes`, "BUFFER_MAX_BYTES"), metrics);
 
   const accepted = () => {
     metrics.requestsAccepted++;
     metrics.eventsReceived += encoded.count;
-    metrics.bytesReceived += raw.length;
+    metrics.bytesReceived += rawBytes;
     return new Response(null, ACCEPTED_INIT_CORS);
   };
   if (encoded.count === 0) return accepted();
@@ -100,7 +95,7 @@ async function accept(request: Request, deps: IngestDeps, held: { cost: number }
   }
 
   if (deps.ackMode === "buffered") {
-    const rows = Buffer.from(encoded.rows);
+    const rows = rowBytes(encoded.rows);
     const chunk: Chunk = { rows, events: encoded.count, bytes: rows.length, seq: 0 };
     if (!ring.push(chunk)) return refuse(bufferFull(), metrics);
     deps.flusher.pushed();
@@ -111,7 +106,7 @@ async function accept(request: Request, deps: IngestDeps, held: { cost: number }
   // deadline the chunk is abandoned; if the flusher already holds it, its answer decides.
   let settle!: (error?: Error) => void;
   const committed = new Promise<Error | undefined>((resolve) => (settle = resolve));
-  const rows = Buffer.from(encoded.rows);
+  const rows = rowBytes(encoded.rows);
   const chunk: Chunk = { rows, events: encoded.count, bytes: rows.length, seq: 0, settle };
   if (!ring.push(chunk)) return refuse(bufferFull(), metrics);
   deps.flusher.pushed();
@@ -140,31 +135,25 @@ function receptionTime(): string {
   return lastIso;
 }
 
-/**
- * Before decoding: charge the in-flight budget, then count what decoding would build
- * (ingest/bounds.ts). A request that could never fit the ring is 413: 503 would mean "retry".
- */
-function admit(body: Buffer, format: Format, deps: IngestDeps, held: { cost: number }): Rejection | number {
+/** Before decoding: the request's share of the in-flight memory budget (503 past it). */
+function admit(body: Buffer, deps: IngestDeps, held: { cost: number }): Rejection | undefined {
   const cost = deps.inFlight.charge(body.length);
   if (cost === undefined) {
     return reject("overloaded", "Too many large requests are being decoded at once (INGEST_INFLIGHT_MAX_BYTES); retry after the time in Retry-After");
   }
   held.cost = cost;
-  const { limits } = deps;
-  const events = measureBody(body, format, { maxEvents: limits.maxEventsPerRequest, maxDecompressedBytes: limits.maxDecompressedBytes, maxDepth: limits.maxDepth, maxEventBytes: limits.maxEventBytes });
-  if (isRejection(events)) return events;
-  if (events > limits.bufferMaxEvents) return neverFits(`${events} events`, "BUFFER_MAX_EVENTS");
-  return events;
+  return undefined;
+}
+
+/** COPY rows as bytes off the JavaScript heap (the decode worker already sends bytes). */
+function rowBytes(rows: string | Uint8Array): Uint8Array {
+  return typeof rows === "string" ? Buffer.from(rows) : rows;
 }
 
 function release(held: { cost: number }, deps: IngestDeps): void {
   if (held.cost === 0) return;
   deps.inFlight.release(held.cost);
   held.cost = 0;
-}
-
-function neverFits(size: string, bound: string): Rejection {
-  return reject("never_fits", `Request holds ${size}, more than the ingestion buffer can ever hold (${bound}); split it into smaller requests`);
 }
 
 function bufferFull(): Rejection {

@@ -24,16 +24,31 @@ export const MAX_BIGINT_BYTES = 64 * 1024;
 /** …and at most this much of them per request: rendering is superlinear (~0.45 ms per KiB at 64 KiB). */
 export const MAX_BIGINT_BYTES_PER_REQUEST = 256 * 1024;
 
+/**
+ * Bodies smaller than this are not walked (a MessagePack array header is still read): at worst
+ * they decode to ~60 MB of objects, and the walk would add 30–90% to their decode time (measured on
+ * 1,000-event bodies: JSON 0.50 ms walk vs 0.58 ms parse). Their events are counted after decoding.
+ */
+export const WALK_FROM_BYTES = 1024 * 1024;
+
 export function maxValues(limits: CostLimits): number {
   return Math.max(1000, Math.floor(limits.maxDecompressedBytes / VALUE_BYTES));
 }
 
-/** Events the body holds, or the refusal; a body it cannot read is left for the decoder to refuse. */
-export function measureBody(body: Uint8Array, format: Format, limits: CostLimits): number | Rejection {
-  const scan = format === "msgpack" ? scanMsgpack(body, limits) : scanJson(body, format === "ndjson", limits);
-  if (typeof scan !== "number") return scan;
-  if (scan > limits.maxEvents) return tooManyEvents(scan, limits.maxEvents);
+/**
+ * Events the body holds (undefined: a small body, counted after decoding), or the refusal; a body
+ * it cannot read is left for the decoder to refuse.
+ */
+export function measureBody(body: Uint8Array, format: Format, limits: CostLimits): number | undefined | Rejection {
+  const walk = body.length >= WALK_FROM_BYTES;
+  const scan = format === "msgpack" ? scanMsgpack(body, limits, walk) : walk ? scanJson(body, format === "ndjson", limits) : undefined;
+  if (typeof scan === "number" && scan > limits.maxEvents) return tooManyEvents(scan, limits.maxEvents);
   return scan;
+}
+
+/** After decoding a body that was not walked. */
+export function checkEventCount(events: number, limits: CostLimits): Rejection | undefined {
+  return events > limits.maxEvents ? tooManyEvents(events, limits.maxEvents) : undefined;
 }
 
 function tooManyEvents(events: number, max: number, qualifier = ""): Rejection {
@@ -78,41 +93,63 @@ function scanJson(body: Uint8Array, ndjson: boolean, limits: CostLimits): number
   let lineHasValue = false;
   const length = body.length;
   for (let i = 0; i < length; i++) {
-    const c = body[i]!;
-    if (c === QUOTE) {
-      const end = endOfString(body, i + 1);
-      if (end - i - 1 > limits.maxEventBytes * JSON_ESCAPE_RATIO) return stringTooLarge(end - i - 1, limits.maxEventBytes);
-      i = end;
-      if (depth === 0) lineHasValue = true;
-      continue;
-    }
-    if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
-      if (depth === 0) {
-        if (!sawTop && !ndjson && c === OPEN_ARRAY) topArray = true;
-        lineHasValue = true;
-      } else if (depth === 1 && topArray && events === 0) events = 1;
-      sawTop = true;
-      if (++depth > depthLimit) return tooDeep(limits.maxDepth);
-      if (++values > max) return tooManyValues(max);
-    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
-      depth--;
-    } else if (c === COMMA) {
-      if (depth === 1 && topArray && ++events > limits.maxEvents) return tooManyEvents(events, limits.maxEvents, "more than ");
-      if (++values > max) return tooManyValues(max);
-    } else if (c === NEWLINE) {
-      if (ndjson && depth === 0 && lineHasValue) {
-        if (++events > limits.maxEvents) return tooManyEvents(events, limits.maxEvents, "more than ");
-        lineHasValue = false;
+    const kind = JSON_BYTE[body[i]!]!;
+    // Most bytes are blanks or inside scalars: one table load and a branch (3× faster than a chain).
+    if (kind === BLANK || (kind === SCALAR && depth > 1)) continue;
+    switch (kind) {
+      case QUOTE_BYTE: {
+        const end = endOfString(body, i + 1);
+        if (end - i - 1 > limits.maxEventBytes * JSON_ESCAPE_RATIO) return stringTooLarge(end - i - 1, limits.maxEventBytes);
+        i = end;
+        if (depth === 0) lineHasValue = true;
+        else if (depth === 1 && topArray && events === 0) events = 1;
+        sawTop = true;
+        break;
       }
-    } else if (c > 0x20) {
-      if (depth === 0) lineHasValue = true;
-      else if (depth === 1 && topArray && events === 0) events = 1;
-      sawTop = true;
+      case OPEN: {
+        if (depth === 0) {
+          if (!sawTop && !ndjson && body[i] === OPEN_ARRAY) topArray = true;
+          lineHasValue = true;
+        } else if (depth === 1 && topArray && events === 0) events = 1;
+        sawTop = true;
+        if (++depth > depthLimit) return tooDeep(limits.maxDepth);
+        if (++values > max) return tooManyValues(max);
+        break;
+      }
+      case CLOSE:
+        depth--;
+        break;
+      case COMMA_BYTE:
+        if (depth === 1 && topArray && ++events > limits.maxEvents) return tooManyEvents(events, limits.maxEvents, "more than ");
+        if (++values > max) return tooManyValues(max);
+        break;
+      case NEWLINE_BYTE:
+        if (ndjson && depth === 0 && lineHasValue) {
+          if (++events > limits.maxEvents) return tooManyEvents(events, limits.maxEvents, "more than ");
+          lineHasValue = false;
+        }
+        break;
+      default: // a scalar's byte at depth 0 or 1
+        if (depth === 0) lineHasValue = true;
+        else if (topArray && events === 0) events = 1;
+        sawTop = true;
     }
   }
   if (ndjson) return events + (lineHasValue ? 1 : 0);
   return topArray ? events : 1;
 }
+
+const BLANK = 0, SCALAR = 1, QUOTE_BYTE = 2, OPEN = 3, CLOSE = 4, COMMA_BYTE = 5, NEWLINE_BYTE = 6;
+/** What each byte is to the scan: blanks, structure, or part of a scalar. */
+const JSON_BYTE = new Uint8Array(256).fill(SCALAR);
+for (const c of [0x20, 0x09, 0x0d]) JSON_BYTE[c] = BLANK;
+JSON_BYTE[QUOTE] = QUOTE_BYTE;
+JSON_BYTE[OPEN_OBJECT] = OPEN;
+JSON_BYTE[OPEN_ARRAY] = OPEN;
+JSON_BYTE[CLOSE_OBJECT] = CLOSE;
+JSON_BYTE[CLOSE_ARRAY] = CLOSE;
+JSON_BYTE[COMMA] = COMMA_BYTE;
+JSON_BYTE[NEWLINE] = NEWLINE_BYTE;
 
 /** Index of the closing quote of a string whose content starts at `from` (or the end). */
 function endOfString(body: Uint8Array, from: number): number {
@@ -147,7 +184,7 @@ interface Walk {
  * MessagePack: a top-level array's header says how many events, so that is decided first (no
  * walk at all for 20 million); then one walk over the values, msgpackr records included.
  */
-function scanMsgpack(body: Uint8Array, limits: CostLimits): number | Rejection {
+function scanMsgpack(body: Uint8Array, limits: CostLimits, walkAll: boolean): number | Rejection {
   const first = body[0]!;
   const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
   let events = 1;
@@ -155,6 +192,7 @@ function scanMsgpack(body: Uint8Array, limits: CostLimits): number | Rejection {
   else if (first === 0xdc && body.length >= 3) events = view.getUint16(1);
   else if (first === 0xdd && body.length >= 5) events = view.getUint32(1);
   if (events > limits.maxEvents) return tooManyEvents(events, limits.maxEvents);
+  if (!walkAll) return events;
   const walk: Walk = {
     body, view, at: 0, values: 0, maxValues: maxValues(limits), depthLimit: limits.maxDepth + 2,
     bigintBytes: 0, maxEventBytes: limits.maxEventBytes, records: new Map(), refusal: undefined,

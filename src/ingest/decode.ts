@@ -7,8 +7,9 @@
 // record readers (a `new Function` per definition) were compiled afresh for every body; no-eval
 // served 1.7× the requests and never stalls on many definitions. Plain maps keep the regular
 // build, 2.8× faster on them (bench/micro.ts).
-import { Unpackr, type Options } from "msgpackr";
-import { Unpackr as NoEvalUnpackr } from "msgpackr/unpack-no-eval";
+import { addExtension, Unpackr, type Options } from "msgpackr";
+import { addExtension as addNoEvalExtension, Unpackr as NoEvalUnpackr } from "msgpackr/unpack-no-eval";
+import { MAX_BIGINT_BYTES, MAX_BIGINT_BYTES_PER_REQUEST } from "./bounds";
 import { reject, type Rejection } from "./rejections";
 
 export type Format = "json" | "ndjson" | "msgpack";
@@ -124,6 +125,7 @@ function keepExactNumbers(this: unknown, _key: string, value: unknown, context?:
 
 function decodeMsgpack(body: Buffer): unknown[] | Rejection {
   let value: unknown;
+  bigintBytes = 0;
   try {
     const records = body.includes(RECORD_DEFINITION) || body.includes(RECORD_DEFINITION_WIDE);
     value = (body.includes(PROTO_KEY) ? mapUnpackr : records ? recordsUnpackr : mapsUnpackr).unpack(body);
@@ -132,3 +134,21 @@ function decodeMsgpack(body: Buffer): unknown[] | Rejection {
   }
   return Array.isArray(value) ? value : [value];
 }
+
+/**
+ * msgpackr's BigInt extension (0x42, big-endian two's complement), bounded: rendering a BigInt to
+ * digits is superlinear (1.7 s for 1 MiB), so one may be MAX_BIGINT_BYTES and a request may hold
+ * MAX_BIGINT_BYTES_PER_REQUEST of them (bounds.ts checks the same before decoding big bodies;
+ * this catches small ones). Replaces msgpackr's own decoder for the type, in both builds.
+ */
+let bigintBytes = 0;
+function unpackBigInt(data: Uint8Array): bigint {
+  if (data.length > MAX_BIGINT_BYTES) throw new RangeError(`an integer is ${data.length} bytes long (BigInt extension); the limit is ${MAX_BIGINT_BYTES} bytes (about 157,000 digits)`);
+  bigintBytes += data.length;
+  if (bigintBytes > MAX_BIGINT_BYTES_PER_REQUEST) throw new RangeError(`the body holds more than ${MAX_BIGINT_BYTES_PER_REQUEST} bytes of BigInts (extension 0x42)`);
+  if (data.length === 0) return 0n;
+  const value = BigInt(`0x${Buffer.from(data.buffer, data.byteOffset, data.length).toString("hex")}`);
+  return data[0]! & 0x80 ? value - (1n << BigInt(data.length * 8)) : value;
+}
+addExtension({ type: 0x42, unpack: unpackBigInt } as Parameters<typeof addExtension>[0]);
+addNoEvalExtension({ type: 0x42, unpack: unpackBigInt } as Parameters<typeof addNoEvalExtension>[0]);

@@ -57,6 +57,12 @@ export function buildShapes(options: { maxDecompressedBytes: number; events?: nu
   const shapes: Shape[] = [];
 
   shapes.push({ name: `MessagePack array32 of ${events} empty maps (gzip)`, contentType: "application/msgpack", encoding: "gzip", body: gzip(msgpackEmptyMaps(events)), expect: [413] });
+  // One event holding them: no array header to read, so the walk's value count decides.
+  const inner = Math.min(events, limit - 16);
+  const heldMaps = Buffer.concat([Buffer.from([0x81, 0xa1, 0x61]), msgpackEmptyMaps(inner)]);
+  shapes.push({ name: `MessagePack one event holding ${inner} empty maps (gzip)`, contentType: "application/msgpack", encoding: "gzip", body: gzip(heldMaps), expect: [413] });
+  const jsonInner = Math.floor((limit - 16) / 3);
+  shapes.push({ name: `JSON one event holding ${jsonInner} empty objects (gzip)`, contentType: "application/json", encoding: "gzip", body: gzip(repeat(b('{"a":[{}'), b(",{}"), jsonInner - 1, b("]}"))), expect: [413] });
   const jsonCount = Math.min(events, Math.floor((limit - 2) / 3));
   shapes.push({ name: `JSON [{},{},…] × ${jsonCount} (gzip)`, contentType: "application/json", encoding: "gzip", body: gzip(repeat(b("[{}"), b(",{}"), jsonCount - 1, b("]"))), expect: [413] });
   const ndCount = Math.min(events, Math.floor(limit / 3));
@@ -66,10 +72,15 @@ export function buildShapes(options: { maxDecompressedBytes: number; events?: nu
   // Many record definitions: every event a new key set, so every event defines a record.
   const records = new Packr({ useRecords: true, maxSharedStructures: 0 } as ConstructorParameters<typeof Packr>[0]);
   const defined = Array.from({ length: 150_000 }, (_, i) => ({ [`k${i}`]: i }));
+  const fewer = new Packr({ useRecords: true, maxSharedStructures: 0 } as ConstructorParameters<typeof Packr>[0]);
+  shapes.push({ name: "MessagePack 90,000 record definitions (gzip)", contentType: "application/msgpack", encoding: "gzip", body: gzip(fewer.pack(defined.slice(0, 90_000))), expect: [202] });
   shapes.push({ name: "MessagePack 150,000 record definitions (gzip)", contentType: "application/msgpack", encoding: "gzip", body: gzip(records.pack(defined)), expect: [413] });
 
   shapes.push({ name: "MessagePack BigInt ext of 1 MiB (2.5M digits)", contentType: "application/msgpack", body: Buffer.concat([Buffer.from([0x81, 0xa1, 0x6e]), msgpackBigInt(MIB)]), expect: [406] });
   shapes.push({ name: "MessagePack BigInt ext of 60 KiB (147k digits)", contentType: "application/msgpack", body: Buffer.concat([Buffer.from([0x81, 0xa1, 0x6e]), msgpackBigInt(60 * 1024)]), expect: [202] });
+  shapes.push({ name: "MessagePack BigInt ext of 100 KiB (a small body: refused while decoding)", contentType: "application/msgpack", body: Buffer.concat([Buffer.from([0x81, 0xa1, 0x6e]), msgpackBigInt(100 * 1024)]), expect: [406] });
+  const twenty = Buffer.concat([Buffer.from([0xdc, 0, 20]), ...Array(20).fill(Buffer.concat([Buffer.from([0x81, 0xa1, 0x6e]), msgpackBigInt(32 * 1024)]))]);
+  shapes.push({ name: "MessagePack 20 BigInts of 32 KiB (640 KiB body: refused while decoding)", contentType: "application/msgpack", body: twenty, expect: [406] });
   const manyBig = 300;
   const arrayHead = Buffer.from([0xdc, manyBig >> 8, manyBig & 0xff]);
   const oneEvent = Buffer.concat([Buffer.from([0x81, 0xa1, 0x6e]), msgpackBigInt(32 * 1024)]);
