@@ -13,6 +13,7 @@ import { SourceCache, type SourceRow } from "../../src/sources/cache";
 import { openFlushConnection } from "../../src/store/copy";
 import type { Db } from "../../src/store/db";
 import { publicIngestHost } from "../../src/server";
+import { createPurger } from "../../src/sources/purge";
 import { connect } from "node:net";
 import { startTestLogpond, type TestLogpond } from "../helpers/logpond";
 
@@ -97,6 +98,30 @@ describe("bounded stop", () => {
     expect(took).toBeLessThan(2_000 + 1_000);
     const rows = await lp.sql<{ raw: unknown }[]>`select raw from log_events where source_id = ${Number(source.id)}`;
     expect(rows.map((r) => r.raw)).toEqual([{ before: "stop" }]);
+  });
+});
+
+describe("purge at shutdown", () => {
+  test("stop() ends a purge waiting on a flush that never comes (a halted drain)", async () => {
+    const sourceId = 900_000_000 + Math.floor(Math.random() * 1_000_000);
+    await lp.sql`insert into source_deletions (source_id) values (${sourceId})`;
+    let waiting!: () => void;
+    const reachedFlush = new Promise<void>((resolve) => (waiting = resolve));
+    const purger = createPurger(lp.sql, () => {
+      waiting();
+      return new Promise<void>(() => {}); // the flusher gave up: this flush never resolves
+    }, () => {});
+    try {
+      purger.kick();
+      await reachedFlush;
+      purger.stop();
+      const stopped = await Promise.race([purger.idle().then(() => true), Bun.sleep(2_000).then(() => false)]);
+      expect(stopped).toBe(true);
+      // Nothing was purged and the to-do row stays for the next start.
+      expect((await lp.sql`select 1 from source_deletions where source_id = ${sourceId}`).length).toBe(1);
+    } finally {
+      await lp.sql`delete from source_deletions where source_id = ${sourceId}`;
+    }
   });
 });
 

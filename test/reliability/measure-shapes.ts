@@ -83,6 +83,7 @@ if (import.meta.main) {
       const service = await spawnService({ DATABASE_URL: pg.url, DATA_DIR: dir, INGEST_MAX_DECOMPRESSED_BYTES: String(limit) });
       try {
         const source = await createSource(service, "measure");
+        await Bun.sleep(2_000); // the decode workers start and warm up after the banner; not part of a request
         const idle = Math.round(rssOf(service.proc.pid) / MIB);
         const m = await measure(service, source.token, shape);
         const died = service.proc.exitCode !== null || service.proc.signalCode !== null;
