@@ -41,14 +41,14 @@ export function writeSpill(dataDir: string, entries: readonly SpillEntry[]): str
   const tmp = `${final}.tmp`;
   const fd = openSync(tmp, "w", 0o600);
   try {
-    writeSync(fd, MAGIC);
+    writeAll(fd, Buffer.from(MAGIC));
     for (const entry of entries) {
       const parts = entry.rows.map((rows) => (typeof rows === "string" ? Buffer.from(rows) : rows));
       const bytes = parts.reduce((sum, part) => sum + part.byteLength, 0);
       const head: Record<string, unknown> = { batchId: entry.batchId, events: entry.events, bytes };
       if (entry.firstId !== undefined) head.firstId = entry.firstId;
-      writeSync(fd, `${JSON.stringify(head)}\n`);
-      for (const part of parts) writeSync(fd, part);
+      writeAll(fd, Buffer.from(`${JSON.stringify(head)}\n`));
+      for (const part of parts) writeAll(fd, part);
     }
     fsyncSync(fd);
   } finally {
@@ -117,6 +117,11 @@ export async function replaySpills(
     log(`spill: ${entries.reduce((sum, e) => sum + e.events, 0)} events of ${path.basename(file)} written to PostgreSQL (batches already committed were skipped)`);
   }
   return replayed;
+}
+
+/** writeSync may write less than asked (a full disk says so by throwing, a short write by its count). */
+function writeAll(fd: number, bytes: Uint8Array): void {
+  for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
 }
 
 function syncFolder(folder: string): void {
