@@ -46,6 +46,11 @@ export function measureBody(body: Uint8Array, format: Format, limits: CostLimits
   return scan;
 }
 
+/** The walk itself, whatever the body's size (tests compare it with what the decoders build). */
+export function walkBody(body: Uint8Array, format: Format, limits: CostLimits): number | Rejection {
+  return format === "msgpack" ? scanMsgpack(body, limits, true) : scanJson(body, format === "ndjson", limits);
+}
+
 /** After decoding a body that was not walked. */
 export function checkEventCount(events: number, limits: CostLimits): Rejection | undefined {
   return events > limits.maxEvents ? tooManyEvents(events, limits.maxEvents) : undefined;
