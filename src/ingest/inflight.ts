@@ -5,7 +5,9 @@
 
 /**
  * Peak memory of one request over its decompressed size, measured with test/reliability/
- * measure-shapes.ts: the body, its decoded objects (bounded by ingest/bounds.ts) and the COPY rows.
+ * measure-shapes.ts at INGEST_MAX_DECOMPRESSED_BYTES = 100 MiB: the worst shape (100 MiB of NDJSON
+ * blank lines, accepted) peaked 300 MiB over idle, a 100 MiB whitespace body 203 MiB; so 3× with
+ * a margin. It covers the body, its decoded objects (bounded by bounds.ts) and the COPY rows.
  */
 export const COST_FACTOR = 4;
 
