@@ -3,7 +3,7 @@
 // stop() is bounded by SHUTDOWN_TIMEOUT_MS whatever clients and PostgreSQL do (CONTRACT §4).
 import { hostname } from "node:os";
 import { Elysia } from "elysia";
-import { Flusher } from "./buffer/flusher";
+import { Flusher, type HeldBatch } from "./buffer/flusher";
 import { Ring } from "./buffer/ring";
 import { replaySpills, writeSpill } from "./buffer/spill";
 import type { Config } from "./config";
@@ -161,6 +161,17 @@ export async function startLogpond(config: Config, log: (line: string) => void):
 
   const url = (port: number | undefined) => `http://${formatHost(config.host)}:${port}`;
   const spilled: { events: number; file?: string } = { events: 0 };
+  const spill = (held: HeldBatch[]) => {
+    const events = held.reduce((sum, batch) => sum + batch.events, 0);
+    try {
+      spilled.file = writeSpill(config.dataDir, held);
+      spilled.events = events;
+      log(`shutdown: PostgreSQL did not take ${events} buffered events before SHUTDOWN_TIMEOUT_MS; spilled to ${spilled.file}, written at the next start`);
+    } catch (error) {
+      metrics.eventsLost += events;
+      log(`shutdown: LOST ${events} buffered events: PostgreSQL did not take them and the spill file failed (${(error as Error).message})`);
+    }
+  };
   return {
     spilled,
     apiUrl: url(management.server!.port),
@@ -183,19 +194,12 @@ export async function startLogpond(config: Config, log: (line: string) => void):
         log("shutdown: requests still uploading were cut off");
         await within(ingest.server!.stop(true), 1_000);
       }
-      let drained = await flusher.drain(Math.max(0, left() - SPILL_RESERVE_MS));
+      let drained = await flusher.drain(Math.max(0, left() - Math.min(SPILL_RESERVE_MS, config.shutdownTimeoutMs / 4)));
       if (!drained) {
         const held = flusher.handOver();
-        spilled.events = held.reduce((sum, batch) => sum + batch.events, 0);
-        try {
-          spilled.file = writeSpill(config.dataDir, held);
-          log(`shutdown: PostgreSQL did not take ${spilled.events} buffered events before SHUTDOWN_TIMEOUT_MS; spilled to ${spilled.file}, written at the next start`);
-        } catch (error) {
-          metrics.eventsLost += spilled.events;
-          log(`shutdown: LOST ${spilled.events} buffered events: PostgreSQL did not take them and the spill file failed (${(error as Error).message})`);
-          spilled.events = 0;
-        }
-        drained = false;
+        // Nothing held after all (the last batches committed as the deadline came): a clean stop.
+        if (held.length === 0) drained = true;
+        else spill(held);
       }
       decodeWorker.close();
       await within(management.server!.stop(true), 1_000);
@@ -208,7 +212,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   };
 }
 
-/** Time kept back from the drain for writing the spill file and closing connections. */
+/** Time kept back from the drain for writing the spill file and closing connections (at most a quarter). */
 const SPILL_RESERVE_MS = 2_000;
 
 /** Whether the work finished within ms (it keeps running either way). */

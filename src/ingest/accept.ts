@@ -1,6 +1,7 @@
 // The ingestion path for one request, hop by hop: authenticate → admission gate → body (capped,
-// decompressed) → decode → encode (validate + normalise, all or nothing) → ring buffer. Returns
-// the response; a refusal is a Rejection value turned into the contract's status and body here.
+// decompressed) → in-flight memory budget → prepare (bounds, decode, encode: all or nothing; on a
+// worker thread for big bodies) → ring buffer. Returns the response; a refusal is a Rejection value
+// turned into the contract's status and body here, with CORS's Allow-Origin on every answer.
 // 202 means: in the ring (buffered mode) or committed to PostgreSQL (durable mode).
 import type { Chunk, Ring } from "../buffer/ring";
 import type { Flusher } from "../buffer/flusher";
@@ -34,10 +35,10 @@ export interface IngestDeps {
   accepting: () => boolean;
 }
 
-const ACCEPTED_INIT_CORS = { status: 202, headers: { "access-control-allow-origin": "*" } };
-const RETRY_AFTER_SECONDS = 1;
 /** Every ingestion answer, refusals included: browsers read it (the token is the credential). */
 export const CORS_ORIGIN = { "access-control-allow-origin": "*" } as const;
+const ACCEPTED_INIT_CORS = { status: 202, headers: CORS_ORIGIN };
+const RETRY_AFTER_SECONDS = 1;
 
 /** Holds the request's in-flight memory charge from decompression until it is buffered or refused. */
 export async function acceptRequest(request: Request, deps: IngestDeps): Promise<Response> {

@@ -7,7 +7,6 @@
 // 20 million events are refused without a hop.
 import { measureBody } from "./bounds";
 import type { Format } from "./decode";
-import type { Encoded } from "./encode";
 import type { PrepareLimits } from "./prepare";
 import { reject, REASONS, type Reason, type Rejection } from "./rejections";
 import type { Job, Outcome } from "./worker";
@@ -102,5 +101,3 @@ class Thread {
     this.pending.clear();
   }
 }
-
-export type { Encoded };
