@@ -150,6 +150,20 @@ describe("requests that can never fit → 413, never 503", () => {
       await small.stop();
     }
   });
+
+  test("more bytes than BUFFER_MAX_BYTES (a big body: decided on the decode worker)", async () => {
+    const small = await startTestLogpond({ BUFFER_MAX_BYTES: String(1024 * 1024) });
+    try {
+      const source = await small.createSource();
+      const body = JSON.stringify(Array.from({ length: 3 }, (_, i) => ({ n: i, text: "x".repeat(500_000) })));
+      const response = await small.ingest(source.token, body);
+      expect(response.status).toBe(413);
+      expect(await response.text()).toContain("BUFFER_MAX_BYTES");
+      expect(await small.stored(source.id)).toEqual([]);
+    } finally {
+      await small.stop();
+    }
+  });
 });
 
 /** A cache whose reads are real but whose results are held until the test lets them apply. */
