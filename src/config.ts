@@ -18,6 +18,10 @@ export interface Config {
   readonly ingestMaxDecompressedBytes: number;
   readonly ingestMaxEventBytes: number;
   readonly ingestMaxDepth: number;
+  readonly ingestMaxEventsPerRequest: number;
+  readonly ingestInflightMaxBytes: number;
+  /** What `ingesting_host` shows: PUBLIC_INGEST_URL, or derived from HOST / INGEST_PORT. */
+  readonly publicIngestUrl: string | undefined;
   readonly flushIntervalMs: number;
   readonly flushMaxEvents: number;
   readonly flushStreams: number;
@@ -45,6 +49,8 @@ export const DEFAULTS = {
   INGEST_MAX_DECOMPRESSED_BYTES: 100 * MIB,
   INGEST_MAX_EVENT_BYTES: 1 * MIB,
   INGEST_MAX_DEPTH: 64,
+  INGEST_MAX_EVENTS_PER_REQUEST: 100_000,
+  INGEST_INFLIGHT_MAX_BYTES: 512 * MIB,
   FLUSH_INTERVAL_MS: 200,
   FLUSH_MAX_EVENTS: 20_000,
   FLUSH_STREAMS: 2,
@@ -108,6 +114,9 @@ export function loadConfig(env: Env = process.env): Config {
     ingestMaxDecompressedBytes: int("INGEST_MAX_DECOMPRESSED_BYTES", 1024, 4096 * MIB),
     ingestMaxEventBytes: int("INGEST_MAX_EVENT_BYTES", 64, 256 * MIB),
     ingestMaxDepth: int("INGEST_MAX_DEPTH", 1, 1000),
+    ingestMaxEventsPerRequest: int("INGEST_MAX_EVENTS_PER_REQUEST", 1, 100_000_000),
+    ingestInflightMaxBytes: int("INGEST_INFLIGHT_MAX_BYTES", MIB, 64 * 1024 * MIB),
+    publicIngestUrl: publicUrl(text("PUBLIC_INGEST_URL"), problems),
     flushIntervalMs: int("FLUSH_INTERVAL_MS", 1, 1000),
     flushMaxEvents: int("FLUSH_MAX_EVENTS", 1, 1_000_000),
     flushStreams: int("FLUSH_STREAMS", 1, 8),
@@ -135,6 +144,23 @@ export function loadConfig(env: Env = process.env): Config {
 
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+/** An absolute http(s) URL, kept without a trailing slash (ingesting_host is host[:port][/path]). */
+function publicUrl(raw: string | undefined, problems: string[]): string | undefined {
+  if (raw === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    problems.push(`PUBLIC_INGEST_URL=${JSON.stringify(raw)} must be an absolute URL such as https://logs.example.com`);
+    return undefined;
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    problems.push(`PUBLIC_INGEST_URL=${JSON.stringify(raw)} must start with http:// or https://`);
+    return undefined;
+  }
+  return url.href.replace(/\/+$/, "");
 }
 
 export class ConfigError extends Error {

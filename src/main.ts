@@ -1,4 +1,5 @@
-// Wiring only: configuration → a running logpond → banner; SIGTERM/SIGINT drain and exit 0.
+// Wiring only: configuration → a running logpond → banner; SIGTERM/SIGINT drain and exit 0, or
+// exit 1 when PostgreSQL could not take everything in time (the log says how many were spilled).
 import { ConfigError, loadConfig } from "./config";
 import { startLogpond } from "./server";
 
@@ -39,7 +40,10 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
     stopping = true;
     log(`${signal}: stopping (draining ${logpond.ring.heldEvents} buffered events)`);
     const drained = await logpond.stop();
-    log(drained ? "stopped; nothing left behind" : "stopped; some buffered events were not written");
+    const { events, file } = logpond.spilled;
+    if (drained) log("stopped; nothing left behind");
+    else if (events > 0) log(`stopped; ${events} events spilled to ${file}, to be written at the next start`);
+    else log("stopped; some buffered events were not written");
     process.exit(drained ? 0 : 1);
   });
 }

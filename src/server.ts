@@ -1,14 +1,20 @@
-// Builds a running logpond from a Config: storage → source cache → ring + flusher → both
-// listeners. `main.ts` adds the banner and signals; tests start it in-process on port 0.
+// Builds a running logpond from a Config: storage → source cache → spill replay → ring + flusher →
+// both listeners. `main.ts` adds the banner and signals; tests start it in-process on port 0.
+// stop() is bounded by SHUTDOWN_TIMEOUT_MS whatever clients and PostgreSQL do (CONTRACT §4).
+import { hostname } from "node:os";
 import { Elysia } from "elysia";
-import { Flusher } from "./buffer/flusher";
+import { Flusher, type HeldBatch } from "./buffer/flusher";
 import { Ring } from "./buffer/ring";
+import { stripIds } from "./buffer/ids";
+import { replaySpills, writeSpill } from "./buffer/spill";
 import type { Config } from "./config";
 import { loadApiToken } from "./http/apitoken";
 import { digest } from "./http/auth";
 import { errorHandler } from "./http/errors";
 import { health } from "./http/health";
-import { acceptRequest, type IngestDeps } from "./ingest/accept";
+import { acceptRequest, CORS_ORIGIN, type IngestDeps } from "./ingest/accept";
+import { InFlight } from "./ingest/inflight";
+import { DecodeWorker } from "./ingest/offload";
 import { Metrics } from "./metrics";
 import { SourceCache } from "./sources/cache";
 import { sourceRoutes } from "./sources/routes";
@@ -29,9 +35,22 @@ export interface Logpond {
   readonly flusher: Flusher;
   readonly ring: Ring;
   readonly metrics: Metrics;
-  /** Stop accepting, drain the buffer, close storage. Resolves true when nothing was left behind. */
+  /**
+   * Stop accepting, drain the buffer, close storage. Resolves true when nothing was left behind;
+   * false when some events went to a spill file (`spilled` says how many) or were lost.
+   */
   stop(): Promise<boolean>;
+  /** After stop(): events written to the spill file, and the file. */
+  readonly spilled: { events: number; file?: string };
 }
+
+/** CORS preflight for browser clients (@logtail/browser): the token is the credential, so any origin. */
+const PREFLIGHT_HEADERS = {
+  ...CORS_ORIGIN,
+  "access-control-allow-methods": "POST, OPTIONS",
+  "access-control-allow-headers": "Authorization, Content-Type, Content-Encoding",
+  "access-control-max-age": "86400",
+};
 
 export function managementApp(deps: {
   store: Store;
@@ -73,7 +92,8 @@ export function ingestApp(deps: IngestDeps & { store: Store; log: (line: string)
   return new Elysia({ name: "logpond/ingest" })
     .use(errorHandler(deps.log))
     .use(health(() => deps.store.ping()))
-    .post("/", ({ request }) => acceptRequest(request, deps), { parse: "none" });
+    .post("/", ({ request }) => acceptRequest(request, deps), { parse: "none" })
+    .options("/", () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS }));
 }
 
 export async function startLogpond(config: Config, log: (line: string) => void): Promise<Logpond> {
@@ -95,6 +115,21 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     log,
   });
   flusher.start();
+  // What an earlier stop could not write goes in before ingestion opens, on a connection of its
+  // own; an entry PostgreSQL refuses for its data takes the flusher's dead-letter path.
+  const replay = openFlushConnection(store.url, config.flushTimeoutMs);
+  try {
+    await replaySpills(config.dataDir, replay, async (entry) => {
+      // Back through the ring, which gives ids anew: rows that had ids lose them first.
+      for (const part of entry.rows) {
+        const rows = entry.ids ? stripIds(part) : part;
+        ring.push({ rows, events: entry.events, bytes: rows.length, seq: 0 });
+      }
+      await flusher.flush();
+    }, log);
+  } finally {
+    await replay.close();
+  }
   const retention = startRetention({
     sql: store.sql,
     intervalMs: config.retentionSweepIntervalMs,
@@ -105,7 +140,9 @@ export async function startLogpond(config: Config, log: (line: string) => void):
 
   const { token: apiToken, origin: apiTokenOrigin } = loadApiToken(config);
   let accepting = true;
-  let ingestingHost = `${config.host}:${config.ingestPort}`;
+  let ingestingHost = "";
+  const decodeWorker = new DecodeWorker();
+  decodeWorker.start();
 
   const ingest = ingestApp({
     cache, ring, flusher, metrics, store, log,
@@ -114,7 +151,12 @@ export async function startLogpond(config: Config, log: (line: string) => void):
       maxDecompressedBytes: config.ingestMaxDecompressedBytes,
       maxEventBytes: config.ingestMaxEventBytes,
       maxDepth: config.ingestMaxDepth,
+      maxEventsPerRequest: config.ingestMaxEventsPerRequest,
+      bufferMaxEvents: config.bufferMaxEvents,
+      bufferMaxBytes: config.bufferMaxBytes,
     },
+    inFlight: new InFlight(config.ingestInflightMaxBytes),
+    decodeWorker,
     ackMode: config.ingestAck,
     durableTimeoutMs: config.durableTimeoutMs,
     rateLimiter: new RateLimiter(config.ingestRateLimit),
@@ -126,7 +168,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     // ours (ingest/body.ts) checks the header first and counts streamed bytes, so Bun's is lifted.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
   });
-  ingestingHost = `${formatHost(config.host)}:${ingest.server!.port}`;
+  ingestingHost = publicIngestHost(config, ingest.server!.port!);
 
   const management = managementApp({
     store, metrics, ring, flusher, cache, retention, log,
@@ -138,7 +180,20 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   }).listen({ hostname: config.host, port: config.apiPort, maxRequestBodySize: 1024 * 1024 });
 
   const url = (port: number | undefined) => `http://${formatHost(config.host)}:${port}`;
+  const spilled: { events: number; file?: string } = { events: 0 };
+  const spill = (held: HeldBatch[]) => {
+    const events = held.reduce((sum, batch) => sum + batch.events, 0);
+    try {
+      spilled.file = writeSpill(config.dataDir, held);
+      spilled.events = events;
+      log(`shutdown: PostgreSQL did not take ${events} buffered events before SHUTDOWN_TIMEOUT_MS; spilled to ${spilled.file}, written at the next start`);
+    } catch (error) {
+      metrics.eventsLost += events;
+      log(`shutdown: LOST ${events} buffered events: PostgreSQL did not take them and the spill file failed (${(error as Error).message})`);
+    }
+  };
   return {
+    spilled,
     apiUrl: url(management.server!.port),
     ingestUrl: url(ingest.server!.port),
     apiToken,
@@ -149,18 +204,56 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     metrics,
     async stop() {
       accepting = false;
-      await retention.stop(); // aborts a running sweep between two statements
-      // Finish in-flight requests (their events land in the ring), then write the ring out.
-      await ingest.server!.stop(false);
-      const drained = await flusher.drain(config.shutdownTimeoutMs);
-      if (!drained) log(`shutdown: ${ring.heldEvents} buffered events could not be written before SHUTDOWN_TIMEOUT_MS`);
-      await management.server!.stop(true);
-      await following.unlisten().catch(() => {});
-      await Promise.allSettled(streams.map((stream) => stream.close()));
-      await store.close();
+      const deadline = Date.now() + config.shutdownTimeoutMs;
+      const left = () => Math.max(0, deadline - Date.now());
+      const sweepStopped = retention.stop(); // aborts a running sweep between two statements
+      // In-flight requests get a third of the time to finish (their events land in the ring);
+      // then slow uploads are cut off, so a client cannot hold the stop.
+      const finished = await within(ingest.server!.stop(false), config.shutdownTimeoutMs / 3);
+      if (!finished) {
+        log("shutdown: requests still uploading were cut off");
+        await within(ingest.server!.stop(true), 1_000);
+      }
+      let drained = await flusher.drain(Math.max(0, left() - Math.min(SPILL_RESERVE_MS, config.shutdownTimeoutMs / 4)));
+      if (!drained) {
+        const held = flusher.handOver();
+        // Nothing held after all (the last batches committed as the deadline came): a clean stop.
+        if (held.length === 0) drained = true;
+        else spill(held);
+      }
+      decodeWorker.close();
+      await within(management.server!.stop(true), 1_000);
+      await within(sweepStopped, Math.max(100, left() - 1_000));
+      await within(following.unlisten().catch(() => {}), 1_000);
+      await within(Promise.allSettled(streams.map((stream) => stream.close())), 1_000);
+      await within(store.close(), Math.max(5_000, left()));
       return drained;
     },
   };
+}
+
+/** Time kept back from the drain for writing the spill file and closing connections (at most a quarter). */
+const SPILL_RESERVE_MS = 2_000;
+
+/** Whether the work finished within ms (it keeps running either way). */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, ms, false)));
+  try {
+    return await Promise.race([work.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * `ingesting_host`: PUBLIC_INGEST_URL without its scheme; else HOST:port, where a wildcard bind
+ * (0.0.0.0, ::) becomes this machine's hostname, since clients cannot connect to a wildcard.
+ */
+export function publicIngestHost(config: Config, port: number): string {
+  if (config.publicIngestUrl) return config.publicIngestUrl.replace(/^https?:\/\//, "");
+  const wildcard = config.host === "0.0.0.0" || config.host === "::" || config.host === "[::]";
+  return `${wildcard ? hostname() : formatHost(config.host)}:${port}`;
 }
 
 function formatHost(host: string): string {

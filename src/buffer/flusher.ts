@@ -17,7 +17,7 @@
 import { WriteError, type Commit, type FlushConnection, type IdRange } from "../store/copy";
 import type { Metrics } from "../metrics";
 import { idOf, linesOf, prefixIds } from "./ids";
-import type { Chunk, Ring } from "./ring";
+import type { Chunk, Ring, Rows } from "./ring";
 
 export type Stream = Pick<FlushConnection, "reserveIds" | "write" | "committed" | "deadLetter" | "forgetBatches">;
 
@@ -57,6 +57,22 @@ const BACKOFF_MAX_MS = 5_000;
 const FORGET_BATCHES_AFTER_HOURS = 24;
 const FORGET_EVERY_MS = 10 * 60_000;
 
+/** What a stopped flusher still holds, for the spill file (buffer/spill.ts). */
+export interface HeldBatch {
+  /** The id a write of it was (or may have been) tried under; fresh for chunks never taken. */
+  batchId: string;
+  events: number;
+  /** COPY lines; id-prefixed exactly when `ids` is set. */
+  rows: Rows[];
+  ids?: IdRange;
+}
+
+/** Part of a refused batch being isolated, with the batch id it is written under. */
+interface Part {
+  id: string;
+  lines: string[];
+}
+
 interface Waiter {
   seq: number;
   resolve: () => void;
@@ -74,6 +90,8 @@ export class Flusher {
   private uncertain = 0;
   private lastForget = Date.now();
   private readonly listeners = new Set<(batch: CommittedBatch) => void>();
+  /** Each stream's batch while it is being written; during isolation, its parts not yet stored. */
+  private readonly holding = new Map<Stream, { batch: Batch; parts?: Set<Part> }>();
 
   constructor(
     private readonly ring: Ring,
@@ -121,6 +139,34 @@ export class Flusher {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * After a drain that missed its deadline: everything not known stored, handed over once (the
+   * flusher writes none of it from now on). A batch being written keeps its batch id (and its ids
+   * once it has them), so a try that commits after all is skipped at replay; so does each part of a
+   * batch being split to isolate a refusal; chunks never taken get a fresh batch id.
+   */
+  handOver(): HeldBatch[] {
+    this.halted = true;
+    const held: HeldBatch[] = [];
+    for (const { batch, parts } of this.holding.values()) {
+      if (parts) {
+        for (const part of parts) held.push({ batchId: part.id, events: part.lines.length, rows: [Buffer.from(part.lines.join(""))], ids: rangeOf(part.lines) });
+        continue;
+      }
+      const live = batch.chunks.flatMap((chunk, i) => (chunk.abandoned ? [] : [{ chunk, rows: batch.rows?.[i] ?? chunk.rows }]));
+      if (live.length === 0) continue;
+      const ids = batch.rows ? { firstId: batch.firstId!, lastId: batch.lastId! } : undefined;
+      held.push({ batchId: batch.batchId, events: live.reduce((sum, l) => sum + l.chunk.events, 0), rows: live.map((l) => l.rows), ids });
+    }
+    this.holding.clear();
+    while (this.ring.pendingEvents > 0) {
+      const chunks = this.ring.take(this.options.maxEvents);
+      if (chunks.length === 0) break;
+      held.push({ batchId: crypto.randomUUID(), events: chunks.reduce((sum, c) => sum + c.events, 0), rows: chunks.map((c) => c.rows) });
+    }
+    return held;
+  }
+
   get streamsBusy(): number {
     return this.streams.length - this.idle.length;
   }
@@ -148,15 +194,20 @@ export class Flusher {
       return stream.write(id, batch.rows!, { firstId: batch.firstId!, lastId: batch.lastId! });
     };
     try {
+      this.holding.set(stream, { batch });
       const outcome = await this.store(stream, batch.batchId, (id) => `${events()} events (batch ${id})`, keepLive, write);
       if (outcome instanceof WriteError) {
-        await this.isolate(stream, batch.rows!.flatMap((rows) => linesOf(rows)), outcome);
+        const parts = new Set<Part>();
+        this.holding.set(stream, { batch, parts });
+        await this.isolate(stream, { id: batch.batchId, lines: batch.rows!.flatMap((rows) => linesOf(rows)) }, outcome, parts);
       } else if (outcome?.seq != null) {
         this.publish({ seq: outcome.seq, firstId: batch.firstId!, lastId: batch.lastId!, rows: batch.rows! });
       }
     } catch (error) {
       if (error === HALTED) return; // shutdown gave up: the batch is neither stored nor released
       throw error;
+    } finally {
+      this.holding.delete(stream);
     }
     if (batch.chunks.length > 0) this.options.metrics.flushed(reason, events(), (performance.now() - started) / 1000);
 
@@ -247,12 +298,20 @@ export class Flusher {
     return commit;
   }
 
-  /** Halves a refused set of COPY lines until each refused line is alone, then dead-letters it. */
-  private async isolate(stream: Stream, lines: string[], refusal: WriteError): Promise<void> {
+  /**
+   * Halves a refused part until each refused line is alone, then dead-letters it. `parts` holds
+   * the parts not yet stored, each with the batch id it is (or will be) written under, so a stop
+   * in the middle spills exactly what is left (handOver).
+   */
+  private async isolate(stream: Stream, refused: Part, refusal: WriteError, parts: Set<Part>): Promise<void> {
+    const lines = refused.lines;
     if (lines.length === 1) {
       const line = lines[0]!;
-      const source = line.slice(0, line.indexOf("\t"));
-      const outcome = await this.store(stream, crypto.randomUUID(), () => "a dead letter", () => true, (id) => stream.deadLetter(id, line, refusal));
+      const source = line.split("\t", 2)[1];
+      const letter: Part = { id: crypto.randomUUID(), lines };
+      parts.add(letter);
+      const outcome = await this.store(stream, letter.id, () => "a dead letter", () => true, (id) => stream.deadLetter(id, line, refusal));
+      parts.delete(letter);
       const deadLetterRefused = outcome instanceof WriteError ? outcome : undefined;
       if (deadLetterRefused) {
         // dead_letters holds text only, so this should not happen; if it does, say so loudly.
@@ -266,12 +325,15 @@ export class Flusher {
     }
     this.options.metrics.isolationSplits++;
     const middle = lines.length >>> 1;
-    for (const part of [lines.slice(0, middle), lines.slice(middle)]) {
+    const halves: Part[] = [lines.slice(0, middle), lines.slice(middle)].map((half) => ({ id: crypto.randomUUID(), lines: half }));
+    for (const half of halves) parts.add(half);
+    for (const half of halves) {
       // A part is a contiguous run of the batch's lines, so its ids are a contiguous range too.
-      const ids: IdRange = { firstId: idOf(part[0]!), lastId: idOf(part[part.length - 1]!) };
-      const outcome = await this.store(stream, crypto.randomUUID(), (id) => `${part.length} events (batch ${id}, isolating a refusal)`, () => true, (id) => stream.write(id, part, ids));
-      if (outcome instanceof WriteError) await this.isolate(stream, part, outcome);
-      else if (outcome?.seq != null) this.publish({ seq: outcome.seq, ...ids, rows: [Buffer.from(part.join(""))] });
+      const ids = rangeOf(half.lines);
+      const outcome = await this.store(stream, half.id, (id) => `${half.lines.length} events (batch ${id}, isolating a refusal)`, () => true, (id) => stream.write(id, half.lines, ids));
+      parts.delete(half);
+      if (outcome instanceof WriteError) await this.isolate(stream, half, outcome, parts);
+      else if (outcome?.seq != null) this.publish({ seq: outcome.seq, ...ids, rows: [Buffer.from(half.lines.join(""))] });
     }
   }
 
@@ -319,4 +381,9 @@ const HALTED = Symbol("halted");
 function backoff(attempt: number): number {
   const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** attempt);
   return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+/** The ids of a contiguous run of id-prefixed lines. */
+function rangeOf(lines: string[]): IdRange {
+  return { firstId: idOf(lines[0]!), lastId: idOf(lines[lines.length - 1]!) };
 }

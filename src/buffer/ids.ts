@@ -48,3 +48,8 @@ export function idOf(line: string): number {
 export function linesOf(rows: Rows): string[] {
   return (typeof rows === "string" ? rows : Buffer.from(rows).toString()).match(/[^\n]*\n/g) ?? [];
 }
+
+/** The COPY lines without their id prefix (the inverse of prefixIds). */
+export function stripIds(rows: Rows): Uint8Array {
+  return Buffer.from(linesOf(rows).map((line) => line.slice(line.indexOf("\t") + 1)).join(""));
+}

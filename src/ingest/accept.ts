@@ -1,6 +1,7 @@
 // The ingestion path for one request, hop by hop: authenticate → admission gate → body (capped,
-// decompressed) → decode → encode (validate + normalise, all or nothing) → ring buffer. Returns
-// the response; a refusal is a Rejection value turned into the contract's status and body here.
+// decompressed) → in-flight memory budget → prepare (bounds, decode, encode: all or nothing; on a
+// worker thread for big bodies) → ring buffer. Returns the response; a refusal is a Rejection value
+// turned into the contract's status and body here, with CORS's Allow-Origin on every answer.
 // 202 means: in the ring (buffered mode) or committed to PostgreSQL (durable mode).
 import type { Chunk, Ring } from "../buffer/ring";
 import type { Flusher } from "../buffer/flusher";
@@ -10,8 +11,10 @@ import { bearerToken } from "../http/auth";
 import type { Metrics } from "../metrics";
 import type { SourceCache } from "../sources/cache";
 import { decompress, parseEncoding, readBody, type BodyLimits } from "./body";
-import { decodeBody, parseContentType } from "./decode";
-import { encodeEvents, type EncodeLimits } from "./encode";
+import { DecodeWorker, OFFLOAD_FROM_BYTES } from "./offload";
+import { prepareBody, type PrepareLimits } from "./prepare";
+import { parseContentType } from "./decode";
+import type { InFlight } from "./inflight";
 import type { RateLimiter } from "./ratelimit";
 import { isRejection, reject, REASONS, type Rejection } from "./rejections";
 
@@ -20,7 +23,11 @@ export interface IngestDeps {
   ring: Ring;
   flusher: Flusher;
   metrics: Metrics;
-  limits: BodyLimits & EncodeLimits;
+  limits: BodyLimits & PrepareLimits;
+  /** Memory of requests being decoded, process-wide (CONTRACT §3.1). */
+  inFlight: InFlight;
+  /** Decodes big bodies off the event loop. */
+  decodeWorker: DecodeWorker;
   ackMode: AckMode;
   /** Durable mode: how long a request waits for its commit before it gets 503 instead. */
   durableTimeoutMs: number;
@@ -28,10 +35,22 @@ export interface IngestDeps {
   accepting: () => boolean;
 }
 
-const ACCEPTED_INIT = { status: 202 };
+/** Every ingestion answer, refusals included: browsers read it (the token is the credential). */
+export const CORS_ORIGIN = { "access-control-allow-origin": "*" } as const;
+const ACCEPTED_INIT_CORS = { status: 202, headers: CORS_ORIGIN };
 const RETRY_AFTER_SECONDS = 1;
 
+/** Holds the request's in-flight memory charge from decompression until it is buffered or refused. */
 export async function acceptRequest(request: Request, deps: IngestDeps): Promise<Response> {
+  const held = { cost: 0 };
+  try {
+    return await accept(request, deps, held);
+  } finally {
+    release(held, deps);
+  }
+}
+
+async function accept(request: Request, deps: IngestDeps, held: { cost: number }): Promise<Response> {
   const { cache, ring, metrics, limits } = deps;
 
   const token = bearerToken(request.headers.get("authorization"));
@@ -55,16 +74,19 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   if (isRejection(raw)) return refuse(raw, metrics);
   const body = await decompress(raw, encoding, limits.maxDecompressedBytes);
   if (isRejection(body)) return refuse(body, metrics);
-  const events = decodeBody(body, format);
-  if (isRejection(events)) return refuse(events, metrics);
-  const encoded = encodeEvents(events, format, source.id, receptionTime(), limits);
+  const admitted = admit(body, deps, held);
+  if (admitted) return refuse(admitted, metrics);
+  const rawBytes = raw.length; // a big body is handed to the decode worker, raw with it when identity
+  const encoded = body.length >= OFFLOAD_FROM_BYTES
+    ? await deps.decodeWorker.run(body, format, source.id, receptionTime(), limits)
+    : prepareBody(body, format, source.id, receptionTime(), limits);
   if (isRejection(encoded)) return refuse(encoded, metrics);
 
   const accepted = () => {
     metrics.requestsAccepted++;
     metrics.eventsReceived += encoded.count;
-    metrics.bytesReceived += raw.length;
-    return new Response(null, ACCEPTED_INIT);
+    metrics.bytesReceived += rawBytes;
+    return new Response(null, ACCEPTED_INIT_CORS);
   };
   if (encoded.count === 0) return accepted();
   if (limiter.enabled) limiter.spend(source.id, encoded.count);
@@ -76,7 +98,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   // Deleted while this request was read (a slow upload): nothing of it may land after the purge.
   if (!cache.has(source.id)) return refuse(reject("invalid_token", "Unauthorized"), metrics);
   if (deps.ackMode === "buffered") {
-    const rows = Buffer.from(encoded.rows);
+    const rows = rowBytes(encoded.rows);
     const chunk: Chunk = { rows, events: encoded.count, bytes: rows.length, seq: 0 };
     if (!ring.push(chunk)) return refuse(bufferFull(), metrics);
     deps.flusher.pushed();
@@ -87,10 +109,11 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   // deadline the chunk is abandoned; if the flusher already holds it, its answer decides.
   let settle!: (error?: Error) => void;
   const committed = new Promise<Error | undefined>((resolve) => (settle = resolve));
-  const rows = Buffer.from(encoded.rows);
+  const rows = rowBytes(encoded.rows);
   const chunk: Chunk = { rows, events: encoded.count, bytes: rows.length, seq: 0, settle };
   if (!ring.push(chunk)) return refuse(bufferFull(), metrics);
   deps.flusher.pushed();
+  release(held, deps); // the request's objects are gone; waiting for the commit costs no memory
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<"late">((resolve) => (timer = setTimeout(resolve, deps.durableTimeoutMs, "late")));
   let outcome = await Promise.race([committed, late]);
@@ -115,6 +138,27 @@ function receptionTime(): string {
   return lastIso;
 }
 
+/** Before decoding: the request's share of the in-flight memory budget (503 past it). */
+function admit(body: Buffer, deps: IngestDeps, held: { cost: number }): Rejection | undefined {
+  const cost = deps.inFlight.charge(body.length);
+  if (cost === undefined) {
+    return reject("overloaded", "Too many large requests are being decoded at once (INGEST_INFLIGHT_MAX_BYTES); retry after the time in Retry-After");
+  }
+  held.cost = cost;
+  return undefined;
+}
+
+/** COPY rows as bytes off the JavaScript heap (the decode worker already sends bytes). */
+function rowBytes(rows: string | Uint8Array): Uint8Array {
+  return typeof rows === "string" ? Buffer.from(rows) : rows;
+}
+
+function release(held: { cost: number }, deps: IngestDeps): void {
+  if (held.cost === 0) return;
+  deps.inFlight.release(held.cost);
+  held.cost = 0;
+}
+
 function bufferFull(): Rejection {
   return reject("buffer_full", "Ingestion buffer is full (BUFFER_MAX_EVENTS / BUFFER_MAX_BYTES); retry after a moment");
 }
@@ -122,7 +166,7 @@ function bufferFull(): Rejection {
 function refuse(rejection: Rejection, metrics: Metrics): Response {
   metrics.reject(rejection.reason);
   const status = STATUS[REASONS[rejection.reason]];
-  const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8" };
+  const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8", ...CORS_ORIGIN };
   if (status === 401) headers["www-authenticate"] = "Bearer";
   if (status === 503 || status === 429) headers["retry-after"] = String(rejection.retryAfter ?? RETRY_AFTER_SECONDS);
   return new Response(JSON.stringify({ errors: rejection.message }), { status, headers });

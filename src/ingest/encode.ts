@@ -120,13 +120,24 @@ function normaliseArray(array: unknown[], depth: number): boolean {
 }
 
 const FAILED = Symbol("failed");
+/** PostgreSQL's numeric holds at most 131072 digits before the decimal point. */
+const MAX_NUMERIC_DIGITS = 131_072;
+
+/**
+ * An integer as exact JSON, or (past what numeric holds) as the string of its digits. Its render
+ * time is bounded before decoding: ingest/bounds.ts caps BigInt sizes per value and per request.
+ */
+function bigintValue(value: bigint): unknown {
+  const digits = value.toString();
+  return digits.length - (value < 0n ? 1 : 0) > MAX_NUMERIC_DIGITS ? digits : JSON.rawJSON(digits);
+}
 
 function normaliseValue(value: unknown, depth: number, at: string | number): unknown {
   switch (typeof value) {
     case "number":
       return Number.isFinite(value) ? value : Number.isNaN(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
     case "bigint":
-      return JSON.rawJSON(value.toString());
+      return bigintValue(value);
     case "undefined":
       return null;
   }

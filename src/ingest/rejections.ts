@@ -13,12 +13,16 @@ export const REASONS = {
   body_too_large: "payload_too_large",
   decompressed_too_large: "payload_too_large",
   event_too_large: "payload_too_large",
+  too_many_events: "payload_too_large",
+  too_many_values: "payload_too_large",
+  never_fits: "payload_too_large",
   unsupported_content_type: "unsupported_media_type",
   unsupported_encoding: "unsupported_media_type",
   rate_limited: "rate_limited",
   buffer_full: "unavailable",
   shutting_down: "unavailable",
   storage_unavailable: "unavailable",
+  overloaded: "unavailable",
 } as const satisfies Record<string, ErrorCode>;
 
 export type Reason = keyof typeof REASONS;

@@ -2,6 +2,11 @@
 // kept current two ways: this process's own changes apply at once (the service calls `put` and
 // `drop`), and every instance hears the others through PostgreSQL LISTEN/NOTIFY on one channel
 // (the id of the changed source), re-reading that row within milliseconds.
+// Invariant: a read never undoes a newer change. Every change and every read takes a ticket (a
+// generation number) when it begins; a source remembers the ticket of what it shows, and a read
+// applies to it only with a later ticket. So a rotated token never comes back from a snapshot read
+// before the rotation, and of two reads finishing out of order the one begun later wins (it saw
+// the database at least as new: a NOTIFY is sent at commit, and its reload begins after it).
 import { eq } from "drizzle-orm";
 import type { Db, Sql } from "../store/db";
 import { sources } from "../store/schema";
@@ -13,24 +18,31 @@ export interface SourceContext {
   readonly paused: boolean;
 }
 
+export interface SourceRow {
+  id: number;
+  token: string;
+  ingestingPaused: boolean;
+}
+
 export class SourceCache {
   private byToken = new Map<string, SourceContext>();
   private tokenById = new Map<number, string>();
+  /** The last ticket given; `changedAt` holds the ticket of what each source's entry shows. */
+  private generation = 0;
+  private readonly changedAt = new Map<number, number>();
 
   lookup(token: string): SourceContext | undefined {
     return this.byToken.get(token);
   }
 
-  put(row: { id: number; token: string; ingestingPaused: boolean }): void {
-    this.drop(row.id);
-    this.byToken.set(row.token, { id: row.id, paused: row.ingestingPaused });
-    this.tokenById.set(row.id, row.token);
+  put(row: SourceRow): void {
+    this.changedAt.set(row.id, ++this.generation);
+    this.set(row);
   }
 
   drop(id: number): void {
-    const token = this.tokenById.get(id);
-    if (token !== undefined) this.byToken.delete(token);
-    this.tokenById.delete(id);
+    this.changedAt.set(id, ++this.generation);
+    this.unset(id);
   }
 
   /** Whether the source still exists as far as this process knows (deleted sources are dropped). */
@@ -43,21 +55,24 @@ export class SourceCache {
   }
 
   async loadAll(db: Db): Promise<void> {
-    const rows = await db
-      .select({ id: sources.id, token: sources.token, ingestingPaused: sources.ingestingPaused })
-      .from(sources);
-    this.byToken = new Map();
-    this.tokenById = new Map();
-    for (const row of rows) this.put(row);
+    const ticket = ++this.generation;
+    const rows = await this.readAll(db);
+    const seen = new Set<number>();
+    for (const row of rows) {
+      seen.add(row.id);
+      if (this.take(row.id, ticket)) this.set(row);
+    }
+    for (const id of [...this.tokenById.keys()]) {
+      if (!seen.has(id) && this.take(id, ticket)) this.unset(id);
+    }
   }
 
   async reload(db: Db, id: number): Promise<void> {
-    const [row] = await db
-      .select({ id: sources.id, token: sources.token, ingestingPaused: sources.ingestingPaused })
-      .from(sources)
-      .where(eq(sources.id, id));
-    if (row) this.put(row);
-    else this.drop(id);
+    const ticket = ++this.generation;
+    const row = await this.readOne(db, id);
+    if (!this.take(id, ticket)) return; // a change or a read begun later already applied
+    if (row) this.set(row);
+    else this.unset(id);
   }
 
   /** Follows other instances' changes; a (re)connected listener reloads everything it may have missed. */
@@ -73,5 +88,37 @@ export class SourceCache {
       },
     );
     return listening;
+  }
+
+  /** The reads, separate so a test can hold a real snapshot back and apply it late. */
+  protected readAll(db: Db): Promise<SourceRow[]> {
+    return db.select({ id: sources.id, token: sources.token, ingestingPaused: sources.ingestingPaused }).from(sources);
+  }
+
+  protected async readOne(db: Db, id: number): Promise<SourceRow | undefined> {
+    const [row] = await db
+      .select({ id: sources.id, token: sources.token, ingestingPaused: sources.ingestingPaused })
+      .from(sources)
+      .where(eq(sources.id, id));
+    return row;
+  }
+
+  /** Whether a read with this ticket may apply to the source (then it is stamped with it). */
+  private take(id: number, ticket: number): boolean {
+    if ((this.changedAt.get(id) ?? 0) > ticket) return false;
+    this.changedAt.set(id, ticket);
+    return true;
+  }
+
+  private set(row: SourceRow): void {
+    this.unset(row.id);
+    this.byToken.set(row.token, { id: row.id, paused: row.ingestingPaused });
+    this.tokenById.set(row.id, row.token);
+  }
+
+  private unset(id: number): void {
+    const token = this.tokenById.get(id);
+    if (token !== undefined) this.byToken.delete(token);
+    this.tokenById.delete(id);
   }
 }

@@ -1,7 +1,7 @@
 // Conservation under faults (CONTRACT §4): numbered events are sent to a running logpond while
 // its PostgreSQL is restarted (fast, immediate), paused past FLUSH_TIMEOUT_MS, or logpond itself
-// gets SIGTERM (buffered) or kill -9 (durable). Every scenario must end with lost = 0 and
-// duplicates = 0. Short form here (npm test); `npm run test:conservation` runs the full form:
+// gets SIGTERM (buffered) or kill -9 (durable), or SIGTERM while PostgreSQL is down (the spill file,
+// replayed by the next start). Every scenario must end with lost = 0 and duplicates = 0. Short form here (npm test); `npm run test:conservation` runs the full form:
 // longer load, the fault repeated, more senders.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -98,6 +98,50 @@ const scenarios: Scenario[] = [
     },
   },
 ];
+
+test(
+  "PostgreSQL stopped, then SIGTERM: exits 1 saying how many were spilled; the next start writes them once",
+  async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-conservation-"));
+    dataDirs.push(dataDir);
+    const env = { DATABASE_URL: pg.url, DATA_DIR: dataDir, FLUSH_TIMEOUT_MS: String(FLUSH_TIMEOUT_MS), SHUTDOWN_TIMEOUT_MS: "3000" };
+    const service = await spawnService(env);
+    let restarted: Service | undefined;
+    try {
+      const source = await createSource(service, "spill");
+      const generator = new Generator({ ingestUrl: service.ingestUrl, token: source.token, workers: WORKERS, batch: 20, pauseMs: 2 });
+      generator.start();
+      await Bun.sleep(PHASE_MS);
+      // PostgreSQL goes away for longer than the whole shutdown; the load goes on meanwhile.
+      const down = pg.restart("fast", 8_000);
+      await Bun.sleep(1_000);
+      service.proc.kill("SIGTERM");
+      const code = await service.proc.exited;
+      await generator.stop();
+      expect(code).toBe(1);
+      const spilled = /stopped; (\d+) events spilled to (\S+)/.exec(service.output());
+      if (!spilled) throw new Error(`no spill count in the output:\n${service.output().slice(-2000)}`);
+      expect(Number(spilled[1])).toBeGreaterThan(0);
+      await down;
+
+      restarted = await spawnService(env);
+      expect(restarted.output()).toMatch(new RegExp(`spill: ${spilled[1]} events of .* written to PostgreSQL`));
+      const verdict = await verify(sql, source.id, generator.acked);
+      console.log(`conservation: spill: ${JSON.stringify({ ...verdict, spilled: Number(spilled[1]), statuses: Object.fromEntries(generator.statuses) })}`);
+      expect(verdict.acked).toBeGreaterThan(0);
+      expect(verdict.lost).toBe(0);
+      expect(verdict.duplicates).toBe(0);
+      restarted.proc.kill("SIGTERM");
+      expect(await restarted.proc.exited).toBe(0);
+    } finally {
+      for (const s of [service, restarted]) {
+        if (s && s.proc.exitCode === null && s.proc.signalCode === null) s.proc.kill("SIGKILL");
+        await s?.proc.exited;
+      }
+    }
+  },
+  FULL ? 300_000 : 60_000,
+);
 
 for (const scenario of scenarios) {
   test(

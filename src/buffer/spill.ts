@@ -1,0 +1,137 @@
+// The spill file: what PostgreSQL could not take before SHUTDOWN_TIMEOUT_MS, kept on disk under
+// DATA_DIR/spill and written to PostgreSQL at the next start, before ingestion opens (CONTRACT §4).
+// Written atomically (tmp, fsync, rename, fsync of the folder) so a file that exists is whole.
+// Exactly once rests on batch ids: every entry carries the id it is written under; a batch that was
+// being written at the stop keeps its id, so if that try committed after all, flush_batches' claim
+// skips it. A file is deleted only after every entry in it is stored. Never touches the ring.
+//
+// Format: a line "logpond-spill 1\n", then per entry a JSON line
+// {"batchId","events","bytes","firstId"?,"lastId"?} and exactly `bytes` bytes of COPY text rows,
+// id-prefixed exactly when the entry has ids (a batch that had its ids when the stop came).
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import * as path from "node:path";
+import type { IdRange } from "../store/copy";
+import type { Rows } from "./ring";
+
+export interface SpillEntry {
+  batchId: string;
+  events: number;
+  rows: Rows[];
+  /** The batch's reserved event ids, when it had them: its rows are then id-prefixed. */
+  ids?: IdRange;
+}
+
+export interface SpillWriter {
+  /** Stores the rows in one transaction tagged with batchId; a batch id already committed is skipped. */
+  write(batchId: string, rows: readonly Rows[], ids?: IdRange): Promise<unknown>;
+}
+
+const MAGIC = "logpond-spill 1\n";
+const FOLDER = "spill";
+
+export function spillFolder(dataDir: string): string {
+  return path.join(path.resolve(dataDir), FOLDER);
+}
+
+/** Writes the entries to a new spill file; returns its path (nothing is written for no entries). */
+export function writeSpill(dataDir: string, entries: readonly SpillEntry[]): string | undefined {
+  if (entries.length === 0) return undefined;
+  const folder = spillFolder(dataDir);
+  mkdirSync(folder, { recursive: true });
+  const name = `spill-${new Date().toISOString().replace(/[:.]/g, "-")}-${process.pid}.bin`;
+  const final = path.join(folder, name);
+  const tmp = `${final}.tmp`;
+  const fd = openSync(tmp, "w", 0o600);
+  try {
+    writeAll(fd, Buffer.from(MAGIC));
+    for (const entry of entries) {
+      const parts = entry.rows.map((rows) => (typeof rows === "string" ? Buffer.from(rows) : rows));
+      const bytes = parts.reduce((sum, part) => sum + part.byteLength, 0);
+      const head: Record<string, unknown> = { batchId: entry.batchId, events: entry.events, bytes };
+      if (entry.ids !== undefined) Object.assign(head, entry.ids);
+      writeAll(fd, Buffer.from(`${JSON.stringify(head)}\n`));
+      for (const part of parts) writeAll(fd, part);
+    }
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, final);
+  syncFolder(folder);
+  return final;
+}
+
+/** The spill files waiting, oldest first (a leftover .tmp was never complete: it is removed). */
+export function pendingSpills(dataDir: string): string[] {
+  const folder = spillFolder(dataDir);
+  let names: string[];
+  try {
+    names = readdirSync(folder);
+  } catch {
+    return [];
+  }
+  for (const name of names) if (name.endsWith(".tmp")) rmSync(path.join(folder, name), { force: true });
+  return names.filter((name) => name.endsWith(".bin")).sort().map((name) => path.join(folder, name));
+}
+
+export function readSpill(file: string): SpillEntry[] {
+  const data = readFileSync(file);
+  if (data.subarray(0, MAGIC.length).toString() !== MAGIC) throw new Error(`${file} is not a logpond spill file`);
+  const entries: SpillEntry[] = [];
+  let at = MAGIC.length;
+  while (at < data.length) {
+    const end = data.indexOf(0x0a, at);
+    if (end < 0) throw new Error(`${file} is cut short at byte ${at}`);
+    const head = JSON.parse(data.subarray(at, end).toString()) as { batchId: string; events: number; bytes: number; firstId?: number; lastId?: number };
+    const rows = data.subarray(end + 1, end + 1 + head.bytes);
+    if (rows.length !== head.bytes) throw new Error(`${file} is cut short in batch ${head.batchId}`);
+    const ids = head.firstId !== undefined && head.lastId !== undefined ? { firstId: head.firstId, lastId: head.lastId } : undefined;
+    entries.push({ batchId: head.batchId, events: head.events, rows: [rows], ...(ids ? { ids } : {}) });
+    at = end + 1 + head.bytes;
+  }
+  return entries;
+}
+
+/**
+ * Writes every waiting spill file to PostgreSQL, oldest first, and deletes each once all of it is
+ * stored. An entry PostgreSQL refuses for its data goes to `refused` (the flusher's dead-letter
+ * path, under new batch ids: nothing of the refused transaction committed). Returns the events.
+ */
+export async function replaySpills(
+  dataDir: string,
+  writer: SpillWriter,
+  refused: (entry: SpillEntry) => Promise<void>,
+  log: (line: string) => void,
+): Promise<number> {
+  let replayed = 0;
+  for (const file of pendingSpills(dataDir)) {
+    const entries = readSpill(file);
+    for (const entry of entries) {
+      try {
+        await writer.write(entry.batchId, entry.rows, entry.ids);
+      } catch (error) {
+        if ((error as { kind?: string }).kind !== "data") throw new Error(`replay of ${file} stopped at batch ${entry.batchId}: ${(error as Error).message}`);
+        await refused(entry);
+      }
+      replayed += entry.events;
+    }
+    rmSync(file);
+    syncFolder(path.dirname(file));
+    log(`spill: ${entries.reduce((sum, e) => sum + e.events, 0)} events of ${path.basename(file)} written to PostgreSQL (batches already committed were skipped)`);
+  }
+  return replayed;
+}
+
+/** writeSync may write less than asked (a full disk says so by throwing, a short write by its count). */
+function writeAll(fd: number, bytes: Uint8Array): void {
+  for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+}
+
+function syncFolder(folder: string): void {
+  const fd = openSync(folder, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,103 @@
+// Big bodies are decoded and encoded on a worker thread, so the event loop that answers every
+// other client is never held by one request's JSON.parse or msgpackr pass (CONTRACT §3.1).
+// Measured with test/reliability/hostile-load.test.ts: a 32 MiB body held the loop 300–670 ms
+// inline; normal traffic's p99 went over 200 ms (86–103 ms with the workers). WORKERS threads,
+// started (and warmed) with the server; a job goes to the one with fewer waiting. The body is
+// transferred (the caller must not use it after). A MessagePack array header is read here first:
+// 20 million events are refused without a hop.
+import { measureBody } from "./bounds";
+import type { Format } from "./decode";
+import type { PrepareLimits } from "./prepare";
+import { reject, REASONS, type Reason, type Rejection } from "./rejections";
+import type { Job, Outcome } from "./worker";
+
+/** Decompressed bodies from this size go to the worker; below it the hop costs more than it saves. */
+export const OFFLOAD_FROM_BYTES = 1024 * 1024;
+/** Two: the machines logpond is measured on have two cores or more; past that, big bodies queue. */
+const WORKERS = 2;
+
+export interface Prepared {
+  rows: Uint8Array | string;
+  count: number;
+}
+
+export class DecodeWorker {
+  private readonly threads: Thread[] = [];
+  private nextId = 1;
+
+  /** Starts the threads now, so the first big request does not pay their start (~0.3 s). */
+  start(): void {
+    while (this.threads.length < WORKERS) this.threads.push(new Thread());
+  }
+
+  run(body: Uint8Array, format: Format, sourceId: number, receivedAt: string, limits: PrepareLimits): Promise<Prepared | Rejection> {
+    if (format === "msgpack") {
+      const header = measureBody(body.subarray(0, 5), format, { maxEvents: limits.maxEventsPerRequest, maxDecompressedBytes: limits.maxDecompressedBytes, maxDepth: limits.maxDepth, maxEventBytes: limits.maxEventBytes });
+      if (typeof header === "object") return Promise.resolve(header);
+    }
+    this.start();
+    const thread = this.threads.reduce((a, b) => (b.waiting < a.waiting ? b : a));
+    const own = body.byteOffset === 0 && body.buffer.byteLength === body.byteLength;
+    const sent = own ? body : new Uint8Array(body);
+    return thread.run({ id: this.nextId++, body: sent, format, sourceId, receivedAt, limits });
+  }
+
+  close(): void {
+    for (const thread of this.threads) thread.close();
+    this.threads.length = 0;
+  }
+}
+
+class Thread {
+  private worker: Worker | undefined;
+  private readonly pending = new Map<number, (outcome: Outcome) => void>();
+
+  get waiting(): number {
+    return this.pending.size;
+  }
+
+  constructor() {
+    this.spawn();
+  }
+
+  run(job: Job): Promise<Prepared | Rejection> {
+    const worker = this.worker ?? this.spawn();
+    return new Promise((resolve) => {
+      this.pending.set(job.id, (outcome) => {
+        if ("rows" in outcome) resolve({ rows: outcome.rows, count: outcome.count } satisfies Prepared);
+        else if (outcome.reason in REASONS) resolve(reject(outcome.reason as Reason, outcome.message));
+        else resolve(reject("overloaded", "This request could not be decoded now; retry after the time in Retry-After"));
+      });
+      worker.postMessage(job, [job.body.buffer as ArrayBuffer]);
+    });
+  }
+
+  close(): void {
+    this.worker?.terminate();
+    this.worker = undefined;
+    this.failAll();
+  }
+
+  private spawn(): Worker {
+    const worker = new Worker(new URL("./worker.ts", import.meta.url).href);
+    worker.onmessage = (message: MessageEvent<Outcome>) => {
+      const settle = this.pending.get(message.data.id);
+      this.pending.delete(message.data.id);
+      settle?.(message.data);
+    };
+    // A crashed worker (out of memory, a bug): its requests get 503, the next one starts a new one.
+    worker.onerror = () => {
+      if (this.worker === worker) this.worker = undefined;
+      worker.terminate();
+      this.failAll();
+    };
+    worker.unref();
+    this.worker = worker;
+    return worker;
+  }
+
+  private failAll(): void {
+    for (const [id, settle] of this.pending) settle({ id, reason: "worker_failed", message: "" });
+    this.pending.clear();
+  }
+}

@@ -1,0 +1,42 @@
+// Hops 2–3 for one body, as one pure function: bounds (bounds.ts) → decode → count → encode.
+// Runs inline for small bodies and on the decode worker (worker.ts) for big ones, so both paths
+// refuse the same requests with the same messages. No I/O, no state kept between calls.
+import { checkEventCount, measureBody, type CostLimits } from "./bounds";
+import { decodeBody, type Format } from "./decode";
+import { encodeEvents, type EncodeLimits, type Encoded } from "./encode";
+import { isRejection, reject, type Rejection } from "./rejections";
+
+export interface PrepareLimits extends EncodeLimits {
+  maxDecompressedBytes: number;
+  maxEventsPerRequest: number;
+  bufferMaxEvents: number;
+  bufferMaxBytes: number;
+}
+
+export function prepareBody(body: Uint8Array, format: Format, sourceId: number, receivedAt: string, limits: PrepareLimits): Encoded | Rejection {
+  const cost = costLimits(limits);
+  const measured = measureBody(body, format, cost);
+  if (isRejection(measured)) return measured;
+  if (measured !== undefined && measured > limits.bufferMaxEvents) return neverFits(`${measured} events`, "BUFFER_MAX_EVENTS");
+  const buffer = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  const events = decodeBody(buffer, format);
+  if (isRejection(events)) return events;
+  if (measured === undefined) {
+    const tooMany = checkEventCount(events.length, cost);
+    if (tooMany) return tooMany;
+    if (events.length > limits.bufferMaxEvents) return neverFits(`${events.length} events`, "BUFFER_MAX_EVENTS");
+  }
+  const encoded = encodeEvents(events, format, sourceId, receivedAt, limits);
+  if (isRejection(encoded)) return encoded;
+  // Characters, not bytes: cheap, and a request past it in characters is past it in bytes.
+  if (encoded.rows.length > limits.bufferMaxBytes) return neverFits(`${encoded.rows.length} bytes`, "BUFFER_MAX_BYTES");
+  return encoded;
+}
+
+function costLimits(limits: PrepareLimits): CostLimits {
+  return { maxEvents: limits.maxEventsPerRequest, maxDecompressedBytes: limits.maxDecompressedBytes, maxDepth: limits.maxDepth, maxEventBytes: limits.maxEventBytes };
+}
+
+function neverFits(size: string, bound: string): Rejection {
+  return reject("never_fits", `Request holds ${size}, more than the ingestion buffer can ever hold (${bound}); split it into smaller requests`);
+}

@@ -1,0 +1,48 @@
+// The decode worker's side (see offload.ts): a body in, its COPY rows out as bytes (transferred,
+// not copied), or the refusal's reason and message. Runs prepareBody and nothing else.
+import { pack } from "msgpackr";
+import { prepareBody, type PrepareLimits } from "./prepare";
+import { isRejection } from "./rejections";
+import type { Format } from "./decode";
+
+export interface Job {
+  id: number;
+  body: Uint8Array;
+  format: Format;
+  sourceId: number;
+  receivedAt: string;
+  limits: PrepareLimits;
+}
+
+export type Outcome = { id: number; rows: Uint8Array; count: number } | { id: number; reason: string; message: string };
+
+declare const self: Worker;
+
+// Warm-up: the first big body would otherwise run the walk, the parsers and the encoder cold.
+const WARM_LIMITS: PrepareLimits = { maxEventBytes: 1 << 20, maxDepth: 64, maxDecompressedBytes: 100 << 20, maxEventsPerRequest: 100_000, bufferMaxEvents: 1_000_000, bufferMaxBytes: 256 << 20 };
+const warmEvents = Array.from({ length: 8_000 }, (_, i) => ({ message: `warm-up ${i}`, level: "info", n: i, nested: { ok: true, list: [1, 2, 3] } }));
+for (let round = 0; round < 3; round++) {
+  prepareBody(Buffer.from(JSON.stringify(warmEvents)), "json", 0, new Date().toISOString(), WARM_LIMITS);
+  prepareBody(Buffer.from(warmEvents.map((e) => JSON.stringify(e)).join("\n")), "ndjson", 0, new Date().toISOString(), WARM_LIMITS);
+  prepareBody(pack(warmEvents), "msgpack", 0, new Date().toISOString(), WARM_LIMITS);
+}
+
+self.onmessage = (message: MessageEvent<Job>) => {
+  const { id, body, format, sourceId, receivedAt, limits } = message.data;
+  let outcome: Outcome;
+  try {
+    const prepared = prepareBody(body, format, sourceId, receivedAt, limits);
+    if (isRejection(prepared)) outcome = { id, reason: prepared.reason, message: prepared.message };
+    else {
+      const rows = Buffer.from(prepared.rows);
+      // A Buffer this size has an ArrayBuffer of its own (the pool is for small ones): transfer it.
+      const own = rows.byteOffset === 0 && rows.buffer.byteLength === rows.length;
+      const bytes = own ? new Uint8Array(rows.buffer) : new Uint8Array(rows);
+      self.postMessage({ id, rows: bytes, count: prepared.count } satisfies Outcome, [bytes.buffer]);
+      return;
+    }
+  } catch (error) {
+    outcome = { id, reason: "internal", message: (error as Error).message };
+  }
+  self.postMessage(outcome);
+};
