@@ -11,11 +11,36 @@
 // Durable mode: a request that gave up waiting has its chunk dropped at the next point where the
 // batch is known not to be stored, and its events are never written after that.
 // Never drops a chunk it was given otherwise; never holds more than one batch per stream.
-import type { FlushConnection, WriteError } from "../store/copy";
+// Ids: before a batch's first write attempt one block of ids is reserved and every line is
+// prefixed with its id (once, here, not on the accept path); retries, the exactly-once probe and
+// isolation parts keep the batch id, the ids and the rewritten rows.
+import { WriteError, type Commit, type FlushConnection, type IdRange } from "../store/copy";
 import type { Metrics } from "../metrics";
+import { prefixIds } from "./ids";
 import type { Chunk, Ring, Rows } from "./ring";
 
-export type Stream = Pick<FlushConnection, "write" | "committed" | "deadLetter" | "forgetBatches">;
+export type Stream = Pick<FlushConnection, "reserveIds" | "write" | "committed" | "deadLetter" | "forgetBatches">;
+
+/** A batch from take to commit, in a shape a spill file can serialise. */
+export interface Batch {
+  /** flush_batches key: the same for every try, so a lost COMMIT answer never stores it twice. */
+  readonly batchId: string;
+  /** The ring's chunks; a durable request that gave up is removed while the batch is unstored. */
+  chunks: Chunk[];
+  /** Reserved before the first write attempt: [firstId, lastId]; ids of dropped chunks stay unused. */
+  firstId?: number;
+  lastId?: number;
+  /** One id-prefixed COPY buffer per chunk (same order as `chunks`), made with the ids. */
+  rows?: Uint8Array[];
+}
+
+/** What a commit stored, for the live tail: rows are the COPY text lines as written (id-prefixed). */
+export interface CommittedBatch {
+  seq: number;
+  firstId: number;
+  lastId: number;
+  rows: readonly Uint8Array[];
+}
 
 export interface FlusherOptions {
   intervalMs: number;
@@ -48,6 +73,7 @@ export class Flusher {
   private failures = 0;
   private uncertain = 0;
   private lastForget = Date.now();
+  private readonly listeners = new Set<(batch: CommittedBatch) => void>();
 
   constructor(
     private readonly ring: Ring,
@@ -89,6 +115,12 @@ export class Flusher {
     return drained;
   }
 
+  /** Called after each commit that stored log_events rows (never for dead letters); returns unsubscribe. */
+  subscribe(listener: (batch: CommittedBatch) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
   get streamsBusy(): number {
     return this.streams.length - this.idle.length;
   }
@@ -99,31 +131,38 @@ export class Flusher {
       if (batch.length === 0) break;
       const stream = this.idle.pop()!;
       this.inFlight.add(batch[0]!.seq);
-      void this.run(stream, batch, reason);
+      void this.run(stream, { batchId: crypto.randomUUID(), chunks: batch }, reason);
     }
   }
 
-  private async run(stream: Stream, taken: Chunk[], reason: string): Promise<void> {
+  private async run(stream: Stream, batch: Batch, reason: string): Promise<void> {
     const started = performance.now();
-    let batch = taken;
-    const events = () => batch.reduce((sum, chunk) => sum + chunk.events, 0);
+    const firstSeq = batch.chunks[0]!.seq;
+    const events = () => batch.chunks.reduce((sum, chunk) => sum + chunk.events, 0);
     const keepLive = () => {
-      batch = this.dropAbandoned(batch);
-      return batch.length > 0;
+      this.dropAbandoned(batch);
+      return batch.chunks.length > 0;
+    };
+    const write = async (id: string) => {
+      if (batch.rows === undefined) await this.assignIds(stream, batch);
+      return stream.write(id, batch.rows!, { firstId: batch.firstId!, lastId: batch.lastId! });
     };
     try {
-      const rows = () => batch.map((chunk) => chunk.rows);
-      const refusal = await this.store(stream, rows, (id) => `${events()} events (batch ${id})`, keepLive);
-      if (refusal) await this.isolate(stream, batch.flatMap((chunk) => linesOf(chunk.rows)), refusal);
+      const outcome = await this.store(stream, batch.batchId, (id) => `${events()} events (batch ${id})`, keepLive, write);
+      if (outcome instanceof WriteError) {
+        await this.isolate(stream, batch.rows!.flatMap((rows) => linesOf(rows)), outcome);
+      } else if (outcome?.seq != null) {
+        this.publish({ seq: outcome.seq, firstId: batch.firstId!, lastId: batch.lastId!, rows: batch.rows! });
+      }
     } catch (error) {
       if (error === HALTED) return; // shutdown gave up: the batch is neither stored nor released
       throw error;
     }
-    if (batch.length > 0) this.options.metrics.flushed(reason, events(), (performance.now() - started) / 1000);
+    if (batch.chunks.length > 0) this.options.metrics.flushed(reason, events(), (performance.now() - started) / 1000);
 
-    this.ring.release(batch);
-    for (const chunk of batch) chunk.settle?.();
-    this.inFlight.delete(taken[0]!.seq);
+    this.ring.release(batch.chunks);
+    for (const chunk of batch.chunks) chunk.settle?.();
+    this.inFlight.delete(firstSeq);
     this.wakeWaiters();
     await this.forgetOldBatches(stream);
     this.idle.push(stream);
@@ -131,29 +170,59 @@ export class Flusher {
     if (this.ring.pendingEvents >= this.options.maxEvents || this.waiters.length > 0 || this.stopping || this.options.eager) this.kick(reason);
   }
 
+  /** One block of ids for the batch, then each chunk's lines prefixed with theirs (one pass each). */
+  private async assignIds(stream: Stream, batch: Batch): Promise<void> {
+    const count = batch.chunks.reduce((sum, chunk) => sum + chunk.events, 0);
+    const firstId = await stream.reserveIds(count);
+    let next = firstId;
+    const rows: Uint8Array[] = [];
+    for (const chunk of batch.chunks) {
+      rows.push(prefixIds(chunk.rows, chunk.events, next));
+      next += chunk.events;
+    }
+    batch.firstId = firstId;
+    batch.lastId = next - 1;
+    batch.rows = rows;
+  }
+
+  private publish(batch: CommittedBatch): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(batch);
+      } catch (error) {
+        this.options.log(`flush: a commit listener failed: ${(error as Error).message}`);
+      }
+    }
+  }
+
   /**
    * One transaction's worth, retried until it is stored; returns the refusal when PostgreSQL
-   * refuses the data itself. `beforeWrite` runs whenever the rows are known not to be stored and
-   * may shrink them (false: nothing left to write).
+   * refuses the data itself, else the commit (undefined when nothing was left to write).
+   * `beforeWrite` runs whenever the rows are known not to be stored and may shrink them (false:
+   * nothing left to write).
    */
   private async store(
     stream: Stream,
-    rows: () => Rows[],
+    id: string,
     what: (id: string) => string,
-    beforeWrite: () => boolean = () => true,
-    operation: (id: string) => Promise<void> = (id) => stream.write(id, rows()),
-  ): Promise<WriteError | undefined> {
-    const id = crypto.randomUUID();
+    beforeWrite: () => boolean,
+    operation: (id: string) => Promise<Commit | void>,
+  ): Promise<WriteError | Commit | undefined> {
     let uncertain = false;
+    let commit: Commit | undefined;
     for (let attempt = 0; ; attempt++) {
       try {
         if (uncertain) {
-          if (await stream.committed(id)) break;
+          const earlier = await stream.committed(id);
+          if (earlier) {
+            commit = earlier;
+            break;
+          }
           uncertain = false;
           this.uncertain--;
         }
         if (!beforeWrite()) break;
-        await operation(id);
+        commit = (await operation(id)) ?? { seq: null };
         break;
       } catch (caught) {
         const error = caught as WriteError;
@@ -175,7 +244,7 @@ export class Flusher {
     if (uncertain) this.uncertain--;
     if (this.failures > 0) this.options.log(`flush: storage is back after ${this.failures} failed attempts`);
     this.failures = 0;
-    return undefined;
+    return commit;
   }
 
   /** Halves a refused set of COPY lines until each refused line is alone, then dead-letters it. */
@@ -183,7 +252,8 @@ export class Flusher {
     if (lines.length === 1) {
       const line = lines[0]!;
       const source = line.slice(0, line.indexOf("\t"));
-      const deadLetterRefused = await this.store(stream, () => lines, () => "a dead letter", undefined, (id) => stream.deadLetter(id, line, refusal));
+      const outcome = await this.store(stream, crypto.randomUUID(), () => "a dead letter", () => true, (id) => stream.deadLetter(id, line, refusal));
+      const deadLetterRefused = outcome instanceof WriteError ? outcome : undefined;
       if (deadLetterRefused) {
         // dead_letters holds text only, so this should not happen; if it does, say so loudly.
         this.options.metrics.eventsLost++;
@@ -197,24 +267,30 @@ export class Flusher {
     this.options.metrics.isolationSplits++;
     const middle = lines.length >>> 1;
     for (const part of [lines.slice(0, middle), lines.slice(middle)]) {
-      const partRefusal = await this.store(stream, () => part, (id) => `${part.length} events (batch ${id}, isolating a refusal)`);
-      if (partRefusal) await this.isolate(stream, part, partRefusal);
+      // A part is a contiguous run of the batch's lines, so its ids are a contiguous range too.
+      const ids: IdRange = { firstId: idOf(part[0]!), lastId: idOf(part[part.length - 1]!) };
+      const outcome = await this.store(stream, crypto.randomUUID(), (id) => `${part.length} events (batch ${id}, isolating a refusal)`, () => true, (id) => stream.write(id, part, ids));
+      if (outcome instanceof WriteError) await this.isolate(stream, part, outcome);
+      else if (outcome?.seq != null) this.publish({ seq: outcome.seq, ...ids, rows: [Buffer.from(part.join(""))] });
     }
   }
 
   /** Chunks whose durable request gave up: released and told, while the batch is known unstored. */
-  private dropAbandoned(batch: Chunk[]): Chunk[] {
-    if (!batch.some((chunk) => chunk.abandoned)) return batch;
+  private dropAbandoned(batch: Batch): void {
+    if (!batch.chunks.some((chunk) => chunk.abandoned)) return;
     const kept: Chunk[] = [];
-    for (const chunk of batch) {
+    const keptRows: Uint8Array[] = [];
+    batch.chunks.forEach((chunk, i) => {
       if (!chunk.abandoned) {
         kept.push(chunk);
-        continue;
+        if (batch.rows) keptRows.push(batch.rows[i]!);
+        return;
       }
       this.ring.release([chunk]);
       chunk.settle?.(new Error("abandoned"));
-    }
-    return kept;
+    });
+    batch.chunks = kept;
+    if (batch.rows) batch.rows = keptRows;
   }
 
   private async forgetOldBatches(stream: Stream): Promise<void> {
@@ -239,6 +315,11 @@ export class Flusher {
 }
 
 const HALTED = Symbol("halted");
+
+/** The id an id-prefixed COPY line starts with. */
+function idOf(line: string): number {
+  return Number(line.slice(0, line.indexOf("\t")));
+}
 
 /** COPY text lines of a chunk, each with its "\n" (escaped newlines never end a line). */
 function linesOf(rows: Rows): string[] {

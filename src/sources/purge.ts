@@ -25,8 +25,8 @@ export function createPurger(sql: Sql, beforePurge: () => Promise<void>, log: (l
         let removed = 0;
         for (;;) {
           const result = await sql`
-            delete from log_events where ctid = any(array(
-              select ctid from log_events where source_id = ${source_id} limit ${CHUNK_ROWS}))`;
+            delete from log_events where source_id = ${source_id} and id = any(array(
+              select id from log_events where source_id = ${source_id} limit ${CHUNK_ROWS}))`;
           removed += result.count;
           if (result.count < CHUNK_ROWS) break;
         }

@@ -1,6 +1,8 @@
 // One flush stream's connection to PostgreSQL, and the only code that writes log events.
 // A batch is one transaction: BEGIN; its id into flush_batches; COPY log_events FROM STDIN (text
-// format); COMMIT. Every operation has a deadline; past it the connection is destroyed (never
+// format, lines already prefixed with their event id); one statement that takes the next commit
+// seq (the counter row's lock is held until COMMIT, so seq follows commit order across streams
+// and processes), records seq and the id range in flush_batches and NOTIFYs logpond_batches; COMMIT. Every operation has a deadline; past it the connection is destroyed (never
 // reused, so no session is left "idle in transaction") and a new one is opened for the next try.
 // Failures come back as a WriteError whose kind tells the flusher what to do:
 //   data    — PostgreSQL refused the rows themselves (SQLSTATE 22, 23, 54): split, never retry as is;
@@ -13,6 +15,7 @@
 // So the COPY's `reject` is watched here (`refusalOf`); that delivers the real error at once.
 import { once } from "node:events";
 import postgres from "postgres";
+import { prefixIds } from "../buffer/ids";
 
 export type WriteFailure = "data" | "failed" | "unknown";
 
@@ -27,11 +30,29 @@ export class WriteError extends Error {
   }
 }
 
+/** What a committed transaction left in flush_batches: seq is null for a dead letter's. */
+export interface Commit {
+  seq: number | null;
+}
+
+export interface IdRange {
+  firstId: number;
+  lastId: number;
+}
+
+export const BATCHES_CHANNEL = "logpond_batches";
+
 export interface FlushConnection {
-  /** Stores the rows (COPY text lines) in one transaction tagged with batchId. */
-  write(batchId: string, rows: readonly (Uint8Array | string)[]): Promise<void>;
-  /** Whether a transaction tagged with batchId committed. */
-  committed(batchId: string): Promise<boolean>;
+  /** Reserves `count` consecutive event ids (one autocommit round trip); returns the first. */
+  reserveIds(count: number): Promise<number>;
+  /**
+   * Stores the rows (id-prefixed COPY text lines whose ids lie in `ids`) in one transaction
+   * tagged with batchId; returns its commit (an earlier try's, if that one committed). Without
+   * `ids` the rows are plain `source_id\tdt\traw` lines and get a fresh block here (tools, tests).
+   */
+  write(batchId: string, rows: readonly (Uint8Array | string)[], ids?: IdRange): Promise<Commit>;
+  /** The commit of the transaction tagged with batchId, or false when it did not commit. */
+  committed(batchId: string): Promise<Commit | false>;
   /** Stores one refused COPY line in dead_letters, tagged with batchId. */
   deadLetter(batchId: string, line: string, refusal: WriteError): Promise<void>;
   /** Drops batch ids old enough that no retry can still ask about them. */
@@ -51,23 +72,42 @@ export function openFlushConnection(url: string, deadlineMs: number): FlushConne
     postgres(url, { max: 1, onnotice: () => {}, connection: { application_name: "logpond-flush" } });
   let sql = connect();
 
-  /** Runs one transaction under the deadline; on a timeout the connection is destroyed. */
-  async function transaction(batchId: string, body: (sql: Sql) => Promise<void>): Promise<void> {
+  /**
+   * Runs one transaction under the deadline; on a timeout the connection is destroyed. With `ids`,
+   * the batch stored log_events rows: it takes a commit seq and notifies, right before COMMIT.
+   */
+  async function transaction(batchId: string, body: (sql: Sql) => Promise<void>, ids?: IdRange): Promise<Commit> {
     const current = sql;
     const progress = { commitSent: false };
-    const work = (async () => {
+    const work = (async (): Promise<Commit> => {
       try {
         await current`begin`;
         const claimed = await current`insert into flush_batches (id) values (${batchId}) on conflict do nothing`;
         if (claimed.count === 0) {
           // Committed by an earlier try whose answer was lost: done, and not twice.
+          const [earlier] = await current<{ seq: string | null }[]>`select seq from flush_batches where id = ${batchId}`;
           await current`rollback`;
-          return;
+          return { seq: earlier?.seq == null ? null : Number(earlier.seq) };
         }
         await body(current);
+        let seq: number | null = null;
+        if (ids) {
+          // Last statement before COMMIT: the counter row stays locked until the commit, so the
+          // order of seq is the order of commits (measured cost: README "Storage layout").
+          const [taken] = await current<{ seq: string }[]>`
+            with next as (
+              update logpond_counters set value = value + 1 where name = 'commit_seq' returning value
+            ), stamped as (
+              update flush_batches set seq = next.value, first_id = ${ids.firstId}, last_id = ${ids.lastId}
+              from next where flush_batches.id = ${batchId} returning next.value as seq
+            )
+            select seq, pg_notify(${BATCHES_CHANNEL}, seq::text) from stamped`;
+          seq = Number(taken!.seq);
+        }
         progress.commitSent = true;
         const result = await current`commit`;
         if (result.command !== "COMMIT") throw new Error(`the transaction ended in ${result.command}`);
+        return { seq };
       } catch (error) {
         if (!progress.commitSent) await current`rollback`.catch(() => {});
         throw error;
@@ -75,7 +115,7 @@ export function openFlushConnection(url: string, deadlineMs: number): FlushConne
     })();
     work.catch(() => {});
     try {
-      await withDeadline(work, deadlineMs);
+      return await withDeadline(work, deadlineMs);
     } catch (error) {
       if (error instanceof DeadlineError) replace(current);
       throw classify(error, progress.commitSent);
@@ -87,20 +127,49 @@ export function openFlushConnection(url: string, deadlineMs: number): FlushConne
     void stale.end({ timeout: 0 }).catch(() => {});
   }
 
+async function reserveIds(count: number): Promise<number> {
+    const current = sql;
+    const work = current<{ first: string }[]>`
+      update logpond_counters set value = value + ${count} where name = 'event_id' returning value - ${count} as first`.execute();
+    work.catch(() => {});
+    try {
+      const [row] = await withDeadline(work, deadlineMs);
+      if (!row) throw new Error("logpond_counters has no 'event_id' row (migration 0002 not applied?)");
+      return Number(row.first);
+    } catch (error) {
+      if (error instanceof DeadlineError) replace(current);
+      // Refusing to hand out ids is never the rows' fault: retried like a failed write.
+      const failure = classify(error, false);
+      throw failure.kind === "data" ? new WriteError("failed", failure.message, failure.sqlstate) : failure;
+    }
+  }
+
   return {
-    write(batchId, rows) {
-      return transaction(batchId, (current) => copy(current, rows));
+    reserveIds,
+
+    async write(batchId, rows, ids) {
+      if (ids === undefined) {
+        const plain = rows.map((part) => (typeof part === "string" ? Buffer.from(part) : part));
+        const lines = plain.map(countLines);
+        const firstId = await reserveIds(Math.max(1, lines.reduce((sum, n) => sum + n, 0)));
+        let next = firstId;
+        rows = plain.map((part, i) => prefixIds(part, lines[i]!, (next += lines[i]!) - lines[i]!));
+        ids = { firstId, lastId: Math.max(firstId, next - 1) };
+      }
+      return transaction(batchId, (current) => copy(current, rows), ids);
     },
 
     async committed(batchId) {
       // A probe insert rather than a select: if the try whose answer was lost is still running
       // (a paused server resumed), the insert waits for it to commit or abort; a select would not.
       const current = sql;
-      const probe = (async () => {
+      const probe = (async (): Promise<Commit | false> => {
         await current`begin`;
         try {
           const claimed = await current`insert into flush_batches (id) values (${batchId}) on conflict do nothing`;
-          return claimed.count === 0;
+          if (claimed.count !== 0) return false;
+          const [earlier] = await current<{ seq: string | null }[]>`select seq from flush_batches where id = ${batchId}`;
+          return { seq: earlier?.seq == null ? null : Number(earlier.seq) };
         } finally {
           await current`rollback`;
         }
@@ -114,9 +183,9 @@ export function openFlushConnection(url: string, deadlineMs: number): FlushConne
       }
     },
 
-    deadLetter(batchId, line, refusal) {
+    async deadLetter(batchId, line, refusal) {
       const [sourceId, dt, raw] = splitLine(line);
-      return transaction(batchId, async (current) => {
+      await transaction(batchId, async (current) => {
         await current`
           insert into dead_letters (source_id, dt, raw, sqlstate, error)
           values (${sourceId}, ${dt}, ${raw}, ${refusal.sqlstate}, ${refusal.message})`;
@@ -137,7 +206,7 @@ export function openFlushConnection(url: string, deadlineMs: number): FlushConne
 }
 
 async function copy(sql: Sql, rows: readonly (Uint8Array | string)[]): Promise<void> {
-  const query = sql`copy log_events (source_id, dt, raw) from stdin`;
+  const query = sql`copy log_events (id, source_id, dt, raw) from stdin`;
   const refused = refusalOf(query);
   const stream = await query.writable();
   const broken = Promise.race([once(stream, "error").then(([error]) => Promise.reject(error as Error)), refused]);
@@ -187,6 +256,12 @@ function classify(error: unknown, commitSent: boolean): WriteError {
   return new WriteError("failed", message, sqlstate);
 }
 
+function countLines(bytes: Uint8Array): number {
+  let lines = 0;
+  for (let at = bytes.indexOf(10); at >= 0; at = bytes.indexOf(10, at + 1)) lines++;
+  return lines;
+}
+
 class DeadlineError extends Error {
   constructor(ms: number) {
     super(`no answer from PostgreSQL within ${ms} ms (FLUSH_TIMEOUT_MS); the connection was dropped`);
@@ -203,10 +278,11 @@ async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   }
 }
 
-/** `source_id \t dt \t raw` with COPY's backslash escaping undone. */
+/** `id \t source_id \t dt \t raw` → source_id, dt, raw with COPY's backslash escaping undone. */
 function splitLine(line: string): [number, string, string] {
-  const first = line.indexOf("\t");
+  const zeroth = line.indexOf("\t");
+  const first = line.indexOf("\t", zeroth + 1);
   const second = line.indexOf("\t", first + 1);
   const raw = line.slice(second + 1).replace(/\n$/, "").replace(/\\\\/g, "\\");
-  return [Number(line.slice(0, first)), line.slice(first + 1, second), raw];
+  return [Number(line.slice(zeroth + 1, first)), line.slice(first + 1, second), raw];
 }

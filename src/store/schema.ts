@@ -17,16 +17,34 @@ export const sources = pgTable("sources", {
   updatedAt: timestamp("updated_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
 });
 
-/** One row per stored event. No foreign key: a deleted source's events are purged in the background. */
+/**
+ * One row per stored event. No foreign key: a deleted source's events are purged in the background.
+ * In PostgreSQL it is PARTITION BY RANGE (dt) with daily partitions and a DEFAULT one
+ * (drizzle/0002_storage_v2.sql; store/partitions.ts creates them); drizzle-kit cannot express
+ * that, so this is the parent's shape only. `id` comes from blocks the flusher reserves
+ * (logpond_counters 'event_id'); no unique index (ids are unique by construction, and any unique
+ * index would have to include source_id to stay Citus-distributable).
+ */
 export const logEvents = pgTable(
   "log_events",
   {
+    id: bigint("id", { mode: "number" }).notNull(),
     sourceId: bigint("source_id", { mode: "number" }).notNull(),
     dt: timestamp("dt", { withTimezone: true, precision: 6 }).notNull(),
     raw: jsonb("raw").notNull(),
   },
-  (table) => [index("log_events_source_id_dt_idx").on(table.sourceId, table.dt.desc())],
+  (table) => [index("log_events_dt_brin").using("brin", table.dt)],
 );
+
+/**
+ * Counters updated in place: 'event_id' (next free event id; a batch reserves a block with one
+ * update) and 'commit_seq' (taken inside each batch transaction just before COMMIT, so its row
+ * lock orders commits: a batch that commits later has a larger seq).
+ */
+export const logpondCounters = pgTable("logpond_counters", {
+  name: text("name").primaryKey(),
+  value: bigint("value", { mode: "number" }).notNull(),
+});
 
 /** Sources deleted whose events are still being purged; survives a restart mid-purge. */
 export const sourceDeletions = pgTable("source_deletions", {
@@ -40,6 +58,10 @@ export const sourceDeletions = pgTable("source_deletions", {
  */
 export const flushBatches = pgTable("flush_batches", {
   id: uuid("id").primaryKey(),
+  /** Commit order of batches that stored log_events rows (null for dead letters). */
+  seq: bigint("seq", { mode: "number" }),
+  firstId: bigint("first_id", { mode: "number" }),
+  lastId: bigint("last_id", { mode: "number" }),
   committedAt: timestamp("committed_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
 });
 

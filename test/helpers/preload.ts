@@ -19,11 +19,6 @@ const sql = postgres(url, { max: 1, onnotice: () => {} });
 await sql.unsafe("drop schema if exists public cascade; create schema public; drop schema if exists drizzle cascade;");
 await sql.end();
 await runMigrations(url);
-// Tests read a request's events back in insertion order (ctid). Without autovacuum, space that
-// other tests freed is never handed to new rows, so a COPY appends and ctid order holds.
-const tuning = postgres(url, { max: 1, onnotice: () => {} });
-await tuning`alter table log_events set (autovacuum_enabled = off)`;
-await tuning.end();
 process.env.LOGPOND_TEST_DATABASE_URL = url;
 
 afterAll(async () => {

@@ -7,7 +7,7 @@ import postgres from "postgres";
 import { Flusher } from "../../src/buffer/flusher";
 import { Ring } from "../../src/buffer/ring";
 import { Metrics } from "../../src/metrics";
-import { openFlushConnection, WriteError } from "../../src/store/copy";
+import { openFlushConnection, WriteError, type IdRange } from "../../src/store/copy";
 import { startTestLogpond, type TestLogpond } from "../helpers/logpond";
 
 const url = process.env.LOGPOND_TEST_DATABASE_URL!;
@@ -170,20 +170,29 @@ describe("exactly once when a COMMIT's answer is lost", () => {
     // The real connection commits; the answer is then "lost" the way a dropped socket loses it.
     const stream = {
       ...connection,
-      async write(id: string, rows: readonly (Uint8Array | string)[]) {
-        await connection.write(id, rows);
+      async write(id: string, rows: readonly (Uint8Array | string)[], ids?: IdRange) {
+        const commit = await connection.write(id, rows, ids);
         if (lost++ === 0) throw new WriteError("unknown", "connection lost after COMMIT was sent");
+        return commit;
       },
     };
     const ring = new Ring({ maxEvents: 1000, maxBytes: 1 << 20 });
     const logs: string[] = [];
     const flusher = new Flusher(ring, [stream], { intervalMs: 10, maxEvents: 1000, eager: false, metrics: new Metrics(), log: (line) => logs.push(line) });
+    const committed: { seq: number; firstId: number; lastId: number; lines: number }[] = [];
+    flusher.subscribe(({ seq, firstId, lastId, rows }) => committed.push({ seq, firstId, lastId, lines: Buffer.concat(rows).toString().split("\n").length - 1 }));
     const sourceId = 900_000_000 + Math.floor(Math.random() * 1_000_000);
     const rows = Array.from({ length: 3 }, (_, i) => `${sourceId}\t2026-11-22T00:00:00Z\t{"i": ${i}}\n`).join("");
     ring.push({ rows, events: 3, bytes: rows.length, seq: 0 });
     await flusher.flush();
     expect(lost).toBe(1); // written once: the retry found its id committed and did not write again
     expect(await count(sourceId)).toBe(3);
+    // The ids the batch reserved before its first try are the ones stored, and the commit the
+    // probe found is the one the live tail hears about.
+    const ids = (await admin`select id from log_events where source_id = ${sourceId} order by id`).map((row) => Number(row.id));
+    const [batch] = await admin`select seq, first_id, last_id from flush_batches where first_id = ${ids[0]!}`;
+    expect(ids).toEqual([Number(batch!.first_id), Number(batch!.first_id) + 1, Number(batch!.last_id)]);
+    expect(committed).toEqual([{ seq: Number(batch!.seq), firstId: ids[0]!, lastId: ids[2]!, lines: 3 }]);
     expect(logs.join("\n")).toContain("not known to be");
     await admin`delete from log_events where source_id = ${sourceId}`;
     await connection.close();
@@ -197,7 +206,7 @@ describe("exactly once when a COMMIT's answer is lost", () => {
     expect(await connection.committed(id)).toBe(false);
     await connection.write(id, rows);
     await connection.write(id, rows);
-    expect(await connection.committed(id)).toBe(true);
+    expect(await connection.committed(id)).toEqual({ seq: expect.any(Number) });
     expect(await count(sourceId)).toBe(1);
     await admin`delete from log_events where source_id = ${sourceId}`;
     await connection.close();
