@@ -17,6 +17,10 @@ import { createSourceService } from "./sources/service";
 import { RateLimiter } from "./ingest/ratelimit";
 import { openFlushConnection } from "./store/copy";
 import { openStore, type Store } from "./store/db";
+import { queryRoutes } from "./query/routes";
+import { TailHub } from "./tail/hub";
+import { tailRoutes } from "./tail/routes";
+import { webRoutes } from "./web/routes";
 
 export interface Logpond {
   readonly apiUrl: string;
@@ -27,6 +31,7 @@ export interface Logpond {
   readonly flusher: Flusher;
   readonly ring: Ring;
   readonly metrics: Metrics;
+  readonly tail: TailHub;
   /** Stop accepting, drain the buffer, close storage. Resolves true when nothing was left behind. */
   stop(): Promise<boolean>;
 }
@@ -38,8 +43,11 @@ export function managementApp(deps: {
   flusher: Flusher;
   cache: SourceCache;
   routes: Parameters<typeof sourceRoutes>[0];
+  read: { tail: TailHub; queryTimeoutMs: number; tailLimits: { maxRows: number; maxBytes: number } };
+  web: Awaited<ReturnType<typeof webRoutes>>;
   log: (line: string) => void;
 }) {
+  const reading = { sql: deps.store.sql, apiTokenDigest: deps.routes.apiTokenDigest };
   return new Elysia({ name: "logpond/management" })
     .use(errorHandler(deps.log))
     .use(health(() => deps.store.ping()))
@@ -54,11 +62,15 @@ export function managementApp(deps: {
             logpond_sources: { help: "Sources known to ingestion.", value: deps.cache.size },
             logpond_process_resident_bytes: { help: "Resident memory of the process (RSS).", value: process.memoryUsage.rss() },
             logpond_process_heap_bytes: { help: "JavaScript heap in use.", value: process.memoryUsage().heapUsed },
+            logpond_tail_streams: { help: "Live-tail streams open.", value: deps.read.tail.size },
           }),
           { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } },
         ),
     )
-    .use(sourceRoutes(deps.routes));
+    .use(sourceRoutes(deps.routes))
+    .use(tailRoutes({ ...reading, hub: deps.read.tail, limits: deps.read.tailLimits, log: deps.log }))
+    .use(queryRoutes({ ...reading, queryTimeoutMs: deps.read.queryTimeoutMs }))
+    .use(deps.web);
 }
 
 export function ingestApp(deps: IngestDeps & { store: Store; log: (line: string) => void }) {
@@ -85,6 +97,9 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     log,
   });
   flusher.start();
+  const tail = new TailHub(store.sql, { heartbeatMs: config.tailHeartbeatMs, log });
+  await tail.start();
+  flusher.subscribe((batch) => tail.committed(batch));
   const purger = createPurger(store.sql, () => flusher.flush(), log);
   purger.kick();
 
@@ -115,6 +130,8 @@ export async function startLogpond(config: Config, log: (line: string) => void):
 
   const management = managementApp({
     store, metrics, ring, flusher, cache, log,
+    read: { tail, queryTimeoutMs: config.queryTimeoutMs, tailLimits: { maxRows: config.tailQueueMaxRows, maxBytes: config.tailQueueMaxBytes } },
+    web: await webRoutes(),
     routes: {
       service: createSourceService(store.db, cache, () => purger.kick()),
       apiTokenDigest: digest(apiToken),
@@ -132,12 +149,14 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     flusher,
     ring,
     metrics,
+    tail,
     async stop() {
       accepting = false;
       // Finish in-flight requests (their events land in the ring), then write the ring out.
       await ingest.server!.stop(false);
       const drained = await flusher.drain(config.shutdownTimeoutMs);
       if (!drained) log(`shutdown: ${ring.heldEvents} buffered events could not be written before SHUTDOWN_TIMEOUT_MS`);
+      await tail.stop();
       await management.server!.stop(true);
       await purger.idle();
       await following.unlisten().catch(() => {});

@@ -1,0 +1,89 @@
+// Reads pages of stored events and dead letters for the query API. Keyset paging on (dt, id), so
+// a page costs the same however deep the cursor is and equal dts are ordered by id.
+// Rows are built as JSON text by PostgreSQL and spliced into the body unparsed. Every statement
+// runs under its own statement_timeout; only the management pool is used, never a flush connection.
+import { AppError } from "../errors";
+import type { Sql } from "../store/db";
+import type { Position, ReadRequest } from "./request";
+import { compileQuery } from "./sql";
+
+/** Event time as rows show it: RFC 3339 UTC, six fraction digits. */
+export const DT_TEXT = `to_char(dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+export interface Page {
+  /** Each row's JSON text. */
+  rows: string[];
+  /** Position of the last row, when there are more after it. */
+  next: Position | undefined;
+}
+
+export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: number): Promise<Page> {
+  const newest = request.order === "newest_first";
+  const params: unknown[] = [request.from, request.to, request.batch + 1];
+  const conditions = ["dt >= $1::timestamptz", "dt <= $2::timestamptz"];
+  if (request.after) {
+    params.push(request.after.dt, request.after.id);
+    // The plain dt bound lets the dt index skip what is behind the cursor; the row comparison
+    // breaks ties between equal dts by id.
+    conditions.push(newest ? "dt <= $4::timestamptz and (dt, id) < ($4::timestamptz, $5::bigint)" : "dt >= $4::timestamptz and (dt, id) > ($4::timestamptz, $5::bigint)");
+  }
+  if (request.query) {
+    const condition = compileQuery(request.query, params.length + 1);
+    params.push(...condition.params);
+    conditions.push(condition.text);
+  }
+  params.push(request.sourceIds);
+  conditions.push(`source_id = any($${params.length}::bigint[])`);
+  const direction = newest ? "desc" : "asc";
+  // One scan of the window for all sources: log_events is indexed by dt (BRIN), not by source, so
+  // a subquery per source would scan the window once per source. The top-N sort keeps batch+1 rows.
+  const text =
+    `select id::text as id, ${DT_TEXT} as dt, (raw || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', source_id::text, 'id', id::text))::text as row ` +
+    `from log_events where ${conditions.join(" and ")} order by dt ${direction}, id ${direction} limit $3`;
+
+  const rows = await timed(sql, timeoutMs, (tx) => tx.unsafe<{ id: string; dt: string; row: string }[]>(text, params as never[]));
+  const more = rows.length > request.batch;
+  const kept = more ? rows.slice(0, request.batch) : rows;
+  const last = kept[kept.length - 1];
+  return { rows: kept.map((r) => r.row), next: more && last ? { dt: last.dt, id: last.id } : undefined };
+}
+
+export async function readDeadLetters(
+  sql: Sql,
+  request: { sourceIds: number[]; batch: number; order: "newest_first" | "oldest_first"; afterId: string | undefined },
+  timeoutMs: number,
+): Promise<{ rows: string[]; nextId: string | undefined }> {
+  const newest = request.order === "newest_first";
+  const params: unknown[] = [request.sourceIds, request.batch + 1];
+  let keyset = "";
+  if (request.afterId !== undefined) {
+    params.push(request.afterId);
+    keyset = newest ? "and id < $3::bigint" : "and id > $3::bigint";
+  }
+  const text =
+    `select id::text as id, json_build_object('id', id::text, 'source_id', source_id::text, 'dt', dt, 'raw', raw, 'sqlstate', sqlstate, 'error', error, ` +
+    `'failed_at', to_char(failed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text as row ` +
+    `from dead_letters where source_id = any($1::bigint[]) ${keyset} order by id ${newest ? "desc" : "asc"} limit $2`;
+  const rows = await timed(sql, timeoutMs, (tx) => tx.unsafe<{ id: string; row: string }[]>(text, params as never[]));
+  const more = rows.length > request.batch;
+  const kept = more ? rows.slice(0, request.batch) : rows;
+  return { rows: kept.map((r) => r.row), nextId: more ? kept[kept.length - 1]?.id : undefined };
+}
+
+/** Runs `work` in a transaction whose statements are cancelled after `timeoutMs`. */
+async function timed<T>(sql: Sql, timeoutMs: number, work: (tx: Sql) => Promise<T>): Promise<T> {
+  try {
+    return (await sql.begin(async (tx) => {
+      await tx`select set_config('statement_timeout', ${String(timeoutMs)}, true)`;
+      return work(tx as unknown as Sql);
+    })) as T;
+  } catch (error) {
+    if ((error as { code?: string }).code === "57014") {
+      throw new AppError(
+        "unavailable",
+        `the query took longer than ${timeoutMs} ms (QUERY_TIMEOUT_MS) and was cancelled; narrow from/to, the sources or the query`,
+      );
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,139 @@
+// One live-tail client: a bounded queue of SSE text in front of a pull-driven ReadableStream.
+// Bun pulls only while the socket takes data, so a client that stops reading stops pulling; its
+// queue then fills and further rows are counted as dropped (announced with `event: dropped` once
+// there is room), never buffered without bound and never waited for by the hub.
+import type { Predicate } from "../query/match";
+import type { Node } from "../query/parse";
+import { compareIds, eventOf, sseOf, type TailRow } from "./rows";
+
+export interface ClientLimits {
+  maxRows: number;
+  maxBytes: number;
+}
+
+const encoder = new TextEncoder();
+
+export class TailClient {
+  /** The position of the last row queued: (seq, id). */
+  seq: number;
+  id: string;
+  /** False while it catches up from storage: the hub leaves it alone until then. */
+  live = false;
+  closed = false;
+  dropped = 0;
+  droppedTotal = 0;
+  private queue: string[] = [];
+  private queuedRows = 0;
+  private queuedBytes = 0;
+  private wake: (() => void) | undefined;
+  private roomWaiters: (() => void)[] = [];
+  readonly stream: ReadableStream<Uint8Array>;
+  onClose: () => void = () => {};
+
+  constructor(
+    readonly sourceIds: ReadonlySet<number>,
+    readonly query: Node | undefined,
+    readonly matcher: Predicate | undefined,
+    start: { seq: number; id: string },
+    private readonly limits: ClientLimits,
+  ) {
+    this.seq = start.seq;
+    this.id = start.id;
+    this.stream = new ReadableStream<Uint8Array>(
+      {
+        pull: (controller) => this.pull(controller),
+        cancel: () => this.close(),
+      },
+      { highWaterMark: 0 },
+    );
+    this.queue.push(": connected\n\n");
+  }
+
+  /** A live row: queued, or counted as dropped when the queue is full. */
+  offer(row: TailRow): void {
+    if (this.closed || !this.sourceIds.has(row.sourceId)) return;
+    // Already sent (a resume point ahead of this process's live position).
+    if (row.seq < this.seq || (row.seq === this.seq && compareIds(row.id, this.id) <= 0)) return;
+    if (this.matcher && !this.matcher(eventOf(row))) return;
+    if (this.full()) {
+      this.dropped++;
+      this.droppedTotal++;
+      // The position still moves: a reconnect from the last row received gets the dropped ones back.
+      return;
+    }
+    this.announceDropped();
+    this.enqueue(sseOf(row), 1);
+    this.seq = row.seq;
+    this.id = row.id;
+  }
+
+  /** A row read back from storage during catch-up (already filtered by SQL); callers wait for room first. */
+  replay(row: TailRow): void {
+    if (this.closed) return;
+    this.enqueue(sseOf(row), 1);
+    this.seq = row.seq;
+    this.id = row.id;
+  }
+
+  /** Resolves when the queue is at most half full (or the client is gone). */
+  room(): Promise<void> {
+    if (this.closed || (this.queuedRows <= this.limits.maxRows / 2 && this.queuedBytes <= this.limits.maxBytes / 2)) return Promise.resolve();
+    return new Promise((resolve) => this.roomWaiters.push(resolve));
+  }
+
+  /** Keeps proxies and Bun's idle timer from closing a quiet stream; tells about drops once there is room. */
+  heartbeat(): void {
+    if (this.closed) return;
+    if (this.dropped > 0 && !this.full()) this.announceDropped();
+    else if (this.queue.length === 0) this.enqueue(": keep-alive\n\n", 0);
+  }
+
+  /** A comment or a control event written as is. */
+  note(text: string): void {
+    if (!this.closed) this.enqueue(text, 0);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.queue = [];
+    this.wake?.();
+    for (const resolve of this.roomWaiters.splice(0)) resolve();
+    this.onClose();
+  }
+
+  private full(): boolean {
+    return this.queuedRows >= this.limits.maxRows || this.queuedBytes >= this.limits.maxBytes;
+  }
+
+  private announceDropped(): void {
+    if (this.dropped === 0) return;
+    this.enqueue(`event: dropped\ndata: {"count":${this.dropped}}\n\n`, 0);
+    this.dropped = 0;
+  }
+
+  private enqueue(text: string, rows: number): void {
+    this.queue.push(text);
+    this.queuedRows += rows;
+    this.queuedBytes += text.length;
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+
+  private async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    while (this.queue.length === 0 && !this.closed) await new Promise<void>((resolve) => (this.wake = resolve));
+    if (this.closed) {
+      try {
+        controller.close();
+      } catch {}
+      return;
+    }
+    const text = this.queue.length === 1 ? this.queue[0]! : this.queue.join("");
+    this.queue = [];
+    this.queuedRows = 0;
+    this.queuedBytes = 0;
+    controller.enqueue(encoder.encode(text));
+    for (const resolve of this.roomWaiters.splice(0)) resolve();
+  }
+}
