@@ -67,10 +67,11 @@ export function managementApp(deps: {
           { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } },
         ),
     )
-    .use(sourceRoutes(deps.routes))
+    // The page first: the API plugins' token hooks are scoped, so they apply to routes added after them.
+    .use(deps.web)
     .use(tailRoutes({ ...reading, hub: deps.read.tail, limits: deps.read.tailLimits, log: deps.log }))
-    .use(queryRoutes({ ...reading, queryTimeoutMs: deps.read.queryTimeoutMs }))
-    .use(deps.web);
+    .use(sourceRoutes(deps.routes))
+    .use(queryRoutes({ ...reading, queryTimeoutMs: deps.read.queryTimeoutMs }));
 }
 
 export function ingestApp(deps: IngestDeps & { store: Store; log: (line: string) => void }) {
