@@ -35,11 +35,12 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   params.push(request.sourceIds);
   conditions.push(`source_id = any($${params.length}::bigint[])`);
   const direction = newest ? "desc" : "asc";
+  // ORDER BY names the table's columns: bare `id` and `dt` would be the text outputs below.
   // One scan of the window for all sources: log_events is indexed by dt (BRIN), not by source, so
   // a subquery per source would scan the window once per source. The top-N sort keeps batch+1 rows.
   const text =
     `select id::text as id, ${DT_TEXT} as dt, (raw || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', source_id::text, 'id', id::text))::text as row ` +
-    `from log_events where ${conditions.join(" and ")} order by dt ${direction}, id ${direction} limit $3`;
+    `from log_events where ${conditions.join(" and ")} order by log_events.dt ${direction}, log_events.id ${direction} limit $3`;
 
   const rows = await timed(sql, timeoutMs, (tx) => tx.unsafe<{ id: string; dt: string; row: string }[]>(text, params as never[]));
   const more = rows.length > request.batch;
@@ -63,7 +64,7 @@ export async function readDeadLetters(
   const text =
     `select id::text as id, json_build_object('id', id::text, 'source_id', source_id::text, 'dt', dt, 'raw', raw, 'sqlstate', sqlstate, 'error', error, ` +
     `'failed_at', to_char(failed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text as row ` +
-    `from dead_letters where source_id = any($1::bigint[]) ${keyset} order by id ${newest ? "desc" : "asc"} limit $2`;
+    `from dead_letters where source_id = any($1::bigint[]) ${keyset} order by dead_letters.id ${newest ? "desc" : "asc"} limit $2`;
   const rows = await timed(sql, timeoutMs, (tx) => tx.unsafe<{ id: string; row: string }[]>(text, params as never[]));
   const more = rows.length > request.batch;
   const kept = more ? rows.slice(0, request.batch) : rows;

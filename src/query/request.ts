@@ -41,6 +41,7 @@ export function readSourceIds(url: URL): { ids: number[]; malformed: string[] } 
   const raw = url.searchParams.get("source_ids");
   if (raw === null || raw.trim() === "") throw badRequest("source_ids is required: a comma-separated list of source ids, e.g. source_ids=12,13");
   const parts = raw.split(",").map((part) => part.trim()).filter((part) => part !== "");
+  if (parts.length === 0) throw badRequest("source_ids is required: a comma-separated list of source ids, e.g. source_ids=12,13");
   if (parts.length > MAX_SOURCE_IDS) throw badRequest(`source_ids lists ${parts.length} sources; at most ${MAX_SOURCE_IDS} at once`);
   const ids: number[] = [];
   const malformed: string[] = [];

@@ -95,7 +95,7 @@ export class TailHub {
       const seq = this.pending.shift()!;
       try {
         if (seq === -1) {
-          const missed = await this.sql<{ seq: string }[]>`select seq::text as seq from flush_batches where seq > ${this.lastSeq} order by seq`;
+          const missed = await this.sql<{ seq: string }[]>`select seq::text as seq from flush_batches where seq > ${this.lastSeq} order by flush_batches.seq`;
           for (const row of missed) await this.deliver(Number(row.seq));
         } else {
           await this.deliver(seq);
