@@ -1,7 +1,10 @@
 // One live-tail client: a bounded queue of SSE text in front of a pull-driven ReadableStream.
 // Bun pulls only while the socket takes data, so a client that stops reading stops pulling; its
 // queue then fills and further rows are counted as dropped (announced with `event: dropped` once
-// there is room), never buffered without bound and never waited for by the hub.
+// there is room), never buffered without bound and never waited for by the hub. The bound is
+// checked per batch, not per row: a batch is handed out synchronously (no pull can happen in
+// between), so a per-row check would drop rows of a big batch even for a client that keeps up.
+// A queue therefore holds at most its limit plus one batch.
 import type { Predicate } from "../query/match";
 import type { Node } from "../query/parse";
 import { compareIds, eventOf, sseOf, type TailRow } from "./rows";
@@ -22,6 +25,8 @@ export class TailClient {
   closed = false;
   dropped = 0;
   droppedTotal = 0;
+  /** Whether the batch being handed out is taken: decided when it starts (see above). */
+  private admitting = true;
   private queue: string[] = [];
   private queuedRows = 0;
   private queuedBytes = 0;
@@ -55,7 +60,7 @@ export class TailClient {
     // Already sent (a resume point ahead of this process's live position).
     if (row.seq < this.seq || (row.seq === this.seq && compareIds(row.id, this.id) <= 0)) return;
     if (this.matcher && !this.matcher(eventOf(row))) return;
-    if (this.full()) {
+    if (!this.admitting) {
       this.dropped++;
       this.droppedTotal++;
       // The position still moves: a reconnect from the last row received gets the dropped ones back.
@@ -65,6 +70,11 @@ export class TailClient {
     this.enqueue(sseOf(row), 1);
     this.seq = row.seq;
     this.id = row.id;
+  }
+
+  /** Called before each batch's rows are offered. */
+  batchStart(): void {
+    this.admitting = !this.full();
   }
 
   /** A row read back from storage during catch-up (already filtered by SQL); callers wait for room first. */

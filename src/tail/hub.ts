@@ -120,6 +120,7 @@ export class TailHub {
     // From here to lastSeq = seq nothing awaits: clients that turn live later start after seq.
     for (const client of this.clients) {
       if (!client.live) continue;
+      client.batchStart();
       for (const row of rows) client.offer(row);
     }
     this.lastSeq = seq;
