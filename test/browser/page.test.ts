@@ -9,6 +9,9 @@ import * as path from "node:path";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { API_TOKEN, startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 
+// Callbacks given to page.* run in the browser, where `document` exists (tsc has no DOM lib here).
+declare const document: any;
+
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SCREENSHOT = path.join(import.meta.dir, "..", "..", "docs", "live-tail.png");
 
@@ -42,9 +45,9 @@ afterAll(async () => {
 
 const rowTexts = () => page.$$eval("#list li", (items) => items.map((item) => item.textContent ?? ""));
 async function waitForRow(text: string): Promise<void> {
-  await page.waitForFunction((t) => [...document.querySelectorAll("#list li")].some((li) => li.textContent?.includes(t)), { timeout: 10_000 }, text);
+  await page.waitForFunction((t) => [...document.querySelectorAll("#list li")].some((li: any) => li.textContent?.includes(t)), { timeout: 10_000 }, text);
 }
-const clearQuery = () => page.$eval("#query", (input) => ((input as HTMLInputElement).value = ""));
+const clearQuery = () => page.$eval("#query", (input) => ((input as any).value = ""));
 const send = (source: TestSource, events: unknown[]) => lp.ingest(source.token, JSON.stringify(events)).then((r) => expect(r.status).toBe(202));
 
 test("token → sources → live rows → query → pause/resume", async () => {
@@ -104,7 +107,7 @@ test("token → sources → live rows → query → pause/resume", async () => {
   await waitForRow("while paused");
   await send(worker, [{ level: "info", job: "invoice-44", message: "invoice paid" }, { level: "error", job: "invoice-45", message: "card expired" }]);
   await waitForRow("card expired");
-  const ids = await page.$$eval("#list li", (items) => items.map((item) => (item as HTMLElement).dataset.id));
+  const ids = await page.$$eval("#list li", (items) => items.map((item) => (item as any).dataset.id));
   expect(new Set(ids).size).toBe(ids.length);
 
   await page.screenshot({ path: SCREENSHOT });

@@ -12,7 +12,7 @@ export class SseReader {
   readonly events: SseEvent[] = [];
   readonly comments: string[] = [];
   ended = false;
-  private readonly reader: ReadableStreamDefaultReader<string>;
+  private readonly reader: { read(): Promise<{ value?: string; done: boolean }>; cancel(): Promise<void> };
   private waiters: (() => void)[] = [];
 
   constructor(response: Response) {

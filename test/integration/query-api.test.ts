@@ -86,18 +86,18 @@ describe("parameters", () => {
 
 describe("rows and defaults", () => {
   test("default window: the last 30 minutes, newest first", async () => {
-    const body = await (await get(`source_ids=${source.id}`)).json();
+    const body: any = await (await get(`source_ids=${source.id}`)).json();
     expect(body.data.map((row: any) => row.message)).toEqual(["request served", "disk full on /var"]);
     expect(body.pagination).toEqual({ next: null });
   });
   test("dt, source_id and id are logpond's, shadowing the event's own fields", async () => {
-    const body = await (await get(`source_ids=${source.id}&from=2026-01-01T00:00:00Z&to=2026-01-03T00:00:00Z`)).json();
+    const body: any = await (await get(`source_ids=${source.id}&from=2026-01-01T00:00:00Z&to=2026-01-03T00:00:00Z`)).json();
     const [row] = body.data;
     const [stored] = (await lp.stored(source.id)).filter((r) => r.raw.message === "micro");
     expect(row).toEqual({ message: "micro", level: "debug", dt: "2026-01-02T03:04:05.123456Z", source_id: source.id, id: String(stored!.id) });
   });
   test("oldest_first and from/to", async () => {
-    const body = await (await get(`source_ids=${source.id}&order=oldest_first&from=${iso(NOW - 40 * 60_000)}&to=${iso(NOW)}`)).json();
+    const body: any = await (await get(`source_ids=${source.id}&order=oldest_first&from=${iso(NOW - 40 * 60_000)}&to=${iso(NOW)}`)).json();
     expect(body.data.map((row: any) => row.message)).toEqual(["outside the default window", "disk full on /var", "request served"]);
   });
   test("query filters", async () => {
@@ -110,12 +110,12 @@ describe("rows and defaults", () => {
       ["level!:err http.status=200", ["request served"]],
     ];
     for (const [query, messages] of cases) {
-      const body = await (await get(`source_ids=${source.id}&query=${encodeURIComponent(query)}`)).json();
+      const body: any = await (await get(`source_ids=${source.id}&query=${encodeURIComponent(query)}`)).json();
       expect({ query, messages: body.data.map((row: any) => row.message) }).toEqual({ query, messages });
     }
   });
   test("next is an absolute link with the same parameters; a cursor belongs to its parameters", async () => {
-    const first = await (await get(`source_ids=${source.id}&batch=1&query=http.status>0`)).json();
+    const first: any = await (await get(`source_ids=${source.id}&batch=1&query=http.status>0`)).json();
     const next = new URL(first.pagination.next);
     expect(next.origin).toBe(lp.apiUrl);
     expect(next.pathname).toBe(LIVE);
@@ -123,7 +123,7 @@ describe("rows and defaults", () => {
     expect(next.searchParams.get("batch")).toBe("1");
     const cursor = next.searchParams.get("cursor")!;
     // The same walk with another page size is fine; another query, order or window is not.
-    const rest = await (await get(`source_ids=${source.id}&batch=5&query=${encodeURIComponent("http.status>0")}&cursor=${cursor}`)).json();
+    const rest: any = await (await get(`source_ids=${source.id}&batch=5&query=${encodeURIComponent("http.status>0")}&cursor=${cursor}`)).json();
     expect(rest.data.map((row: any) => row.message)).toEqual(["disk full on /var"]);
     for (const other of ["query=level:x", "query=http.status>0&order=oldest_first", `query=http.status>0&from=${iso(NOW - 60_000)}`]) {
       await expectError(await get(`source_ids=${source.id}&${other}&cursor=${cursor}`), 400, "cursor belongs to other parameters");
@@ -153,11 +153,11 @@ describe("dead letters", () => {
     for (let i = 0; i < 3; i++) {
       await lp.sql`insert into dead_letters (source_id, dt, raw, sqlstate, error) values (${Number(dead.id)}, ${"2026-11-22T00:00:00.000Z"}, ${`{"n":${i}}`}, '22P02', 'invalid input')`;
     }
-    const first = await (await lp.api("GET", `/api/v2/query/dead-letters?source_ids=${dead.id}&batch=2`)).json();
+    const first: any = await (await lp.api("GET", `/api/v2/query/dead-letters?source_ids=${dead.id}&batch=2`)).json();
     expect(first.data.map((row: any) => row.raw)).toEqual(['{"n":2}', '{"n":1}']);
     expect(first.data[0]).toMatchObject({ source_id: dead.id, dt: "2026-11-22T00:00:00.000Z", sqlstate: "22P02", error: "invalid input" });
     expect(first.data[0].failed_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
-    const second = await (await fetch(first.pagination.next, { headers: { authorization: `Bearer test-api-token-0123456789abcdef` } })).json();
+    const second: any = await (await fetch(first.pagination.next, { headers: { authorization: `Bearer test-api-token-0123456789abcdef` } })).json();
     expect(second).toEqual({ data: [expect.objectContaining({ raw: '{"n":0}' })], pagination: { next: null } });
     await expectError(await lp.api("GET", `/api/v2/query/dead-letters?source_ids=${dead.id}&order=oldest_first&cursor=${new URL(first.pagination.next).searchParams.get("cursor")}`), 400, "cursor belongs to other parameters");
     await expectError(await lp.api("GET", "/api/v2/query/dead-letters?source_ids=123456789"), 404, "Source 123456789 was not found");

@@ -120,8 +120,8 @@ test("a stalled client gets `dropped` and never holds up ingestion", async () =>
     // the stalled client still reads nothing.
     await small.flusher.flush();
     expect(small.ring.heldEvents).toBe(0);
-    const [{ count }] = await small.sql`select count(*)::int as count from log_events where source_id = ${Number(source.id)}`;
-    expect(count).toBe(total);
+    const [stored] = await small.sql<{ count: number }[]>`select count(*)::int as count from log_events where source_id = ${Number(source.id)}`;
+    expect(stored!.count).toBe(total);
     // Another client reading meanwhile was served throughout (on a loaded machine it may itself
     // fall behind its 200-row queue: then its own count says so, exactly).
     await reading.until(() => reading.rows().length + reading.dropped() === total, 20_000, "the reading client's rows");
