@@ -63,6 +63,7 @@ export function managementApp(deps: {
             logpond_process_resident_bytes: { help: "Resident memory of the process (RSS).", value: process.memoryUsage.rss() },
             logpond_process_heap_bytes: { help: "JavaScript heap in use.", value: process.memoryUsage().heapUsed },
             logpond_tail_streams: { help: "Live-tail streams open.", value: deps.read.tail.size },
+            logpond_tail_batches_read_back: { help: "Committed batches the live tail read back from PostgreSQL (another instance's, or ours when its NOTIFY came first).", value: deps.read.tail.readBack },
           }),
           { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } },
         ),
@@ -98,7 +99,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     log,
   });
   flusher.start();
-  const tail = new TailHub(store.sql, { heartbeatMs: config.tailHeartbeatMs, log });
+  const tail = new TailHub(store.sql, { heartbeatMs: config.tailHeartbeatMs, log, flushing: () => flusher.streamsBusy > 0 });
   await tail.start();
   flusher.subscribe((batch) => tail.committed(batch));
   const purger = createPurger(store.sql, () => flusher.flush(), log);

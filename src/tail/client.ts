@@ -16,6 +16,7 @@ export interface ClientLimits {
 
 const encoder = new TextEncoder();
 const PULL_BYTES = 64 * 1024;
+const KEEP_ALIVE = encoder.encode(": keep-alive\n\n");
 
 export class TailClient {
   /** The position of the last row queued: (seq, id). */
@@ -28,7 +29,9 @@ export class TailClient {
   droppedTotal = 0;
   /** Whether the batch being handed out is taken: decided when it starts (see above). */
   private admitting = true;
-  private queue: string[] = [];
+  /** Encoded SSE text; `rowFlags[i]` is 1 when queue[i] is a row (comments and notices are 0). */
+  private queue: Uint8Array[] = [];
+  private rowFlags: number[] = [];
   private queuedRows = 0;
   private queuedBytes = 0;
   private wake: (() => void) | undefined;
@@ -52,7 +55,7 @@ export class TailClient {
       },
       { highWaterMark: 0 },
     );
-    this.queue.push(": connected\n\n");
+    this.enqueue(encoder.encode(": connected\n\n"), 0);
   }
 
   /** A live row: queued, or counted as dropped when the queue is full. */
@@ -96,18 +99,19 @@ export class TailClient {
   heartbeat(): void {
     if (this.closed) return;
     if (this.dropped > 0 && !this.full()) this.announceDropped();
-    else if (this.queue.length === 0) this.enqueue(": keep-alive\n\n", 0);
+    else if (this.queue.length === 0) this.enqueue(KEEP_ALIVE, 0);
   }
 
   /** A comment or a control event written as is. */
   note(text: string): void {
-    if (!this.closed) this.enqueue(text, 0);
+    if (!this.closed) this.enqueue(encoder.encode(text), 0);
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
     this.queue = [];
+    this.rowFlags = [];
     this.wake?.();
     for (const resolve of this.roomWaiters.splice(0)) resolve();
     this.onClose();
@@ -119,14 +123,15 @@ export class TailClient {
 
   private announceDropped(): void {
     if (this.dropped === 0) return;
-    this.enqueue(`event: dropped\ndata: {"count":${this.dropped}}\n\n`, 0);
+    this.enqueue(encoder.encode(`event: dropped\ndata: {"count":${this.dropped}}\n\n`), 0);
     this.dropped = 0;
   }
 
-  private enqueue(text: string, rows: number): void {
-    this.queue.push(text);
+  private enqueue(bytes: Uint8Array, rows: 0 | 1): void {
+    this.queue.push(bytes);
+    this.rowFlags.push(rows);
     this.queuedRows += rows;
-    this.queuedBytes += text.length;
+    this.queuedBytes += bytes.byteLength;
     const wake = this.wake;
     this.wake = undefined;
     wake?.();
@@ -145,12 +150,13 @@ export class TailClient {
     // so small chunks are what keeps the memory behind a stalled socket small.
     let take = 0;
     let bytes = 0;
-    while (take < this.queue.length && (take === 0 || bytes + this.queue[take]!.length <= PULL_BYTES)) bytes += this.queue[take++]!.length;
+    while (take < this.queue.length && (take === 0 || bytes + this.queue[take]!.byteLength <= PULL_BYTES)) bytes += this.queue[take++]!.byteLength;
     const parts = this.queue.splice(0, take);
-    const text = parts.length === 1 ? parts[0]! : parts.join("");
+    const flags = this.rowFlags.splice(0, take);
     this.queuedBytes -= bytes;
-    this.queuedRows -= parts.filter((part) => part.startsWith("id: ")).length;
-    controller.enqueue(encoder.encode(text));
+    for (const flag of flags) this.queuedRows -= flag;
+    // A copy: row bytes are shared by every stream, and what is handed to Bun is Bun's.
+    controller.enqueue(Buffer.concat(parts, bytes));
     for (const resolve of this.roomWaiters.splice(0)) resolve();
   }
 }

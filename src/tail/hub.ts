@@ -13,9 +13,18 @@ import { readBatchRows } from "./storage";
 export const CHANNEL = "logpond_batches";
 /** Batches of this process waiting for their notification; more means NOTIFY is not arriving. */
 const MAX_LOCAL_WAITING = 256;
+/**
+ * A notification can overtake the flusher's own report of the same commit (two connections).
+ * While a flush of ours is in progress, an unknown seq may be ours: wait this long for it before
+ * reading it back from storage (which, without an index on id, scans log_events).
+ */
+const LOCAL_GRACE_MS = 200;
 
 export class TailHub {
   lastSeq = 0;
+  /** Batches read back from storage (other instances', or ours when NOTIFY won the race). */
+  readBack = 0;
+  private localArrived: (() => void) | undefined;
   private readonly clients = new Set<TailClient>();
   private readonly local = new Map<number, CommittedRows>();
   private readonly pending: number[] = [];
@@ -26,7 +35,7 @@ export class TailHub {
 
   constructor(
     private readonly sql: Sql,
-    private readonly options: { heartbeatMs: number; log: (line: string) => void },
+    private readonly options: { heartbeatMs: number; log: (line: string) => void; flushing: () => boolean },
   ) {}
 
   async start(): Promise<void> {
@@ -77,6 +86,7 @@ export class TailHub {
     if (this.clients.size === 0 || batch.seq <= this.lastSeq) return;
     this.local.set(batch.seq, batch);
     if (this.local.size > MAX_LOCAL_WAITING) this.local.delete(this.local.keys().next().value!);
+    this.localArrived?.();
   }
 
   private notified(seq: number): void {
@@ -106,6 +116,22 @@ export class TailHub {
     }
   }
 
+  private async waitLocal(seq: number): Promise<void> {
+    const until = performance.now() + LOCAL_GRACE_MS;
+    while (!this.local.has(seq) && this.options.flushing()) {
+      const left = until - performance.now();
+      if (left <= 0) return;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.localArrived = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.localArrived = undefined;
+    }
+  }
+
   private async deliver(seq: number): Promise<void> {
     if (seq <= this.lastSeq) return;
     // Sources of every client, catching up ones included: one may turn live while rows are read
@@ -114,8 +140,15 @@ export class TailHub {
     for (const client of this.clients) for (const id of client.sourceIds) watched.add(id);
     let rows: TailRow[] = [];
     if (watched.size > 0) {
+      // Once a later batch of ours has been reported, this one is almost surely another instance's.
+      const laterOfOurs = [...this.local.keys()].some((key) => key > seq);
+      if (!this.local.has(seq) && !laterOfOurs && this.options.flushing()) await this.waitLocal(seq);
       const batch = this.local.get(seq);
-      rows = batch ? rowsOfBatch(batch, watched) : await readBatchRows(this.sql, seq, [...watched]);
+      if (batch) rows = rowsOfBatch(batch, watched);
+      else {
+        this.readBack++;
+        rows = await readBatchRows(this.sql, seq, [...watched]);
+      }
     }
     // From here to lastSeq = seq nothing awaits: clients that turn live later start after seq.
     for (const client of this.clients) {

@@ -13,6 +13,7 @@ export interface TailRow {
   raw: string;
   event?: Record<string, unknown>;
   text?: string;
+  sse?: Uint8Array;
 }
 
 export interface CommittedRows {
@@ -73,7 +74,9 @@ export function textOf(row: TailRow): string {
   return (row.text = JSON.stringify(event));
 }
 
-/** One SSE event: the row's cursor as its id. */
-export function sseOf(row: TailRow): string {
-  return `id: ${row.seq}-${row.id}\ndata: ${textOf(row)}\n\n`;
+const encoder = new TextEncoder();
+
+/** One SSE event, the row's cursor as its id: encoded once, shared by every stream that sends it. */
+export function sseOf(row: TailRow): Uint8Array {
+  return (row.sse ??= encoder.encode(`id: ${row.seq}-${row.id}\ndata: ${textOf(row)}\n\n`));
 }

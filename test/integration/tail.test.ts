@@ -42,6 +42,7 @@ test("rows arrive within one second of their commit", async () => {
   const committedAt = new Map<number, number>();
   const unsubscribe = lp.flusher.subscribe((batch) => committedAt.set(batch.seq, performance.now()));
   const stream = await open(lp, `source_ids=${source.id}`);
+  const readBack = lp.tail.readBack;
   try {
     for (let round = 0; round < 10; round++) {
       await send(lp, source, numbered(round * 10, 10));
@@ -54,6 +55,8 @@ test("rows arrive within one second of their commit", async () => {
     expect(Math.max(...latencies)).toBeLessThan(1000);
     const rows = stream.rows();
     expect(rows.map((row) => row.n)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    // This process's batches came from memory, none read back from PostgreSQL.
+    expect(lp.tail.readBack).toBe(readBack);
     expect(rows[0]).toMatchObject({ source_id: source.id, id: expect.stringMatching(/^\d+$/), dt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/) });
   } finally {
     unsubscribe();
@@ -173,6 +176,7 @@ test("rows ingested through another instance on the same database appear (NOTIFY
       await send(other, source, numbered(0, 10));
       await stream.until(() => stream.rows().length === 5);
       expect(stream.rows().map((row) => row.n)).toEqual([5, 6, 7, 8, 9]);
+      expect(lp.tail.readBack).toBeGreaterThan(0);
     } finally {
       await stream.close();
     }
