@@ -33,6 +33,10 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   readonly retentionSweepIntervalMs: number;
   readonly logLevel: "info" | "silent";
+  readonly queryTimeoutMs: number;
+  readonly tailHeartbeatMs: number;
+  readonly tailQueueMaxRows: number;
+  readonly tailQueueMaxBytes: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -62,6 +66,10 @@ export const DEFAULTS = {
   SHUTDOWN_TIMEOUT_MS: 30_000,
   RETENTION_SWEEP_INTERVAL_MS: 3_600_000,
   LOG_LEVEL: "info",
+  QUERY_TIMEOUT_MS: 5_000,
+  TAIL_HEARTBEAT_MS: 10_000,
+  TAIL_QUEUE_MAX_ROWS: 10_000,
+  TAIL_QUEUE_MAX_BYTES: 8 * MIB,
 } as const;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -129,6 +137,10 @@ export function loadConfig(env: Env = process.env): Config {
     // At most a day: each sweep also creates the daily partitions ahead (retention/sweep.ts).
     retentionSweepIntervalMs: int("RETENTION_SWEEP_INTERVAL_MS", 100, 86_400_000),
     logLevel: oneOf("LOG_LEVEL", ["info", "silent"] as const),
+    queryTimeoutMs: int("QUERY_TIMEOUT_MS", 100, 600_000),
+    tailHeartbeatMs: int("TAIL_HEARTBEAT_MS", 100, 15_000),
+    tailQueueMaxRows: int("TAIL_QUEUE_MAX_ROWS", 1, 1_000_000),
+    tailQueueMaxBytes: int("TAIL_QUEUE_MAX_BYTES", 64 * 1024, 1024 * MIB),
   };
 
   if (config.apiPort !== 0 && config.apiPort === config.ingestPort) {

@@ -25,6 +25,10 @@ import { openFlushConnection } from "./store/copy";
 import { openStore, type Store } from "./store/db";
 import { DAY_MS, ensurePartitions } from "./store/partitions";
 import { DAYS_AHEAD } from "./retention/sweep";
+import { queryRoutes } from "./query/routes";
+import { TailHub } from "./tail/hub";
+import { tailRoutes } from "./tail/routes";
+import { webRoutes } from "./web/routes";
 
 export interface Logpond {
   readonly apiUrl: string;
@@ -35,6 +39,7 @@ export interface Logpond {
   readonly flusher: Flusher;
   readonly ring: Ring;
   readonly metrics: Metrics;
+  readonly tail: TailHub;
   /**
    * Stop accepting, drain the buffer, close storage. Resolves true when nothing was left behind;
    * false when some events went to a spill file (`spilled` says how many) or were lost.
@@ -60,8 +65,11 @@ export function managementApp(deps: {
   cache: SourceCache;
   retention?: Retention;
   routes: Parameters<typeof sourceRoutes>[0];
+  read: { tail: TailHub; queryTimeoutMs: number; tailLimits: { maxRows: number; maxBytes: number } };
+  web: Awaited<ReturnType<typeof webRoutes>>;
   log: (line: string) => void;
 }) {
+  const reading = { sql: deps.store.sql, apiTokenDigest: deps.routes.apiTokenDigest };
   return new Elysia({ name: "logpond/management" })
     .use(errorHandler(deps.log))
     .use(health(() => deps.store.ping()))
@@ -81,11 +89,17 @@ export function managementApp(deps: {
             },
             logpond_process_resident_bytes: { help: "Resident memory of the process (RSS).", value: process.memoryUsage.rss() },
             logpond_process_heap_bytes: { help: "JavaScript heap in use.", value: process.memoryUsage().heapUsed },
+            logpond_tail_streams: { help: "Live-tail streams open.", value: deps.read.tail.size },
+            logpond_tail_batches_read_back: { help: "Committed batches the live tail read back from PostgreSQL (another instance's, or ours when its NOTIFY came first).", value: deps.read.tail.readBack },
           }),
           { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } },
         ),
     )
-    .use(sourceRoutes(deps.routes));
+    // The page first: the API plugins' token hooks are scoped, so they apply to routes added after them.
+    .use(deps.web)
+    .use(tailRoutes({ ...reading, hub: deps.read.tail, limits: deps.read.tailLimits, log: deps.log }))
+    .use(sourceRoutes(deps.routes))
+    .use(queryRoutes({ ...reading, queryTimeoutMs: deps.read.queryTimeoutMs }));
 }
 
 export function ingestApp(deps: IngestDeps & { store: Store; log: (line: string) => void }) {
@@ -137,6 +151,9 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     metrics,
     log,
   });
+  const tail = new TailHub(store.sql, { heartbeatMs: config.tailHeartbeatMs, log, flushing: () => flusher.streamsBusy > 0 });
+  await tail.start();
+  flusher.subscribe((batch) => tail.committed(batch));
 
   const { token: apiToken, origin: apiTokenOrigin } = loadApiToken(config);
   let accepting = true;
@@ -172,6 +189,8 @@ export async function startLogpond(config: Config, log: (line: string) => void):
 
   const management = managementApp({
     store, metrics, ring, flusher, cache, retention, log,
+    read: { tail, queryTimeoutMs: config.queryTimeoutMs, tailLimits: { maxRows: config.tailQueueMaxRows, maxBytes: config.tailQueueMaxBytes } },
+    web: await webRoutes(),
     routes: {
       service: createSourceService(store.db, cache, () => retention.kick()),
       apiTokenDigest: digest(apiToken),
@@ -202,6 +221,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     flusher,
     ring,
     metrics,
+    tail,
     async stop() {
       accepting = false;
       const deadline = Date.now() + config.shutdownTimeoutMs;
@@ -222,6 +242,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
         else spill(held);
       }
       decodeWorker.close();
+      await within(tail.stop(), 1_000);
       await within(management.server!.stop(true), 1_000);
       await within(sweepStopped, Math.max(100, left() - 1_000));
       await within(following.unlisten().catch(() => {}), 1_000);

@@ -1,0 +1,165 @@
+// Reads the query API's parameters (CONTRACT §7) into a checked request, and owns the cursor: an
+// opaque base64url JSON holding the resolved window and the last (dt, id) sent, bound by a hash
+// to the parameters that define the walk (source_ids, query, order, from, to; not batch, which
+// may change between pages harmlessly). Every refusal is a 400 naming the parameter.
+import { createHash } from "node:crypto";
+import { AppError } from "../errors";
+import { eventTime } from "../ingest/time";
+import { parseQuery, QueryError, type Node } from "./parse";
+
+export const BATCH_DEFAULT = 100;
+export const BATCH_MAX = 10_000;
+export const WINDOW_DEFAULT_MS = 30 * 60_000;
+export const MAX_SOURCE_IDS = 100;
+const EARLIEST_MS = Date.UTC(1000, 0, 1);
+
+export type Order = "newest_first" | "oldest_first";
+
+export interface Position {
+  /** RFC 3339 UTC with six fraction digits, as rows show it. */
+  dt: string;
+  id: string;
+}
+
+export interface ReadRequest {
+  sourceIds: number[];
+  /** As sent, for the next link. */
+  given: URLSearchParams;
+  query: Node | undefined;
+  batch: number;
+  order: Order;
+  from: string;
+  to: string;
+  after: Position | undefined;
+  binding: string;
+}
+
+const badRequest = (message: string) => new AppError("bad_request", message);
+
+/** Source ids as sent: 400 when missing, and any that is not a positive integer is returned as unknown. */
+export function readSourceIds(url: URL): { ids: number[]; malformed: string[] } {
+  const raw = url.searchParams.get("source_ids");
+  if (raw === null || raw.trim() === "") throw badRequest("source_ids is required: a comma-separated list of source ids, e.g. source_ids=12,13");
+  const parts = raw.split(",").map((part) => part.trim()).filter((part) => part !== "");
+  if (parts.length === 0) throw badRequest("source_ids is required: a comma-separated list of source ids, e.g. source_ids=12,13");
+  if (parts.length > MAX_SOURCE_IDS) throw badRequest(`source_ids lists ${parts.length} sources; at most ${MAX_SOURCE_IDS} at once`);
+  const ids: number[] = [];
+  const malformed: string[] = [];
+  for (const part of parts) {
+    if (/^[0-9]{1,15}$/.test(part) && Number(part) > 0) ids.push(Number(part));
+    else malformed.push(part.slice(0, 40));
+  }
+  return { ids: [...new Set(ids)].sort((a, b) => a - b), malformed };
+}
+
+export function readBatch(url: URL): number {
+  const raw = url.searchParams.get("batch");
+  if (raw === null || raw === "") return BATCH_DEFAULT;
+  if (!/^[0-9]{1,6}$/.test(raw) || Number(raw) < 1 || Number(raw) > BATCH_MAX) {
+    throw badRequest(`batch must be a whole number from 1 to ${BATCH_MAX} (got ${JSON.stringify(raw.slice(0, 32))})`);
+  }
+  return Number(raw);
+}
+
+export function readOrder(url: URL): Order {
+  const raw = url.searchParams.get("order");
+  if (raw === null || raw === "") return "newest_first";
+  if (raw !== "newest_first" && raw !== "oldest_first") {
+    throw badRequest(`order must be newest_first or oldest_first (got ${JSON.stringify(raw.slice(0, 32))})`);
+  }
+  return raw;
+}
+
+export function readQuery(url: URL): Node | undefined {
+  const raw = url.searchParams.get("query") ?? "";
+  try {
+    return parseQuery(raw);
+  } catch (error) {
+    if (error instanceof QueryError) throw badRequest(error.message);
+    throw error;
+  }
+}
+
+/** An instant as RFC 3339 UTC with six fraction digits (sortable as text for years 1000–9999). */
+export function micros(iso: string): string {
+  return iso.length === 24 ? `${iso.slice(0, 23)}000Z` : iso;
+}
+
+function readInstant(url: URL, name: "from" | "to"): string | undefined {
+  const raw = url.searchParams.get(name);
+  if (raw === null || raw === "") return undefined;
+  const parsed = /^\d{4}-\d{2}-\d{2}/.test(raw.trim()) ? eventTime(raw) : undefined;
+  if (parsed === undefined) {
+    throw badRequest(`${name} must be an RFC 3339 / ISO 8601 time such as 2026-11-22T10:00:00Z (got ${JSON.stringify(raw.slice(0, 64))})`);
+  }
+  return micros(parsed);
+}
+
+/** The whole request; `now` is injectable for tests. Source existence is checked by the caller. */
+export function readRequest(url: URL, now: () => Date = () => new Date()): ReadRequest & { malformed: string[] } {
+  const { ids, malformed } = readSourceIds(url);
+  const batch = readBatch(url);
+  const order = readOrder(url);
+  const query = readQuery(url);
+  const fromGiven = readInstant(url, "from");
+  const toGiven = readInstant(url, "to");
+  const binding = bind(ids, url.searchParams.get("query") ?? "", order, fromGiven, toGiven);
+
+  let from: string, to: string, after: Position | undefined;
+  const cursor = url.searchParams.get("cursor");
+  if (cursor !== null && cursor !== "") {
+    ({ from, to, after } = openCursor(cursor, binding));
+  } else {
+    to = toGiven ?? micros(now().toISOString());
+    from = fromGiven ?? micros(new Date(Math.max(Date.parse(`${to.slice(0, 23)}Z`) - WINDOW_DEFAULT_MS, EARLIEST_MS)).toISOString());
+    after = undefined;
+  }
+  if (from > to) throw badRequest(`from (${from}) is after to (${to})`);
+  return { sourceIds: ids, malformed, given: url.searchParams, query, batch, order, from, to, after, binding };
+}
+
+function bind(ids: number[], query: string, order: Order, from: string | undefined, to: string | undefined): string {
+  return createHash("sha256").update(JSON.stringify([ids, query, order, from ?? "", to ?? ""])).digest("base64url").slice(0, 16);
+}
+
+interface CursorBody {
+  v: 1;
+  h: string;
+  f: string;
+  t: string;
+  d: string;
+  i: string;
+}
+
+export function makeCursor(request: ReadRequest, last: Position): string {
+  const body: CursorBody = { v: 1, h: request.binding, f: request.from, t: request.to, d: last.dt, i: last.id };
+  return Buffer.from(JSON.stringify(body)).toString("base64url");
+}
+
+const DT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+function openCursor(cursor: string, binding: string): { from: string; to: string; after: Position } {
+  let body: Partial<CursorBody> | undefined;
+  try {
+    body = JSON.parse(Buffer.from(cursor, "base64url").toString());
+  } catch {
+    body = undefined;
+  }
+  const valid =
+    typeof body === "object" && body !== null && body.v === 1 &&
+    [body.f, body.t, body.d].every((t) => typeof t === "string" && DT.test(t)) &&
+    typeof body.i === "string" && /^-?[0-9]{1,19}$/.test(body.i);
+  if (!valid) throw badRequest("cursor is not one this API gave out; take it from pagination.next");
+  if (body!.h !== binding) {
+    throw badRequest("cursor belongs to other parameters (source_ids, query, order, from or to changed); start again without cursor");
+  }
+  return { from: body!.f!, to: body!.t!, after: { dt: body!.d!, id: body!.i! } };
+}
+
+/** pagination.next: this URL with the same parameters as sent and the new cursor. */
+export function nextLink(url: URL, cursor: string): string {
+  const target = new URL(url.pathname, url.origin);
+  for (const [key, value] of url.searchParams) if (key !== "cursor") target.searchParams.append(key, value);
+  target.searchParams.set("cursor", cursor);
+  return target.toString();
+}

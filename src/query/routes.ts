@@ -1,0 +1,77 @@
+// The management listener's /api/v2/query routes (CONTRACT §7): read the parameters
+// (query/request.ts), check the sources exist, read a page (query/read.ts), answer
+// `{"data":[…],"pagination":{"next":…}}` with absolute links. API token required.
+import { createHash } from "node:crypto";
+import { Elysia } from "elysia";
+import { AppError } from "../errors";
+import { bearerToken, tokenMatches } from "../http/auth";
+import type { Sql } from "../store/db";
+import { readDeadLetters, readEvents } from "./read";
+import { makeCursor, nextLink, readBatch, readOrder, readRequest, readSourceIds } from "./request";
+
+export interface QueryRoutesDeps {
+  sql: Sql;
+  apiTokenDigest: Buffer;
+  queryTimeoutMs: number;
+}
+
+const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
+
+export function requireApiToken(request: Request, digest: Buffer): void {
+  if (!tokenMatches(bearerToken(request.headers.get("authorization")), digest)) {
+    throw new AppError("unauthorized", "Invalid authentication");
+  }
+}
+
+/** 404 naming every id that is malformed or not a source. */
+export async function checkSources(sql: Sql, ids: number[], malformed: string[]): Promise<void> {
+  const found = ids.length === 0 ? [] : await sql<{ id: string }[]>`select id::text as id from sources where id = any(${ids}::bigint[])`;
+  const known = new Set(found.map((row) => Number(row.id)));
+  const unknown = [...malformed, ...ids.filter((id) => !known.has(id)).map(String)];
+  if (unknown.length > 0) {
+    throw new AppError("not_found", `Source${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} ${unknown.length > 1 ? "were" : "was"} not found`);
+  }
+}
+
+function page(rows: string[], next: string | null): Response {
+  return new Response(`{"data":[${rows.join(",")}],"pagination":{"next":${JSON.stringify(next)}}}`, { headers: JSON_HEADERS });
+}
+
+export function queryRoutes({ sql, apiTokenDigest, queryTimeoutMs }: QueryRoutesDeps) {
+  return new Elysia({ name: "logpond/query", prefix: "/api/v2/query" })
+    .onBeforeHandle({ as: "scoped" }, ({ request }) => requireApiToken(request, apiTokenDigest))
+    .get("/live-tail", async ({ request }) => {
+      const url = new URL(request.url);
+      const read = readRequest(url);
+      await checkSources(sql, read.sourceIds, read.malformed);
+      const result = await readEvents(sql, read, queryTimeoutMs);
+      return page(result.rows, result.next ? nextLink(url, makeCursor(read, result.next)) : null);
+    })
+    .get("/dead-letters", async ({ request }) => {
+      const url = new URL(request.url);
+      const { ids, malformed } = readSourceIds(url);
+      const batch = readBatch(url);
+      const order = readOrder(url);
+      const binding = createHash("sha256").update(JSON.stringify(["dead-letters", ids, order])).digest("base64url").slice(0, 16);
+      const afterId = openDeadLetterCursor(url.searchParams.get("cursor"), binding);
+      await checkSources(sql, ids, malformed);
+      const result = await readDeadLetters(sql, { sourceIds: ids, batch, order, afterId }, queryTimeoutMs);
+      const cursor = result.nextId === undefined ? null : Buffer.from(JSON.stringify({ v: 1, h: binding, i: result.nextId })).toString("base64url");
+      return page(result.rows, cursor === null ? null : nextLink(url, cursor));
+    });
+}
+
+function openDeadLetterCursor(cursor: string | null, binding: string): string | undefined {
+  if (cursor === null || cursor === "") return undefined;
+  let body: { v?: unknown; h?: unknown; i?: unknown } | undefined;
+  try {
+    body = JSON.parse(Buffer.from(cursor, "base64url").toString());
+  } catch {
+    body = undefined;
+  }
+  if (typeof body !== "object" || body === null || body.v !== 1 || typeof body.i !== "string" || !/^[0-9]{1,19}$/.test(body.i)) {
+    throw new AppError("bad_request", "cursor is not one this API gave out; take it from pagination.next");
+  }
+  if (body.h !== binding) throw new AppError("bad_request", "cursor belongs to other parameters (source_ids or order changed); start again without cursor");
+  return body.i;
+}

@@ -1,0 +1,68 @@
+// Query tree → a SQL condition over `raw`, with every value a bound parameter ($n). The meaning of
+// each operator is the one query/match.ts gives in JavaScript for the live stream; the two are
+// checked against each other on random events (test/unit/query.test.ts). Never interpolates text.
+// Every leaf is wrapped in coalesce(…, false) so NOT of a missing field is true, as in JS.
+import type { Node } from "./parse";
+
+export interface Condition {
+  text: string;
+  params: unknown[];
+}
+
+/** `first` is the number of the first placeholder to use (the caller's own come before). */
+export function compileQuery(node: Node, first: number): Condition {
+  const params: unknown[] = [];
+  const param = (value: unknown, cast: string) => {
+    params.push(value);
+    return `$${first + params.length - 1}::${cast}`;
+  };
+  const walk = (n: Node): string => {
+    switch (n.kind) {
+      case "and":
+      case "or":
+        return `(${n.nodes.map(walk).join(n.kind === "and" ? " and " : " or ")})`;
+      case "not":
+        return `(not ${walk(n.node)})`;
+      case "text":
+        // raw::text is the event as PostgreSQL prints jsonb; the term is JSON-escaped the same way,
+        // so a quote or backslash in the term matches the stored one.
+        return `(raw::text ilike ${param(`%${likeEscape(jsonEscape(n.text))}%`, "text")})`;
+      case "field": {
+        const path = param(n.path, "text[]");
+        const value = `(raw #> ${path})`;
+        const text = `(raw #>> ${path})`;
+        switch (n.op) {
+          case ":":
+          case "!:": {
+            const contains = `coalesce(${text} ilike ${param(`%${likeEscape(n.value)}%`, "text")}, false)`;
+            return n.op === ":" ? contains : `(not ${contains})`;
+          }
+          case "=":
+          case "!=": {
+            const numberCase = n.number === undefined ? "false" : `${text}::numeric = ${param(n.value, "numeric")}`;
+            const equal =
+              `coalesce(case jsonb_typeof(${value}) when 'number' then ${numberCase}` +
+              ` when 'string' then ${text} = ${param(n.value, "text")}` +
+              ` when 'boolean' then ${text} = ${param(n.value, "text")} else false end, false)`;
+            return n.op === "=" ? equal : `(not ${equal})`;
+          }
+          default:
+            // CASE, not AND: PostgreSQL may evaluate AND's operands in any order, and the cast of a
+            // string would raise an error; inside CASE it only runs for numbers.
+            return `coalesce(case when jsonb_typeof(${value}) = 'number' then ${text}::numeric ${n.op} ${param(n.value, "numeric")} end, false)`;
+        }
+      }
+    }
+  };
+  return { text: walk(node), params };
+}
+
+/** Backslash-escapes LIKE's own characters (backslash is ILIKE's default escape). */
+export function likeEscape(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/** The text as it appears inside a JSON string literal. */
+export function jsonEscape(text: string): string {
+  return JSON.stringify(text).slice(1, -1);
+}

@@ -1,0 +1,162 @@
+// One live-tail client: a bounded queue of SSE text in front of a pull-driven ReadableStream.
+// Bun pulls only while the socket takes data, so a client that stops reading stops pulling; its
+// queue then fills and further rows are counted as dropped (announced with `event: dropped` once
+// there is room), never buffered without bound and never waited for by the hub. The bound is
+// checked per batch, not per row: a batch is handed out synchronously (no pull can happen in
+// between), so a per-row check would drop rows of a big batch even for a client that keeps up.
+// A queue therefore holds at most its limit plus one batch.
+import type { Predicate } from "../query/match";
+import type { Node } from "../query/parse";
+import { compareIds, eventOf, sseOf, type TailRow } from "./rows";
+
+export interface ClientLimits {
+  maxRows: number;
+  maxBytes: number;
+}
+
+const encoder = new TextEncoder();
+const PULL_BYTES = 64 * 1024;
+const KEEP_ALIVE = encoder.encode(": keep-alive\n\n");
+
+export class TailClient {
+  /** The position of the last row queued: (seq, id). */
+  seq: number;
+  id: string;
+  /** False while it catches up from storage: the hub leaves it alone until then. */
+  live = false;
+  closed = false;
+  dropped = 0;
+  droppedTotal = 0;
+  /** Whether the batch being handed out is taken: decided when it starts (see above). */
+  private admitting = true;
+  /** Encoded SSE text; `rowFlags[i]` is 1 when queue[i] is a row (comments and notices are 0). */
+  private queue: Uint8Array[] = [];
+  private rowFlags: number[] = [];
+  private queuedRows = 0;
+  private queuedBytes = 0;
+  private wake: (() => void) | undefined;
+  private roomWaiters: (() => void)[] = [];
+  readonly stream: ReadableStream<Uint8Array>;
+  onClose: () => void = () => {};
+
+  constructor(
+    readonly sourceIds: ReadonlySet<number>,
+    readonly query: Node | undefined,
+    readonly matcher: Predicate | undefined,
+    start: { seq: number; id: string },
+    private readonly limits: ClientLimits,
+  ) {
+    this.seq = start.seq;
+    this.id = start.id;
+    this.stream = new ReadableStream<Uint8Array>(
+      {
+        pull: (controller) => this.pull(controller),
+        cancel: () => this.close(),
+      },
+      { highWaterMark: 0 },
+    );
+    this.enqueue(encoder.encode(": connected\n\n"), 0);
+  }
+
+  /** A live row: queued, or counted as dropped when the queue is full. */
+  offer(row: TailRow): void {
+    if (this.closed || !this.sourceIds.has(row.sourceId)) return;
+    // Already sent (a resume point ahead of this process's live position).
+    if (row.seq < this.seq || (row.seq === this.seq && compareIds(row.id, this.id) <= 0)) return;
+    if (this.matcher && !this.matcher(eventOf(row))) return;
+    if (!this.admitting) {
+      this.dropped++;
+      this.droppedTotal++;
+      // The position still moves: a reconnect from the last row received gets the dropped ones back.
+      return;
+    }
+    this.announceDropped();
+    this.enqueue(sseOf(row), 1);
+    this.seq = row.seq;
+    this.id = row.id;
+  }
+
+  /** Called before each batch's rows are offered. */
+  batchStart(): void {
+    this.admitting = !this.full();
+  }
+
+  /** A row read back from storage during catch-up (already filtered by SQL); callers wait for room first. */
+  replay(row: TailRow): void {
+    if (this.closed) return;
+    this.enqueue(sseOf(row), 1);
+    this.seq = row.seq;
+    this.id = row.id;
+  }
+
+  /** Resolves when the queue is at most half full (or the client is gone). */
+  room(): Promise<void> {
+    if (this.closed || (this.queuedRows <= this.limits.maxRows / 2 && this.queuedBytes <= this.limits.maxBytes / 2)) return Promise.resolve();
+    return new Promise((resolve) => this.roomWaiters.push(resolve));
+  }
+
+  /** Keeps proxies and Bun's idle timer from closing a quiet stream; tells about drops once there is room. */
+  heartbeat(): void {
+    if (this.closed) return;
+    if (this.dropped > 0 && !this.full()) this.announceDropped();
+    else if (this.queue.length === 0) this.enqueue(KEEP_ALIVE, 0);
+  }
+
+  /** A comment or a control event written as is. */
+  note(text: string): void {
+    if (!this.closed) this.enqueue(encoder.encode(text), 0);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.queue = [];
+    this.rowFlags = [];
+    this.wake?.();
+    for (const resolve of this.roomWaiters.splice(0)) resolve();
+    this.onClose();
+  }
+
+  private full(): boolean {
+    return this.queuedRows >= this.limits.maxRows || this.queuedBytes >= this.limits.maxBytes;
+  }
+
+  private announceDropped(): void {
+    if (this.dropped === 0) return;
+    this.enqueue(encoder.encode(`event: dropped\ndata: {"count":${this.dropped}}\n\n`), 0);
+    this.dropped = 0;
+  }
+
+  private enqueue(bytes: Uint8Array, rows: 0 | 1): void {
+    this.queue.push(bytes);
+    this.rowFlags.push(rows);
+    this.queuedRows += rows;
+    this.queuedBytes += bytes.byteLength;
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+
+  private async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    while (this.queue.length === 0 && !this.closed) await new Promise<void>((resolve) => (this.wake = resolve));
+    if (this.closed) {
+      try {
+        controller.close();
+      } catch {}
+      return;
+    }
+    // At most PULL_BYTES per pull: Bun keeps pulling while a few chunks are pending on a slow
+    // socket whatever their size (measured: a stalled client held 18 MB of whole-batch chunks),
+    // so small chunks are what keeps the memory behind a stalled socket small.
+    let take = 0;
+    let bytes = 0;
+    while (take < this.queue.length && (take === 0 || bytes + this.queue[take]!.byteLength <= PULL_BYTES)) bytes += this.queue[take++]!.byteLength;
+    const parts = this.queue.splice(0, take);
+    const flags = this.rowFlags.splice(0, take);
+    this.queuedBytes -= bytes;
+    for (const flag of flags) this.queuedRows -= flag;
+    // A copy: row bytes are shared by every stream, and what is handed to Bun is Bun's.
+    controller.enqueue(Buffer.concat(parts, bytes));
+    for (const resolve of this.roomWaiters.splice(0)) resolve();
+  }
+}

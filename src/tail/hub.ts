@@ -1,0 +1,162 @@
+// Fans committed batches out to live-tail clients, in commit order. The order is NOTIFY's
+// (`logpond_batches`, payload = the batch's seq; every instance commits with one, delivered in
+// commit order): a batch this process wrote is taken from memory (Flusher.subscribe), any other is
+// read back by its id range, one query per batch for all clients. `lastSeq` moves only when a
+// batch has been handed to every live client, synchronously, which is what makes the switch from
+// a client's catch-up (storage, seq ≤ lastSeq) to live (seq > lastSeq) gap- and duplicate-free.
+// Never blocks the flusher: a subscriber callback only stores a reference.
+import type { Sql } from "../store/db";
+import type { TailClient } from "./client";
+import { rowsOfBatch, type CommittedRows, type TailRow } from "./rows";
+import { readBatchRows } from "./storage";
+
+export const CHANNEL = "logpond_batches";
+/** Batches of this process waiting for their notification; more means NOTIFY is not arriving. */
+const MAX_LOCAL_WAITING = 256;
+/**
+ * A notification can overtake the flusher's own report of the same commit (two connections).
+ * While a flush of ours is in progress, an unknown seq may be ours: wait this long for it before
+ * reading it back from storage (which, without an index on id, scans log_events).
+ */
+const LOCAL_GRACE_MS = 200;
+
+export class TailHub {
+  lastSeq = 0;
+  /** Batches read back from storage (other instances', or ours when NOTIFY won the race). */
+  readBack = 0;
+  private localArrived: (() => void) | undefined;
+  private readonly clients = new Set<TailClient>();
+  private readonly local = new Map<number, CommittedRows>();
+  private readonly pending: number[] = [];
+  private draining: Promise<void> | undefined;
+  private heartbeat: ReturnType<typeof setInterval> | undefined;
+  private unlisten: (() => Promise<void>) | undefined;
+  private listening = false;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly options: { heartbeatMs: number; log: (line: string) => void; flushing: () => boolean },
+  ) {}
+
+  async start(): Promise<void> {
+    const { unlisten } = await this.sql.listen(
+      CHANNEL,
+      (payload) => this.notified(Number(payload)),
+      () => {
+        // (Re)connected: notifications sent while the connection was down are lost, so every
+        // batch committed since the last one handed out is read from the batch log instead.
+        if (this.listening) this.catchUpLog();
+        this.listening = true;
+      },
+    );
+    this.unlisten = unlisten;
+    // Read after LISTEN: every later commit is notified, every earlier one is ≤ this.
+    const [row] = await this.sql<{ seq: string | null }[]>`select max(seq)::text as seq from flush_batches`;
+    this.lastSeq = Math.max(this.lastSeq, Number(row?.seq ?? 0));
+    this.heartbeat = setInterval(() => {
+      for (const client of this.clients) client.heartbeat();
+    }, this.options.heartbeatMs);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.heartbeat);
+    for (const client of [...this.clients]) client.close();
+    await this.unlisten?.().catch(() => {});
+    await this.draining;
+  }
+
+  get size(): number {
+    return this.clients.size;
+  }
+
+  /** Called right after a catch-up read up to `upTo`: live only if nothing was handed out since. */
+  goLive(client: TailClient, upTo: number): boolean {
+    if (client.closed || this.lastSeq !== upTo) return false;
+    client.live = true;
+    return true;
+  }
+
+  add(client: TailClient): void {
+    this.clients.add(client);
+    client.onClose = () => this.clients.delete(client);
+  }
+
+  /** Flusher.subscribe: this process's batch, committed; kept until its notification arrives. */
+  committed(batch: CommittedRows): void {
+    if (this.clients.size === 0 || batch.seq <= this.lastSeq) return;
+    this.local.set(batch.seq, batch);
+    if (this.local.size > MAX_LOCAL_WAITING) this.local.delete(this.local.keys().next().value!);
+    this.localArrived?.();
+  }
+
+  private notified(seq: number): void {
+    if (!Number.isSafeInteger(seq)) return;
+    this.pending.push(seq);
+    this.draining ??= this.drain().finally(() => (this.draining = undefined));
+  }
+
+  private catchUpLog(): void {
+    this.pending.push(-1);
+    this.draining ??= this.drain().finally(() => (this.draining = undefined));
+  }
+
+  private async drain(): Promise<void> {
+    while (this.pending.length > 0) {
+      const seq = this.pending.shift()!;
+      try {
+        if (seq === -1) {
+          const missed = await this.sql<{ seq: string }[]>`select seq::text as seq from flush_batches where seq > ${this.lastSeq} order by flush_batches.seq`;
+          for (const row of missed) await this.deliver(Number(row.seq));
+        } else {
+          await this.deliver(seq);
+        }
+      } catch (error) {
+        this.options.log(`tail: could not read batch ${seq} back (${(error as Error).message}); streams may have missed it, a reconnect recovers it`);
+      }
+    }
+  }
+
+  private async waitLocal(seq: number): Promise<void> {
+    const until = performance.now() + LOCAL_GRACE_MS;
+    while (!this.local.has(seq) && this.options.flushing()) {
+      const left = until - performance.now();
+      if (left <= 0) return;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.localArrived = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.localArrived = undefined;
+    }
+  }
+
+  private async deliver(seq: number): Promise<void> {
+    if (seq <= this.lastSeq) return;
+    // Sources of every client, catching up ones included: one may turn live while rows are read
+    // back, and from then on it counts on this batch coming live.
+    const watched = new Set<number>();
+    for (const client of this.clients) for (const id of client.sourceIds) watched.add(id);
+    let rows: TailRow[] = [];
+    if (watched.size > 0) {
+      // Once a later batch of ours has been reported, this one is almost surely another instance's.
+      const laterOfOurs = [...this.local.keys()].some((key) => key > seq);
+      if (!this.local.has(seq) && !laterOfOurs && this.options.flushing()) await this.waitLocal(seq);
+      const batch = this.local.get(seq);
+      if (batch) rows = rowsOfBatch(batch, watched);
+      else {
+        this.readBack++;
+        rows = await readBatchRows(this.sql, seq, [...watched]);
+      }
+    }
+    // From here to lastSeq = seq nothing awaits: clients that turn live later start after seq.
+    for (const client of this.clients) {
+      if (!client.live) continue;
+      client.batchStart();
+      for (const row of rows) client.offer(row);
+    }
+    this.lastSeq = seq;
+    for (const key of this.local.keys()) if (key <= seq) this.local.delete(key);
+  }
+}

@@ -1,0 +1,78 @@
+// GET /api/v2/query/live-tail/stream (CONTRACT §8): Server-Sent Events of the rows of the chosen
+// sources, filtered by the query. Without a resume point a client starts live; with
+// Last-Event-ID (or cursor=) it first replays storage after that point, page by page at the
+// client's pace, then turns live with no gap and no duplicate (tail/hub.ts says why).
+import { Elysia } from "elysia";
+import { AppError } from "../errors";
+import { compileMatcher } from "../query/match";
+import { checkSources, requireApiToken } from "../query/routes";
+import { readQuery, readSourceIds } from "../query/request";
+import type { Sql } from "../store/db";
+import { TailClient, type ClientLimits } from "./client";
+import type { TailHub } from "./hub";
+import { oldestSeq, readCatchUp } from "./storage";
+
+export interface TailRoutesDeps {
+  sql: Sql;
+  hub: TailHub;
+  apiTokenDigest: Buffer;
+  limits: ClientLimits;
+  log: (line: string) => void;
+}
+
+const CATCH_UP_PAGE = 1_000;
+const POSITION = /^([0-9]{1,18})-([0-9]{0,19})$/;
+
+export function tailRoutes({ sql, hub, apiTokenDigest, limits, log }: TailRoutesDeps) {
+  return new Elysia({ name: "logpond/tail", prefix: "/api/v2/query" }).get("/live-tail/stream", async ({ request, server }) => {
+    requireApiToken(request, apiTokenDigest);
+    const url = new URL(request.url);
+    const { ids, malformed } = readSourceIds(url);
+    const query = readQuery(url);
+    const resumeText = request.headers.get("last-event-id") ?? url.searchParams.get("cursor");
+    let resume: { seq: number; id: string } | undefined;
+    if (resumeText !== null && resumeText !== "") {
+      const match = POSITION.exec(resumeText.trim());
+      if (!match) throw new AppError("bad_request", "Last-Event-ID / cursor must be the id of an event this stream sent (seq-id)");
+      resume = { seq: Number(match[1]), id: match[2]! };
+    }
+    await checkSources(sql, ids, malformed);
+
+    const client = new TailClient(new Set(ids), query, query ? compileMatcher(query) : undefined, resume ?? { seq: hub.lastSeq, id: "" }, limits);
+    hub.add(client);
+    if (resume) void catchUp(client, resume).catch((error) => {
+      log(`tail: catch-up failed (${(error as Error).message}); closing the stream, the client reconnects`);
+      client.note(`event: error\ndata: ${JSON.stringify({ errors: "could not read the rows after Last-Event-ID; reconnect to try again" })}\n\n`);
+      client.close();
+    });
+    else hub.goLive(client, hub.lastSeq);
+    // A quiet stream is kept open by our heartbeat, not cut by Bun's idle timer.
+    server?.timeout?.(request, 0);
+    request.signal.addEventListener("abort", () => client.close(), { once: true });
+    return new Response(client.stream, {
+      headers: {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache, no-transform",
+        "x-accel-buffering": "no",
+      },
+    });
+  });
+
+  async function catchUp(client: TailClient, from: { seq: number; id: string }): Promise<void> {
+    const oldest = await oldestSeq(sql);
+    if (oldest !== undefined && from.seq < oldest) {
+      client.note(`event: dropped\ndata: {"count":null,"reason":"the resume point is older than the kept batch log; rows before seq ${oldest} are not replayed"}\n\n`);
+    }
+    for (;;) {
+      const upTo = hub.lastSeq;
+      const rows = await readCatchUp(sql, { seq: client.seq, id: client.id }, upTo, [...client.sourceIds], client.query, CATCH_UP_PAGE);
+      for (const row of rows) {
+        await client.room();
+        if (client.closed) return;
+        client.replay(row);
+      }
+      if (rows.length < CATCH_UP_PAGE && hub.goLive(client, upTo)) return;
+      if (client.closed) return;
+    }
+  }
+}

@@ -1,0 +1,54 @@
+// Reads live-tail rows back from PostgreSQL: one batch by its seq (a batch another instance wrote)
+// and a client's catch-up after a resume point, both through flush_batches' id range of each
+// batch. Read-only; the management pool only. The query's condition is the compiled SQL one.
+import type { Node } from "../query/parse";
+import { DT_TEXT } from "../query/read";
+import { compileQuery } from "../query/sql";
+import type { Sql } from "../store/db";
+import type { TailRow } from "./rows";
+
+interface StoredRow {
+  seq: string;
+  id: string;
+  source_id: string;
+  dt: string;
+  raw: string;
+}
+
+const SELECT = `select b.seq::text as seq, e.id::text as id, e.source_id::text as source_id, to_char(e.dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt, e.raw::text as raw
+  from flush_batches b join log_events e on e.id between b.first_id and b.last_id`;
+
+const toRow = (row: StoredRow): TailRow => ({ seq: Number(row.seq), id: row.id, sourceId: Number(row.source_id), dt: row.dt, raw: row.raw });
+
+/** The rows of batch `seq` for these sources, in id order. */
+export async function readBatchRows(sql: Sql, seq: number, sourceIds: number[]): Promise<TailRow[]> {
+  const rows = await sql.unsafe<StoredRow[]>(`${SELECT} where b.seq = $1::bigint and e.source_id = any($2::bigint[]) order by e.id`, [seq, sourceIds] as never[]);
+  return rows.map(toRow);
+}
+
+/** Up to `limit` rows after (seq, id), of batches up to `upTo`, in (seq, id) order. */
+export async function readCatchUp(
+  sql: Sql,
+  from: { seq: number; id: string },
+  upTo: number,
+  sourceIds: number[],
+  query: Node | undefined,
+  limit: number,
+): Promise<TailRow[]> {
+  const params: unknown[] = [from.seq, from.id === "" ? "0" : from.id, upTo, sourceIds, limit];
+  let condition = "";
+  if (query) {
+    const compiled = compileQuery(query, params.length + 1);
+    params.push(...compiled.params);
+    condition = `and ${compiled.text}`;
+  }
+  const text = `${SELECT} where b.seq <= $3::bigint and (b.seq > $1::bigint or (b.seq = $1::bigint and e.id > $2::bigint))
+    and e.source_id = any($4::bigint[]) ${condition} order by b.seq, e.id limit $5`;
+  return (await sql.unsafe<StoredRow[]>(text, params as never[])).map(toRow);
+}
+
+/** The oldest seq still in the batch log (it is kept about a day), or undefined when empty. */
+export async function oldestSeq(sql: Sql): Promise<number | undefined> {
+  const [row] = await sql<{ seq: string | null }[]>`select min(seq)::text as seq from flush_batches`;
+  return row?.seq == null ? undefined : Number(row.seq);
+}

@@ -1,0 +1,29 @@
+// GET / on the management listener: the live-tail page (CONTRACT §8). Plain files read once at
+// start and served as they are: no build step, no external assets. The page holds no secret; it
+// asks for the API token and sends it in the Authorization header of its own fetches.
+import { Elysia } from "elysia";
+import * as path from "node:path";
+
+const FILES: Record<string, { file: string; type: string }> = {
+  "/": { file: "index.html", type: "text/html; charset=utf-8" },
+  "/web/app.js": { file: "app.js", type: "text/javascript; charset=utf-8" },
+  "/web/style.css": { file: "style.css", type: "text/css; charset=utf-8" },
+};
+
+export async function webRoutes() {
+  const app = new Elysia({ name: "logpond/web" });
+  for (const [route, { file, type }] of Object.entries(FILES)) {
+    const body = await Bun.file(path.join(import.meta.dir, file)).text();
+    app.get(route, () =>
+      new Response(body, {
+        headers: {
+          "content-type": type,
+          "cache-control": "no-cache",
+          "content-security-policy": "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:",
+          "x-content-type-options": "nosniff",
+        },
+      }),
+    );
+  }
+  return app;
+}

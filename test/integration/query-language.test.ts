@@ -1,0 +1,154 @@
+// The query language: the parser's errors and positions, and every operator compiled to SQL and
+// run in the real PostgreSQL against the JavaScript matcher the live stream uses, on random events
+// and random queries (fast-check, seeded: QUERY_SEED replays, QUERY_RUNS sizes the run).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import fc from "fast-check";
+import postgres from "postgres";
+import { compileMatcher, jsonbText } from "../../src/query/match";
+import { parseQuery, QueryError, type Node } from "../../src/query/parse";
+import { compileQuery } from "../../src/query/sql";
+
+const RUNS = Number(process.env.QUERY_RUNS ?? 300);
+const SEED = Number(process.env.QUERY_SEED ?? Math.floor(Math.random() * 2 ** 31));
+
+const sql = postgres(process.env.LOGPOND_TEST_DATABASE_URL!, { max: 1, onnotice: () => {} });
+beforeAll(async () => {
+  await sql`create table if not exists query_language_events (n int primary key, raw jsonb not null)`;
+});
+afterAll(async () => {
+  await sql`drop table if exists query_language_events`;
+  await sql.end({ timeout: 5 });
+});
+
+describe("parser", () => {
+  const shape = (query: string) => JSON.parse(JSON.stringify(parseQuery(query) ?? null));
+  test.each([
+    ["", null],
+    ["   ", null],
+    ["error", { kind: "text", text: "error" }],
+    ['"disk full"', { kind: "text", text: "disk full" }],
+    ["a b", { kind: "and", nodes: [{ kind: "text", text: "a" }, { kind: "text", text: "b" }] }],
+    ["a and b", { kind: "and", nodes: [{ kind: "text", text: "a" }, { kind: "text", text: "b" }] }],
+    ["a OR b c", { kind: "or", nodes: [{ kind: "text", text: "a" }, { kind: "and", nodes: [{ kind: "text", text: "b" }, { kind: "text", text: "c" }] }] }],
+    ["not a", { kind: "not", node: { kind: "text", text: "a" } }],
+    ["(a or b) c", { kind: "and", nodes: [{ kind: "or", nodes: [{ kind: "text", text: "a" }, { kind: "text", text: "b" }] }, { kind: "text", text: "c" }] }],
+    ["http.status>=500", { kind: "field", path: ["http", "status"], op: ">=", value: "500", number: 500 }],
+    ['msg:"a b"', { kind: "field", path: ["msg"], op: ":", value: "a b" }],
+    ["level!:debug", { kind: "field", path: ["level"], op: "!:", value: "debug" }],
+    ["level=error", { kind: "field", path: ["level"], op: "=", value: "error" }],
+    ["code!=-1.5", { kind: "field", path: ["code"], op: "!=", value: "-1.5", number: -1.5 }],
+    ["x<3 y<=4 z>5", { kind: "and", nodes: [
+      { kind: "field", path: ["x"], op: "<", value: "3", number: 3 },
+      { kind: "field", path: ["y"], op: "<=", value: "4", number: 4 },
+      { kind: "field", path: ["z"], op: ">", value: "5", number: 5 },
+    ] }],
+    ['"say \\"hi\\""', { kind: "text", text: 'say "hi"' }],
+  ])("%p parses", (query, expected) => {
+    expect(shape(query)).toEqual(expected);
+  });
+
+  test.each([
+    ["(a", 3, "opened at position 1 is not closed"],
+    ["a)", 2, "unexpected ')'"],
+    ['"open', 1, "not closed"],
+    ["status>=abc", 9, "needs a number"],
+    ["status>", 8, "value is missing"],
+    ["a AND", 6, "term is missing"],
+    ["OR a", 1, "needs a term"],
+    ["NOT", 4, "term is missing"],
+    ["a..b:c", 1, "empty part"],
+    ['msg:a"b', 6, "quote inside a value"],
+    ["()", 2, "unexpected ')'"],
+  ])("%p → error at position %p", (query, position, message) => {
+    let error: unknown;
+    try {
+      parseQuery(query);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(QueryError);
+    expect((error as QueryError).position).toBe(position);
+    expect((error as QueryError).message).toContain(message);
+    expect((error as QueryError).message).toContain(`position ${position}`);
+  });
+
+  test("deep nesting is refused, not a stack overflow", () => {
+    expect(() => parseQuery("(".repeat(5000) + "a" + ")".repeat(5000))).toThrow(QueryError);
+    expect(() => parseQuery("NOT ".repeat(5000) + "a")).toThrow(QueryError);
+  });
+});
+
+// Random events over a few keys, so queries hit often; values include LIKE's and JSON's own
+// characters, upper and lower case, non-ASCII letters, numbers in exponent notation, nesting.
+const KEYS = ["level", "msg", "n", "http", "tags", "ok", "Level", "id"];
+const text = fc.oneof(
+  fc.constantFrom("error", "ERROR", "Warn", "disk full", "a%b", "a_b", 'say "hi"', "back\\slash", "tab\there", "Éclair", "éclair", "😀", "500", "1.5", "true", ""),
+  fc.string({ maxLength: 6, unit: fc.constantFrom("a", "B", "%", "_", "\\", '"', " ", "é", "1", ":") }),
+);
+const number = fc.oneof(
+  fc.constantFrom(0, -0, 1, -1, 1.5, 500, 404, 0.1, 1e21, 1.5e-7, 123456789.125, -2.5e25),
+  fc.integer({ min: -1000, max: 1000 }),
+  fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e6, max: 1e6 }),
+);
+const scalar = fc.oneof(text, number, fc.boolean(), fc.constant(null));
+const value: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
+  any: fc.oneof({ depthSize: "small", withCrossShrink: true }, scalar, scalar, tie("object"), tie("array")),
+  object: fc.dictionary(fc.constantFrom(...KEYS, "status", "a"), tie("any"), { maxKeys: 3 }),
+  array: fc.array(tie("any"), { maxLength: 3 }),
+})).any;
+const event = fc.dictionary(fc.constantFrom(...KEYS), value, { maxKeys: 6 });
+
+const path = fc.array(fc.constantFrom(...KEYS, "status", "a", "0", "1", "-1"), { minLength: 1, maxLength: 3 });
+const literal = fc.oneof(text, fc.constantFrom("500", "404", "0", "-1", "1.5", "0.1", "true", "false", "null"), number.map((n) => String(n)));
+const leaf: fc.Arbitrary<Node> = fc.oneof(
+  text.map((t): Node => ({ kind: "text", text: t })),
+  fc.tuple(path, fc.constantFrom(":", "!:", "=", "!=") as fc.Arbitrary<":" | "!:" | "=" | "!=">, literal).map(
+    ([p, op, v]): Node => ({ kind: "field", path: p, op, value: v, number: undefined }),
+  ),
+  fc.tuple(path, fc.constantFrom(">", ">=", "<", "<=") as fc.Arbitrary<">" | ">=" | "<" | "<=">, fc.oneof(fc.constantFrom("500", "0", "-1", "1.5", "0.1"), fc.integer({ min: -1000, max: 1000 }).map(String))).map(
+    ([p, op, v]): Node => ({ kind: "field", path: p, op, value: v, number: undefined }),
+  ),
+);
+const tree: fc.Arbitrary<Node> = fc.letrec((tie) => ({
+  node: fc.oneof({ depthSize: "small" }, leaf, leaf, tie("not"), tie("and"), tie("or")),
+  not: tie("node").map((node): Node => ({ kind: "not", node: node as Node })),
+  and: fc.array(tie("node"), { minLength: 2, maxLength: 3 }).map((nodes): Node => ({ kind: "and", nodes: nodes as Node[] })),
+  or: fc.array(tie("node"), { minLength: 2, maxLength: 3 }).map((nodes): Node => ({ kind: "or", nodes: nodes as Node[] })),
+})).node as fc.Arbitrary<Node>;
+
+/** The tree written as a user would type it (values quoted whenever they need it). */
+function render(node: Node): string {
+  const quote = (s: string) => (/^[A-Za-z0-9]+$/.test(s) && !/^(and|or|not)$/i.test(s) ? s : `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`);
+  const value = (s: string) => (/^[^\s()"]+$/.test(s) ? s : `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`);
+  switch (node.kind) {
+    case "text":
+      return quote(node.text);
+    case "field":
+      return `${node.path.join(".")}${node.op}${value(node.value)}`;
+    case "not":
+      return `NOT (${render(node.node)})`;
+    default:
+      return `(${node.nodes.map(render).join(node.kind === "and" ? " AND " : " OR ")})`;
+  }
+}
+
+test(`SQL and the live matcher agree on random events and queries (seed ${SEED}, ${RUNS} runs; replay with QUERY_SEED)`, async () => {
+  await fc.assert(
+    fc.asyncProperty(fc.array(event, { minLength: 1, maxLength: 25 }), fc.array(tree, { minLength: 1, maxLength: 5 }), async (events, trees) => {
+      await sql`truncate query_language_events`;
+      await sql`insert into query_language_events ${sql(events.map((raw, n) => ({ n, raw: sql.json(raw as postgres.JSONValue) })))}`;
+      const stored = await sql<{ n: number; text: string }[]>`select n, raw::text as text from query_language_events order by n`;
+      for (const row of stored) expect(jsonbText(JSON.parse(JSON.stringify(events[row.n])))).toBe(row.text);
+      for (const generated of trees) {
+        const query = render(generated);
+        const node = parseQuery(query)!;
+        const condition = compileQuery(node, 1);
+        const rows = await sql.unsafe<{ n: number }[]>(`select n from query_language_events where ${condition.text} order by n`, condition.params as never[]);
+        const match = compileMatcher(node);
+        const expected = events.flatMap((e, n) => (match(JSON.parse(JSON.stringify(e))) ? [n] : []));
+        expect({ query, matched: rows.map((r) => r.n) }).toEqual({ query, matched: expected });
+      }
+    }),
+    { seed: SEED, numRuns: RUNS },
+  );
+}, 120_000);
