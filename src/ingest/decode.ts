@@ -1,6 +1,7 @@
 // Hop 2: bytes → a list of decoded events, per Content-Type. JSON and NDJSON keep integers beyond
 // 2^53 exact (JSON.rawJSON) and numbers a double cannot hold at all (1e400, 1e-400) as strings of
-// their text; that slower parse runs only when the text has a 16-digit run or a 3-digit exponent.
+// their text; that slower parse runs only when a number token (not a string) has a 16-digit run or
+// a 3-digit exponent (numbers.ts).
 // MessagePack goes through long-lived msgpackr decoders with structured-clone references off and
 // 64-bit integers as BigInt only when they do not fit a double. A body with record definitions
 // goes to msgpackr's no-eval build: each request carries its own definitions, so the compiled
@@ -9,6 +10,7 @@
 // build, 2.8× faster on them (bench/micro.ts).
 import { Unpackr, type Options } from "msgpackr";
 import { Unpackr as NoEvalUnpackr } from "msgpackr/unpack-no-eval";
+import { needsExactNumbers } from "./numbers";
 import { reject, type Rejection } from "./rejections";
 
 export type Format = "json" | "ndjson" | "msgpack";
@@ -33,9 +35,6 @@ const PROTO_KEY = Buffer.from("__proto__");
 /** msgpackr's record definition: ext type 0x72 ("r") in a fixext 1 or 2. */
 const RECORD_DEFINITION = Buffer.from([0xd4, 0x72]);
 const RECORD_DEFINITION_WIDE = Buffer.from([0xd5, 0x72]);
-/** Text in which some number may not survive as a double (two regexes: twice as fast as one with "|"). */
-const LONG_DIGIT_RUN = /\d{16}/;
-const LONG_EXPONENT = /[eE][+-]?\d{3}/;
 /** PostgreSQL's numeric holds at most 131072 digits before the decimal point. */
 const MAX_NUMERIC_DIGITS = 131_072;
 const decoder = new TextDecoder();
@@ -91,7 +90,7 @@ function decodeNdjson(body: Buffer): unknown[] | Rejection {
 }
 
 function parseJson(text: string): unknown {
-  return LONG_DIGIT_RUN.test(text) || LONG_EXPONENT.test(text) ? JSON.parse(text, keepExactNumbers) : JSON.parse(text);
+  return needsExactNumbers(text) ? JSON.parse(text, keepExactNumbers) : JSON.parse(text);
 }
 
 /**
