@@ -97,7 +97,7 @@ function parseJson(text: string): unknown {
  * Integers JSON.parse would round come back exact (as raw JSON); numbers that overflow a double
  * (to ±Infinity) or underflow it (to 0 from a non-zero text) come back as the string of their text.
  */
-function keepExactNumbers(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
+export function keepExactNumbers(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
   const source = context?.source;
   if (typeof value !== "number" || source === undefined) return value;
   if (/^-?\d+$/.test(source)) {
