@@ -12,6 +12,7 @@ import type { SourceCache } from "../sources/cache";
 import { decompress, parseEncoding, readBody, type BodyLimits } from "./body";
 import { decodeBody, parseContentType } from "./decode";
 import { encodeEvents, type EncodeLimits } from "./encode";
+import { handled as gcPace } from "./gcpace";
 import type { RateLimiter } from "./ratelimit";
 import { isRejection, reject, REASONS, type Rejection } from "./rejections";
 
@@ -55,6 +56,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   if (isRejection(raw)) return refuse(raw, metrics);
   const body = await decompress(raw, encoding, limits.maxDecompressedBytes);
   if (isRejection(body)) return refuse(body, metrics);
+  gcPace(body.length);
   const events = decodeBody(body, format);
   if (isRejection(events)) return refuse(events, metrics);
   const encoded = encodeEvents(events, format, source.id, receptionTime(), limits);
