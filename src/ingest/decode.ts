@@ -1,7 +1,7 @@
 // Hop 2: bytes → a list of decoded events, per Content-Type. JSON and NDJSON keep integers beyond
 // 2^53 exact (JSON.rawJSON) and numbers a double cannot hold at all (1e400, 1e-400) as strings of
-// their text; that slower parse runs only when a number token (not a string) has a 16-digit run or
-// a 3-digit exponent (numbers.ts).
+// their text; that slower parse runs only when the parsed value holds a doubtful number and a
+// number token (not a string) has a 16-digit run or a 3-digit exponent (parseJson, numbers.ts).
 // MessagePack goes through long-lived msgpackr decoders with structured-clone references off and
 // 64-bit integers as BigInt only when they do not fit a double. A body with record definitions
 // goes to msgpackr's no-eval build: each request carries its own definitions, so the compiled
@@ -10,7 +10,7 @@
 // build, 2.8× faster on them (bench/micro.ts).
 import { Unpackr, type Options } from "msgpackr";
 import { Unpackr as NoEvalUnpackr } from "msgpackr/unpack-no-eval";
-import { needsExactNumbers } from "./numbers";
+import { hasCandidate, holdsDoubtfulNumber, needsExactNumbers } from "./numbers";
 import { reject, type Rejection } from "./rejections";
 
 export type Format = "json" | "ndjson" | "msgpack";
@@ -89,8 +89,18 @@ function decodeNdjson(body: Buffer): unknown[] | Rejection {
   return events;
 }
 
+/**
+ * Plain JSON.parse unless a number may not have survived it. In order, cheapest first: no 16-digit
+ * run and no 3-digit exponent anywhere (most synthetic texts); no integer beyond 2^53, no ±Infinity
+ * and no 0 in the parsed value (the reviver changes nothing else); no such run in a number token
+ * once strings are cut out (numbers.ts). Realistic logs (hex ids, "node1234", 20-digit order ids)
+ * pass the first test but almost never the second: their decode no longer pays the reviver.
+ */
 function parseJson(text: string): unknown {
-  return needsExactNumbers(text) ? JSON.parse(text, keepExactNumbers) : JSON.parse(text);
+  if (!hasCandidate(text)) return JSON.parse(text);
+  const value = JSON.parse(text);
+  if (!holdsDoubtfulNumber(value) || !needsExactNumbers(text)) return value;
+  return JSON.parse(text, keepExactNumbers);
 }
 
 /**
