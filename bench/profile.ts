@@ -23,7 +23,7 @@ const profiles = path.join(work, "profiles");
 const pg = await startEmbeddedPostgres(path.join(work, "pg"), 0);
 try {
   await runMigrations(pg.url);
-  const proc = Bun.spawn([process.execPath, "--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profiles}`, path.join(import.meta.dir, "..", "src", "main.ts")], {
+  const proc = Bun.spawn([process.execPath, "--cpu-prof", "--cpu-prof-md", "--cpu-prof-interval=250", `--cpu-prof-dir=${profiles}`, path.join(import.meta.dir, "..", "src", "main.ts")], {
     env: { ...process.env, DATABASE_URL: pg.url, DATA_DIR: path.join(work, "service"), API_PORT: "0", INGEST_PORT: "0", API_TOKEN: SERVICE_API_TOKEN },
     stdout: "pipe",
     stderr: "inherit",
