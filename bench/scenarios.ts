@@ -79,10 +79,12 @@ export async function runScenario(ctx: BenchContext, s: Scenario, corpus: Corpus
       const g = await generate(ctx, `${service.ingestUrl}/`, sources.map((x) => x.token), s.payload, corpus, rate);
       client = { requests: g.requests, ok: g.statuses["202"] ?? 0, seconds: g.seconds, p50: g.p50, p99: g.p99, generatorCpu: g.cpuSeconds / g.seconds };
     }
-    // Sustained: the clock stops when the last acknowledged event is committed.
+    // Sustained: the clock stops when the last acknowledged event is committed. Requests wrk left
+    // in flight may still be answered after it exits: wait until the service's count is still.
     const drainStarted = performance.now();
+    await settled(service);
     await drained(service);
-    const seconds = client.seconds + (performance.now() - drainStarted) / 1000;
+    const seconds = client.seconds + Math.max(0, (performance.now() - drainStarted) / 1000 - SETTLE_SECONDS);
     const rss = peakRss(service.proc.pid);
     const serviceCpu = cpuSeconds(service.proc.pid) - cpu;
     const stored = (await countStored(ctx.sql, sources)) - before;
@@ -144,6 +146,21 @@ async function metric(service: Service, name: string): Promise<number> {
 }
 
 const receivedEvents = (service: Service) => metric(service, "logpond_ingest_events_received_total");
+
+/** The quiet interval `settled` waits for; not counted in the sustained clock. */
+const SETTLE_SECONDS = 0.1;
+
+/** Waits until the service's accepted-events count holds still for SETTLE_SECONDS (bounded: 10 s). */
+async function settled(service: Service): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  let last = await receivedEvents(service);
+  while (Date.now() < deadline) {
+    await Bun.sleep(SETTLE_SECONDS * 1000);
+    const now = await receivedEvents(service);
+    if (now === last) return;
+    last = now;
+  }
+}
 
 /** Waits until the service's buffer is empty (all acknowledged events committed). */
 async function drained(service: Service): Promise<void> {
