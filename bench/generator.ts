@@ -1,21 +1,22 @@
-// The load generator, run as its own process (so its CPU shows apart from the service's):
+// The JS load generator (paced and latency rows; throughput rows use wrk), run as its own process (so its CPU shows apart from the service's):
 //   bun bench/generator.ts '<json config>'
 // Keeps `concurrency` requests in flight on keep-alive connections for `seconds`, or paces them
 // to `rate` requests per second in total. Prints one JSON line: requests, statuses, acknowledged
 // events and bytes, latency percentiles (of acknowledged requests), and its own CPU time.
-import { payload, type PayloadName } from "./payloads";
+import { payload, type Corpus, type PayloadName } from "./payloads";
 
 interface Config {
   url: string;
   tokens: string[];
   payload: PayloadName;
+  corpus?: Corpus;
   seconds: number;
   concurrency: number;
   rate?: number;
 }
 
 const config = JSON.parse(process.argv[2]!) as Config;
-const { bodies, contentType, contentEncoding, eventsPerBody } = payload(config.payload);
+const { bodies, contentType, contentEncoding, eventsPerBody } = payload(config.payload, config.corpus ?? "synthetic");
 const headerSets = config.tokens.map((token) => ({
   authorization: `Bearer ${token}`,
   "content-type": contentType,

@@ -1,11 +1,13 @@
-// Micro-benchmarks of the hot path's pure hops, per format: decode (bytes → values) and encode
-// (validate + normalise + render COPY text, one pass in src/ingest/encode.ts). No HTTP, no I/O.
+// Micro-benchmarks of the hot path's pure hops, per format and corpus: decode (bytes → values) and
+// encode (validate + normalise + render COPY text, one pass in src/ingest/encode.ts). No HTTP, no I/O.
+// "JSON.parse with the exact-number reviver" is what every realistic JSON body cost before issue 10
+// (the whole-text check sent them all there); "decode" is what it costs now.
 //   bun bench/micro.ts            prints a table; imported by bench/run.ts for RESULTS.md
 import { gunzipSync } from "node:zlib";
-import { decodeBody, type Format } from "../src/ingest/decode";
+import { decodeBody, keepExactNumbers, type Format } from "../src/ingest/decode";
 import { encodeEvents } from "../src/ingest/encode";
 import { isRejection } from "../src/ingest/rejections";
-import { payload, type PayloadName } from "./payloads";
+import { CORPORA, payload, type Corpus, type PayloadName } from "./payloads";
 
 export interface MicroResult {
   name: string;
@@ -16,60 +18,70 @@ export interface MicroResult {
 const LIMITS = { maxEventBytes: 1 << 20, maxDepth: 64 };
 const CASES: [PayloadName, Format][] = [
   ["json-100", "json"],
+  ["json-1", "json"],
   ["ndjson-100", "ndjson"],
   ["msgpack-100", "msgpack"],
   ["msgpack-records-100", "msgpack"],
   ["logtail-gzip-msgpack-1000", "msgpack"],
 ];
 
-/** Events per second: the median of `rounds` timed rounds of 300 ms, after a warm-up round. */
+/** Events per second: the median of `rounds` timed rounds of 250 ms, after a warm-up round. */
 function time(rounds: number, work: () => number): { perSecond: number } {
   const results: number[] = [];
   for (let r = 0; r <= rounds; r++) {
     const started = performance.now();
     let events = 0;
-    while (performance.now() - started < 300) events += work();
+    while (performance.now() - started < 250) events += work();
     if (r > 0) results.push(events / ((performance.now() - started) / 1000));
   }
   results.sort((a, b) => a - b);
   return { perSecond: results[results.length >> 1]! };
 }
 
-export function runMicro(): MicroResult[] {
+export function runMicro(corpora: readonly Corpus[] = CORPORA, rounds = 3): MicroResult[] {
   const out: MicroResult[] = [];
-  for (const [name, format] of CASES) {
-    const { bodies, eventsPerBody, contentEncoding } = payload(name);
-    const raw = bodies.map((b) => (contentEncoding === "gzip" ? gunzipSync(b) : Buffer.from(b)));
-    let i = 0;
-    if (contentEncoding === "gzip") {
-      const g = time(5, () => {
-        gunzipSync(bodies[i++ % bodies.length]!);
-        return eventsPerBody;
+  const push = (name: string, eventsPerBody: number, perSecond: number) => out.push({ name, eventsPerSecond: perSecond, microsecondsPerBody: (1e6 * eventsPerBody) / perSecond });
+  for (const corpus of corpora) {
+    for (const [name, format] of CASES) {
+      const label = `${name} ${corpus}`;
+      const { bodies, eventsPerBody, contentEncoding } = payload(name, corpus);
+      const raw = bodies.map((b) => (contentEncoding === "gzip" ? gunzipSync(b) : Buffer.from(b)));
+      let i = 0;
+      if (contentEncoding === "gzip") {
+        const g = time(rounds, () => {
+          gunzipSync(bodies[i++ % bodies.length]!);
+          return eventsPerBody;
+        });
+        push(`gunzip ${label}`, eventsPerBody, g.perSecond);
+      }
+      if (name === "json-100") {
+        const texts = raw.map((b) => b.toString());
+        const slow = time(rounds, () => (JSON.parse(texts[i++ % texts.length]!, keepExactNumbers) as unknown[]).length);
+        push(`JSON.parse with the exact-number reviver ${label}`, eventsPerBody, slow.perSecond);
+      }
+      const d = time(rounds, () => {
+        const events = decodeBody(raw[i++ % raw.length]!, format);
+        if (isRejection(events)) throw new Error(events.message);
+        return events.length;
       });
-      out.push({ name: `gunzip ${name}`, eventsPerSecond: g.perSecond, microsecondsPerBody: (1e6 * eventsPerBody) / g.perSecond });
+      push(`decode ${label}`, eventsPerBody, d.perSecond);
+      const decoded = raw.map((b) => decodeBody(b, format) as unknown[]);
+      const now = new Date().toISOString();
+      const e = time(rounds, () => {
+        // msgpack encode normalises in place; re-decode is outside the timing, so reuse is fine:
+        // a second pass over already-normal values costs the same walk.
+        const encoded = encodeEvents(decoded[i++ % decoded.length]!, format, 1, now, LIMITS);
+        if (isRejection(encoded)) throw new Error(encoded.message);
+        return encoded.count;
+      });
+      push(`encode ${label}`, eventsPerBody, e.perSecond);
     }
-    const d = time(5, () => {
-      const events = decodeBody(raw[i++ % raw.length]!, format);
-      if (isRejection(events)) throw new Error(events.message);
-      return events.length;
-    });
-    out.push({ name: `decode ${name}`, eventsPerSecond: d.perSecond, microsecondsPerBody: (1e6 * eventsPerBody) / d.perSecond });
-    const decoded = raw.map((b) => decodeBody(b, format) as unknown[]);
-    const now = new Date().toISOString();
-    const e = time(5, () => {
-      // msgpack encode normalises in place; re-decode is outside the timing, so reuse is fine:
-      // a second pass over already-normal values costs the same walk.
-      const encoded = encodeEvents(decoded[i++ % decoded.length]!, format, 1, now, LIMITS);
-      if (isRejection(encoded)) throw new Error(encoded.message);
-      return encoded.count;
-    });
-    out.push({ name: `encode ${name}`, eventsPerSecond: e.perSecond, microsecondsPerBody: (1e6 * eventsPerBody) / e.perSecond });
   }
   return out;
 }
 
 if (import.meta.main) {
   for (const r of runMicro()) {
-    console.log(`${r.name.padEnd(40)} ${Math.round(r.eventsPerSecond).toLocaleString("en").padStart(12)} events/s  ${r.microsecondsPerBody.toFixed(1).padStart(8)} µs/body`);
+    console.log(`${r.name.padEnd(60)} ${Math.round(r.eventsPerSecond).toLocaleString("en").padStart(12)} events/s  ${r.microsecondsPerBody.toFixed(1).padStart(9)} µs/body`);
   }
 }

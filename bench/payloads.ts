@@ -1,8 +1,10 @@
-// What the bench sends: one realistic log event shape, and per scenario a pool of ready request
-// bodies (built once, before timing, so the generator spends its CPU on HTTP, not on encoding).
+// What the bench sends: per scenario and corpus a pool of ready request bodies (built once, before
+// timing, so the load generator spends its CPU on HTTP, not on encoding). Two corpora: "synthetic"
+// (one small event shape, the bench's original) and "realistic" (bench/corpus.ts).
 import { encode as logtailEncode } from "@msgpack/msgpack";
 import { Packr } from "msgpackr";
 import { gzipSync } from "node:zlib";
+import { realisticBatch } from "./corpus";
 
 export interface Payload {
   contentType: string;
@@ -13,6 +15,8 @@ export interface Payload {
 
 export const SCENARIO_FORMATS = ["json-100", "json-1", "ndjson-100", "msgpack-100", "msgpack-records-100", "logtail-gzip-msgpack-1000"] as const;
 export type PayloadName = (typeof SCENARIO_FORMATS)[number];
+export const CORPORA = ["synthetic", "realistic"] as const;
+export type Corpus = (typeof CORPORA)[number];
 
 const POOL = 64;
 
@@ -25,16 +29,27 @@ export function event(i: number, dt: number | Date = Date.now()) {
   };
 }
 
-const batch = (n: number, from: number, dates = false) => Array.from({ length: n }, (_, i) => event(from + i, dates ? new Date() : Date.now()));
+const syntheticBatch = (n: number, from: number, dates = false) => Array.from({ length: n }, (_, i) => event(from + i, dates ? new Date() : Date.now()));
 const text = (s: string) => new TextEncoder().encode(s);
 
-export function payload(name: PayloadName): Payload {
+const cache = new Map<string, Payload>();
+
+export function payload(name: PayloadName, corpus: Corpus = "synthetic"): Payload {
+  const key = `${name}/${corpus}`;
+  let built = cache.get(key);
+  if (!built) cache.set(key, (built = build(name, corpus)));
+  return built;
+}
+
+function build(name: PayloadName, corpus: Corpus): Payload {
+  const batch = corpus === "synthetic" ? syntheticBatch : realisticBatch;
   const pool = <T>(make: (k: number) => T) => Array.from({ length: POOL }, (_, k) => make(k));
   switch (name) {
     case "json-100":
       return { contentType: "application/json", eventsPerBody: 100, bodies: pool((k) => text(JSON.stringify(batch(100, k * 100)))) };
     case "json-1":
-      return { contentType: "application/json", eventsPerBody: 1, bodies: pool((k) => text(JSON.stringify(event(k)))) };
+      // k * 100 + 1: never one of the corpus's large events (single events are small ones).
+      return { contentType: "application/json", eventsPerBody: 1, bodies: pool((k) => text(JSON.stringify(batch(1, k * 100 + 1)[0]))) };
     case "ndjson-100":
       return { contentType: "application/x-ndjson", eventsPerBody: 100, bodies: pool((k) => text(batch(100, k * 100).map((e) => JSON.stringify(e)).join("\n"))) };
     case "msgpack-100": {

@@ -15,6 +15,7 @@ import { DecodeWorker, OFFLOAD_FROM_BYTES } from "./offload";
 import { prepareBody, type PrepareLimits } from "./prepare";
 import { parseContentType } from "./decode";
 import type { InFlight } from "./inflight";
+import { handled as gcPace } from "./gcpace";
 import type { RateLimiter } from "./ratelimit";
 import { isRejection, reject, REASONS, type Rejection } from "./rejections";
 
@@ -74,6 +75,7 @@ async function accept(request: Request, deps: IngestDeps, held: { cost: number }
   if (isRejection(raw)) return refuse(raw, metrics);
   const body = await decompress(raw, encoding, limits.maxDecompressedBytes);
   if (isRejection(body)) return refuse(body, metrics);
+  gcPace(body.length);
   const admitted = admit(body, deps, held);
   if (admitted) return refuse(admitted, metrics);
   const rawBytes = raw.length; // a big body is handed to the decode worker, raw with it when identity

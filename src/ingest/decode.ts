@@ -1,6 +1,7 @@
 // Hop 2: bytes → a list of decoded events, per Content-Type. JSON and NDJSON keep integers beyond
 // 2^53 exact (JSON.rawJSON) and numbers a double cannot hold at all (1e400, 1e-400) as strings of
-// their text; that slower parse runs only when the text has a 16-digit run or a 3-digit exponent.
+// their text; that slower parse runs only when the parsed value holds a doubtful number and a
+// number token (not a string) has a 16-digit run or a 3-digit exponent (parseJson, numbers.ts).
 // MessagePack goes through long-lived msgpackr decoders with structured-clone references off and
 // 64-bit integers as BigInt only when they do not fit a double. A body with record definitions
 // goes to msgpackr's no-eval build: each request carries its own definitions, so the compiled
@@ -10,6 +11,7 @@
 import { addExtension, Unpackr, type Options } from "msgpackr";
 import { addExtension as addNoEvalExtension, Unpackr as NoEvalUnpackr } from "msgpackr/unpack-no-eval";
 import { MAX_BIGINT_BYTES, MAX_BIGINT_BYTES_PER_REQUEST } from "./bounds";
+import { hasCandidate, holdsDoubtfulNumber, needsExactNumbers } from "./numbers";
 import { reject, type Rejection } from "./rejections";
 
 export type Format = "json" | "ndjson" | "msgpack";
@@ -34,9 +36,6 @@ const PROTO_KEY = Buffer.from("__proto__");
 /** msgpackr's record definition: ext type 0x72 ("r") in a fixext 1 or 2. */
 const RECORD_DEFINITION = Buffer.from([0xd4, 0x72]);
 const RECORD_DEFINITION_WIDE = Buffer.from([0xd5, 0x72]);
-/** Text in which some number may not survive as a double (two regexes: twice as fast as one with "|"). */
-const LONG_DIGIT_RUN = /\d{16}/;
-const LONG_EXPONENT = /[eE][+-]?\d{3}/;
 /** PostgreSQL's numeric holds at most 131072 digits before the decimal point. */
 const MAX_NUMERIC_DIGITS = 131_072;
 const decoder = new TextDecoder();
@@ -104,15 +103,25 @@ function countLines(text: string, upTo: number): number {
   return lines;
 }
 
+/**
+ * Plain JSON.parse unless a number may not have survived it. In order, cheapest first: no 16-digit
+ * run and no 3-digit exponent anywhere (most synthetic texts); no integer beyond 2^53, no ±Infinity
+ * and no 0 in the parsed value (the reviver changes nothing else); no such run in a number token
+ * once strings are cut out (numbers.ts). Realistic logs (hex ids, "node1234", 20-digit order ids)
+ * pass the first test but almost never the second: their decode no longer pays the reviver.
+ */
 function parseJson(text: string): unknown {
-  return LONG_DIGIT_RUN.test(text) || LONG_EXPONENT.test(text) ? JSON.parse(text, keepExactNumbers) : JSON.parse(text);
+  if (!hasCandidate(text)) return JSON.parse(text);
+  const value = JSON.parse(text);
+  if (!holdsDoubtfulNumber(value) || !needsExactNumbers(text)) return value;
+  return JSON.parse(text, keepExactNumbers);
 }
 
 /**
  * Integers JSON.parse would round come back exact (as raw JSON); numbers that overflow a double
  * (to ±Infinity) or underflow it (to 0 from a non-zero text) come back as the string of their text.
  */
-function keepExactNumbers(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
+export function keepExactNumbers(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
   const source = context?.source;
   if (typeof value !== "number" || source === undefined) return value;
   if (/^-?\d+$/.test(source)) {

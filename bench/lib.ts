@@ -1,0 +1,102 @@
+// Shared by the bench's parts (run.ts, ceilings.ts, scenarios.ts, report.ts, and extra modules
+// such as storage.ts / read.ts): the row and context types, medians, formatting and /proc reads.
+import { readFileSync, writeFileSync } from "node:fs";
+import type postgres from "postgres";
+import type { Corpus } from "./payloads";
+
+/** One timed run of a row. Client and server counts differ only for wrk rows (see scenarios.ts). */
+export interface Run {
+  eventsPerSecond: number;
+  requestsPerSecond: number;
+  megabytesPerSecond: number;
+  p50: number;
+  p99: number;
+  peakRssMiB: number;
+  /** CPU time of the service process per request (µs): steadier than req/s on a loaded machine. */
+  serviceCpuUsPerRequest: number;
+  generatorCpu: number;
+  /** Events the client saw acknowledged (202). */
+  acked: number;
+  /** Events the service counted as accepted (its metrics); equals `acked` for the JS generator. */
+  serverAcked: number;
+  stored: number;
+  refused: number;
+}
+
+export interface Row {
+  name: string;
+  corpus: Corpus | "—";
+  kind: "ceiling" | "scenario" | "extra";
+  /** What drove it: wrk, the JS generator, psql, or something else an extra module names. */
+  tool: string;
+  note: string;
+  runs: Run[];
+  median: Run;
+  /** The ratio shown in the report; `to` names the ceiling row. */
+  ratio?: { to: string; value: number };
+  /** Set when the row's runs broke conservation (stored ≠ acknowledged). */
+  mismatch?: string;
+}
+
+/** What an extra bench module gets (see EXTRA_MODULES in run.ts). */
+export interface BenchContext {
+  /** PostgreSQL URL (embedded, or DATABASE_URL). */
+  url: string;
+  sql: postgres.Sql;
+  /** A temporary directory of this run; removed at the end. */
+  work: string;
+  quick: boolean;
+  runs: number;
+  seconds: number;
+  corpora: Corpus[];
+  /** Path of wrk, or undefined (then wrk rows are skipped). */
+  wrk?: string;
+  want(name: string): boolean;
+  progress(line: string): void;
+  /** Processes to SIGTERM when the bench ends, whatever happens. */
+  children: { kill(signal?: number | NodeJS.Signals): void }[];
+}
+
+export interface BenchModule {
+  run(ctx: BenchContext): Promise<Row[]>;
+}
+
+export function emptyRun(): Run {
+  return { eventsPerSecond: 0, requestsPerSecond: 0, megabytesPerSecond: 0, p50: 0, p99: 0, peakRssMiB: 0, serviceCpuUsPerRequest: 0, generatorCpu: 0, acked: 0, serverAcked: 0, stored: 0, refused: 0 };
+}
+
+export function median(runs: Run[]): Run {
+  const pick = (key: keyof Run) => {
+    const sorted = runs.map((r) => r[key]).sort((a, b) => a - b);
+    return sorted[sorted.length >> 1]!;
+  };
+  return Object.fromEntries((Object.keys(runs[0]!) as (keyof Run)[]).map((k) => [k, pick(k)])) as unknown as Run;
+}
+
+export const fmt = (n: number, digits = 0) => n.toLocaleString("en", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+export function progress(line: string) {
+  process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
+}
+
+export function peakRss(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024;
+}
+
+export function resetPeakRss(pid: number) {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5"); // Linux: resets VmHWM to the current RSS
+  } catch {}
+}
+
+/** User + system CPU seconds of a process, all its threads (Linux /proc, USER_HZ = 100). */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
