@@ -1,0 +1,1 @@
+CREATE INDEX "flush_batches_seq_idx" ON "flush_batches" USING btree ("seq");
