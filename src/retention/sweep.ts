@@ -6,7 +6,8 @@
 // bounded (PAGES_PER_STATEMENT heap pages, via TID range scans), and the AbortSignal is checked
 // between them. Row deletes never touch a source_id that is neither a source nor a tombstone
 // (a dropped day takes everything in it). Each sweep rescans, row by row, the days between the
-// shortest and the longest retention (nothing remembers what an earlier sweep already cleared).
+// shortest and the longest retention. A deleted source is searched everywhere once per process;
+// after that (SweepMemory) only among rows committed since: batches whose commit seq is newer.
 import type { Sql } from "../store/db";
 import { DAY_MS, DDL_LOCK_TIMEOUT, ensurePartitions, listPartitions, PARTITION_LOCK, type Partition } from "../store/partitions";
 
@@ -39,23 +40,41 @@ export interface SweepResult {
   oldestEvent: Date | null;
 }
 
+/**
+ * Kept by the scheduler between sweeps: for each tombstoned source, the commit seq before the
+ * last sweep that searched every partition for it. Rows committed later are in flush_batches
+ * rows with a larger seq, so a later sweep only looks at ids from those batches (BRIN on id).
+ */
+export interface SweepMemory {
+  tombstones: Map<number, number>;
+}
+
+const LATE_ROWS_PER_STATEMENT = 10_000;
+
 interface Cutoff {
   sourceId: number;
   /** Rows of this source with dt before this go. */
   before: Date;
 }
 
-export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) => void, now = new Date()): Promise<SweepResult> {
+export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) => void, now = new Date(), memory?: SweepMemory): Promise<SweepResult> {
   const result: SweepResult = {
     partitionsCreated: 0, partitionsDropped: 0, rowsRemoved: 0, bytesRemoved: 0,
     deadLettersRemoved: 0, tombstonesCleared: 0, partitions: 0, oldestEvent: null,
   };
   result.partitionsCreated = (await ensurePartitions(sql, new Date(now.getTime() - DAY_MS), new Date(now.getTime() + DAYS_AHEAD * DAY_MS), log)).length;
 
+  // Read before any search: a batch that commits after this has a larger seq (its update of the
+  // counter row is not visible yet), one that committed before is seen by the searches.
+  const [counter] = await sql<{ seq: string }[]>`select value as seq from logpond_counters where name = 'commit_seq'`;
+  const seqBefore = Number(counter?.seq ?? 0);
   const sources = await sql<{ id: string; days: number }[]>`select id, logs_retention as days from sources`;
   const tombstones = await sql<{ source_id: string; deleted_at: Date }[]>`select source_id, deleted_at from source_deletions`;
   const cutoffs: Cutoff[] = sources.map((s) => ({ sourceId: Number(s.id), before: new Date(now.getTime() - s.days * DAY_MS) }));
   const deleted = tombstones.map((t) => Number(t.source_id));
+  // Searched everywhere by an earlier sweep of this process: only late rows are left to find.
+  const known = deleted.filter((id) => memory?.tombstones.has(id));
+  const fresh = deleted.filter((id) => !memory?.tombstones.has(id));
   // Everything of every source is older than this in a partition that ends before it. No source
   // at all (a database being set up, a restore): no day is dropped.
   const keepFrom = new Date(cutoffs.length === 0 ? -8.64e15 : Math.min(...cutoffs.map((c) => c.before.getTime())));
@@ -69,14 +88,16 @@ export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) =
       }
       // Sources whose cutoff reaches into this day, and deleted sources (any day).
       const here = cutoffs.filter((c) => c.before.getTime() > partition.from.getTime());
-      await deleteRows(sql, partition.name, here, deleted, result, signal);
+      await deleteRows(sql, partition.name, here, fresh, result, signal);
     } catch (error) {
       // Dropped meanwhile by a sweep that did not take the scheduler's lock (a tool, a test).
       if ((error as { code?: string }).code !== UNDEFINED_TABLE) throw error;
     }
   }
-  await deleteRows(sql, "log_events_default", cutoffs, deleted, result, signal);
+  await deleteRows(sql, "log_events_default", cutoffs, fresh, result, signal);
+  if (known.length > 0) await deleteLateRows(sql, known, Math.min(...known.map((id) => memory!.tombstones.get(id)!)), result, signal);
   await deleteDeadLetters(sql, deleted, result, signal, now);
+  if (memory) memory.tombstones = new Map(deleted.map((id) => [id, seqBefore]));
 
   // Every partition was searched for the deleted sources: those past their grace period are done.
   const cleared = await sql`
@@ -87,6 +108,38 @@ export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) =
   result.partitions = (await listPartitions(sql)).length + 1;
   result.oldestEvent = await oldestEvent(sql);
   return result;
+}
+
+/**
+ * Rows of deleted sources committed after `seqSince`: their ids are at least the smallest
+ * first_id of the batches committed since, so each partition is searched through BRIN on id
+ * (old days hold no such ids and cost a few index pages), in statements of bounded size.
+ */
+async function deleteLateRows(sql: Sql, sourceIds: number[], seqSince: number, result: SweepResult, signal: AbortSignal): Promise<void> {
+  const [since] = await sql<{ first: string | null }[]>`select min(first_id) as first from flush_batches where seq > ${seqSince}`;
+  if (since?.first == null) return;
+  const tables = [...(await listPartitions(sql)).map((p) => p.name), "log_events_default"];
+  for (const table of tables) {
+    for (;;) {
+      signal.throwIfAborted();
+      const started = performance.now();
+      const [removed] = await sql.unsafe<{ n: string; bytes: string }[]>(
+        `with gone as (
+           delete from ${table} t where ctid = any(array(
+             select ctid from ${table} where id >= $1 and source_id = any($2::bigint[]) limit ${LATE_ROWS_PER_STATEMENT}))
+           returning pg_column_size(t.*) as bytes
+         ) select count(*) as n, coalesce(sum(bytes), 0) as bytes from gone`,
+        [since.first, pgArray(sourceIds)],
+      ).catch((error) => {
+        if ((error as { code?: string }).code === UNDEFINED_TABLE) return [{ n: "0", bytes: "0" }];
+        throw error;
+      });
+      result.rowsRemoved += Number(removed!.n);
+      result.bytesRemoved += Number(removed!.bytes);
+      await rest(performance.now() - started, signal);
+      if (Number(removed!.n) < LATE_ROWS_PER_STATEMENT) break;
+    }
+  }
 }
 
 /** DETACH (brief ACCESS EXCLUSIVE on log_events, waited for at most DDL_LOCK_TIMEOUT) then DROP. */
