@@ -33,7 +33,7 @@ export function startRetention(options: {
   let running: Promise<void> | undefined;
   let again = false;
   let last: SweepResult | undefined;
-  const memory: SweepMemory = { tombstones: new Map() };
+  const memory: SweepMemory = { tombstones: new Map(), days: new Map() };
   const aborted = new Promise<void>((resolve) => abort.signal.addEventListener("abort", () => resolve()));
 
   async function once(): Promise<void> {

@@ -91,7 +91,7 @@ test("a deleted source is searched everywhere once; then rows committed later ar
   // Deleted behind logpond's back, so only this test's sweeps (and their memory) act on it.
   await db.sql`delete from sources where id = ${Number(source.id)}`;
   await db.sql`insert into source_deletions (source_id) values (${Number(source.id)})`;
-  const memory: SweepMemory = { tombstones: new Map() };
+  const memory: SweepMemory = { tombstones: new Map(), days: new Map() };
   const first = await sweep(db.sql, never, () => {}, new Date(), memory);
   expect(first.rowsRemoved).toBeGreaterThanOrEqual(2);
   expect(memory.tombstones.has(Number(source.id))).toBe(true);
@@ -105,6 +105,27 @@ test("a deleted source is searched everywhere once; then rows committed later ar
   expect(second.rowsRemoved).toBe(2);
   expect(await db.sql`select 1 from log_events where source_id = ${Number(source.id)}`).toHaveLength(0);
   await db.sql`delete from source_deletions where source_id = ${Number(source.id)}`;
+});
+
+test("a day cleared for a source is searched again only for rows committed since", async () => {
+  const now = new Date();
+  const source = await lp.createSource({ logs_retention: 1 });
+  const old = new Date(now.getTime() - 10 * DAY_MS).toISOString();
+  expect((await lp.ingest(source.token, JSON.stringify([{ dt: old, n: 1 }, { n: 2 }]))).status).toBe(202);
+  await lp.flusher.flush();
+  await ensurePartitions(db.sql, new Date(now.getTime() - 10 * DAY_MS), now);
+  const memory: SweepMemory = { tombstones: new Map(), days: new Map() };
+  await sweep(db.sql, never, () => {}, now, memory);
+  const kept = async () => (await db.sql`select raw->'n' as n from log_events where source_id = ${Number(source.id)} order by id`).map((row) => Number(row.n));
+  expect(await kept()).toEqual([2]);
+
+  // A late event dated in that (cleared) day, and a second sweep: it searches fully only the
+  // default partition and the days it has no memory of, yet finds the late event.
+  expect((await lp.ingest(source.token, JSON.stringify([{ dt: old, n: 3 }, { n: 4 }]))).status).toBe(202);
+  await lp.flusher.flush();
+  const second = await sweep(db.sql, never, () => {}, now, memory);
+  expect(await kept()).toEqual([2, 4]);
+  expect(second.fullSearches).toBeLessThan((await listPartitions(db.sql)).length);
 });
 
 test("/metrics reports partitions, the oldest event and what retention removed", async () => {
