@@ -5,7 +5,7 @@
 // stop() aborts a running sweep between two statements and waits for it: shutdown stays bounded.
 import type { Metrics } from "../metrics";
 import type { Sql } from "../store/db";
-import { sweep, type SweepResult } from "./sweep";
+import { sweep, type SweepMemory, type SweepResult } from "./sweep";
 
 const SWEEP_LOCK = 73_615_403;
 /** How long the pre-sweep flush may take before the sweep goes ahead anyway (late events are re-swept). */
@@ -33,6 +33,7 @@ export function startRetention(options: {
   let running: Promise<void> | undefined;
   let again = false;
   let last: SweepResult | undefined;
+  const memory: SweepMemory = { tombstones: new Map(), days: new Map() };
   const aborted = new Promise<void>((resolve) => abort.signal.addEventListener("abort", () => resolve()));
 
   async function once(): Promise<void> {
@@ -45,7 +46,7 @@ export function startRetention(options: {
         if (pending!.n > 0) await Promise.race([flush(), Bun.sleep(FLUSH_WAIT_MS), aborted]);
         abort.signal.throwIfAborted();
         const started = performance.now();
-        const result = await sweep(sql, abort.signal, log);
+        const result = await sweep(sql, abort.signal, log, new Date(), memory);
         last = result;
         metrics.retentionSwept(result, (performance.now() - started) / 1000);
         if (result.rowsRemoved > 0 || result.partitionsDropped > 0 || result.deadLettersRemoved > 0) {

@@ -5,8 +5,9 @@
 // take row locks only; DETACH waits at most that long and is retried); every statement is
 // bounded (PAGES_PER_STATEMENT heap pages, via TID range scans), and the AbortSignal is checked
 // between them. Row deletes never touch a source_id that is neither a source nor a tombstone
-// (a dropped day takes everything in it). Each sweep rescans, row by row, the days between the
-// shortest and the longest retention (nothing remembers what an earlier sweep already cleared).
+// (a dropped day takes everything in it). What a full search of a day (or, for a deleted source,
+// of every day) already cleared is remembered per process (SweepMemory): later sweeps search
+// there only rows committed since, i.e. ids of batches with a newer commit seq (BRIN on id).
 import type { Sql } from "../store/db";
 import { DAY_MS, DDL_LOCK_TIMEOUT, ensurePartitions, listPartitions, PARTITION_LOCK, type Partition } from "../store/partitions";
 
@@ -22,7 +23,7 @@ const DEAD_LETTERS_PER_STATEMENT = 5_000;
  * long. Ingestion shares the machine's CPUs and disk with it; CONTRACT §5.1 wants ≥ 0.9× of
  * ingest throughput during a sweep (bench/storage.ts measures it).
  */
-const DUTY = 0.25;
+const DUTY = 0.2;
 const DETACH_TRIES = 20;
 const UNDEFINED_TABLE = "42P01";
 
@@ -35,9 +36,27 @@ export interface SweepResult {
   /** Deleted sources whose grace period ended; their tombstones are gone. */
   tombstonesCleared: number;
   partitions: number;
+  /** Tables searched page by page (the rest, if any, only for rows committed since the last sweep). */
+  fullSearches: number;
   /** Oldest dt still stored (null: no events). */
   oldestEvent: Date | null;
 }
+
+/**
+ * Kept by the scheduler between sweeps. tombstones: per deleted source, the commit seq read before
+ * the last search of every partition for it. days: per daily partition, the seq read before its
+ * last full search, when, and each source's cutoff then. Rows committed later belong to
+ * flush_batches rows with a larger seq, so only ids from those batches need a look.
+ */
+export interface SweepMemory {
+  tombstones: Map<number, number>;
+  days: Map<string, { seq: number; at: number; cutoffs: Map<number, number> }>;
+}
+
+/** flush_batches keeps a day: older memories cannot name every batch committed since; search fully. */
+const MEMORY_MAX_AGE_MS = 20 * 3_600_000;
+
+const LATE_ROWS_PER_STATEMENT = 10_000;
 
 interface Cutoff {
   sourceId: number;
@@ -45,17 +64,24 @@ interface Cutoff {
   before: Date;
 }
 
-export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) => void, now = new Date()): Promise<SweepResult> {
+export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) => void, now = new Date(), memory?: SweepMemory): Promise<SweepResult> {
   const result: SweepResult = {
     partitionsCreated: 0, partitionsDropped: 0, rowsRemoved: 0, bytesRemoved: 0,
-    deadLettersRemoved: 0, tombstonesCleared: 0, partitions: 0, oldestEvent: null,
+    deadLettersRemoved: 0, tombstonesCleared: 0, partitions: 0, fullSearches: 0, oldestEvent: null,
   };
   result.partitionsCreated = (await ensurePartitions(sql, new Date(now.getTime() - DAY_MS), new Date(now.getTime() + DAYS_AHEAD * DAY_MS), log)).length;
 
+  // Read before any search: a batch that commits after this has a larger seq (its update of the
+  // counter row is not visible yet), one that committed before is seen by the searches.
+  const [counter] = await sql<{ seq: string }[]>`select value as seq from logpond_counters where name = 'commit_seq'`;
+  const seqBefore = Number(counter?.seq ?? 0);
   const sources = await sql<{ id: string; days: number }[]>`select id, logs_retention as days from sources`;
   const tombstones = await sql<{ source_id: string; deleted_at: Date }[]>`select source_id, deleted_at from source_deletions`;
   const cutoffs: Cutoff[] = sources.map((s) => ({ sourceId: Number(s.id), before: new Date(now.getTime() - s.days * DAY_MS) }));
   const deleted = tombstones.map((t) => Number(t.source_id));
+  // Searched everywhere by an earlier sweep of this process: only late rows are left to find.
+  const known = deleted.filter((id) => memory?.tombstones.has(id));
+  const fresh = deleted.filter((id) => !memory?.tombstones.has(id));
   // Everything of every source is older than this in a partition that ends before it. No source
   // at all (a database being set up, a restore): no day is dropped.
   const keepFrom = new Date(cutoffs.length === 0 ? -8.64e15 : Math.min(...cutoffs.map((c) => c.before.getTime())));
@@ -69,14 +95,33 @@ export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) =
       }
       // Sources whose cutoff reaches into this day, and deleted sources (any day).
       const here = cutoffs.filter((c) => c.before.getTime() > partition.from.getTime());
-      await deleteRows(sql, partition.name, here, deleted, result, signal);
+      const day = memory?.days.get(partition.name);
+      const recent = day !== undefined && now.getTime() - day.at < MEMORY_MAX_AGE_MS;
+      // Sources whose whole day was cleared by the last full search: only later rows can be here.
+      const cleared = recent ? here.filter((c) => (day.cutoffs.get(c.sourceId) ?? -Infinity) >= partition.to.getTime()) : [];
+      if (fresh.length > 0 || cleared.length < here.length) {
+        await deleteRows(sql, partition.name, here, fresh, result, signal);
+        memory?.days.set(partition.name, { seq: seqBefore, at: now.getTime(), cutoffs: new Map(here.map((c) => [c.sourceId, c.before.getTime()])) });
+      } else if (cleared.length > 0) {
+        await deleteLateRows(sql, [partition.name], cleared, day!.seq, result, signal);
+        memory!.days.set(partition.name, { ...day!, seq: seqBefore, at: now.getTime() });
+      }
     } catch (error) {
       // Dropped meanwhile by a sweep that did not take the scheduler's lock (a tool, a test).
       if ((error as { code?: string }).code !== UNDEFINED_TABLE) throw error;
     }
   }
-  await deleteRows(sql, "log_events_default", cutoffs, deleted, result, signal);
+  await deleteRows(sql, "log_events_default", cutoffs, fresh, result, signal);
+  if (known.length > 0) {
+    const everywhere = [...partitions.map((p) => p.name), "log_events_default"];
+    const gone = known.map((sourceId) => ({ sourceId, before: new Date(8.64e15) }));
+    await deleteLateRows(sql, everywhere, gone, Math.min(...known.map((id) => memory!.tombstones.get(id)!)), result, signal);
+  }
   await deleteDeadLetters(sql, deleted, result, signal, now);
+  if (memory) {
+    memory.tombstones = new Map(deleted.map((id) => [id, seqBefore]));
+    for (const name of memory.days.keys()) if (!partitions.some((p) => p.name === name)) memory.days.delete(name);
+  }
 
   // Every partition was searched for the deleted sources: those past their grace period are done.
   const cleared = await sql`
@@ -87,6 +132,41 @@ export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) =
   result.partitions = (await listPartitions(sql)).length + 1;
   result.oldestEvent = await oldestEvent(sql);
   return result;
+}
+
+/**
+ * Expired rows (per `cutoffs`) committed after `seqSince`: their ids are at least the smallest
+ * first_id of the batches committed since, so a table is searched through BRIN on id (old days
+ * hold no such ids and cost a few index pages), in statements of bounded size.
+ */
+async function deleteLateRows(sql: Sql, tables: string[], cutoffs: Cutoff[], seqSince: number, result: SweepResult, signal: AbortSignal): Promise<void> {
+  const [since] = await sql<{ first: string | null }[]>`select min(first_id) as first from flush_batches where seq > ${seqSince}`;
+  if (since?.first == null) return;
+  const ids = pgArray(cutoffs.map((c) => c.sourceId));
+  const before = pgArray(cutoffs.map((c) => (c.before.getTime() >= 8.64e15 ? "infinity" : c.before.toISOString())));
+  for (const table of tables) {
+    for (;;) {
+      signal.throwIfAborted();
+      const started = performance.now();
+      const [removed] = await sql.unsafe<{ n: string; bytes: string }[]>(
+        `with gone as (
+           delete from ${table} t where ctid = any(array(
+             select l.ctid from ${table} l join unnest($2::bigint[], $3::timestamptz[]) as c(source_id, before)
+               on l.source_id = c.source_id and l.dt < c.before
+             where l.id >= $1 limit ${LATE_ROWS_PER_STATEMENT}))
+           returning pg_column_size(t.*) as bytes
+         ) select count(*) as n, coalesce(sum(bytes), 0) as bytes from gone`,
+        [since.first, ids, before],
+      ).catch((error) => {
+        if ((error as { code?: string }).code === UNDEFINED_TABLE) return [{ n: "0", bytes: "0" }];
+        throw error;
+      });
+      result.rowsRemoved += Number(removed!.n);
+      result.bytesRemoved += Number(removed!.bytes);
+      await rest(performance.now() - started, signal);
+      if (Number(removed!.n) < LATE_ROWS_PER_STATEMENT) break;
+    }
+  }
 }
 
 /** DETACH (brief ACCESS EXCLUSIVE on log_events, waited for at most DDL_LOCK_TIMEOUT) then DROP. */
@@ -122,6 +202,7 @@ async function dropPartition(sql: Sql, partition: Partition, result: SweepResult
 /** One pass over a partition's heap, PAGES_PER_STATEMENT pages per DELETE. */
 async function deleteRows(sql: Sql, table: string, cutoffs: Cutoff[], deleted: number[], result: SweepResult, signal: AbortSignal): Promise<void> {
   if (cutoffs.length === 0 && deleted.length === 0) return;
+  result.fullSearches++;
   const ids = [...cutoffs.map((c) => c.sourceId), ...deleted];
   const before = [...cutoffs.map((c) => c.before.toISOString()), ...deleted.map(() => "infinity")];
   const [{ pages } = { pages: 0 }] = await sql<{ pages: number }[]>`

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { runMigrations } from "../../src/store/db";
 import { openFlushConnection } from "../../src/store/copy";
 import { DAY_MS, ensurePartitions, listPartitions } from "../../src/store/partitions";
-import { sweep } from "../../src/retention/sweep";
+import { sweep, type SweepMemory } from "../../src/retention/sweep";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 
@@ -82,6 +82,50 @@ test("a sweep removes exactly the expired events of each source, and nothing els
   // A second sweep finds nothing more to do.
   const again = await sweep(db.sql, never, () => {}, now);
   expect([again.rowsRemoved, again.partitionsDropped, again.deadLettersRemoved]).toEqual([0, 0, 0]);
+});
+
+test("a deleted source is searched everywhere once; then rows committed later are found through their batches", async () => {
+  const source = await lp.createSource();
+  expect((await lp.ingest(source.token, JSON.stringify([{ before: 1 }, { before: 2 }]))).status).toBe(202);
+  await lp.flusher.flush();
+  // Deleted behind logpond's back, so only this test's sweeps (and their memory) act on it.
+  await db.sql`delete from sources where id = ${Number(source.id)}`;
+  await db.sql`insert into source_deletions (source_id) values (${Number(source.id)})`;
+  const memory: SweepMemory = { tombstones: new Map(), days: new Map() };
+  const first = await sweep(db.sql, never, () => {}, new Date(), memory);
+  expect(first.rowsRemoved).toBeGreaterThanOrEqual(2);
+  expect(memory.tombstones.has(Number(source.id))).toBe(true);
+
+  // Late rows (another instance's buffer), one dated long ago, written with the flush path (seq).
+  const tool = openFlushConnection(db.url, 5_000);
+  const old = new Date(Date.now() - 20 * DAY_MS).toISOString();
+  await tool.write(crypto.randomUUID(), [`${source.id}\t${new Date().toISOString()}\t{"late": 1}\n${source.id}\t${old}\t{"late": 2}\n`]);
+  await tool.close();
+  const second = await sweep(db.sql, never, () => {}, new Date(), memory);
+  expect(second.rowsRemoved).toBe(2);
+  expect(await db.sql`select 1 from log_events where source_id = ${Number(source.id)}`).toHaveLength(0);
+  await db.sql`delete from source_deletions where source_id = ${Number(source.id)}`;
+});
+
+test("a day cleared for a source is searched again only for rows committed since", async () => {
+  const now = new Date();
+  const source = await lp.createSource({ logs_retention: 1 });
+  const old = new Date(now.getTime() - 10 * DAY_MS).toISOString();
+  expect((await lp.ingest(source.token, JSON.stringify([{ dt: old, n: 1 }, { n: 2 }]))).status).toBe(202);
+  await lp.flusher.flush();
+  await ensurePartitions(db.sql, new Date(now.getTime() - 10 * DAY_MS), now);
+  const memory: SweepMemory = { tombstones: new Map(), days: new Map() };
+  await sweep(db.sql, never, () => {}, now, memory);
+  const kept = async () => (await db.sql`select raw->'n' as n from log_events where source_id = ${Number(source.id)} order by id`).map((row) => Number(row.n));
+  expect(await kept()).toEqual([2]);
+
+  // A late event dated in that (cleared) day, and a second sweep: it searches fully only the
+  // default partition and the days it has no memory of, yet finds the late event.
+  expect((await lp.ingest(source.token, JSON.stringify([{ dt: old, n: 3 }, { n: 4 }]))).status).toBe(202);
+  await lp.flusher.flush();
+  const second = await sweep(db.sql, never, () => {}, now, memory);
+  expect(await kept()).toEqual([2, 4]);
+  expect(second.fullSearches).toBeLessThan((await listPartitions(db.sql)).length);
 });
 
 test("/metrics reports partitions, the oldest event and what retention removed", async () => {
