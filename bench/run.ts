@@ -15,6 +15,7 @@ import { cpus, tmpdir } from "node:os";
 import * as path from "node:path";
 import { pipeline } from "node:stream/promises";
 import postgres from "postgres";
+import { prefixIds } from "../src/buffer/ids";
 import { decodeBody } from "../src/ingest/decode";
 import { encodeEvents } from "../src/ingest/encode";
 import { runMigrations } from "../src/store/db";
@@ -130,7 +131,8 @@ async function main() {
     const rowsFor = bodies.map((b) => (encodeEvents(decodeBody(Buffer.from(b), "json") as unknown[], "json", 1, new Date().toISOString(), { maxEventBytes: 1 << 20, maxDepth: 64 }) as { rows: string }).rows);
     const files = [path.join(work, "copy-a.txt"), path.join(work, "copy-b.txt")];
     const half = COPY_EVENTS / 2 / 100;
-    for (const file of files) writeFileSync(file, Array.from({ length: half }, (_, i) => rowsFor[i % rowsFor.length]).join(""));
+    // Rows as the flusher writes them since storage v2: each line prefixed with its event id.
+    files.forEach((file, f) => writeFileSync(file, prefixIds(Array.from({ length: half }, (_, i) => rowsFor[i % rowsFor.length]).join(""), half * 100, 1 + f * half * 100)));
     const fileBytes = files.reduce((sum, f) => sum + Bun.file(f).size, 0);
     const copyFiles = async (streams: 1 | 2): Promise<number> => {
       await clear();
@@ -139,7 +141,7 @@ async function main() {
       const parts = streams === 1 ? [files] : files.map((f) => [f]);
       await Promise.all(
         parts.map(async (list, k) => {
-          for (const file of list) await pipeline(createReadStream(file, { highWaterMark: 1 << 20 }), await connections[k]!`copy log_events (source_id, dt, raw) from stdin`.writable());
+          for (const file of list) await pipeline(createReadStream(file, { highWaterMark: 1 << 20 }), await connections[k]!`copy log_events (id, source_id, dt, raw) from stdin`.writable());
         }),
       );
       const seconds = (performance.now() - started) / 1000;

@@ -14,6 +14,14 @@ export class Metrics {
   eventsLost = 0;
   isolationSplits = 0;
   durableTimeouts = 0;
+  retentionSweeps = 0;
+  retentionErrors = 0;
+  retentionRowsRemoved = 0;
+  retentionBytesRemoved = 0;
+  retentionDeadLettersRemoved = 0;
+  retentionPartitionsDropped = 0;
+  retentionSecondsSum = 0;
+  retentionLastSeconds = 0;
   readonly rejected = new Map<string, number>();
   readonly flushReasons = new Map<string, number>();
 
@@ -26,6 +34,16 @@ export class Metrics {
     this.flushedEvents += events;
     this.flushSecondsSum += seconds;
     this.flushReasons.set(reason, (this.flushReasons.get(reason) ?? 0) + 1);
+  }
+
+  retentionSwept(result: { rowsRemoved: number; bytesRemoved: number; deadLettersRemoved: number; partitionsDropped: number }, seconds: number): void {
+    this.retentionSweeps++;
+    this.retentionRowsRemoved += result.rowsRemoved;
+    this.retentionBytesRemoved += result.bytesRemoved;
+    this.retentionDeadLettersRemoved += result.deadLettersRemoved;
+    this.retentionPartitionsDropped += result.partitionsDropped;
+    this.retentionSecondsSum += seconds;
+    this.retentionLastSeconds = seconds;
   }
 
   render(gauges: Record<string, { help: string; value: number }>): string {
@@ -52,6 +70,14 @@ export class Metrics {
     metric("logpond_events_lost_total", "counter", "Events refused by PostgreSQL whose dead letter was refused too (logged in full).", [["", this.eventsLost]]);
     metric("logpond_flush_isolation_splits_total", "counter", "Refused batches split in two to isolate bad events.", [["", this.isolationSplits]]);
     metric("logpond_durable_timeouts_total", "counter", "Durable requests not committed within DURABLE_TIMEOUT_MS.", [["", this.durableTimeouts]]);
+    metric("logpond_retention_sweeps_total", "counter", "Retention sweeps completed.", [["", this.retentionSweeps]]);
+    metric("logpond_retention_sweep_errors_total", "counter", "Retention sweeps that failed (retried at the next interval).", [["", this.retentionErrors]]);
+    metric("logpond_retention_rows_removed_total", "counter", "Events removed by retention and deleted-source purges (dropped partitions: PostgreSQL's row estimate).", [["", this.retentionRowsRemoved]]);
+    metric("logpond_retention_bytes_removed_total", "counter", "Bytes removed: dropped partitions' size on disk, deleted rows' stored size.", [["", this.retentionBytesRemoved]]);
+    metric("logpond_retention_dead_letters_removed_total", "counter", "Dead letters removed by retention and deleted-source purges.", [["", this.retentionDeadLettersRemoved]]);
+    metric("logpond_retention_partitions_dropped_total", "counter", "Daily partitions dropped because every source had outlived them.", [["", this.retentionPartitionsDropped]]);
+    metric("logpond_retention_sweep_duration_seconds_sum", "counter", "Total time spent in completed retention sweeps.", [["", this.retentionSecondsSum]]);
+    metric("logpond_retention_last_sweep_duration_seconds", "gauge", "Duration of the last completed retention sweep.", [["", this.retentionLastSeconds]]);
     for (const [name, { help, value }] of Object.entries(gauges)) metric(name, "gauge", help, [["", value]]);
     return `${lines.join("\n")}\n`;
   }

@@ -11,12 +11,14 @@ import { health } from "./http/health";
 import { acceptRequest, type IngestDeps } from "./ingest/accept";
 import { Metrics } from "./metrics";
 import { SourceCache } from "./sources/cache";
-import { createPurger } from "./sources/purge";
 import { sourceRoutes } from "./sources/routes";
 import { createSourceService } from "./sources/service";
 import { RateLimiter } from "./ingest/ratelimit";
+import { startRetention, type Retention } from "./retention/scheduler";
 import { openFlushConnection } from "./store/copy";
 import { openStore, type Store } from "./store/db";
+import { DAY_MS, ensurePartitions } from "./store/partitions";
+import { DAYS_AHEAD } from "./retention/sweep";
 import { queryRoutes } from "./query/routes";
 import { TailHub } from "./tail/hub";
 import { tailRoutes } from "./tail/routes";
@@ -42,6 +44,7 @@ export function managementApp(deps: {
   ring: Ring;
   flusher: Flusher;
   cache: SourceCache;
+  retention?: Retention;
   routes: Parameters<typeof sourceRoutes>[0];
   read: { tail: TailHub; queryTimeoutMs: number; tailLimits: { maxRows: number; maxBytes: number } };
   web: Awaited<ReturnType<typeof webRoutes>>;
@@ -60,6 +63,11 @@ export function managementApp(deps: {
             logpond_buffer_bytes: { help: "Approximate bytes held in memory.", value: deps.ring.heldBytes },
             logpond_flush_streams_busy: { help: "COPY streams writing now.", value: deps.flusher.streamsBusy },
             logpond_sources: { help: "Sources known to ingestion.", value: deps.cache.size },
+            logpond_storage_partitions: { help: "log_events partitions (daily ones and the default), as of the last retention sweep.", value: deps.retention?.last?.partitions ?? 0 },
+            logpond_storage_oldest_event_timestamp_seconds: {
+              help: "dt of the oldest stored event (Unix seconds; 0: none), as of the last retention sweep.",
+              value: (deps.retention?.last?.oldestEvent?.getTime() ?? 0) / 1000,
+            },
             logpond_process_resident_bytes: { help: "Resident memory of the process (RSS).", value: process.memoryUsage.rss() },
             logpond_process_heap_bytes: { help: "JavaScript heap in use.", value: process.memoryUsage().heapUsed },
             logpond_tail_streams: { help: "Live-tail streams open.", value: deps.read.tail.size },
@@ -89,6 +97,8 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   await cache.loadAll(store.db);
   const following = await cache.follow(store.sql, store.db, log);
 
+  // Today's and the next days' partitions exist before the first COPY (the sweep keeps them ahead).
+  await ensurePartitions(store.sql, new Date(Date.now() - DAY_MS), new Date(Date.now() + DAYS_AHEAD * DAY_MS), log);
   const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: config.bufferMaxBytes });
   const streams = Array.from({ length: config.flushStreams }, () => openFlushConnection(store.url, config.flushTimeoutMs));
   const flusher = new Flusher(ring, streams, {
@@ -102,8 +112,13 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   const tail = new TailHub(store.sql, { heartbeatMs: config.tailHeartbeatMs, log, flushing: () => flusher.streamsBusy > 0 });
   await tail.start();
   flusher.subscribe((batch) => tail.committed(batch));
-  const purger = createPurger(store.sql, () => flusher.flush(), log);
-  purger.kick();
+  const retention = startRetention({
+    sql: store.sql,
+    intervalMs: config.retentionSweepIntervalMs,
+    flush: () => flusher.flush(),
+    metrics,
+    log,
+  });
 
   const { token: apiToken, origin: apiTokenOrigin } = loadApiToken(config);
   let accepting = true;
@@ -131,11 +146,11 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   ingestingHost = `${formatHost(config.host)}:${ingest.server!.port}`;
 
   const management = managementApp({
-    store, metrics, ring, flusher, cache, log,
+    store, metrics, ring, flusher, cache, retention, log,
     read: { tail, queryTimeoutMs: config.queryTimeoutMs, tailLimits: { maxRows: config.tailQueueMaxRows, maxBytes: config.tailQueueMaxBytes } },
     web: await webRoutes(),
     routes: {
-      service: createSourceService(store.db, cache, () => purger.kick()),
+      service: createSourceService(store.db, cache, () => retention.kick()),
       apiTokenDigest: digest(apiToken),
       ingestingHost: () => ingestingHost,
     },
@@ -154,13 +169,13 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     tail,
     async stop() {
       accepting = false;
+      await retention.stop(); // aborts a running sweep between two statements
       // Finish in-flight requests (their events land in the ring), then write the ring out.
       await ingest.server!.stop(false);
       const drained = await flusher.drain(config.shutdownTimeoutMs);
       if (!drained) log(`shutdown: ${ring.heldEvents} buffered events could not be written before SHUTDOWN_TIMEOUT_MS`);
       await tail.stop();
       await management.server!.stop(true);
-      await purger.idle();
       await following.unlisten().catch(() => {});
       await Promise.allSettled(streams.map((stream) => stream.close()));
       await store.close();

@@ -16,8 +16,8 @@
 // isolation parts keep the batch id, the ids and the rewritten rows.
 import { WriteError, type Commit, type FlushConnection, type IdRange } from "../store/copy";
 import type { Metrics } from "../metrics";
-import { prefixIds } from "./ids";
-import type { Chunk, Ring, Rows } from "./ring";
+import { idOf, linesOf, prefixIds } from "./ids";
+import type { Chunk, Ring } from "./ring";
 
 export type Stream = Pick<FlushConnection, "reserveIds" | "write" | "committed" | "deadLetter" | "forgetBatches">;
 
@@ -315,16 +315,6 @@ export class Flusher {
 }
 
 const HALTED = Symbol("halted");
-
-/** The id an id-prefixed COPY line starts with. */
-function idOf(line: string): number {
-  return Number(line.slice(0, line.indexOf("\t")));
-}
-
-/** COPY text lines of a chunk, each with its "\n" (escaped newlines never end a line). */
-function linesOf(rows: Rows): string[] {
-  return (typeof rows === "string" ? rows : Buffer.from(rows).toString()).match(/[^\n]*\n/g) ?? [];
-}
 
 function backoff(attempt: number): number {
   const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** attempt);

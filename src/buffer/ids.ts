@@ -39,3 +39,12 @@ function digits(out: Uint8Array, at: number, n: number): number {
   return length;
 }
 
+/** The id an id-prefixed COPY line starts with. */
+export function idOf(line: string): number {
+  return Number(line.slice(0, line.indexOf("\t")));
+}
+
+/** COPY text lines of a chunk, each with its "\n" (escaped newlines never end a line). */
+export function linesOf(rows: Rows): string[] {
+  return (typeof rows === "string" ? rows : Buffer.from(rows).toString()).match(/[^\n]*\n/g) ?? [];
+}

@@ -73,6 +73,8 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
     return accepted();
   }
 
+  // Deleted while this request was read (a slow upload): nothing of it may land after the purge.
+  if (!cache.has(source.id)) return refuse(reject("invalid_token", "Unauthorized"), metrics);
   if (deps.ackMode === "buffered") {
     const rows = Buffer.from(encoded.rows);
     const chunk: Chunk = { rows, events: encoded.count, bytes: rows.length, seq: 0 };

@@ -33,6 +33,11 @@ export class SourceCache {
     this.tokenById.delete(id);
   }
 
+  /** Whether the source still exists as far as this process knows (deleted sources are dropped). */
+  has(id: number): boolean {
+    return this.tokenById.has(id);
+  }
+
   get size(): number {
     return this.byToken.size;
   }

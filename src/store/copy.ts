@@ -251,6 +251,9 @@ function classify(error: unknown, commitSent: boolean): WriteError {
   // An error answer to the statements themselves (COMMIT included) is a definite outcome; a lost
   // connection or a deadline after COMMIT was sent is not.
   const answered = sqlstate !== "" && !sqlstate.startsWith("57") && !sqlstate.startsWith("08");
+  // A partition attached while this COPY routed rows to the default one: not the rows' fault, and
+  // a retry routes them to the new partition (store/partitions.ts).
+  if (sqlstate === "23514" && message.includes("partition constraint")) return new WriteError("failed", message, sqlstate);
   if (answered && DATA_ERROR.test(sqlstate)) return new WriteError("data", message, sqlstate);
   if (commitSent && !answered) return new WriteError("unknown", message, sqlstate);
   return new WriteError("failed", message, sqlstate);

@@ -50,6 +50,12 @@ describe("poison isolation", () => {
 
   test("refused events go to dead_letters with the error; the rest of the batch is stored", async () => {
     const source = await lp.createSource();
+    const announced: number[] = [];
+    const unsubscribe = lp.flusher.subscribe(({ rows }) => {
+      for (const line of Buffer.concat(rows.map((part) => Buffer.from(part))).toString().split("\n")) {
+        if (line.split("\t")[1] === source.id) announced.push(Number(line.slice(0, line.indexOf("\t"))));
+      }
+    });
     const events = Array.from({ length: 100 }, (_, i) => (i === 17 || i === 63 ? { i, poison: "yes" } : { i }));
     expect((await lp.ingest(source.token, json(events.slice(0, 50)))).status).toBe(202);
     expect((await lp.ingest(source.token, json(events.slice(50)))).status).toBe(202);
@@ -66,6 +72,9 @@ describe("poison isolation", () => {
     }
     const metrics = await (await fetch(`${lp.apiUrl}/metrics`)).text();
     expect(metrics).toMatch(/^logpond_dead_letter_events_total 2$/m);
+    // The isolated parts that were stored were announced to subscribers (with their ids); the refused events were not.
+    unsubscribe();
+    expect(announced.sort((a, b) => a - b)).toEqual(stored.map((row) => row.id).sort((a, b) => a - b));
   });
 
   test("a batch that is all poison is all dead-lettered, and the flusher goes on", async () => {

@@ -1,0 +1,1 @@
+CREATE INDEX "log_events_id_brin" ON "log_events" USING brin ("id");

@@ -1,0 +1,101 @@
+// When sweeps run: at start, every RETENTION_SWEEP_INTERVAL_MS, and soon after a source is
+// deleted (kick). One sweep at a time per process, and one across instances (a session advisory
+// lock; an instance that finds it taken skips that turn). Before a sweep that removes a deleted
+// source, this process's buffer is flushed, so its own events of that source are not left behind.
+// stop() aborts a running sweep between two statements and waits for it: shutdown stays bounded.
+import type { Metrics } from "../metrics";
+import type { Sql } from "../store/db";
+import { sweep, type SweepResult } from "./sweep";
+
+const SWEEP_LOCK = 73_615_403;
+/** How long the pre-sweep flush may take before the sweep goes ahead anyway (late events are re-swept). */
+const FLUSH_WAIT_MS = 5_000;
+
+export interface Retention {
+  /** Sweep soon (a source was deleted); coalesces with a sweep already running. */
+  kick(): void;
+  /** Resolves when no sweep is running or queued. */
+  idle(): Promise<void>;
+  stop(): Promise<void>;
+  /** The last sweep's view of storage, for /metrics. */
+  readonly last: SweepResult | undefined;
+}
+
+export function startRetention(options: {
+  sql: Sql;
+  intervalMs: number;
+  flush: () => Promise<void>;
+  metrics: Metrics;
+  log: (line: string) => void;
+}): Retention {
+  const { sql, intervalMs, flush, metrics, log } = options;
+  const abort = new AbortController();
+  let running: Promise<void> | undefined;
+  let again = false;
+  let last: SweepResult | undefined;
+  const aborted = new Promise<void>((resolve) => abort.signal.addEventListener("abort", () => resolve()));
+
+  async function once(): Promise<void> {
+    const connection = await sql.reserve();
+    try {
+      const [lock] = await connection<{ got: boolean }[]>`select pg_try_advisory_lock(${SWEEP_LOCK}) as got`;
+      if (!lock?.got) return; // another instance is sweeping
+      try {
+        const [pending] = await connection<{ n: number }[]>`select count(*)::int as n from source_deletions`;
+        if (pending!.n > 0) await Promise.race([flush(), Bun.sleep(FLUSH_WAIT_MS), aborted]);
+        abort.signal.throwIfAborted();
+        const started = performance.now();
+        const result = await sweep(sql, abort.signal, log);
+        last = result;
+        metrics.retentionSwept(result, (performance.now() - started) / 1000);
+        if (result.rowsRemoved > 0 || result.partitionsDropped > 0 || result.deadLettersRemoved > 0) {
+          log(`retention: ${result.rowsRemoved} events (${result.bytesRemoved} bytes) and ${result.deadLettersRemoved} dead letters removed, ${result.partitionsDropped} partitions dropped, in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+        }
+      } finally {
+        await connection`select pg_advisory_unlock(${SWEEP_LOCK})`.catch(() => {});
+      }
+    } finally {
+      connection.release();
+    }
+  }
+
+  function kick(): void {
+    if (abort.signal.aborted) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        try {
+          await once();
+        } catch (error) {
+          if (abort.signal.aborted) return;
+          metrics.retentionErrors++;
+          log(`retention: sweep failed: ${(error as Error).message} (retried at the next interval or deletion)`);
+        }
+      } while (again && !abort.signal.aborted);
+    })().finally(() => {
+      running = undefined;
+    });
+  }
+
+  const timer = setInterval(kick, intervalMs);
+  kick();
+
+  return {
+    kick,
+    async idle() {
+      while (running) await running;
+    },
+    async stop() {
+      clearInterval(timer);
+      abort.abort();
+      while (running) await running;
+    },
+    get last() {
+      return last;
+    },
+  };
+}

@@ -1,0 +1,198 @@
+// One retention sweep (CONTRACT §5.1): partitions ahead are created; daily partitions every
+// source has outlived are detached and dropped; what shorter-lived or deleted sources leave in
+// younger partitions (and the default one) is deleted in bounded statements; dead letters too.
+// Invariants: no statement holds a lock a COPY needs for longer than DDL_LOCK_TIMEOUT (DELETEs
+// take row locks only; DETACH waits at most that long and is retried); every statement is
+// bounded (PAGES_PER_STATEMENT heap pages, via TID range scans), and the AbortSignal is checked
+// between them. Row deletes never touch a source_id that is neither a source nor a tombstone
+// (a dropped day takes everything in it). Each sweep rescans, row by row, the days between the
+// shortest and the longest retention (nothing remembers what an earlier sweep already cleared).
+import type { Sql } from "../store/db";
+import { DAY_MS, DDL_LOCK_TIMEOUT, ensurePartitions, listPartitions, PARTITION_LOCK, type Partition } from "../store/partitions";
+
+/** Daily partitions prepared beyond today, so a day never starts in the default partition. */
+export const DAYS_AHEAD = 3;
+/** A deleted source's events are searched again on every sweep this long, for late arrivals. */
+export const TOMBSTONE_GRACE_MS = DAY_MS;
+/** Heap pages one DELETE statement looks at (8 KiB each): bounded work and lock time per statement. */
+const PAGES_PER_STATEMENT = 1_024;
+const DEAD_LETTERS_PER_STATEMENT = 5_000;
+/**
+ * Share of wall time a sweep spends in DELETE statements: after each it rests (DUTY⁻¹ − 1)× as
+ * long. Ingestion shares the machine's CPUs and disk with it; CONTRACT §5.1 wants ≥ 0.9× of
+ * ingest throughput during a sweep (bench/storage.ts measures it).
+ */
+const DUTY = 0.2;
+const DETACH_TRIES = 20;
+const UNDEFINED_TABLE = "42P01";
+
+export interface SweepResult {
+  partitionsCreated: number;
+  partitionsDropped: number;
+  rowsRemoved: number;
+  bytesRemoved: number;
+  deadLettersRemoved: number;
+  /** Deleted sources whose grace period ended; their tombstones are gone. */
+  tombstonesCleared: number;
+  partitions: number;
+  /** Oldest dt still stored (null: no events). */
+  oldestEvent: Date | null;
+}
+
+interface Cutoff {
+  sourceId: number;
+  /** Rows of this source with dt before this go. */
+  before: Date;
+}
+
+export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) => void, now = new Date()): Promise<SweepResult> {
+  const result: SweepResult = {
+    partitionsCreated: 0, partitionsDropped: 0, rowsRemoved: 0, bytesRemoved: 0,
+    deadLettersRemoved: 0, tombstonesCleared: 0, partitions: 0, oldestEvent: null,
+  };
+  result.partitionsCreated = (await ensurePartitions(sql, new Date(now.getTime() - DAY_MS), new Date(now.getTime() + DAYS_AHEAD * DAY_MS), log)).length;
+
+  const sources = await sql<{ id: string; days: number }[]>`select id, logs_retention as days from sources`;
+  const tombstones = await sql<{ source_id: string; deleted_at: Date }[]>`select source_id, deleted_at from source_deletions`;
+  const cutoffs: Cutoff[] = sources.map((s) => ({ sourceId: Number(s.id), before: new Date(now.getTime() - s.days * DAY_MS) }));
+  const deleted = tombstones.map((t) => Number(t.source_id));
+  // Everything of every source is older than this in a partition that ends before it. No source
+  // at all (a database being set up, a restore): no day is dropped.
+  const keepFrom = new Date(cutoffs.length === 0 ? -8.64e15 : Math.min(...cutoffs.map((c) => c.before.getTime())));
+
+  const partitions = await listPartitions(sql);
+  for (const partition of partitions) {
+    signal.throwIfAborted();
+    try {
+      if (partition.to.getTime() <= keepFrom.getTime()) {
+        if (await dropPartition(sql, partition, result, signal, log)) continue;
+      }
+      // Sources whose cutoff reaches into this day, and deleted sources (any day).
+      const here = cutoffs.filter((c) => c.before.getTime() > partition.from.getTime());
+      await deleteRows(sql, partition.name, here, deleted, result, signal);
+    } catch (error) {
+      // Dropped meanwhile by a sweep that did not take the scheduler's lock (a tool, a test).
+      if ((error as { code?: string }).code !== UNDEFINED_TABLE) throw error;
+    }
+  }
+  await deleteRows(sql, "log_events_default", cutoffs, deleted, result, signal);
+  await deleteDeadLetters(sql, deleted, result, signal, now);
+
+  // Every partition was searched for the deleted sources: those past their grace period are done.
+  const cleared = await sql`
+    delete from source_deletions
+    where deleted_at < ${new Date(now.getTime() - TOMBSTONE_GRACE_MS).toISOString()}::timestamptz and source_id = any(${pgArray(deleted)}::bigint[])`;
+  result.tombstonesCleared = cleared.count;
+
+  result.partitions = (await listPartitions(sql)).length + 1;
+  result.oldestEvent = await oldestEvent(sql);
+  return result;
+}
+
+/** DETACH (brief ACCESS EXCLUSIVE on log_events, waited for at most DDL_LOCK_TIMEOUT) then DROP. */
+async function dropPartition(sql: Sql, partition: Partition, result: SweepResult, signal: AbortSignal, log: (line: string) => void): Promise<boolean> {
+  const [size] = await sql<{ rows: string; bytes: string }[]>`
+    select greatest(reltuples, 0)::bigint as rows, pg_total_relation_size(oid) as bytes from pg_class where relname = ${partition.name}`;
+  for (let attempt = 0; attempt < DETACH_TRIES; attempt++) {
+    signal.throwIfAborted();
+    try {
+      await sql.begin(async (tx) => {
+        await tx`select pg_advisory_xact_lock(${PARTITION_LOCK})`;
+        const [attached] = await tx`select 1 from pg_class where relname = ${partition.name} and relispartition`;
+        if (!attached) throw Object.assign(new Error(`${partition.name} is gone`), { code: UNDEFINED_TABLE });
+        await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
+        await tx.unsafe(`alter table log_events detach partition ${partition.name}`);
+      });
+      await sql.unsafe(`drop table ${partition.name}`);
+      result.partitionsDropped++;
+      result.rowsRemoved += Number(size?.rows ?? 0);
+      result.bytesRemoved += Number(size?.bytes ?? 0);
+      log(`retention: dropped partition ${partition.name} (every source's retention has passed)`);
+      return true;
+    } catch (error) {
+      if ((error as { code?: string }).code !== "55P03") throw error;
+      // COPYs hold log_events: wait for a gap between them rather than queue in front of them.
+      await Bun.sleep(50 + Math.random() * 100);
+    }
+  }
+  log(`retention: ${partition.name} could not be detached (log_events busy ${DETACH_TRIES} times); deleting its rows instead`);
+  return false;
+}
+
+/** One pass over a partition's heap, PAGES_PER_STATEMENT pages per DELETE. */
+async function deleteRows(sql: Sql, table: string, cutoffs: Cutoff[], deleted: number[], result: SweepResult, signal: AbortSignal): Promise<void> {
+  if (cutoffs.length === 0 && deleted.length === 0) return;
+  const ids = [...cutoffs.map((c) => c.sourceId), ...deleted];
+  const before = [...cutoffs.map((c) => c.before.toISOString()), ...deleted.map(() => "infinity")];
+  const [{ pages } = { pages: 0 }] = await sql<{ pages: number }[]>`
+    select (pg_relation_size(${table}::regclass) / current_setting('block_size')::int)::int as pages`;
+  for (let first = 0; first < pages; first += PAGES_PER_STATEMENT) {
+    signal.throwIfAborted();
+    const started = performance.now();
+    const [removed] = await sql.unsafe<{ n: string; bytes: string }[]>(
+      `with gone as (
+         delete from ${table} t using unnest($1::bigint[], $2::timestamptz[]) as c(source_id, before)
+         where t.ctid >= '(${first},0)'::tid and t.ctid < '(${first + PAGES_PER_STATEMENT},0)'::tid
+           and t.source_id = c.source_id and t.dt < c.before
+         returning pg_column_size(t.*) as bytes
+       ) select count(*) as n, coalesce(sum(bytes), 0) as bytes from gone`,
+      [pgArray(ids), pgArray(before)],
+    );
+    result.rowsRemoved += Number(removed!.n);
+    result.bytesRemoved += Number(removed!.bytes);
+    await rest(performance.now() - started, signal);
+  }
+}
+
+/** Sleeps (1/DUTY − 1)× the work just done; wakes at once on abort. */
+async function rest(workedMs: number, signal: AbortSignal): Promise<void> {
+  const ms = workedMs * (1 / DUTY - 1);
+  if (ms < 1) return;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done);
+  });
+  signal.throwIfAborted();
+}
+
+/** Arrays go as text literals: postgres.js serialises typed array parameters only in some paths. */
+function pgArray(values: readonly (number | string)[]): string {
+  return `{${values.join(",")}}`;
+}
+
+async function deleteDeadLetters(sql: Sql, deleted: number[], result: SweepResult, signal: AbortSignal, now: Date): Promise<void> {
+  for (;;) {
+    signal.throwIfAborted();
+    const started = performance.now();
+    // Dead letters keep the time they failed (their dt may be what was refused): retention counts from it.
+    const gone = await sql`
+      delete from dead_letters where id = any(array(
+        select d.id from dead_letters d left join sources s on s.id = d.source_id
+        where d.source_id = any(${pgArray(deleted)}::bigint[])
+           or (s.id is not null and d.failed_at < ${now.toISOString()}::timestamptz - make_interval(days => s.logs_retention))
+        limit ${DEAD_LETTERS_PER_STATEMENT}))`;
+    result.deadLettersRemoved += gone.count;
+    if (gone.count < DEAD_LETTERS_PER_STATEMENT) return;
+    await rest(performance.now() - started, signal);
+  }
+}
+
+/** min(dt) of the default partition and of the oldest daily partition holding any row. */
+async function oldestEvent(sql: Sql): Promise<Date | null> {
+  const candidates: Date[] = [];
+  const [inDefault] = await sql<{ dt: Date | null }[]>`select min(dt) as dt from log_events_default`;
+  if (inDefault?.dt) candidates.push(inDefault.dt);
+  for (const partition of await listPartitions(sql)) {
+    const [row] = await sql.unsafe<{ dt: Date | null }[]>(`select min(dt) as dt from ${partition.name}`);
+    if (row?.dt) {
+      candidates.push(row.dt);
+      break;
+    }
+  }
+  return candidates.length === 0 ? null : new Date(Math.min(...candidates.map((d) => d.getTime())));
+}

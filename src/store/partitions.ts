@@ -1,0 +1,89 @@
+// log_events' daily range partitions (UTC days, named log_events_pYYYYMMDD), created ahead by
+// logpond; log_events_default takes any dt outside them, so a COPY never fails for its dt.
+// Invariants: idempotent and safe with several instances (advisory lock, existence re-checked
+// under it); every DDL runs under a short lock_timeout so it never queues in front of a COPY
+// for longer than that. Never DROPs a partition (retention/ does, by the same lock rules).
+import type { Sql } from "./db";
+
+export const DAY_MS = 86_400_000;
+/** Taken by every instance that creates or drops partitions. */
+export const PARTITION_LOCK = 73_615_402;
+/** How long a DDL statement may wait for a lock (and so hold up a COPY queued behind it). */
+export const DDL_LOCK_TIMEOUT = "20ms";
+const NAME = /^log_events_p(\d{4})(\d{2})(\d{2})$/;
+
+export interface Partition {
+  name: string;
+  /** [from, to): UTC midnight to the next. */
+  from: Date;
+  to: Date;
+}
+
+export function partitionFor(day: Date): Partition {
+  const from = new Date(Math.floor(day.getTime() / DAY_MS) * DAY_MS);
+  const iso = from.toISOString();
+  return { name: `log_events_p${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}`, from, to: new Date(from.getTime() + DAY_MS) };
+}
+
+/** The daily partitions attached now, oldest first (tables of other names are not ours). */
+export async function listPartitions(sql: Sql): Promise<Partition[]> {
+  const rows = await sql<{ name: string }[]>`
+    select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+    where i.inhparent = 'log_events'::regclass`;
+  const days: Partition[] = [];
+  for (const { name } of rows) {
+    const match = NAME.exec(name);
+    if (match) days.push(partitionFor(new Date(`${match[1]}-${match[2]}-${match[3]}T00:00:00Z`)));
+  }
+  return days.sort((a, b) => a.from.getTime() - b.from.getTime());
+}
+
+/**
+ * Makes sure a partition exists for every UTC day touching [from, to]. Returns the names created.
+ * A day that cannot get its locks within DDL_LOCK_TIMEOUT is skipped (the next call retries);
+ * its events meanwhile land in the default partition.
+ */
+export async function ensurePartitions(sql: Sql, from: Date, to: Date, log: (line: string) => void = () => {}): Promise<string[]> {
+  const existing = new Set((await listPartitions(sql)).map((p) => p.name));
+  const created: string[] = [];
+  for (let day = partitionFor(from).from.getTime(); day <= to.getTime(); day += DAY_MS) {
+    const partition = partitionFor(new Date(day));
+    if (existing.has(partition.name)) continue;
+    try {
+      if (await createPartition(sql, partition)) created.push(partition.name);
+    } catch (error) {
+      if ((error as { code?: string }).code !== "55P03") throw error;
+      log(`partitions: ${partition.name} not created this time (a lock was busy for ${DDL_LOCK_TIMEOUT}); will retry`);
+    }
+  }
+  return created;
+}
+
+/**
+ * One day: a standalone table, the default partition's rows of that day moved into it, then
+ * ATTACH (SHARE UPDATE EXCLUSIVE on log_events: COPY goes on). The default partition is locked
+ * (ATTACH needs that anyway to re-check it) so no row of that day can slip in between; that only
+ * holds up a COPY carrying an event outside the prepared days, and only for this transaction.
+ */
+async function createPartition(sql: Sql, partition: Partition): Promise<boolean> {
+  const { name, from, to } = partition;
+  const range = `for values from ('${from.toISOString()}') to ('${to.toISOString()}')`;
+  return sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(${PARTITION_LOCK})`;
+    const [already] = await tx`select 1 from pg_class where relname = ${name} and relispartition`;
+    if (already) return false;
+    await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
+    await tx.unsafe(`drop table if exists ${name}`); // a leftover of an interrupted attempt, never attached
+    await tx.unsafe(`create table ${name} (like log_events including defaults)`);
+    // Lets ATTACH skip scanning the new table; dropped once attached (the bound says the same).
+    await tx.unsafe(`alter table ${name} add constraint ${name}_range check (dt >= '${from.toISOString()}' and dt < '${to.toISOString()}')`);
+    await tx.unsafe(`lock table log_events_default in access exclusive mode`);
+    await tx.unsafe(`
+      with moved as (
+        delete from log_events_default where dt >= '${from.toISOString()}' and dt < '${to.toISOString()}' returning *
+      ) insert into ${name} select * from moved`);
+    await tx.unsafe(`alter table log_events attach partition ${name} ${range}`);
+    await tx.unsafe(`alter table ${name} drop constraint ${name}_range`);
+    return true;
+  });
+}
