@@ -7,7 +7,9 @@
 // Never blocks the flusher: a subscriber callback only stores a reference.
 import type { Sql } from "../store/db";
 import type { TailClient } from "./client";
-import { rowsOfBatch, type CommittedRows, type TailRow } from "./rows";
+import { blockOf, eventOf, rowsOfBatch, type CommittedRows, type TailRow } from "./rows";
+
+const EMPTY = new Uint8Array(0);
 import { readBatchRows } from "./storage";
 
 export const CHANNEL = "logpond_batches";
@@ -151,10 +153,22 @@ export class TailHub {
       }
     }
     // From here to lastSeq = seq nothing awaits: clients that turn live later start after seq.
+    const groups = new Map<string, { rows: TailRow[]; block: Uint8Array }>();
     for (const client of this.clients) {
       if (!client.live) continue;
       client.batchStart();
-      for (const row of rows) client.offer(row);
+      if (seq <= client.seq) {
+        // Its resume point is inside or after this batch: row by row, skipping what it has.
+        for (const row of rows) client.offer(row);
+        continue;
+      }
+      let group = groups.get(client.groupKey);
+      if (!group) {
+        const mine = rows.filter((row) => client.sourceIds.has(row.sourceId) && (!client.matcher || client.matcher(eventOf(row))));
+        group = { rows: mine, block: mine.length > 0 ? blockOf(mine) : EMPTY };
+        groups.set(client.groupKey, group);
+      }
+      client.offerBlock(group.rows, group.block);
     }
     this.lastSeq = seq;
     for (const key of this.local.keys()) if (key <= seq) this.local.delete(key);

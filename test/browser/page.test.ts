@@ -1,6 +1,7 @@
 // The live-tail page in a real headless Chromium (Debian's `chromium`, driven by puppeteer-core):
 // enter the token, pick a source, see rows ingested while the page watches, filter with a query,
-// pause and resume without losing rows. Saves docs/live-tail.png (the README's screenshot).
+// pause and resume without losing rows. Saves a screenshot: docs/live-tail.png (the README's) when
+// LIVE_TAIL_SCREENSHOT=1, else in the temporary directory (so a test run leaves the tree clean).
 // Needs a Chromium binary: CHROMIUM_PATH, or /usr/bin/chromium (`.ci/run` installs it).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, mkdtempSync } from "node:fs";
@@ -13,7 +14,7 @@ import { API_TOKEN, startTestLogpond, type TestLogpond, type TestSource } from "
 declare const document: any;
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const SCREENSHOT = path.join(import.meta.dir, "..", "..", "docs", "live-tail.png");
+const SCREENSHOT = process.env.LIVE_TAIL_SCREENSHOT === "1" ? path.join(import.meta.dir, "..", "..", "docs", "live-tail.png") : path.join(tmpdir(), "logpond-live-tail.png");
 
 let lp: TestLogpond;
 let browser: Browser;
