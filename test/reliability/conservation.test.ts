@@ -170,7 +170,9 @@ for (const scenario of scenarios) {
 
         if (scenario.exit === undefined) {
           service.proc.kill("SIGTERM");
-          expect(await service.proc.exited).toBe(0);
+          const code = await service.proc.exited;
+          if (code !== 0) console.log(`logpond exited ${code}; its last output:\n${service.output().slice(-3000)}`);
+          expect(code).toBe(0);
         } else if (scenario.exit === 0) {
           expect(service.proc.exitCode).toBe(0);
           expect(service.output()).toContain("nothing left behind");
