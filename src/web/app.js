@@ -157,8 +157,9 @@ function handle(block) {
     state.dropped += JSON.parse(data).count || 0;
     return updateCounts();
   }
-  if (event !== "message" || !data) return;
+  // Per SSE, an id without data still moves the position (the server sends one at the live start).
   if (id) state.lastEventId = id;
+  if (event !== "message" || !data) return;
   addRow(JSON.parse(data), "bottom");
 }
 

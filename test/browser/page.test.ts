@@ -112,3 +112,18 @@ test("token → sources → live rows → query → pause/resume", async () => {
 
   await page.screenshot({ path: SCREENSHOT });
 }, 60_000);
+
+test("pause before any live row arrived, resume: the rows sent meanwhile appear", async () => {
+  // A new query restarts the view: no row has come live yet, so the only position is the live
+  // start the server sends as an id-only block (before it, Resume reconnected from "now").
+  await clearQuery();
+  await page.type("#query", "paused-gap");
+  await page.click("#apply");
+  await page.waitForFunction(() => document.querySelector("#state")?.textContent === "live");
+  await page.waitForFunction("state.lastEventId !== ''", { timeout: 10_000 });
+  await page.click("#pause");
+  await send(web, [{ level: "warn", message: "paused-gap row", http: { method: "GET", path: "/gap", status: 200 } }]);
+  await lp.flusher.flush();
+  await page.click("#pause");
+  await waitForRow("paused-gap row");
+}, 30_000);
