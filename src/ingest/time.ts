@@ -4,7 +4,9 @@
 // undefined when the value cannot be read: the caller then uses the reception time and keeps the
 // event's own `dt` untouched. Never throws.
 
-const MIN_MS = Date.UTC(1, 0, 1);
+// Not Date.UTC(1, 0, 1): Date.UTC maps years 0–99 to 1900–1999, which made every dt before 1901
+// (and every `from` before 1901 in the query API) unreadable.
+const MIN_MS = new Date(0).setUTCFullYear(1, 0, 1);
 const MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?\s*(Z|z|UTC|GMT|[+-]\d{2}(?::?\d{2})?)?$/;
 const DIGITS = /^-?\d+(?:\.\d+)?$/;

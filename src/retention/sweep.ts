@@ -265,15 +265,17 @@ async function deleteDeadLetters(sql: Sql, deleted: number[], result: SweepResul
 
 /** min(dt) of the default partition and of the oldest daily partition holding any row. */
 async function oldestEvent(sql: Sql): Promise<Date | null> {
-  const candidates: Date[] = [];
-  const [inDefault] = await sql<{ dt: Date | null }[]>`select min(dt) as dt from log_events_default`;
-  if (inDefault?.dt) candidates.push(inDefault.dt);
+  // As epoch milliseconds, not a timestamptz: drizzle(sql) makes postgres.js return timestamptz
+  // as text on the service's client, so `min(dt)` came back a string and every sweep failed.
+  const candidates: number[] = [];
+  const [inDefault] = await sql<{ ms: number | null }[]>`select (extract(epoch from min(dt)) * 1000)::float8 as ms from log_events_default`;
+  if (inDefault?.ms != null) candidates.push(inDefault.ms);
   for (const partition of await listPartitions(sql)) {
-    const [row] = await sql.unsafe<{ dt: Date | null }[]>(`select min(dt) as dt from ${partition.name}`);
-    if (row?.dt) {
-      candidates.push(row.dt);
+    const [row] = await sql.unsafe<{ ms: number | null }[]>(`select (extract(epoch from min(dt)) * 1000)::float8 as ms from ${partition.name}`);
+    if (row?.ms != null) {
+      candidates.push(row.ms);
       break;
     }
   }
-  return candidates.length === 0 ? null : new Date(Math.min(...candidates.map((d) => d.getTime())));
+  return candidates.length === 0 ? null : new Date(Math.min(...candidates));
 }

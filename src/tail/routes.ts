@@ -22,6 +22,8 @@ export interface TailRoutesDeps {
 
 const CATCH_UP_PAGE = 1_000;
 const POSITION = /^([0-9]{1,18})-([0-9]{0,19})$/;
+/** The largest bigint: as a position's id it means "after every row of that batch". */
+const AFTER_BATCH = "9223372036854775807";
 
 export function tailRoutes({ sql, hub, apiTokenDigest, limits, log }: TailRoutesDeps) {
   return new Elysia({ name: "logpond/tail", prefix: "/api/v2/query" }).get("/live-tail/stream", async ({ request, server }) => {
@@ -45,7 +47,13 @@ export function tailRoutes({ sql, hub, apiTokenDigest, limits, log }: TailRoutes
       client.note(`event: error\ndata: ${JSON.stringify({ errors: "could not read the rows after Last-Event-ID; reconnect to try again" })}\n\n`);
       client.close();
     });
-    else hub.goLive(client, hub.lastSeq);
+    else {
+      // The live start as a position (an id-only block: EventSource keeps it as its last event id
+      // and dispatches nothing), so a client that disconnects or pauses before its first row
+      // resumes from here instead of from "now", which lost every row sent meanwhile.
+      client.note(`id: ${hub.lastSeq}-${AFTER_BATCH}\n\n`);
+      hub.goLive(client, hub.lastSeq);
+    }
     // A quiet stream is kept open by our heartbeat, not cut by Bun's idle timer.
     server?.timeout?.(request, 0);
     request.signal.addEventListener("abort", () => client.close(), { once: true });

@@ -157,19 +157,26 @@ function handle(block) {
     state.dropped += JSON.parse(data).count || 0;
     return updateCounts();
   }
-  if (event !== "message" || !data) return;
+  // Per SSE, an id without data still moves the position (the server sends one at the live start).
   if (id) state.lastEventId = id;
+  if (event !== "message" || !data) return;
   addRow(JSON.parse(data), "bottom");
 }
 
 async function loadOlder(generation) {
   const search = params({ batch: "100" });
+  const first = !state.olderNext;
   if (state.olderNext) search.set("cursor", state.olderNext);
   const response = await api(`/api/v2/query/live-tail?${search}`);
   if (generation !== state.generation) return;
   if (!response.ok) return refused(response);
   const body = await response.json();
+  const box = $("rows");
+  const fromBottom = box.scrollHeight - box.scrollTop;
   for (const row of body.data) addRow(row, "top");
+  // The first page opens at the newest row (else the view sat on the oldest and live rows arrived
+  // out of sight); an older page keeps the rows the reader was looking at in place.
+  box.scrollTop = first ? box.scrollHeight : box.scrollHeight - fromBottom;
   state.olderNext = body.pagination.next ? new URL(body.pagination.next).searchParams.get("cursor") : undefined;
   $("older").hidden = !state.olderNext;
 }

@@ -113,3 +113,43 @@ test("token → sources → live rows → query → pause/resume", async () => {
 
   await page.screenshot({ path: SCREENSHOT });
 }, 60_000);
+
+test("pause before any live row arrived, resume: the rows sent meanwhile appear", async () => {
+  // A new query restarts the view: no row has come live yet, so the only position is the live
+  // start the server sends as an id-only block (before it, Resume reconnected from "now").
+  await clearQuery();
+  await page.type("#query", "paused-gap");
+  await page.click("#apply");
+  await page.waitForFunction(() => document.querySelector("#state")?.textContent === "live");
+  await page.waitForFunction("state.lastEventId !== ''", { timeout: 10_000 });
+  await page.click("#pause");
+  await send(web, [{ level: "warn", message: "paused-gap row", http: { method: "GET", path: "/gap", status: 200 } }]);
+  await lp.flusher.flush();
+  await page.click("#pause");
+  await waitForRow("paused-gap row");
+}, 30_000);
+
+test("a source with more rows than fit opens at the newest row, and live rows arrive in view", async () => {
+  const many = await lp.createSource({ name: "chatty" });
+  await send(many, Array.from({ length: 80 }, (_, i) => ({ level: "info", message: `chatty ${i}` })));
+  await lp.flusher.flush();
+  await clearQuery();
+  await page.click("#apply");
+  for (const id of [web.id, worker.id]) await page.click(`input[data-source-id="${id}"]`); // untick
+  await page.reload({ waitUntil: "domcontentloaded" });
+  await page.waitForSelector(`input[data-source-id="${many.id}"]`);
+  await page.click(`input[data-source-id="${many.id}"]`);
+  await waitForRow("chatty 79");
+  await page.waitForFunction(() => document.querySelector("#state")?.textContent === "live");
+  const inView = (text: string) =>
+    page.evaluate((t) => {
+      const box = document.getElementById("rows")!.getBoundingClientRect();
+      const li = [...document.querySelectorAll("#list li")].find((item) => item.textContent?.includes(t));
+      const r = li?.getBoundingClientRect();
+      return !!r && r.top >= box.top && r.bottom <= box.bottom;
+    }, text);
+  expect(await inView("chatty 79")).toBe(true);
+  await send(many, [{ level: "info", message: "chatty live" }]);
+  await waitForRow("chatty live");
+  expect(await inView("chatty live")).toBe(true);
+}, 30_000);

@@ -11,6 +11,8 @@ export interface SseEvent {
 export class SseReader {
   readonly events: SseEvent[] = [];
   readonly comments: string[] = [];
+  /** The last `id:` seen, with or without data (what EventSource sends back as Last-Event-ID). */
+  position: string | undefined;
   ended = false;
   private readonly reader: { read(): Promise<{ value?: string; done: boolean }>; cancel(): Promise<void> };
   private waiters: (() => void)[] = [];
@@ -90,6 +92,7 @@ export class SseReader {
       else if (field === "event") event = value;
       else if (field === "data") data.push(value);
     }
+    if (id !== undefined) this.position = id;
     if (data.length > 0) this.events.push({ id, event, data: data.join("\n"), at: performance.now() });
   }
 }

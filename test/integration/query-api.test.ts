@@ -96,6 +96,17 @@ describe("rows and defaults", () => {
     const [stored] = (await lp.stored(source.id)).filter((r) => r.raw.message === "micro");
     expect(row).toEqual({ message: "micro", level: "debug", dt: "2026-01-02T03:04:05.123456Z", source_id: source.id, id: String(stored!.id) });
   });
+  test("events dated before 1901 keep their dt and are found by from/to (Date.UTC's 0–99 mapping once made them reception-time)", async () => {
+    const old = await lp.createSource();
+    const events = [{ dt: "1850-06-01T12:00:00Z", message: "victorian" }, { dt: "0500-06-01T12:00:00Z", message: "year 500" }];
+    expect((await lp.ingest(old.token, JSON.stringify(events))).status).toBe(202);
+    await lp.flusher.flush();
+    const body: any = await (await get(`source_ids=${old.id}&order=oldest_first&from=0100-01-01T00:00:00Z&to=1900-01-01T00:00:00Z`)).json();
+    expect(body.data.map((row: any) => [row.message, row.dt])).toEqual([
+      ["year 500", "0500-06-01T12:00:00.000000Z"],
+      ["victorian", "1850-06-01T12:00:00.000000Z"],
+    ]);
+  });
   test("oldest_first and from/to", async () => {
     const body: any = await (await get(`source_ids=${source.id}&order=oldest_first&from=${iso(NOW - 40 * 60_000)}&to=${iso(NOW)}`)).json();
     expect(body.data.map((row: any) => row.message)).toEqual(["outside the default window", "disk full on /var", "request served"]);

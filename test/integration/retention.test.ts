@@ -4,6 +4,8 @@
 // exactly what expired and nothing else; whole partitions every source outlived are dropped.
 // Then the sweep under load: sweeps back to back while senders ingest; stored = acknowledged.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { drizzle } from "drizzle-orm/postgres-js";
+import postgres from "postgres";
 import { runMigrations } from "../../src/store/db";
 import { openFlushConnection } from "../../src/store/copy";
 import { DAY_MS, ensurePartitions, listPartitions } from "../../src/store/partitions";
@@ -135,6 +137,18 @@ test("/metrics reports partitions, the oldest event and what retention removed",
   expect(text).toMatch(/^logpond_retention_rows_removed_total \d+$/m);
   expect(text).toMatch(/^logpond_retention_bytes_removed_total \d+$/m);
   expect(text).toMatch(/^logpond_retention_sweep_duration_seconds_sum [\d.e-]+$/m);
+});
+
+test("a sweep on a client wrapped by drizzle (as the service's is: timestamptz comes back as text) succeeds", async () => {
+  const wrapped = postgres(db.url, { max: 1, onnotice: () => {} });
+  drizzle(wrapped);
+  try {
+    const result = await sweep(wrapped, never, () => {});
+    expect(result.oldestEvent).toBeInstanceOf(Date);
+    expect(Number.isNaN(result.oldestEvent!.getTime())).toBe(false);
+  } finally {
+    await wrapped.end({ timeout: 5 });
+  }
 });
 
 test("sweeps running back to back under load: stored = acknowledged, no duplicates", async () => {

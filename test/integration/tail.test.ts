@@ -95,6 +95,26 @@ describe("resume", () => {
     }, 30_000);
   }
 
+  test("a stream tells its live start as a position: resuming from it before any row arrived misses nothing", async () => {
+    const source = await lp.createSource();
+    await send(lp, source, numbered(0, 3));
+    await lp.flusher.flush();
+    const first = await open(lp, `source_ids=${source.id}`);
+    await first.until(() => first.position !== undefined, 5_000, "the live start's id");
+    await first.close();
+    expect(first.rows()).toEqual([]);
+    await send(lp, source, numbered(3, 4)); // while disconnected ("paused")
+    const second = await open(lp, `source_ids=${source.id}`, { "last-event-id": first.position! });
+    try {
+      await second.until(() => second.rows().length >= 4, 10_000, "the rows sent while disconnected");
+      await send(lp, source, numbered(7, 1));
+      await second.until(() => second.rows().length >= 5, 10_000, "a live row");
+      expect(second.rows().map((row) => row.n)).toEqual([3, 4, 5, 6, 7]);
+      expect(second.dropped()).toBe(0);
+    } finally {
+      await second.close();
+    }
+  });
   test("a resumed stream with a query replays only matching rows", async () => {
     const source = await lp.createSource();
     const first = await open(lp, `source_ids=${source.id}&query=level:warn`);

@@ -14,11 +14,17 @@ test.each([
   ["2026-11-21T12:30Z", "2026-11-21T12:30:00.000Z"],
   [new Date(at), at],
   [0, "1970-01-01T00:00:00.000Z"],
+  // Years 1–1900 are in range (the lower bound once was 1901 through Date.UTC's 0–99 mapping).
+  ["1850-06-01T12:00:00Z", "1850-06-01T12:00:00.000Z"],
+  ["0500-06-01T12:00:00Z", "0500-06-01T12:00:00.000Z"],
+  ["0100-01-01T00:00:00Z", "0100-01-01T00:00:00.000Z"],
+  [-5e9, "1811-07-23T15:06:40.000Z"],
+  [-62135596800, "0001-01-01T00:00:00.000Z"],
 ])("eventTime(%p) = %p", (input, expected) => {
   expect(eventTime(input)).toBe(expected);
 });
 
-test.each([undefined, null, true, {}, [], "", "soon", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z", "2026-11-21T25:00:00Z", "0099-01-01T00:00:00Z", NaN, Infinity, 1e300, new Date("x"), "2026-11-21T12:30:41+25:00"].map((v) => [v]))(
+test.each([undefined, null, true, {}, [], "", "soon", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z", "2026-11-21T25:00:00Z", "0099-01-01T00:00:00Z", -62135596801, NaN, Infinity, 1e300, new Date("x"), "2026-11-21T12:30:41+25:00"].map((v) => [v]))(
   "eventTime(%p) is unreadable",
   (input) => {
     expect(eventTime(input)).toBeUndefined();
