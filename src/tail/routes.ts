@@ -10,7 +10,7 @@ import { readQuery, readSourceIds } from "../query/request";
 import type { Sql } from "../store/db";
 import { TailClient, type ClientLimits } from "./client";
 import type { TailHub } from "./hub";
-import { oldestSeq, readCatchUp } from "./storage";
+import { latestSeq, oldestSeq, readCatchUp } from "./storage";
 
 export interface TailRoutesDeps {
   sql: Sql;
@@ -39,6 +39,14 @@ export function tailRoutes({ sql, hub, apiTokenDigest, limits, log }: TailRoutes
       resume = { seq: Number(match[1]), id: match[2]! };
     }
     await checkSources(sql, ids, malformed);
+    if (resume) {
+      // A position past every batch this database committed (a restored or replaced database)
+      // would wait silently until the sequence caught up: say so instead.
+      const latest = await latestSeq(sql);
+      if (resume.seq > latest) {
+        throw new AppError("bad_request", `Last-Event-ID / cursor ${resumeText!.trim()} is ahead of this database (its latest batch is ${latest}); reconnect without it to start live`);
+      }
+    }
 
     const client = new TailClient(new Set(ids), query, query ? compileMatcher(query) : undefined, resume ?? { seq: hub.lastSeq, id: "" }, limits);
     hub.add(client);
@@ -68,7 +76,8 @@ export function tailRoutes({ sql, hub, apiTokenDigest, limits, log }: TailRoutes
 
   async function catchUp(client: TailClient, from: { seq: number; id: string }): Promise<void> {
     const oldest = await oldestSeq(sql);
-    if (oldest !== undefined && from.seq < oldest) {
+    // Batches are numbered from 1: only when some before `oldest` were forgotten can rows be missing.
+    if (oldest !== undefined && from.seq + 1 < oldest) {
       client.note(`event: dropped\ndata: {"count":null,"reason":"the resume point is older than the kept batch log; rows before seq ${oldest} are not replayed"}\n\n`);
     }
     for (;;) {

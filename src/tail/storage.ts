@@ -52,3 +52,9 @@ export async function oldestSeq(sql: Sql): Promise<number | undefined> {
   const [row] = await sql<{ seq: string | null }[]>`select min(seq)::text as seq from flush_batches`;
   return row?.seq == null ? undefined : Number(row.seq);
 }
+
+/** The newest batch committed to this database (0: none yet); the counter outlives the batch log. */
+export async function latestSeq(sql: Sql): Promise<number> {
+  const [row] = await sql<{ seq: string }[]>`select value::text as seq from logpond_counters where name = 'commit_seq'`;
+  return row ? Number(row.seq) : 0;
+}

@@ -65,6 +65,20 @@ test("rows arrive within one second of their commit", async () => {
 });
 
 describe("resume", () => {
+  test("from 0-0 (before the first batch): every row of the source, and no drop reported", async () => {
+    const source = await lp.createSource();
+    await send(lp, source, numbered(0, 30));
+    await lp.flusher.flush();
+    const stream = await open(lp, `source_ids=${source.id}`, { "last-event-id": "0-0" });
+    try {
+      await stream.until(() => stream.rows().length >= 30);
+      expect(stream.rows().map((row) => row.n)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+      expect(stream.events.filter((e) => e.event === "dropped")).toEqual([]);
+    } finally {
+      await stream.close();
+    }
+  });
+
   for (const via of ["Last-Event-ID", "cursor="] as const) {
     test(`reconnecting with ${via} while ingesting: no gap, no duplicate`, async () => {
       const source = await lp.createSource();
@@ -226,6 +240,7 @@ describe("refusals", () => {
       [`source_ids=${source.id}&query=${encodeURIComponent('"open')}`, {}, 400, "position 1"],
       [`source_ids=${source.id}`, { "last-event-id": "nonsense" }, 400, "Last-Event-ID"],
       [`source_ids=${source.id}&cursor=1-2-3`, {}, 400, "Last-Event-ID / cursor"],
+      [`source_ids=${source.id}`, { "last-event-id": "999999999999-1" }, 400, "ahead of this database"],
     ];
     for (const [query, headers, status, message] of cases) {
       const response = await lp.api("GET", `${STREAM}?${query}`, undefined, headers);
