@@ -26,6 +26,7 @@ console.log(
   [
     `logpond is running (started in ${Math.round(performance.now() - started)} ms)`,
     `  management API  ${logpond.apiUrl}/api/v1/sources`,
+    `  live tail page  ${logpond.apiUrl}/`,
     `  ingestion       ${logpond.ingestUrl}/`,
     `  API token       ${config.apiToken ? "from API_TOKEN" : `${logpond.apiToken}  (kept in ${logpond.apiTokenOrigin})`}`,
     `  database        ${logpond.store.description}`,
