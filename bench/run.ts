@@ -17,6 +17,7 @@ import { runMigrations } from "../src/store/db";
 import { startEmbeddedPostgres } from "../src/store/embedded";
 import { createSource, spawnService, SERVICE_API_TOKEN, type Service } from "../test/helpers/service";
 import { bareCeilings, copyCeilings } from "./ceilings";
+import { runStandalone } from "./appendix";
 import { progress, type BenchContext, type BenchModule, type Row } from "./lib";
 import { runMicro } from "./micro";
 import { CORPORA, type Corpus } from "./payloads";
@@ -137,6 +138,8 @@ async function main(): Promise<boolean> {
       machine,
       settings: { runs: RUNS, seconds: SECONDS, flushIntervalMs: FLUSH_INTERVAL_MS, bufferMaxBytes: BUFFER_MAX_BYTES, wrkNote: wrk.note, quick: QUICK, only: ONLY },
     });
+    // A full run ends with the storage layout's and the read path's own benches (bench/appendix.ts).
+    if (!QUICK && ONLY.length === 0 && !(await runStandalone(progress, path.join(import.meta.dir, "RESULTS.md")))) failed = true;
   } finally {
     for (const child of children) child.kill("SIGTERM");
     await sql.end({ timeout: 5 });
