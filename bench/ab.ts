@@ -1,0 +1,80 @@
+// A/B of logpond at another git ref against this worktree, interleaved on one PostgreSQL under
+// wrk -c64 — how this branch's before/after figures were taken on a shared machine:
+//   bun bench/ab.ts <ref> [payload=json-100] [corpus=realistic] [seconds=5] [rounds=3]
+// The ref's src/ and drizzle/ are exported (git archive) to a temporary folder and run with this
+// worktree's node_modules. Per round and side: accepted req/s, statuses, the service's CPU µs per
+// request (steadier than req/s when others load the box) and its peak RSS.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { runMigrations } from "../src/store/db";
+import { startEmbeddedPostgres } from "../src/store/embedded";
+import { createSource, SERVICE_API_TOKEN } from "../test/helpers/service";
+import { cpuSeconds, peakRss, resetPeakRss } from "./lib";
+import { payload, type Corpus, type PayloadName } from "./payloads";
+import { findWrk, runWrk, writeWrkFiles } from "./wrk";
+
+const [ref, name = "json-100", corpus = "realistic", seconds = "5", rounds = "3"] = process.argv.slice(2);
+if (!ref) throw new Error("usage: bun bench/ab.ts <ref> [payload] [corpus] [seconds] [rounds]");
+const ROOT = path.join(import.meta.dir, "..");
+const wrk = findWrk(console.log);
+if (!wrk.path) throw new Error(wrk.note);
+const work = mkdtempSync(path.join(tmpdir(), "logpond-ab-"));
+const before = path.join(work, "ref");
+const exported = spawnSync("sh", ["-c", `mkdir -p '${before}' && git -C '${ROOT}' archive '${ref}' src drizzle | tar -x -C '${before}'`], { encoding: "utf8" });
+if (exported.status !== 0) throw new Error(`git archive ${ref}: ${exported.stderr}`);
+symlinkSync(path.join(ROOT, "node_modules"), path.join(before, "node_modules"));
+
+const pg = await startEmbeddedPostgres(path.join(work, "pg"), 0);
+const procs: ReturnType<typeof Bun.spawn>[] = [];
+try {
+  await runMigrations(pg.url);
+  const spawn = async (main: string, dir: string) => {
+    const proc = Bun.spawn([process.execPath, main], {
+      env: { ...process.env, DATABASE_URL: pg.url, DATA_DIR: dir, API_PORT: "0", INGEST_PORT: "0", API_TOKEN: SERVICE_API_TOKEN },
+      stdout: "pipe",
+      stderr: "inherit",
+    });
+    procs.push(proc);
+    let out = "";
+    const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();
+    while (!/ingestion\s+http\S+/.test(out)) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`service did not start: ${out}`);
+      out += new TextDecoder().decode(value);
+    }
+    void (async () => {
+      while (!(await reader.read()).done);
+    })();
+    return { proc, apiUrl: /management API\s+(http\S+)\/api\/v1\/sources/.exec(out)![1]!, ingestUrl: /ingestion\s+(http\S+)\//.exec(out)![1]!, output: () => out };
+  };
+  const metric = async (apiUrl: string, key: string) => Number(new RegExp(`^${key} (\\d+)`, "m").exec(await (await fetch(`${apiUrl}/metrics`)).text())![1]);
+  const p = payload(name as PayloadName, corpus as Corpus);
+  const sides = [
+    { label: ref, service: await spawn(path.join(before, "src", "main.ts"), path.join(work, "a")), dir: "" },
+    { label: "worktree", service: await spawn(path.join(ROOT, "src", "main.ts"), path.join(work, "b")), dir: "" },
+  ];
+  for (const side of sides) side.dir = writeWrkFiles(path.join(work, `wrk-${sides.indexOf(side)}`), p, [(await createSource(side.service, "ab")).token]);
+  for (let r = 0; r < Number(rounds); r++) {
+    for (const { label, service, dir } of sides) {
+      const deadline = Date.now() + 120_000;
+      while ((await metric(service.apiUrl, "logpond_buffer_events")) > 0 && Date.now() < deadline) await Bun.sleep(100);
+      resetPeakRss(service.proc.pid);
+      const cpu = cpuSeconds(service.proc.pid);
+      const w = await runWrk(wrk.path, `${service.ingestUrl}/`, dir, p.bodies.length, Number(seconds));
+      const used = cpuSeconds(service.proc.pid) - cpu;
+      console.log(
+        `${name} ${corpus} ${label.padEnd(10)} ${Math.round((w.statuses["202"] ?? 0) / w.seconds)} req/s accepted ${JSON.stringify(w.statuses)}, ` +
+          `${Math.round((used * 1e6) / Math.max(1, w.requests))} CPU µs/req, peak RSS ${Math.round(peakRss(service.proc.pid))} MiB`,
+      );
+    }
+  }
+} finally {
+  for (const proc of procs) {
+    proc.kill("SIGTERM");
+    await proc.exited;
+  }
+  await pg.stop();
+  rmSync(work, { recursive: true, force: true });
+}
