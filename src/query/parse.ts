@@ -135,15 +135,24 @@ function tokenize(input: string): Token[] {
     } else {
       const start = i;
       while (i < input.length && FIELD_CHAR.test(input[i]!)) i++;
-      const op = i > start ? OPS.find((candidate) => input.startsWith(candidate, i)) : undefined;
+      if (i === start && OPS.some((candidate) => input.startsWith(candidate, i))) {
+        throw new QueryError(start + 1, `a field name is missing before '${OPS.find((candidate) => input.startsWith(candidate, i))}'`);
+      }
+      // `level = error` reads as `level=error`: spaces may stand around an operator.
+      const fieldEnd = i;
+      let opAt = i;
+      while (opAt < input.length && input[opAt] === " ") opAt++;
+      const op = i > start ? OPS.find((candidate) => input.startsWith(candidate, opAt)) : undefined;
+      if (op !== undefined) i = opAt;
       if (op === undefined) {
         while (i < input.length && !WORD_END.test(input[i]!)) i++;
         if (i === start) throw new QueryError(start + 1, `unexpected '${input[start]}'`);
         tokens.push({ kind: "word", text: input.slice(start, i), at: start + 1 });
         continue;
       }
-      const path = input.slice(start, i).split(".");
+      const path = input.slice(start, fieldEnd).split(".");
       i += op.length;
+      while (i < input.length && input[i] === " ") i++;
       const valueAt = i + 1;
       let value: string;
       if (input[i] === '"') {

@@ -43,6 +43,8 @@ describe("parser", () => {
       { kind: "field", path: ["z"], op: ">", value: "5", number: 5 },
     ] }],
     ['"say \\"hi\\""', { kind: "text", text: 'say "hi"' }],
+    ["level = error", { kind: "field", path: ["level"], op: "=", value: "error" }],
+    ["http.status >= 500 a", { kind: "and", nodes: [{ kind: "field", path: ["http", "status"], op: ">=", value: "500", number: 500 }, { kind: "text", text: "a" }] }],
   ])("%p parses", (query, expected) => {
     expect(shape(query)).toEqual(expected);
   });
@@ -53,6 +55,8 @@ describe("parser", () => {
     ['"open', 1, "not closed"],
     ["status>=abc", 9, "needs a number"],
     ["status>", 8, "value is missing"],
+    [":error", 1, "field name is missing before ':'"],
+    ["a >= ", 6, "value is missing"],
     ["a AND", 6, "term is missing"],
     ["OR a", 1, "needs a term"],
     ["NOT", 4, "term is missing"],
