@@ -5,13 +5,12 @@
 // worktree's node_modules. Per round and side: accepted req/s, statuses, the service's CPU µs per
 // request (steadier than req/s when others load the box) and its peak RSS.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, symlinkSync } from "node:fs";
 import * as path from "node:path";
 import { runMigrations } from "../src/store/db";
 import { startEmbeddedPostgres } from "../src/store/embedded";
 import { createSource, SERVICE_API_TOKEN } from "../test/helpers/service";
-import { cpuSeconds, peakRss, resetPeakRss } from "./lib";
+import { benchDir, cpuSeconds, peakRss, resetPeakRss } from "./lib";
 import { payload, type Corpus, type PayloadName } from "./payloads";
 import { findWrk, runWrk, writeWrkFiles } from "./wrk";
 
@@ -20,7 +19,7 @@ if (!ref) throw new Error("usage: bun bench/ab.ts <ref> [payload] [corpus] [seco
 const ROOT = path.join(import.meta.dir, "..");
 const wrk = findWrk(console.log);
 if (!wrk.path) throw new Error(wrk.note);
-const work = mkdtempSync(path.join(tmpdir(), "logpond-ab-"));
+const work = benchDir("logpond-ab-");
 const before = path.join(work, "ref");
 const exported = spawnSync("sh", ["-c", `mkdir -p '${before}' && git -C '${ROOT}' archive '${ref}' src drizzle | tar -x -C '${before}'`], { encoding: "utf8" });
 if (exported.status !== 0) throw new Error(`git archive ${ref}: ${exported.stderr}`);

@@ -1,6 +1,8 @@
 // Shared by the bench's parts (run.ts, ceilings.ts, scenarios.ts, report.ts, and extra modules
 // such as storage.ts / read.ts): the row and context types, medians, formatting and /proc reads.
-import { readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
 import type postgres from "postgres";
 import type { Corpus } from "./payloads";
 
@@ -99,4 +101,16 @@ export function cpuSeconds(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/**
+ * A temporary folder for a bench's PostgreSQL and files. World-traversable (mkdtemp makes it
+ * 0700): run as root, the embedded PostgreSQL runs as `postgres`, and a DATA_DIR below a folder
+ * it cannot enter is kept in /var/lib/logpond instead, where removing this folder never reaches
+ * it (bench runs left 34 GB of clusters there).
+ */
+export function benchDir(prefix: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  chmodSync(dir, 0o755);
+  return dir;
 }

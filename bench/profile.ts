@@ -5,20 +5,20 @@
 // Starts an embedded PostgreSQL and `bun --cpu-prof --cpu-prof-md src/main.ts`, creates a source,
 // runs wrk, stops the service (SIGTERM: the profile is written on exit) and prints where the
 // .cpuprofile and its markdown summary are (open the first in Chrome DevTools → Performance).
-import { mkdtempSync, readdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync } from "node:fs";
 import * as path from "node:path";
 import { runMigrations } from "../src/store/db";
 import { startEmbeddedPostgres } from "../src/store/embedded";
 import { createSource, SERVICE_API_TOKEN } from "../test/helpers/service";
 import { payload, type Corpus, type PayloadName } from "./payloads";
 import { findWrk, runWrk, writeWrkFiles } from "./wrk";
+import { benchDir } from "./lib";
 
 const paused = process.argv.includes("--paused");
 const [name = "json-1", corpus = "realistic", seconds = "6"] = process.argv.slice(2).filter((a) => !a.startsWith("--")) as [PayloadName?, Corpus?, string?];
 const wrk = findWrk(console.log);
 if (!wrk.path) throw new Error(wrk.note);
-const work = mkdtempSync(path.join(tmpdir(), "logpond-profile-"));
+const work = benchDir("logpond-profile-");
 const profiles = path.join(work, "profiles");
 const pg = await startEmbeddedPostgres(path.join(work, "pg"), 0);
 try {

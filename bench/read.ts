@@ -8,13 +8,14 @@
 //      `field:value` query over the default 30 minutes while the generator ingests at `--rate`
 //      events/s in the background (paced; what the box reaches is printed next to it).
 // Two cores shared with PostgreSQL and the generator: figures are this box's, not a ceiling.
-import { mkdtempSync, rmSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { rmSync } from "node:fs";
+import { cpus } from "node:os";
 import * as path from "node:path";
 import postgres from "postgres";
 import { runMigrations } from "../src/store/db";
 import { startEmbeddedPostgres } from "../src/store/embedded";
 import { createSource, spawnService, SERVICE_API_TOKEN, type Service } from "../test/helpers/service";
+import { benchDir } from "./lib";
 
 const argv = process.argv.slice(2);
 const option = (name: string, fallback: string) => {
@@ -95,7 +96,7 @@ async function timeGet(url: string): Promise<{ ms: number; body: any }> {
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
 
 async function main() {
-  const work = mkdtempSync(path.join(tmpdir(), "logpond-bench-read-"));
+  const work = benchDir("logpond-bench-read-");
   let url = process.env.DATABASE_URL;
   let stopPostgres = async () => {};
   if (!url) {

@@ -9,8 +9,8 @@
 // 4. Extra modules (EXTRA_MODULES below), then micro-benchmarks (micro.ts).
 // 5. Report (report.ts): stdout, bench/results/<time>.json, and bench/RESULTS.md on a full run.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { rmSync } from "node:fs";
+import { cpus } from "node:os";
 import * as path from "node:path";
 import postgres from "postgres";
 import { runMigrations } from "../src/store/db";
@@ -18,7 +18,7 @@ import { startEmbeddedPostgres } from "../src/store/embedded";
 import { createSource, spawnService, SERVICE_API_TOKEN, type Service } from "../test/helpers/service";
 import { bareCeilings, copyCeilings } from "./ceilings";
 import { runStandalone } from "./appendix";
-import { progress, type BenchContext, type BenchModule, type Row } from "./lib";
+import { benchDir, progress, type BenchContext, type BenchModule, type Row } from "./lib";
 import { runMicro } from "./micro";
 import { CORPORA, type Corpus } from "./payloads";
 import { writeReport } from "./report";
@@ -49,7 +49,7 @@ const FLUSH_INTERVAL_MS = 200;
 const BUFFER_MAX_BYTES = 256 * 1024 * 1024;
 
 async function main(): Promise<boolean> {
-  const work = mkdtempSync(path.join(tmpdir(), "logpond-bench-"));
+  const work = benchDir("logpond-bench-");
   const children: BenchContext["children"] = [];
   let url = process.env.DATABASE_URL;
   let stopPostgres = async () => {};

@@ -11,14 +11,14 @@
 //    spread evenly over the last --days days in arrival order (as live ingestion writes them).
 // 4. Ingest throughput (bun src/main.ts, 8 senders) during a retention sweep that deletes most of
 //    those rows ÷ the same without a sweep.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import * as path from "node:path";
 import postgres from "postgres";
 import { prefixIds } from "../src/buffer/ids";
 import { runMigrations } from "../src/store/db";
 import { startEmbeddedPostgres } from "../src/store/embedded";
 import { ensurePartitions } from "../src/store/partitions";
+import { benchDir } from "./lib";
 
 const argv = process.argv.slice(2);
 const option = (name: string, fallback: number) => {
@@ -74,7 +74,7 @@ async function main() {
   let stop = async () => {};
   let url = process.env.BENCH_DATABASE_URL;
   if (!url) {
-    const dir = mkdtempSync(path.join(tmpdir(), "logpond-bench-storage-"));
+    const dir = benchDir("logpond-bench-storage-");
     const pg = await startEmbeddedPostgres(dir, 0);
     url = pg.url;
     stop = async () => {
