@@ -4,6 +4,8 @@ import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type postgres from "postgres";
+import { runMigrations } from "../src/store/db";
+import { startEmbeddedPostgres } from "../src/store/embedded";
 import type { Corpus } from "./payloads";
 
 /** One timed run of a row. Client and server counts differ only for wrk rows (see scenarios.ts). */
@@ -113,4 +115,17 @@ export function benchDir(prefix: string): string {
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
   chmodSync(dir, 0o755);
   return dir;
+}
+
+/** DATABASE_URL's PostgreSQL, or an embedded one in `work` (stopped by `stop`); migrations applied. */
+export async function benchPostgres(work: string): Promise<{ url: string; stop: () => Promise<void> }> {
+  let url = process.env.DATABASE_URL;
+  let stop = async () => {};
+  if (!url) {
+    const pg = await startEmbeddedPostgres(path.join(work, "pg"), 0);
+    url = pg.url;
+    stop = () => pg.stop();
+  }
+  await runMigrations(url);
+  return { url, stop };
 }

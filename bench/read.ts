@@ -12,10 +12,8 @@ import { rmSync } from "node:fs";
 import { cpus } from "node:os";
 import * as path from "node:path";
 import postgres from "postgres";
-import { runMigrations } from "../src/store/db";
-import { startEmbeddedPostgres } from "../src/store/embedded";
 import { createSource, spawnService, SERVICE_API_TOKEN, type Service } from "../test/helpers/service";
-import { benchDir } from "./lib";
+import { benchDir, benchPostgres } from "./lib";
 
 const argv = process.argv.slice(2);
 const option = (name: string, fallback: string) => {
@@ -97,14 +95,7 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.le
 
 async function main() {
   const work = benchDir("logpond-bench-read-");
-  let url = process.env.DATABASE_URL;
-  let stopPostgres = async () => {};
-  if (!url) {
-    const pg = await startEmbeddedPostgres(path.join(work, "pg"), 0);
-    url = pg.url;
-    stopPostgres = () => pg.stop();
-  }
-  await runMigrations(url);
+  const { url, stop: stopPostgres } = await benchPostgres(work);
   const sql = postgres(url, { max: 2, onnotice: () => {} });
   const service = await spawnService({ DATABASE_URL: url, DATA_DIR: path.join(work, "data") });
   const stored = async (sourceId: number) => Number((await sql`select count(*) as n from log_events where source_id = ${sourceId}`)[0]!.n);

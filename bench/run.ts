@@ -13,12 +13,10 @@ import { rmSync } from "node:fs";
 import { cpus } from "node:os";
 import * as path from "node:path";
 import postgres from "postgres";
-import { runMigrations } from "../src/store/db";
-import { startEmbeddedPostgres } from "../src/store/embedded";
 import { createSource, spawnService, SERVICE_API_TOKEN, type Service } from "../test/helpers/service";
 import { bareCeilings, copyCeilings } from "./ceilings";
 import { runStandalone } from "./appendix";
-import { benchDir, progress, type BenchContext, type BenchModule, type Row } from "./lib";
+import { benchDir, benchPostgres, progress, type BenchContext, type BenchModule, type Row } from "./lib";
 import { runMicro } from "./micro";
 import { CORPORA, type Corpus } from "./payloads";
 import { writeReport } from "./report";
@@ -51,15 +49,8 @@ const BUFFER_MAX_BYTES = 256 * 1024 * 1024;
 async function main(): Promise<boolean> {
   const work = benchDir("logpond-bench-");
   const children: BenchContext["children"] = [];
-  let url = process.env.DATABASE_URL;
-  let stopPostgres = async () => {};
-  if (!url) {
-    const pg = await startEmbeddedPostgres(path.join(work, "pg"), 0);
-    url = pg.url;
-    stopPostgres = () => pg.stop();
-  }
+  const { url, stop: stopPostgres } = await benchPostgres(work);
   const embedded = !process.env.DATABASE_URL;
-  await runMigrations(url);
   const sql = postgres(url, { max: 2, onnotice: () => {} });
   const clear = async () => {
     if (embedded) await sql`truncate log_events, flush_batches`;
