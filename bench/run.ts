@@ -141,6 +141,6 @@ async function main(): Promise<boolean> {
 }
 
 if (!(await main())) {
-  console.error("bench: conservation check FAILED (stored ≠ acknowledged in some run)");
+  console.error("bench: FAILED (stored ≠ acknowledged in some run, or a standalone bench failed: see above)");
   process.exit(1);
 }

@@ -159,7 +159,6 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   let accepting = true;
   let ingestingHost = "";
   const decodeWorker = new DecodeWorker();
-  decodeWorker.start();
 
   const ingest = ingestApp({
     cache, ring, flusher, metrics, store, log,

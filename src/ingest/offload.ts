@@ -2,7 +2,8 @@
 // other client is never held by one request's JSON.parse or msgpackr pass (CONTRACT §3.1).
 // Measured with test/reliability/hostile-load.test.ts: a 32 MiB body held the loop 300–670 ms
 // inline; normal traffic's p99 went over 200 ms (86–103 ms with the workers). WORKERS threads,
-// started (and warmed) with the server; a job goes to the one with fewer waiting. The body is
+// started on the first big body (measured: idle RSS 89 → 65 MiB; that first body waits ~0.35 s
+// for its thread); a job goes to the one with fewer waiting. The body is
 // transferred (the caller must not use it after). A MessagePack array header is read here first:
 // 20 million events are refused without a hop.
 import { measureBody } from "./bounds";
@@ -25,7 +26,7 @@ export class DecodeWorker {
   private readonly threads: Thread[] = [];
   private nextId = 1;
 
-  /** Starts the threads now, so the first big request does not pay their start (~0.3 s). */
+  /** Starts the threads (run() does so on first use). */
   start(): void {
     while (this.threads.length < WORKERS) this.threads.push(new Thread());
   }
@@ -79,7 +80,9 @@ class Thread {
   }
 
   private spawn(): Worker {
-    const worker = new Worker(new URL("./worker.ts", import.meta.url).href);
+    // smol: a smaller heap for the thread (it holds one body at a time); started on first use, so a
+    // service that never sees a body of OFFLOAD_FROM_BYTES pays no worker memory (~40 MiB each).
+    const worker = new Worker(new URL("./worker.ts", import.meta.url).href, { smol: true });
     worker.onmessage = (message: MessageEvent<Outcome>) => {
       const settle = this.pending.get(message.data.id);
       this.pending.delete(message.data.id);

@@ -23,7 +23,7 @@ const DEAD_LETTERS_PER_STATEMENT = 5_000;
  * long. Ingestion shares the machine's CPUs and disk with it; CONTRACT §5.1 wants ≥ 0.9× of
  * ingest throughput during a sweep (bench/storage.ts measures it).
  */
-const DUTY = 0.2;
+const DUTY = 0.1;
 const DETACH_TRIES = 20;
 const UNDEFINED_TABLE = "42P01";
 
