@@ -191,7 +191,10 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     read: { tail, queryTimeoutMs: config.queryTimeoutMs, tailLimits: { maxRows: config.tailQueueMaxRows, maxBytes: config.tailQueueMaxBytes } },
     web: await webRoutes(),
     routes: {
-      service: createSourceService(store.db, cache, () => retention.kick()),
+      service: createSourceService(store.db, cache, (id) => {
+        retention.kick();
+        tail.sourceDeleted(id);
+      }),
       apiTokenDigest: digest(apiToken),
       ingestingHost: () => ingestingHost,
     },

@@ -49,6 +49,11 @@ export function queryRoutes({ sql, apiTokenDigest, queryTimeoutMs }: QueryRoutes
     })
     .get("/dead-letters", async ({ request }) => {
       const url = new URL(request.url);
+      // Silently ignoring a filter would hand back rows the caller asked to leave out.
+      const unsupported = DEAD_LETTER_UNSUPPORTED.filter((name) => url.searchParams.has(name));
+      if (unsupported.length > 0) {
+        throw new AppError("bad_request", `dead-letters does not take ${unsupported.join(", ")}: it lists every dead letter of source_ids, by batch, order and cursor`);
+      }
       const { ids, malformed } = readSourceIds(url);
       const batch = readBatch(url);
       const order = readOrder(url);
@@ -60,6 +65,9 @@ export function queryRoutes({ sql, apiTokenDigest, queryTimeoutMs }: QueryRoutes
       return page(result.rows, cursor === null ? null : nextLink(url, cursor));
     });
 }
+
+/** Live-tail parameters a dead-letter listing cannot honour (refused with 400). */
+const DEAD_LETTER_UNSUPPORTED = ["query", "from", "to"];
 
 function openDeadLetterCursor(cursor: string | null, binding: string): string | undefined {
   if (cursor === null || cursor === "") return undefined;

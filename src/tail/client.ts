@@ -25,6 +25,8 @@ export class TailClient {
   /** False while it catches up from storage: the hub leaves it alone until then. */
   live = false;
   closed = false;
+  /** Ending: what is queued is still sent, then the stream closes; nothing new is taken. */
+  private finishing = false;
   dropped = 0;
   droppedTotal = 0;
   /** Whether the batch being handed out is taken: decided when it starts (see above). */
@@ -64,7 +66,7 @@ export class TailClient {
 
   /** A live row: queued, or counted as dropped when the queue is full. */
   offer(row: TailRow): void {
-    if (this.closed || !this.sourceIds.has(row.sourceId)) return;
+    if (this.closed || this.finishing || !this.sourceIds.has(row.sourceId)) return;
     // Already sent (a resume point ahead of this process's live position).
     if (row.seq < this.seq || (row.seq === this.seq && compareIds(row.id, this.id) <= 0)) return;
     if (this.matcher && !this.matcher(eventOf(row))) return;
@@ -86,7 +88,7 @@ export class TailClient {
    * 0.2 µs per row and stream per row otherwise; bench/read.ts). Only for batches after its position.
    */
   offerBlock(rows: readonly TailRow[], block: Uint8Array): void {
-    if (this.closed || rows.length === 0) return;
+    if (this.closed || this.finishing || rows.length === 0) return;
     if (!this.admitting) {
       this.dropped += rows.length;
       this.droppedTotal += rows.length;
@@ -120,7 +122,7 @@ export class TailClient {
 
   /** Keeps proxies and Bun's idle timer from closing a quiet stream; tells about drops once there is room. */
   heartbeat(): void {
-    if (this.closed) return;
+    if (this.closed || this.finishing) return;
     if (this.dropped > 0 && !this.full()) this.announceDropped();
     else if (this.queue.length === 0) this.enqueue(KEEP_ALIVE, 0);
   }
@@ -128,6 +130,13 @@ export class TailClient {
   /** A comment or a control event written as is. */
   note(text: string): void {
     if (!this.closed) this.enqueue(encoder.encode(text), 0);
+  }
+
+  /** Sends what is queued and then `text` (a control event), then ends the stream. */
+  finish(text: string): void {
+    if (this.closed || this.finishing) return;
+    this.enqueue(encoder.encode(text), 0);
+    this.finishing = true;
   }
 
   close(): void {
@@ -191,5 +200,6 @@ export class TailClient {
     // A copy: row bytes are shared by every stream, and what is handed to Bun is Bun's.
     controller.enqueue(Buffer.concat(parts, bytes));
     for (const resolve of this.roomWaiters.splice(0)) resolve();
+    if (this.finishing && this.queue.length === 0) this.close();
   }
 }

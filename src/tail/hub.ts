@@ -78,6 +78,16 @@ export class TailHub {
     return true;
   }
 
+  /**
+   * A source was deleted: its streams get `event: source_deleted` and end (their source_ids are
+   * no longer valid; a reconnect with them gets 404). Rows already queued are still sent.
+   */
+  sourceDeleted(sourceId: number): void {
+    for (const client of this.clients) {
+      if (client.sourceIds.has(sourceId)) client.finish(`event: source_deleted\ndata: {"source_id":"${sourceId}"}\n\n`);
+    }
+  }
+
   add(client: TailClient): void {
     this.clients.add(client);
     client.onClose = () => this.clients.delete(client);

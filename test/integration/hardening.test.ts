@@ -77,6 +77,9 @@ describe("ingesting_host", () => {
   test("a PUBLIC_INGEST_URL that is not an http(s) URL stops the start", () => {
     expect(() => loadConfig({ PUBLIC_INGEST_URL: "logs.example.com" })).toThrow(/PUBLIC_INGEST_URL/);
     expect(() => loadConfig({ PUBLIC_INGEST_URL: "ftp://logs.example.com" })).toThrow(/http/);
+    expect(() => loadConfig({ PUBLIC_INGEST_URL: "https://logs.example.com/?token=x" })).toThrow(/query/);
+    expect(() => loadConfig({ PUBLIC_INGEST_URL: "https://logs.example.com/#top" })).toThrow(/fragment/);
+    expect(() => loadConfig({ PUBLIC_INGEST_URL: "https://user:pw@logs.example.com" })).toThrow(/credentials/);
   });
 });
 

@@ -172,6 +172,8 @@ describe("dead letters", () => {
     expect(second).toEqual({ data: [expect.objectContaining({ raw: '{"n":0}' })], pagination: { next: null } });
     await expectError(await lp.api("GET", `/api/v2/query/dead-letters?source_ids=${dead.id}&order=oldest_first&cursor=${new URL(first.pagination.next).searchParams.get("cursor")}`), 400, "cursor belongs to other parameters");
     await expectError(await lp.api("GET", "/api/v2/query/dead-letters?source_ids=123456789"), 404, "Source 123456789 was not found");
+    await expectError(await lp.api("GET", `/api/v2/query/dead-letters?source_ids=${dead.id}&query=level%3Aerror`), 400, "dead-letters does not take query");
+    await expectError(await lp.api("GET", `/api/v2/query/dead-letters?source_ids=${dead.id}&from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z`), 400, "does not take from, to");
     await expectError(await lp.api("GET", "/api/v2/query/dead-letters"), 400, "source_ids is required");
   });
 });

@@ -231,6 +231,28 @@ test("a quiet stream gets heartbeats; a client that goes away is cleaned up", as
   expect(lp.tail.size).toBe(before);
 });
 
+test("deleting a source ends its streams with `source_deleted`, after the rows already queued", async () => {
+  const source = await lp.createSource();
+  const other = await lp.createSource();
+  const before = lp.tail.size;
+  const stream = await open(lp, `source_ids=${source.id}`);
+  const bystander = await open(lp, `source_ids=${other.id}`);
+  await send(lp, source, numbered(0, 5));
+  await stream.until(() => stream.rows().length === 5, 10_000, "the rows before the deletion");
+  expect((await lp.api("DELETE", `/api/v1/sources/${source.id}`)).status).toBe(204);
+  await stream.until(() => stream.ended, 5_000, "the end of the stream");
+  expect(stream.events.at(-1)).toMatchObject({ event: "source_deleted", data: JSON.stringify({ source_id: String(source.id) }) });
+  expect(stream.rows().map((row) => row.n)).toEqual([0, 1, 2, 3, 4]);
+  // Streams of other sources go on.
+  await send(lp, other, numbered(0, 2));
+  await bystander.until(() => bystander.rows().length === 2, 10_000, "rows of the other source");
+  expect(bystander.ended).toBe(false);
+  await bystander.close();
+  const deadline = Date.now() + 5_000;
+  while (lp.tail.size > before && Date.now() < deadline) await Bun.sleep(20);
+  expect(lp.tail.size).toBe(before);
+});
+
 describe("refusals", () => {
   test("bad parameters → 400/404 before the stream starts", async () => {
     const source = await lp.createSource();
