@@ -73,7 +73,7 @@ export class Metrics {
     metric("logpond_retention_sweeps_total", "counter", "Retention sweeps completed.", [["", this.retentionSweeps]]);
     metric("logpond_retention_sweep_errors_total", "counter", "Retention sweeps that failed (retried at the next interval).", [["", this.retentionErrors]]);
     metric("logpond_retention_rows_removed_total", "counter", "Events removed by retention and deleted-source purges (dropped partitions: PostgreSQL's row estimate).", [["", this.retentionRowsRemoved]]);
-    metric("logpond_retention_bytes_removed_total", "counter", "Bytes removed: dropped partitions' size on disk, deleted rows' stored size.", [["", this.retentionBytesRemoved]]);
+    metric("logpond_retention_bytes_removed_total", "counter", "Bytes removed: dropped partitions' size on disk, deleted rows' estimated stored size (their partition's average); a deleted row's space is reused by later rows of that partition only, and returns to the disk when the partition is dropped.", [["", this.retentionBytesRemoved]]);
     metric("logpond_retention_dead_letters_removed_total", "counter", "Dead letters removed by retention and deleted-source purges.", [["", this.retentionDeadLettersRemoved]]);
     metric("logpond_retention_partitions_dropped_total", "counter", "Daily partitions dropped because every source had outlived them.", [["", this.retentionPartitionsDropped]]);
     metric("logpond_retention_sweep_duration_seconds_sum", "counter", "Total time spent in completed retention sweeps.", [["", this.retentionSecondsSum]]);

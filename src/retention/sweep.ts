@@ -145,26 +145,28 @@ async function deleteLateRows(sql: Sql, tables: string[], cutoffs: Cutoff[], seq
   const ids = pgArray(cutoffs.map((c) => c.sourceId));
   const before = pgArray(cutoffs.map((c) => (c.before.getTime() >= 8.64e15 ? "infinity" : c.before.toISOString())));
   for (const table of tables) {
+    const size = await tableSize(sql, table).catch((error) => {
+      if ((error as { code?: string }).code === UNDEFINED_TABLE) return undefined;
+      throw error;
+    });
+    if (size === undefined) continue;
     for (;;) {
       signal.throwIfAborted();
       const started = performance.now();
-      const [removed] = await sql.unsafe<{ n: string; bytes: string }[]>(
-        `with gone as (
-           delete from ${table} t where ctid = any(array(
-             select l.ctid from ${table} l join unnest($2::bigint[], $3::timestamptz[]) as c(source_id, before)
-               on l.source_id = c.source_id and l.dt < c.before
-             where l.id >= $1 limit ${LATE_ROWS_PER_STATEMENT}))
-           returning pg_column_size(t.*) as bytes
-         ) select count(*) as n, coalesce(sum(bytes), 0) as bytes from gone`,
+      const removed = await sql.unsafe(
+        `delete from ${table} t where ctid = any(array(
+           select l.ctid from ${table} l join unnest($2::bigint[], $3::timestamptz[]) as c(source_id, before)
+             on l.source_id = c.source_id and l.dt < c.before
+           where l.id >= $1 limit ${LATE_ROWS_PER_STATEMENT}))`,
         [since.first, ids, before],
       ).catch((error) => {
-        if ((error as { code?: string }).code === UNDEFINED_TABLE) return [{ n: "0", bytes: "0" }];
+        if ((error as { code?: string }).code === UNDEFINED_TABLE) return { count: 0 };
         throw error;
       });
-      result.rowsRemoved += Number(removed!.n);
-      result.bytesRemoved += Number(removed!.bytes);
+      result.rowsRemoved += removed.count;
+      result.bytesRemoved += Math.round(removed.count * size.rowBytes);
       await rest(performance.now() - started, signal);
-      if (Number(removed!.n) < LATE_ROWS_PER_STATEMENT) break;
+      if (removed.count < LATE_ROWS_PER_STATEMENT) break;
     }
   }
 }
@@ -205,24 +207,37 @@ async function deleteRows(sql: Sql, table: string, cutoffs: Cutoff[], deleted: n
   result.fullSearches++;
   const ids = [...cutoffs.map((c) => c.sourceId), ...deleted];
   const before = [...cutoffs.map((c) => c.before.toISOString()), ...deleted.map(() => "infinity")];
-  const [{ pages } = { pages: 0 }] = await sql<{ pages: number }[]>`
-    select (pg_relation_size(${table}::regclass) / current_setting('block_size')::int)::int as pages`;
+  const { pages, rowBytes } = await tableSize(sql, table);
   for (let first = 0; first < pages; first += PAGES_PER_STATEMENT) {
     signal.throwIfAborted();
     const started = performance.now();
-    const [removed] = await sql.unsafe<{ n: string; bytes: string }[]>(
-      `with gone as (
-         delete from ${table} t using unnest($1::bigint[], $2::timestamptz[]) as c(source_id, before)
-         where t.ctid >= '(${first},0)'::tid and t.ctid < '(${first + PAGES_PER_STATEMENT},0)'::tid
-           and t.source_id = c.source_id and t.dt < c.before
-         returning pg_column_size(t.*) as bytes
-       ) select count(*) as n, coalesce(sum(bytes), 0) as bytes from gone`,
+    const removed = await sql.unsafe(
+      `delete from ${table} t using unnest($1::bigint[], $2::timestamptz[]) as c(source_id, before)
+       where t.ctid >= '(${first},0)'::tid and t.ctid < '(${first + PAGES_PER_STATEMENT},0)'::tid
+         and t.source_id = c.source_id and t.dt < c.before`,
       [pgArray(ids), pgArray(before)],
     );
-    result.rowsRemoved += Number(removed!.n);
-    result.bytesRemoved += Number(removed!.bytes);
+    result.rowsRemoved += removed.count;
+    result.bytesRemoved += Math.round(removed.count * rowBytes);
     await rest(performance.now() - started, signal);
   }
+}
+
+/**
+ * Heap pages, and the average stored size of a row (heap and TOAST over PostgreSQL's row estimate)
+ * for the bytes a delete removes: summing pg_column_size over the deleted rows made each DELETE
+ * 25–30% slower (36–39 ms → 47 ms for 1,024 pages of realistic rows).
+ */
+async function tableSize(sql: Sql, table: string): Promise<{ pages: number; rowBytes: number }> {
+  const [row] = await sql<{ pages: number; bytes: string; rows: number }[]>`
+    select (pg_relation_size(c.oid) / current_setting('block_size')::int)::int as pages,
+      pg_table_size(c.oid)::bigint as bytes, greatest(c.reltuples, 0)::float8 as rows
+    from pg_class c where c.oid = ${table}::regclass`;
+  if (!row) return { pages: 0, rowBytes: 0 };
+  if (row.rows > 0) return { pages: row.pages, rowBytes: Number(row.bytes) / row.rows };
+  // Never analysed (a young partition): the average of a sample.
+  const [sample] = await sql.unsafe<{ bytes: number | null }[]>(`select avg(pg_column_size(t.*))::float8 as bytes from (select * from ${table} limit 100) t`);
+  return { pages: row.pages, rowBytes: sample?.bytes ?? 0 };
 }
 
 /** Sleeps (1/DUTY − 1)× the work just done; wakes at once on abort. */

@@ -96,6 +96,8 @@ test("a deleted source is searched everywhere once; then rows committed later ar
   const memory: SweepMemory = { tombstones: new Map(), days: new Map() };
   const first = await sweep(db.sql, never, () => {}, new Date(), memory);
   expect(first.rowsRemoved).toBeGreaterThanOrEqual(2);
+  // Row deletes count their rows' estimated stored size (a few dozen bytes each at least).
+  expect(first.bytesRemoved).toBeGreaterThanOrEqual(first.rowsRemoved * 30);
   expect(memory.tombstones.has(Number(source.id))).toBe(true);
 
   // Late rows (another instance's buffer), one dated long ago, written with the flush path (seq).
@@ -105,6 +107,7 @@ test("a deleted source is searched everywhere once; then rows committed later ar
   await tool.close();
   const second = await sweep(db.sql, never, () => {}, new Date(), memory);
   expect(second.rowsRemoved).toBe(2);
+  expect(second.bytesRemoved).toBeGreaterThanOrEqual(60);
   expect(await db.sql`select 1 from log_events where source_id = ${Number(source.id)}`).toHaveLength(0);
   await db.sql`delete from source_deletions where source_id = ${Number(source.id)}`;
 });
