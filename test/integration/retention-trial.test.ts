@@ -1,6 +1,6 @@
 // Retention and partitions as an operator meets them (found by trying the service by hand):
-// a CHECK constraint added to log_events (README, Durability: "e.g. a CHECK constraint you
-// added" sends refused events to dead_letters) must not stop new days' partitions nor the
+// a CHECK constraint (README, Durability: "e.g. a CHECK constraint you
+// added" sends refused events to dead_letters) or a generated column added to log_events must not stop new days' partitions nor the
 // sweeps; a dropped partition that PostgreSQL never analysed still counts its rows in
 // /metrics. A database of the test's own, so every row in it is known.
 import { afterAll, beforeAll, expect, test } from "bun:test";
@@ -24,14 +24,16 @@ afterAll(async () => {
 
 const never = new AbortController().signal;
 
-test("with a CHECK constraint added to log_events, new days still get partitions and sweeps still remove expired events", async () => {
+test("with a CHECK constraint and a generated column added to log_events, new days still get partitions and sweeps still remove expired events", async () => {
   const now = new Date();
   await db.sql`alter table log_events add constraint operator_check check (coalesce(raw->>'message', '') not like 'BAD%')`;
+  // A column for Grafana panels, as an operator might add (COPY names its columns, so ingestion is unaffected).
+  await db.sql`alter table log_events add column operator_level text generated always as (raw->>'level') stored`;
   try {
     const source = await lp.createSource({ logs_retention: 1 });
     const old = new Date(now.getTime() - 3 * DAY_MS).toISOString();
     const far = new Date(now.getTime() + 6 * DAY_MS).toISOString();
-    expect((await lp.ingest(source.token, JSON.stringify([{ dt: old, n: 1 }, { n: 2 }, { dt: far, n: 3 }]))).status).toBe(202);
+    expect((await lp.ingest(source.token, JSON.stringify([{ dt: old, n: 1 }, { n: 2 }, { dt: far, n: 3, level: "warn" }]))).status).toBe(202);
     await lp.flusher.flush();
 
     // Tomorrow's sweep prepares the day after the prepared ones: the day `far` falls into among them.
@@ -45,8 +47,11 @@ test("with a CHECK constraint added to log_events, new days still get partitions
     const [inherited] = await db.sql`
       select count(*)::int as n from pg_constraint where conname = 'operator_check' and conrelid = ${partitionFor(new Date(far)).name}::regclass`;
     expect(inherited!.n).toBe(1);
+    const [row] = await db.sql`select operator_level from log_events where source_id = ${Number(source.id)}`;
+    expect(row!.operator_level).toBe("warn");
   } finally {
     await db.sql`alter table log_events drop constraint if exists operator_check`;
+    await db.sql`alter table log_events drop column if exists operator_level`;
   }
 });
 
