@@ -174,7 +174,10 @@ async function deleteLateRows(sql: Sql, tables: string[], cutoffs: Cutoff[], seq
 /** DETACH (brief ACCESS EXCLUSIVE on log_events, waited for at most DDL_LOCK_TIMEOUT) then DROP. */
 async function dropPartition(sql: Sql, partition: Partition, result: SweepResult, signal: AbortSignal, log: (line: string) => void): Promise<boolean> {
   const [size] = await sql<{ rows: string; bytes: string }[]>`
-    select greatest(reltuples, 0)::bigint as rows, pg_total_relation_size(oid) as bytes from pg_class where relname = ${partition.name}`;
+    select reltuples::bigint as rows, pg_total_relation_size(oid) as bytes from pg_class where relname = ${partition.name}`;
+  // Never analysed (reltuples -1: fewer rows than autovacuum's threshold, or autovacuum behind):
+  // count them, reading at most one statement's worth of pages, so /metrics does not report 0.
+  if (size && Number(size.rows) < 0) size.rows = String(await countRows(sql, partition.name));
   for (let attempt = 0; attempt < DETACH_TRIES; attempt++) {
     signal.throwIfAborted();
     try {
@@ -238,6 +241,16 @@ async function tableSize(sql: Sql, table: string): Promise<{ pages: number; rowB
   // Never analysed (a young partition): the average of a sample.
   const [sample] = await sql.unsafe<{ bytes: number | null }[]>(`select avg(pg_column_size(t.*))::float8 as bytes from (select * from ${table} limit 100) t`);
   return { pages: row.pages, rowBytes: sample?.bytes ?? 0 };
+}
+
+/** Rows of a table: counted in its first PAGES_PER_STATEMENT heap pages, scaled up to all its pages. */
+async function countRows(sql: Sql, table: string): Promise<number> {
+  const [row] = await sql.unsafe<{ n: number; pages: number }[]>(
+    `select count(*)::int as n, (select (pg_relation_size('${table}') / current_setting('block_size')::int)::int) as pages
+     from ${table} where ctid < '(${PAGES_PER_STATEMENT},0)'::tid`,
+  );
+  if (!row) return 0;
+  return row.pages <= PAGES_PER_STATEMENT ? row.n : Math.round((row.n * row.pages) / PAGES_PER_STATEMENT);
 }
 
 /** Sleeps (1/DUTY − 1)× the work just done; wakes at once on abort. */

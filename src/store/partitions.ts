@@ -74,14 +74,20 @@ async function createPartition(sql: Sql, partition: Partition): Promise<boolean>
     if (already) return false;
     await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
     await tx.unsafe(`drop table if exists ${name}`); // a leftover of an interrupted attempt, never attached
-    await tx.unsafe(`create table ${name} (like log_events including defaults)`);
+    // ATTACH refuses a table that lacks a CHECK constraint of log_events or has a plain column where
+    // log_events has a generated one: an operator's own (README) would stop every new day.
+    await tx.unsafe(`create table ${name} (like log_events including defaults including constraints including generated)`);
     // Lets ATTACH skip scanning the new table; dropped once attached (the bound says the same).
     await tx.unsafe(`alter table ${name} add constraint ${name}_range check (dt >= '${from.toISOString()}' and dt < '${to.toISOString()}')`);
     await tx.unsafe(`lock table log_events_default in access exclusive mode`);
+    // By name, and without generated columns (PostgreSQL computes those; it refuses values for them).
+    const [{ columns } = { columns: "id, source_id, dt, raw" }] = await tx<{ columns: string }[]>`
+      select string_agg(quote_ident(attname), ', ' order by attnum) as columns from pg_attribute
+      where attrelid = 'log_events'::regclass and attnum > 0 and not attisdropped and attgenerated = ''`;
     await tx.unsafe(`
       with moved as (
-        delete from log_events_default where dt >= '${from.toISOString()}' and dt < '${to.toISOString()}' returning *
-      ) insert into ${name} select * from moved`);
+        delete from log_events_default where dt >= '${from.toISOString()}' and dt < '${to.toISOString()}' returning ${columns}
+      ) insert into ${name} (${columns}) select ${columns} from moved`);
     await tx.unsafe(`alter table log_events attach partition ${name} ${range}`);
     await tx.unsafe(`alter table ${name} drop constraint ${name}_range`);
     return true;
