@@ -118,7 +118,7 @@ export async function readDeadLetters(
     keyset = newest ? "and id < $3::bigint" : "and id > $3::bigint";
   }
   const text =
-    `select id::text as id, json_build_object('id', id::text, 'source_id', source_id::text, 'dt', dt, 'raw', raw, 'sqlstate', sqlstate, 'error', error, ` +
+    `select id::text as id, jsonb_build_object('id', id::text, 'source_id', source_id::text, 'dt', dt, 'raw', raw, 'sqlstate', sqlstate, 'error', error, ` +
     `'failed_at', to_char(failed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text as row ` +
     `from dead_letters where source_id = any($1::bigint[]) ${keyset} order by dead_letters.id ${newest ? "desc" : "asc"} limit $2`;
   const rows = await timed(sql, timeoutMs, (tx) => tx.unsafe<{ id: string; row: string }[]>(text, params as never[]));
