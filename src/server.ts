@@ -63,6 +63,7 @@ export function managementApp(deps: {
   ring: Ring;
   flusher: Flusher;
   cache: SourceCache;
+  inFlight?: InFlight;
   retention?: Retention;
   routes: Parameters<typeof sourceRoutes>[0];
   read: { tail: TailHub; queryTimeoutMs: number; tailLimits: { maxRows: number; maxBytes: number } };
@@ -80,6 +81,7 @@ export function managementApp(deps: {
           deps.metrics.render({
             logpond_buffer_events: { help: "Events held in memory (waiting or being written).", value: deps.ring.heldEvents },
             logpond_buffer_bytes: { help: "Approximate bytes held in memory.", value: deps.ring.heldBytes },
+            logpond_ingest_inflight_bytes: { help: "Memory charged to requests being decoded (INGEST_INFLIGHT_MAX_BYTES).", value: deps.inFlight?.bytes ?? 0 },
             logpond_flush_streams_busy: { help: "COPY streams writing now.", value: deps.flusher.streamsBusy },
             logpond_sources: { help: "Sources known to ingestion.", value: deps.cache.size },
             logpond_storage_partitions: { help: "log_events partitions (daily ones and the default), as of the last retention sweep.", value: deps.retention?.last?.partitions ?? 0 },
@@ -159,6 +161,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   let accepting = true;
   let ingestingHost = "";
   const decodeWorker = new DecodeWorker();
+  const inFlight = new InFlight(config.ingestInflightMaxBytes);
 
   const ingest = ingestApp({
     cache, ring, flusher, metrics, store, log,
@@ -171,7 +174,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
       bufferMaxEvents: config.bufferMaxEvents,
       bufferMaxBytes: config.bufferMaxBytes,
     },
-    inFlight: new InFlight(config.ingestInflightMaxBytes),
+    inFlight,
     decodeWorker,
     ackMode: config.ingestAck,
     durableTimeoutMs: config.durableTimeoutMs,
@@ -187,7 +190,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   ingestingHost = publicIngestHost(config, ingest.server!.port!);
 
   const management = managementApp({
-    store, metrics, ring, flusher, cache, retention, log,
+    store, metrics, ring, flusher, cache, inFlight, retention, log,
     read: { tail, queryTimeoutMs: config.queryTimeoutMs, tailLimits: { maxRows: config.tailQueueMaxRows, maxBytes: config.tailQueueMaxBytes } },
     web: await webRoutes(),
     routes: {
