@@ -14,6 +14,7 @@ import { errorHandler } from "./http/errors";
 import { health } from "./http/health";
 import { acceptRequest, CORS_ORIGIN, type IngestDeps } from "./ingest/accept";
 import { InFlight } from "./ingest/inflight";
+import { GcPacer } from "./ingest/gcpace";
 import { DecodeWorker } from "./ingest/offload";
 import { Metrics } from "./metrics";
 import { SourceCache } from "./sources/cache";
@@ -56,6 +57,12 @@ const PREFLIGHT_HEADERS = {
   "access-control-allow-headers": "Authorization, Content-Type, Content-Encoding",
   "access-control-max-age": "86400",
 };
+
+/**
+ * RSS past BUFFER_MAX_BYTES + this → the GC pacer's collections are full ones. Half of the 200 MiB
+ * headroom issue 10 allows: the other half is for the garbage of the next PACE_BYTES of bodies.
+ */
+const GC_FULL_ABOVE_BUFFER_BYTES = 100 * 1024 * 1024;
 
 export function managementApp(deps: {
   store: Store;
@@ -176,6 +183,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     },
     inFlight,
     decodeWorker,
+    gcPacer: new GcPacer(config.bufferMaxBytes + GC_FULL_ABOVE_BUFFER_BYTES),
     ackMode: config.ingestAck,
     durableTimeoutMs: config.durableTimeoutMs,
     rateLimiter: new RateLimiter(config.ingestRateLimit),
