@@ -59,6 +59,14 @@ const PREFLIGHT_HEADERS = {
 };
 
 /**
+ * What a byte of COPY rows in the ring costs in memory: chunks of 20–180 KB freed in FIFO order
+ * kept 1.16× their bytes resident (a 256 MiB ring cycled through 2 GiB of rows, full GC every
+ * 5 MB: 297 MiB over idle). BUFFER_MAX_BYTES bounds that cost, so the ring holds rows up to
+ * BUFFER_MAX_BYTES / 1.2; a request bigger than that is 413 (it could never fit).
+ */
+const RING_COST_FACTOR = 1.2;
+
+/**
  * RSS past BUFFER_MAX_BYTES + this → the GC pacer's collections are full ones. Half of the 200 MiB
  * headroom issue 10 allows: the other half is for the garbage of the next PACE_BYTES of bodies.
  */
@@ -128,7 +136,8 @@ export async function startLogpond(config: Config, log: (line: string) => void):
 
   // Today's and the next days' partitions exist before the first COPY (the sweep keeps them ahead).
   await ensurePartitions(store.sql, new Date(Date.now() - DAY_MS), new Date(Date.now() + DAYS_AHEAD * DAY_MS), log);
-  const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: config.bufferMaxBytes });
+  const ringBytes = Math.floor(config.bufferMaxBytes / RING_COST_FACTOR);
+  const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: ringBytes });
   const streams = Array.from({ length: config.flushStreams }, () => openFlushConnection(store.url, config.flushTimeoutMs));
   const flusher = new Flusher(ring, streams, {
     intervalMs: config.flushIntervalMs,
@@ -179,7 +188,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
       maxDepth: config.ingestMaxDepth,
       maxEventsPerRequest: config.ingestMaxEventsPerRequest,
       bufferMaxEvents: config.bufferMaxEvents,
-      bufferMaxBytes: config.bufferMaxBytes,
+      bufferMaxBytes: ringBytes,
     },
     inFlight,
     decodeWorker,
