@@ -3,13 +3,15 @@
 // settings variants run interleaved on one PostgreSQL — how issue 10's RSS work was measured:
 //   bun bench/rss.ts <payload> <corpus> [seconds=8] [rounds=2] [variant…]
 // A variant is `default` or comma-separated NAME=VALUE settings (e.g. INGEST_INFLIGHT_MAX_BYTES=67108864).
+// Payload `json-6400`: 64 json-100 bodies joined into one array per body (~4 MB realistic, so every
+// body goes to the decode workers and holds an in-flight charge while it waits).
 import { readFileSync, rmSync } from "node:fs";
 import * as path from "node:path";
 import { runMigrations } from "../src/store/db";
 import { startEmbeddedPostgres } from "../src/store/embedded";
 import { createSource, spawnService, type Service } from "../test/helpers/service";
 import { benchDir, cpuSeconds } from "./lib";
-import { payload, type Corpus, type PayloadName } from "./payloads";
+import { payload, type Corpus, type Payload, type PayloadName } from "./payloads";
 import { findWrk, runWrk, writeWrkFiles } from "./wrk";
 
 const [name = "json-100", corpus = "realistic", seconds = "8", rounds = "2", ...variantArgs] = process.argv.slice(2);
@@ -28,9 +30,16 @@ const gauges = async (apiUrl: string) => {
   return { ring: value("logpond_buffer_bytes") / MIB, inflight: value("logpond_ingest_inflight_bytes") / MIB, heap: value("logpond_process_heap_bytes") / MIB, events: value("logpond_buffer_events") };
 };
 
+/** Four bodies, each the events of 64 json-100 bodies in one JSON array. */
+function joined(small: Payload): Payload {
+  const events = small.bodies.flatMap((body) => JSON.parse(new TextDecoder().decode(body)) as unknown[]);
+  const bodies = [0, 1, 2, 3].map((k) => new TextEncoder().encode(JSON.stringify([...events.slice(k * 100), ...events.slice(0, k * 100)])));
+  return { ...small, eventsPerBody: events.length, bodies };
+}
+
 try {
   await runMigrations(pg.url);
-  const p = payload(name as PayloadName, corpus as Corpus);
+  const p = name === "json-6400" ? joined(payload("json-100", corpus as Corpus)) : payload(name as PayloadName, corpus as Corpus);
   const sides: { label: string; service: Service; dir: string }[] = [];
   for (const [i, variant] of variants.entries()) {
     const env: Record<string, string> = { DATABASE_URL: pg.url, DATA_DIR: path.join(work, `d${i}`) };
@@ -64,13 +73,17 @@ try {
         }
       })();
       const cpu = cpuSeconds(pid);
+      const started = performance.now();
       const w = await runWrk(wrk.path, `${service.ingestUrl}/`, dir, p.bodies.length, Number(seconds));
       const used = cpuSeconds(pid) - cpu;
       sampling = false;
       await sampler;
+      // Sustained: the clock stops when the last acknowledged event is committed (as bench/run.ts).
+      while ((await gauges(service.apiUrl)).events > 0 && Date.now() < deadline + 120_000) await Bun.sleep(20);
+      const sustained = ((w.statuses["202"] ?? 0) * p.eventsPerBody) / ((performance.now() - started) / 1000);
       const m = (n: number) => Math.round(n);
       console.log(
-        `${name} ${corpus} [${label}] ${m((w.statuses["202"] ?? 0) / w.seconds)} req/s accepted ${JSON.stringify(w.statuses)}, ${m((used * 1e6) / Math.max(1, w.requests))} CPU µs/req | ` +
+        `${name} ${corpus} [${label}] ${m(sustained)} events/s sustained, ${m((w.statuses["202"] ?? 0) / w.seconds)} req/s accepted ${JSON.stringify(w.statuses)}, ${m((used * 1e6) / Math.max(1, w.requests))} CPU µs/req | ` +
           `RSS idle ${m(idle)} peak ${m(peak.rss)} MiB (then ring ${m(atPeak.ring)}, in flight ${m(atPeak.inflight)}, heap ${m(atPeak.heap)}) | max ring ${m(peak.ring)}, in flight ${m(peak.inflight)}, heap ${m(peak.heap)} MiB`,
       );
     }

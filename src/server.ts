@@ -177,7 +177,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   let accepting = true;
   let ingestingHost = "";
   const decodeWorker = new DecodeWorker();
-  const inFlight = new InFlight(config.ingestInflightMaxBytes);
+  const inFlight = new InFlight(config.ingestInflightMaxBytes, () => config.bufferMaxBytes - ring.heldBytes * RING_COST_FACTOR);
 
   const ingest = ingestApp({
     cache, ring, flusher, metrics, store, log,
