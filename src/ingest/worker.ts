@@ -28,16 +28,7 @@ for (let round = 0; round < 3; round++) {
 }
 
 self.onmessage = (message: MessageEvent<Job>) => {
-  respond(message.data);
-  // A full collection after every job: this heap holds one body's garbage at a time, and JSC left
-  // it to pile up (bench/rss.ts json-6400, 4 MB bodies under wrk -c64, shared box: peak RSS 916 →
-  // 800 MiB; CPU per request 17.0 ms, 16.8 with a quick collection instead). Jobs are bodies of
-  // OFFLOAD_FROM_BYTES or more: tens of ms of work each.
-  Bun.gc(true);
-};
-
-function respond(job: Job): void {
-  const { id, body, format, sourceId, receivedAt, limits } = job;
+  const { id, body, format, sourceId, receivedAt, limits } = message.data;
   let outcome: Outcome;
   try {
     const prepared = prepareBody(body, format, sourceId, receivedAt, limits);
@@ -54,4 +45,4 @@ function respond(job: Job): void {
     outcome = { id, reason: "internal", message: (error as Error).message };
   }
   self.postMessage(outcome);
-}
+};
