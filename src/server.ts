@@ -66,11 +66,14 @@ const PREFLIGHT_HEADERS = {
  */
 const RING_COST_FACTOR = 1.2;
 
+/** What the process may use beside a full buffer (issue 10: peak RSS ≤ BUFFER_MAX_BYTES + 200 MiB). */
+const HEADROOM_BYTES = 200 * 1024 * 1024;
+
 /**
- * RSS past BUFFER_MAX_BYTES + this → the GC pacer's collections are full ones. Half of the 200 MiB
- * headroom issue 10 allows: the other half is for the garbage of the next PACE_BYTES of bodies.
+ * RSS past BUFFER_MAX_BYTES + this → the GC pacer's collections are full ones. Half of the
+ * headroom: the other half is for the garbage of the next PACE_BYTES of bodies.
  */
-const GC_FULL_ABOVE_BUFFER_BYTES = 100 * 1024 * 1024;
+const GC_FULL_ABOVE_BUFFER_BYTES = HEADROOM_BYTES / 2;
 
 export function managementApp(deps: {
   store: Store;
@@ -177,7 +180,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   let accepting = true;
   let ingestingHost = "";
   const decodeWorker = new DecodeWorker();
-  const inFlight = new InFlight(config.ingestInflightMaxBytes, () => config.bufferMaxBytes - ring.heldBytes * RING_COST_FACTOR);
+  const inFlight = new InFlight(config.ingestInflightMaxBytes, () => config.bufferMaxBytes + HEADROOM_BYTES - ring.heldBytes * RING_COST_FACTOR);
 
   const ingest = ingestApp({
     cache, ring, flusher, metrics, store, log,

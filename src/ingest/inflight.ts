@@ -1,7 +1,7 @@
 // The admission gate for memory: what the requests being decoded right now may cost together
 // (CONTRACT §3.1). A request is charged its decompressed size × COST_FACTOR from decompression
 // until it is buffered or refused; past INGEST_INFLIGHT_MAX_BYTES, or past the room the ring's
-// memory leaves of BUFFER_MAX_BYTES, it gets 503 + Retry-After. A request alone is always let in,
+// memory leaves of BUFFER_MAX_BYTES + 200 MiB, it gets 503 + Retry-After. A request alone is always let in,
 // so one that is bigger than the budget is not refused forever.
 
 /**
@@ -17,9 +17,9 @@ export class InFlight {
   private requests = 0;
 
   /**
-   * `room`: what else may be held now (server.ts: BUFFER_MAX_BYTES less what the ring costs), so
-   * buffered rows and requests being decoded share one bound and the process stays within
-   * BUFFER_MAX_BYTES + its own ~200 MiB; 512 MiB of requests alone would be past that.
+   * `room`: what else may be held now (server.ts: BUFFER_MAX_BYTES + 200 MiB less what the ring
+   * costs), so buffered rows and requests being decoded share one bound; 512 MiB of requests beside
+   * a full buffer would be far past it. Two 32 MiB bodies (4 × 32 each) still fit beside an empty one.
    */
   constructor(
     private readonly budgetBytes: number,
