@@ -14,6 +14,7 @@ import { errorHandler } from "./http/errors";
 import { health } from "./http/health";
 import { acceptRequest, CORS_ORIGIN, type IngestDeps } from "./ingest/accept";
 import { InFlight } from "./ingest/inflight";
+import { GcPacer } from "./ingest/gcpace";
 import { DecodeWorker } from "./ingest/offload";
 import { Metrics } from "./metrics";
 import { SourceCache } from "./sources/cache";
@@ -57,12 +58,30 @@ const PREFLIGHT_HEADERS = {
   "access-control-max-age": "86400",
 };
 
+/**
+ * What a byte of COPY rows in the ring costs in memory: chunks of 20–180 KB freed in FIFO order
+ * kept 1.16× their bytes resident (a 256 MiB ring cycled through 2 GiB of rows, full GC every
+ * 5 MB: 297 MiB over idle). BUFFER_MAX_BYTES bounds that cost, so the ring holds rows up to
+ * BUFFER_MAX_BYTES / 1.2; a request bigger than that is 413 (it could never fit).
+ */
+const RING_COST_FACTOR = 1.2;
+
+/** What the process may use beside a full buffer (issue 10: peak RSS ≤ BUFFER_MAX_BYTES + 200 MiB). */
+const HEADROOM_BYTES = 200 * 1024 * 1024;
+
+/**
+ * RSS past BUFFER_MAX_BYTES + this → the GC pacer's collections are full ones. Half of the
+ * headroom: the other half is for the garbage of the next PACE_BYTES of bodies.
+ */
+const GC_FULL_ABOVE_BUFFER_BYTES = HEADROOM_BYTES / 2;
+
 export function managementApp(deps: {
   store: Store;
   metrics: Metrics;
   ring: Ring;
   flusher: Flusher;
   cache: SourceCache;
+  inFlight?: InFlight;
   retention?: Retention;
   routes: Parameters<typeof sourceRoutes>[0];
   read: { tail: TailHub; queryTimeoutMs: number; tailLimits: { maxRows: number; maxBytes: number } };
@@ -80,6 +99,7 @@ export function managementApp(deps: {
           deps.metrics.render({
             logpond_buffer_events: { help: "Events held in memory (waiting or being written).", value: deps.ring.heldEvents },
             logpond_buffer_bytes: { help: "Approximate bytes held in memory.", value: deps.ring.heldBytes },
+            logpond_ingest_inflight_bytes: { help: "Memory charged to requests being decoded (INGEST_INFLIGHT_MAX_BYTES).", value: deps.inFlight?.bytes ?? 0 },
             logpond_flush_streams_busy: { help: "COPY streams writing now.", value: deps.flusher.streamsBusy },
             logpond_sources: { help: "Sources known to ingestion.", value: deps.cache.size },
             logpond_storage_partitions: { help: "log_events partitions (daily ones and the default), as of the last retention sweep.", value: deps.retention?.last?.partitions ?? 0 },
@@ -119,7 +139,8 @@ export async function startLogpond(config: Config, log: (line: string) => void):
 
   // Today's and the next days' partitions exist before the first COPY (the sweep keeps them ahead).
   await ensurePartitions(store.sql, new Date(Date.now() - DAY_MS), new Date(Date.now() + DAYS_AHEAD * DAY_MS), log);
-  const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: config.bufferMaxBytes });
+  const ringBytes = Math.floor(config.bufferMaxBytes / RING_COST_FACTOR);
+  const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: ringBytes });
   const streams = Array.from({ length: config.flushStreams }, () => openFlushConnection(store.url, config.flushTimeoutMs));
   const flusher = new Flusher(ring, streams, {
     intervalMs: config.flushIntervalMs,
@@ -159,6 +180,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   let accepting = true;
   let ingestingHost = "";
   const decodeWorker = new DecodeWorker();
+  const inFlight = new InFlight(config.ingestInflightMaxBytes, () => config.bufferMaxBytes + HEADROOM_BYTES - ring.heldBytes * RING_COST_FACTOR);
 
   const ingest = ingestApp({
     cache, ring, flusher, metrics, store, log,
@@ -169,10 +191,11 @@ export async function startLogpond(config: Config, log: (line: string) => void):
       maxDepth: config.ingestMaxDepth,
       maxEventsPerRequest: config.ingestMaxEventsPerRequest,
       bufferMaxEvents: config.bufferMaxEvents,
-      bufferMaxBytes: config.bufferMaxBytes,
+      bufferMaxBytes: ringBytes,
     },
-    inFlight: new InFlight(config.ingestInflightMaxBytes),
+    inFlight,
     decodeWorker,
+    gcPacer: new GcPacer(config.bufferMaxBytes + GC_FULL_ABOVE_BUFFER_BYTES),
     ackMode: config.ingestAck,
     durableTimeoutMs: config.durableTimeoutMs,
     rateLimiter: new RateLimiter(config.ingestRateLimit),
@@ -187,7 +210,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   ingestingHost = publicIngestHost(config, ingest.server!.port!);
 
   const management = managementApp({
-    store, metrics, ring, flusher, cache, retention, log,
+    store, metrics, ring, flusher, cache, inFlight, retention, log,
     read: { tail, queryTimeoutMs: config.queryTimeoutMs, tailLimits: { maxRows: config.tailQueueMaxRows, maxBytes: config.tailQueueMaxBytes } },
     web: await webRoutes(),
     routes: {

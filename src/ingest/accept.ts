@@ -15,7 +15,7 @@ import { DecodeWorker, OFFLOAD_FROM_BYTES } from "./offload";
 import { prepareBody, type PrepareLimits } from "./prepare";
 import { parseContentType } from "./decode";
 import type { InFlight } from "./inflight";
-import { handled as gcPace } from "./gcpace";
+import type { GcPacer } from "./gcpace";
 import type { RateLimiter } from "./ratelimit";
 import { isRejection, reject, REASONS, type Rejection } from "./rejections";
 
@@ -29,6 +29,8 @@ export interface IngestDeps {
   inFlight: InFlight;
   /** Decodes big bodies off the event loop. */
   decodeWorker: DecodeWorker;
+  /** Asks for garbage collections by body bytes handled (full ones when memory is short). */
+  gcPacer: GcPacer;
   ackMode: AckMode;
   /** Durable mode: how long a request waits for its commit before it gets 503 instead. */
   durableTimeoutMs: number;
@@ -75,7 +77,7 @@ async function accept(request: Request, deps: IngestDeps, held: { cost: number }
   if (isRejection(raw)) return refuse(raw, metrics);
   const body = await decompress(raw, encoding, limits.maxDecompressedBytes);
   if (isRejection(body)) return refuse(body, metrics);
-  gcPace(body.length);
+  deps.gcPacer.handled(body.length);
   const admitted = admit(body, deps, held);
   if (admitted) return refuse(admitted, metrics);
   const rawBytes = raw.length; // a big body is handed to the decode worker, raw with it when identity
@@ -83,6 +85,7 @@ async function accept(request: Request, deps: IngestDeps, held: { cost: number }
     ? await deps.decodeWorker.run(body, format, source.id, receptionTime(), limits)
     : prepareBody(body, format, source.id, receptionTime(), limits);
   if (isRejection(encoded)) return refuse(encoded, metrics);
+  deps.gcPacer.handled(encoded.rows.length); // the rows' garbage: compact bodies (records) make far more than their size
 
   const accepted = () => {
     metrics.requestsAccepted++;

@@ -1,7 +1,8 @@
 // The admission gate for memory: what the requests being decoded right now may cost together
 // (CONTRACT §3.1). A request is charged its decompressed size × COST_FACTOR from decompression
-// until it is buffered or refused; past INGEST_INFLIGHT_MAX_BYTES it gets 503 + Retry-After. A
-// request alone is always let in, so one that is bigger than the budget is not refused forever.
+// until it is buffered or refused; past INGEST_INFLIGHT_MAX_BYTES, or past the room the ring's
+// memory leaves of BUFFER_MAX_BYTES + 200 MiB, it gets 503 + Retry-After. A request alone is always let in,
+// so one that is bigger than the budget is not refused forever.
 
 /**
  * Peak memory of one request over its decompressed size, measured with test/reliability/
@@ -15,12 +16,20 @@ export class InFlight {
   private used = 0;
   private requests = 0;
 
-  constructor(private readonly budgetBytes: number) {}
+  /**
+   * `room`: what else may be held now (server.ts: BUFFER_MAX_BYTES + 200 MiB less what the ring
+   * costs), so buffered rows and requests being decoded share one bound; 512 MiB of requests beside
+   * a full buffer would be far past it. Two 32 MiB bodies (4 × 32 each) still fit beside an empty one.
+   */
+  constructor(
+    private readonly budgetBytes: number,
+    private readonly room: () => number = () => Infinity,
+  ) {}
 
   /** The charge to release later, or undefined when the budget is spent. */
   charge(decompressedBytes: number): number | undefined {
     const cost = decompressedBytes * COST_FACTOR;
-    if (this.requests > 0 && this.used + cost > this.budgetBytes) return undefined;
+    if (this.requests > 0 && this.used + cost > Math.min(this.budgetBytes, this.room())) return undefined;
     this.used += cost;
     this.requests++;
     return cost;

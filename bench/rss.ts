@@ -1,0 +1,98 @@
+// Where the service's memory goes under wrk -c64: RSS sampled every 50 ms beside the ring's bytes,
+// the in-flight charge and the JavaScript heap (from /metrics), for one payload and one or more
+// settings variants run interleaved on one PostgreSQL — how issue 10's RSS work was measured:
+//   bun bench/rss.ts <payload> <corpus> [seconds=8] [rounds=2] [variant…]
+// A variant is `default` or comma-separated NAME=VALUE settings (e.g. INGEST_INFLIGHT_MAX_BYTES=67108864).
+// Payload `json-6400`: 64 json-100 bodies joined into one array per body (~4 MB realistic, so every
+// body goes to the decode workers and holds an in-flight charge while it waits).
+import { readFileSync, rmSync } from "node:fs";
+import * as path from "node:path";
+import { runMigrations } from "../src/store/db";
+import { startEmbeddedPostgres } from "../src/store/embedded";
+import { createSource, spawnService, type Service } from "../test/helpers/service";
+import { benchDir, cpuSeconds } from "./lib";
+import { payload, type Corpus, type Payload, type PayloadName } from "./payloads";
+import { findWrk, runWrk, writeWrkFiles } from "./wrk";
+
+const [name = "json-100", corpus = "realistic", seconds = "8", rounds = "2", ...variantArgs] = process.argv.slice(2);
+const variants = variantArgs.length > 0 ? variantArgs : ["default"];
+const wrk = findWrk(console.log);
+if (!wrk.path) throw new Error(wrk.note);
+const MIB = 1024 * 1024;
+const work = benchDir("logpond-rss-");
+const pg = await startEmbeddedPostgres(path.join(work, "pg"), 0);
+const services: Service[] = [];
+
+const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+const gauges = async (apiUrl: string) => {
+  const text = await (await fetch(`${apiUrl}/metrics`)).text();
+  const value = (key: string) => Number(new RegExp(`^${key} (\\d+)`, "m").exec(text)?.[1] ?? 0);
+  return { ring: value("logpond_buffer_bytes") / MIB, inflight: value("logpond_ingest_inflight_bytes") / MIB, heap: value("logpond_process_heap_bytes") / MIB, events: value("logpond_buffer_events") };
+};
+
+/** Four bodies, each the events of 64 json-100 bodies in one JSON array. */
+function joined(small: Payload): Payload {
+  const events = small.bodies.flatMap((body) => JSON.parse(new TextDecoder().decode(body)) as unknown[]);
+  const bodies = [0, 1, 2, 3].map((k) => new TextEncoder().encode(JSON.stringify([...events.slice(k * 100), ...events.slice(0, k * 100)])));
+  return { ...small, eventsPerBody: events.length, bodies };
+}
+
+try {
+  await runMigrations(pg.url);
+  const p = name === "json-6400" ? joined(payload("json-100", corpus as Corpus)) : payload(name as PayloadName, corpus as Corpus);
+  const sides: { label: string; service: Service; dir: string }[] = [];
+  for (const [i, variant] of variants.entries()) {
+    const env: Record<string, string> = { DATABASE_URL: pg.url, DATA_DIR: path.join(work, `d${i}`) };
+    if (variant !== "default") for (const pair of variant.split(",")) env[pair.slice(0, pair.indexOf("="))] = pair.slice(pair.indexOf("=") + 1);
+    const service = await spawnService(env);
+    services.push(service);
+    const dir = writeWrkFiles(path.join(work, `wrk-${i}`), p, [(await createSource(service, "rss")).token]);
+    sides.push({ label: variant, service, dir });
+  }
+  for (let r = 0; r < Number(rounds); r++) {
+    for (const { label, service, dir } of sides) {
+      const deadline = Date.now() + 120_000;
+      while ((await gauges(service.apiUrl)).events > 0 && Date.now() < deadline) await Bun.sleep(100);
+      const pid = service.proc.pid;
+      const idle = rssMiB(pid);
+      const peak = { rss: 0, ring: 0, inflight: 0, heap: 0 };
+      let atPeak = { ring: 0, inflight: 0, heap: 0 };
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          const rss = rssMiB(pid);
+          const g = await gauges(service.apiUrl);
+          if (rss > peak.rss) {
+            peak.rss = rss;
+            atPeak = g;
+          }
+          peak.ring = Math.max(peak.ring, g.ring);
+          peak.inflight = Math.max(peak.inflight, g.inflight);
+          peak.heap = Math.max(peak.heap, g.heap);
+          await Bun.sleep(50);
+        }
+      })();
+      const cpu = cpuSeconds(pid);
+      const started = performance.now();
+      const w = await runWrk(wrk.path, `${service.ingestUrl}/`, dir, p.bodies.length, Number(seconds));
+      const used = cpuSeconds(pid) - cpu;
+      sampling = false;
+      await sampler;
+      // Sustained: the clock stops when the last acknowledged event is committed (as bench/run.ts).
+      while ((await gauges(service.apiUrl)).events > 0 && Date.now() < deadline + 120_000) await Bun.sleep(20);
+      const sustained = ((w.statuses["202"] ?? 0) * p.eventsPerBody) / ((performance.now() - started) / 1000);
+      const m = (n: number) => Math.round(n);
+      console.log(
+        `${name} ${corpus} [${label}] ${m(sustained)} events/s sustained, ${m((w.statuses["202"] ?? 0) / w.seconds)} req/s accepted ${JSON.stringify(w.statuses)}, ${m((used * 1e6) / Math.max(1, w.requests))} CPU µs/req | ` +
+          `RSS idle ${m(idle)} peak ${m(peak.rss)} MiB (then ring ${m(atPeak.ring)}, in flight ${m(atPeak.inflight)}, heap ${m(atPeak.heap)}) | max ring ${m(peak.ring)}, in flight ${m(peak.inflight)}, heap ${m(peak.heap)} MiB`,
+      );
+    }
+  }
+} finally {
+  for (const service of services) {
+    service.proc.kill("SIGTERM");
+    await service.proc.exited;
+  }
+  await pg.stop();
+  rmSync(work, { recursive: true, force: true });
+}
