@@ -53,8 +53,12 @@ function fromString(text: string): string | undefined {
   const [, y, mo, d, h = "0", mi = "0", sec = "0", frac = "", zone] = m;
   const year = +y!, month = +mo!, day = +d!, hour = +h, minute = +mi, second = Math.min(+sec, 59);
   if (month < 1 || month > 12 || hour > 23 || minute > 59) return undefined;
-  const local = Date.UTC(year, month - 1, day, hour, minute, second);
-  if (new Date(local).getUTCDate() !== day) return undefined; // 31 April and alike
+  // Not Date.UTC: it maps years 0–99 to 1900–1999 (0001-01-01 was read as 1901, then refused).
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, 0);
+  const local = date.getTime();
+  if (date.getUTCDate() !== day) return undefined; // 31 April and alike
   let offsetMinutes = 0;
   if (zone && zone !== "Z" && zone !== "z" && zone !== "UTC" && zone !== "GMT") {
     const digits = zone.replace(":", "");
@@ -63,8 +67,7 @@ function fromString(text: string): string | undefined {
     offsetMinutes = (zh * 60 + zm) * (zone[0] === "-" ? -1 : 1);
   }
   const micros = (local - offsetMinutes * 60_000) * 1000 + Number(frac.padEnd(6, "0").slice(0, 6));
-  // Date.UTC maps years 0–99 to 1900–1999; such dates are out of our range anyway.
-  return year < 100 ? undefined : fromMicros(micros);
+  return fromMicros(micros);
 }
 
 function fromMicros(micros: number): string | undefined {
