@@ -422,3 +422,18 @@ describe("source state", () => {
     }
   });
 });
+
+describe("the in-flight memory budget (CONTRACT §3.1)", () => {
+  test("an empty body's charge is released: a request alone over the budget still enters afterwards", async () => {
+    const small = await startTestLogpond({ INGEST_INFLIGHT_MAX_BYTES: String(1024 * 1024) });
+    try {
+      const source = await small.createSource();
+      await expectStatus(await small.ingest(source.token, ""), 406, /empty/);
+      // 300 KB decompressed × COST_FACTOR is over 1 MiB: let in only because it is alone.
+      const big = JSON.stringify([{ message: "x".repeat(300_000) }]);
+      await expectStatus(await small.ingest(source.token, big), 202);
+    } finally {
+      await small.stop();
+    }
+  });
+});
