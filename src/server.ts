@@ -119,7 +119,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
 
   // Today's and the next days' partitions exist before the first COPY (the sweep keeps them ahead).
   await ensurePartitions(store.sql, new Date(Date.now() - DAY_MS), new Date(Date.now() + DAYS_AHEAD * DAY_MS), log);
-  const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: config.bufferMaxBytes });
+  const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: config.bufferMaxBytes, chunkMaxEvents: config.flushMaxEvents });
   const streams = Array.from({ length: config.flushStreams }, () => openFlushConnection(store.url, config.flushTimeoutMs));
   const flusher = new Flusher(ring, streams, {
     intervalMs: config.flushIntervalMs,

@@ -97,8 +97,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
     // Deleted while this request was read (a slow upload): nothing of it may land after the purge.
     if (!cache.has(source.id)) return refuse(reject("invalid_token", "Unauthorized"), metrics);
     if (deps.ackMode === "buffered") {
-      const rows = rowBytes(encoded.rows);
-      if (!ring.push({ rows, events: encoded.count, bytes: rows.length, seq: 0 })) return refuse(bufferFull(), metrics);
+      if (!ring.append(encoded.rows, encoded.count)) return refuse(bufferFull(), metrics);
       deps.flusher.pushed();
       return accepted(metrics, encoded.count, rawBytes);
     }
@@ -158,7 +157,7 @@ function overloaded(): Rejection {
   return reject("overloaded", "Too many large requests are being decoded at once (INGEST_INFLIGHT_MAX_BYTES); retry after the time in Retry-After");
 }
 
-/** COPY rows as bytes off the JavaScript heap (the decode worker already sends bytes). */
+/** Durable mode's chunk: COPY rows as bytes off the JavaScript heap (the decode worker already sends bytes). */
 function rowBytes(rows: string | Uint8Array): Uint8Array {
   return typeof rows === "string" ? Buffer.from(rows) : rows;
 }
