@@ -47,6 +47,7 @@ function tooLarge(limit: number, seen: number, qualifier = ""): Rejection {
 export type Encoding = (typeof ENCODINGS)[number];
 
 export function parseEncoding(header: string | null): Encoding | Rejection {
+  if (header === null) return "identity";
   const value = (header ?? "identity").trim().toLowerCase() || "identity";
   if ((ENCODINGS as readonly string[]).includes(value)) return value as Encoding;
   return reject(

@@ -192,7 +192,8 @@ describe("status codes", () => {
     expect(await lp.stored(s.id)).toHaveLength(0);
   });
 
-  test.each([["text/plain"], ["application/x-www-form-urlencoded"], ["application/xml"], [""]])("415: Content-Type %p", async (type) => {
+  // Names an object inherits (constructor, toString, __proto__) are not media types either.
+  test.each([["text/plain"], ["application/x-www-form-urlencoded"], ["application/xml"], [""], ["constructor"], ["toString"], ["__proto__"], ["hasOwnProperty; charset=utf-8"]])("415: Content-Type %p", async (type) => {
     const response = await fetch(`${lp.ingestUrl}/`, {
       method: "POST",
       headers: type ? { authorization: `Bearer ${source.token}`, "content-type": type } : { authorization: `Bearer ${source.token}` },
