@@ -140,7 +140,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   // Today's and the next days' partitions exist before the first COPY (the sweep keeps them ahead).
   await ensurePartitions(store.sql, new Date(Date.now() - DAY_MS), new Date(Date.now() + DAYS_AHEAD * DAY_MS), log);
   const ringBytes = Math.floor(config.bufferMaxBytes / RING_COST_FACTOR);
-  const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: ringBytes });
+  const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: ringBytes, chunkMaxEvents: config.flushMaxEvents });
   const streams = Array.from({ length: config.flushStreams }, () => openFlushConnection(store.url, config.flushTimeoutMs));
   const flusher = new Flusher(ring, streams, {
     intervalMs: config.flushIntervalMs,

@@ -10,7 +10,7 @@ import { STATUS } from "../errors";
 import { bearerToken } from "../http/auth";
 import type { Metrics } from "../metrics";
 import type { SourceCache } from "../sources/cache";
-import { decompress, parseEncoding, readBody, type BodyLimits } from "./body";
+import { decompress, identityBody, parseEncoding, readBody, type BodyLimits } from "./body";
 import { DecodeWorker, OFFLOAD_FROM_BYTES } from "./offload";
 import { prepareBody, type PrepareLimits } from "./prepare";
 import { parseContentType } from "./decode";
@@ -40,20 +40,20 @@ export interface IngestDeps {
 
 /** Every ingestion answer, refusals included: browsers read it (the token is the credential). */
 export const CORS_ORIGIN = { "access-control-allow-origin": "*" } as const;
-const ACCEPTED_INIT_CORS = { status: 202, headers: CORS_ORIGIN };
+/**
+ * The 202, built once and cloned per request: a clone costs 0.2–0.5 µs, `new Response` with a
+ * headers object 1.6 µs (in-process, Bun 1.4.5). The template itself is never returned: Bun moves
+ * a returned Response's headers out, so a second answer from one object lost Allow-Origin.
+ */
+const ACCEPTED = new Response(null, { status: 202, headers: CORS_ORIGIN });
 const RETRY_AFTER_SECONDS = 1;
 
-/** Holds the request's in-flight memory charge from decompression until it is buffered or refused. */
+/**
+ * One async frame per request (the in-flight charge is a local released in `finally`, no closures):
+ * every hop before and after the body is synchronous, so a request awaits only its body, big
+ * inflations, the decode worker, and (durable mode) its commit.
+ */
 export async function acceptRequest(request: Request, deps: IngestDeps): Promise<Response> {
-  const held = { cost: 0 };
-  try {
-    return await accept(request, deps, held);
-  } finally {
-    release(held, deps);
-  }
-}
-
-async function accept(request: Request, deps: IngestDeps, held: { cost: number }): Promise<Response> {
   const { cache, ring, metrics, limits } = deps;
 
   const token = bearerToken(request.headers.get("authorization"));
@@ -75,50 +75,63 @@ async function accept(request: Request, deps: IngestDeps, held: { cost: number }
 
   const raw = await readBody(request, limits);
   if (isRejection(raw)) return refuse(raw, metrics);
-  const body = await decompress(raw, encoding, limits.maxDecompressedBytes);
+  const body = encoding === "identity" ? identityBody(raw, limits.maxDecompressedBytes) : await decompress(raw, encoding, limits.maxDecompressedBytes);
   if (isRejection(body)) return refuse(body, metrics);
   deps.gcPacer.handled(body.length);
-  const admitted = admit(body, deps, held);
-  if (admitted) return refuse(admitted, metrics);
-  const rawBytes = raw.length; // a big body is handed to the decode worker, raw with it when identity
-  const encoded = body.length >= OFFLOAD_FROM_BYTES
-    ? await deps.decodeWorker.run(body, format, source.id, receptionTime(), limits)
-    : prepareBody(body, format, source.id, receptionTime(), limits);
-  if (isRejection(encoded)) return refuse(encoded, metrics);
-  deps.gcPacer.handled(encoded.rows.length); // the rows' garbage: compact bodies (records) make far more than their size
+  // The request's share of the in-flight memory budget, held until it is buffered or refused. An
+  // empty body's charge is 0 and is released too: InFlight counts requests as well as bytes.
+  let charged: number | undefined = deps.inFlight.charge(body.length);
+  if (charged === undefined) return refuse(overloaded(), metrics);
+  try {
+    const rawBytes = raw.length; // a big body is handed to the decode worker, raw with it when identity
+    const encoded = body.length >= OFFLOAD_FROM_BYTES
+      ? await deps.decodeWorker.run(body, format, source.id, receptionTime(), limits)
+      : prepareBody(body, format, source.id, receptionTime(), limits);
+    if (isRejection(encoded)) return refuse(encoded, metrics);
+    deps.gcPacer.handled(encoded.rows.length); // the rows' garbage: compact bodies (records) make far more than their size
 
-  const accepted = () => {
-    metrics.requestsAccepted++;
-    metrics.eventsReceived += encoded.count;
-    metrics.bytesReceived += rawBytes;
-    return new Response(null, ACCEPTED_INIT_CORS);
-  };
-  if (encoded.count === 0) return accepted();
-  if (limiter.enabled) limiter.spend(source.id, encoded.count);
-  if (source.paused) {
-    metrics.eventsDroppedPaused += encoded.count;
-    return accepted();
+    if (encoded.count === 0) return accepted(metrics, 0, rawBytes);
+    if (limiter.enabled) limiter.spend(source.id, encoded.count);
+    if (source.paused) {
+      metrics.eventsDroppedPaused += encoded.count;
+      return accepted(metrics, encoded.count, rawBytes);
+    }
+
+    // Deleted while this request was read (a slow upload): nothing of it may land after the purge.
+    if (!cache.has(source.id)) return refuse(reject("invalid_token", "Unauthorized"), metrics);
+    if (deps.ackMode === "buffered") {
+      if (!ring.append(encoded.rows, encoded.count)) return refuse(bufferFull(), metrics);
+      deps.flusher.pushed();
+      return accepted(metrics, encoded.count, rawBytes);
+    }
+    // The request's objects are gone once its chunk is in the ring: waiting costs no memory.
+    deps.inFlight.release(charged);
+    charged = undefined;
+    return await durable(encoded.rows, encoded.count, rawBytes, deps);
+  } finally {
+    if (charged !== undefined) deps.inFlight.release(charged);
   }
+}
 
-  // Deleted while this request was read (a slow upload): nothing of it may land after the purge.
-  if (!cache.has(source.id)) return refuse(reject("invalid_token", "Unauthorized"), metrics);
-  if (deps.ackMode === "buffered") {
-    const rows = rowBytes(encoded.rows);
-    const chunk: Chunk = { rows, events: encoded.count, bytes: rows.length, seq: 0 };
-    if (!ring.push(chunk)) return refuse(bufferFull(), metrics);
-    deps.flusher.pushed();
-    return accepted();
-  }
+function accepted(metrics: Metrics, events: number, rawBytes: number): Response {
+  metrics.requestsAccepted++;
+  metrics.eventsReceived += events;
+  metrics.bytesReceived += rawBytes;
+  return ACCEPTED.clone() as Response;
+}
 
-  // Durable: answer when the flush holding these events has committed (group commit). Past the
-  // deadline the chunk is abandoned; if the flusher already holds it, its answer decides.
+/**
+ * Durable: answer when the flush holding these events has committed (group commit). Past the
+ * deadline the chunk is abandoned; if the flusher already holds it, its answer decides.
+ */
+async function durable(encodedRows: string | Uint8Array, count: number, rawBytes: number, deps: IngestDeps): Promise<Response> {
+  const { ring, metrics } = deps;
   let settle!: (error?: Error) => void;
   const committed = new Promise<Error | undefined>((resolve) => (settle = resolve));
-  const rows = rowBytes(encoded.rows);
-  const chunk: Chunk = { rows, events: encoded.count, bytes: rows.length, seq: 0, settle };
+  const rows = rowBytes(encodedRows);
+  const chunk: Chunk = { rows, events: count, bytes: rows.length, seq: 0, settle };
   if (!ring.push(chunk)) return refuse(bufferFull(), metrics);
   deps.flusher.pushed();
-  release(held, deps); // the request's objects are gone; waiting for the commit costs no memory
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<"late">((resolve) => (timer = setTimeout(resolve, deps.durableTimeoutMs, "late")));
   let outcome = await Promise.race([committed, late]);
@@ -128,7 +141,7 @@ async function accept(request: Request, deps: IngestDeps, held: { cost: number }
     outcome = ring.abandon(chunk) ? new Error("abandoned") : await committed;
   }
   if (outcome) return refuse(reject("storage_unavailable", "Storage did not commit this request in time (DURABLE_TIMEOUT_MS); nothing of it was or will be stored, retry later"), metrics);
-  return accepted();
+  return accepted(metrics, count, rawBytes);
 }
 
 /** Now as ISO 8601, computed once per millisecond (requests in the same millisecond share it). */
@@ -143,25 +156,13 @@ function receptionTime(): string {
   return lastIso;
 }
 
-/** Before decoding: the request's share of the in-flight memory budget (503 past it). */
-function admit(body: Buffer, deps: IngestDeps, held: { cost: number }): Rejection | undefined {
-  const cost = deps.inFlight.charge(body.length);
-  if (cost === undefined) {
-    return reject("overloaded", "Too many large requests are being decoded at once (INGEST_INFLIGHT_MAX_BYTES); retry after the time in Retry-After");
-  }
-  held.cost = cost;
-  return undefined;
+function overloaded(): Rejection {
+  return reject("overloaded", "Too many large requests are being decoded at once (INGEST_INFLIGHT_MAX_BYTES, or the memory the buffered events leave of BUFFER_MAX_BYTES + 200 MiB); retry after the time in Retry-After");
 }
 
-/** COPY rows as bytes off the JavaScript heap (the decode worker already sends bytes). */
+/** Durable mode's chunk: COPY rows as bytes off the JavaScript heap (the decode worker already sends bytes). */
 function rowBytes(rows: string | Uint8Array): Uint8Array {
   return typeof rows === "string" ? Buffer.from(rows) : rows;
-}
-
-function release(held: { cost: number }, deps: IngestDeps): void {
-  if (held.cost === 0) return;
-  deps.inFlight.release(held.cost);
-  held.cost = 0;
 }
 
 function bufferFull(): Rejection {

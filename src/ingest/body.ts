@@ -47,6 +47,7 @@ function tooLarge(limit: number, seen: number, qualifier = ""): Rejection {
 export type Encoding = (typeof ENCODINGS)[number];
 
 export function parseEncoding(header: string | null): Encoding | Rejection {
+  if (header === null) return "identity";
   const value = (header ?? "identity").trim().toLowerCase() || "identity";
   if ((ENCODINGS as readonly string[]).includes(value)) return value as Encoding;
   return reject(
@@ -64,10 +65,13 @@ const inflaters = {
 } as const;
 type Kind = keyof typeof inflaters;
 
+/** An identity body as is, under the decompressed cap: synchronous, so the usual request awaits no promise here. */
+export function identityBody(body: Buffer, maxBytes: number): Buffer | Rejection {
+  return body.length > maxBytes ? decompressedTooLarge(maxBytes) : body;
+}
+
 export async function decompress(body: Buffer, encoding: Encoding, maxBytes: number): Promise<Buffer | Rejection> {
-  if (encoding === "identity") {
-    return body.length > maxBytes ? decompressedTooLarge(maxBytes) : body;
-  }
+  if (encoding === "identity") return identityBody(body, maxBytes);
   // HTTP's "deflate" is zlib-wrapped, but some clients send raw deflate: the first byte tells.
   const kind = encoding === "deflate" && (body.length < 2 || (body[0]! & 0x0f) !== 8) ? "deflateRaw" : encoding;
   try {

@@ -40,10 +40,18 @@ const RECORD_DEFINITION_WIDE = Buffer.from([0xd5, 0x72]);
 const MAX_NUMERIC_DIGITS = 131_072;
 const decoder = new TextDecoder();
 
+/**
+ * A Map, not CONTENT_TYPES itself: an object lookup found "constructor" and "__proto__" (a 500
+ * instead of 415). The usual header is exactly a key: one lookup, no strings made per request.
+ */
+const FORMATS = new Map(Object.entries(CONTENT_TYPES));
+
 export function parseContentType(header: string | null): Format | Rejection {
+  const exact = header === null ? undefined : FORMATS.get(header);
+  if (exact !== undefined) return exact;
   const mediaType = (header ?? "").split(";", 1)[0]!.trim().toLowerCase();
-  const format = CONTENT_TYPES[mediaType];
-  if (format) return format;
+  const format = FORMATS.get(mediaType);
+  if (format !== undefined) return format;
   return reject(
     "unsupported_content_type",
     `Content-Type ${header ? JSON.stringify(mediaType.slice(0, 64)) : "is missing and"} is not supported; use one of: ${Object.keys(CONTENT_TYPES).join(", ")}`,

@@ -75,6 +75,23 @@ function fromMicros(micros: number): string | undefined {
   const ms = Math.floor(micros / 1000);
   if (ms < MIN_MS || ms > MAX_MS) return undefined;
   const rest = micros - ms * 1000;
-  const iso = new Date(ms).toISOString();
+  const iso = isoMillis(ms);
   return rest === 0 ? iso : `${iso.slice(0, 23)}${String(rest).padStart(3, "0")}Z`;
+}
+
+/**
+ * Date#toISOString, with "YYYY-MM-DDTHH:MM:SS" kept for the last second seen: events of one body
+ * are mostly within a second, and toISOString was 6.7% of a json-100 profile's samples (one per
+ * event). Same text as toISOString for every ms in MIN_MS..MAX_MS (4-digit years).
+ */
+let cachedSecond = NaN;
+let cachedPrefix = "";
+function isoMillis(ms: number): string {
+  const second = Math.floor(ms / 1000);
+  if (second !== cachedSecond) {
+    cachedSecond = second;
+    cachedPrefix = new Date(second * 1000).toISOString().slice(0, 19);
+  }
+  const milli = ms - second * 1000;
+  return `${cachedPrefix}.${milli < 10 ? "00" : milli < 100 ? "0" : ""}${milli}Z`;
 }

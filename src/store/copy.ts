@@ -218,16 +218,24 @@ async function copy(sql: Sql, rows: readonly (Uint8Array | string)[]): Promise<v
     pending.push(bytes);
     size += bytes.length;
     if (size >= WRITE_BYTES) {
-      if (!stream.write(Buffer.concat(pending, size))) await Promise.race([once(stream, "drain"), broken]);
+      if (!stream.write(joined(pending, size))) await Promise.race([once(stream, "drain"), broken]);
       pending = [];
       size = 0;
     }
   }
-  if (pending.length > 0) stream.write(Buffer.concat(pending, size));
+  if (pending.length > 0) stream.write(joined(pending, size));
   const finished = once(stream, "finish");
   stream.end();
   // "finish" comes with the COPY's CommandComplete; a refusal arrives through `refused`.
   await Promise.race([finished, broken]);
+}
+
+/**
+ * One write's bytes. A part that is a write on its own (the ring's coalesced chunks reach 1 MiB)
+ * goes as is: Buffer.concat of one part still copies it (264 of 12,766 samples, json-100 profile).
+ */
+function joined(parts: Uint8Array[], size: number): Uint8Array {
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
 }
 
 /** The error PostgreSQL sends for a COPY after postgres.js has already resolved it (see the header). */

@@ -192,7 +192,8 @@ describe("status codes", () => {
     expect(await lp.stored(s.id)).toHaveLength(0);
   });
 
-  test.each([["text/plain"], ["application/x-www-form-urlencoded"], ["application/xml"], [""]])("415: Content-Type %p", async (type) => {
+  // Names an object inherits (constructor, toString, __proto__) are not media types either.
+  test.each([["text/plain"], ["application/x-www-form-urlencoded"], ["application/xml"], [""], ["constructor"], ["toString"], ["__proto__"], ["hasOwnProperty; charset=utf-8"]])("415: Content-Type %p", async (type) => {
     const response = await fetch(`${lp.ingestUrl}/`, {
       method: "POST",
       headers: type ? { authorization: `Bearer ${source.token}`, "content-type": type } : { authorization: `Bearer ${source.token}` },
@@ -419,6 +420,21 @@ describe("source state", () => {
       expect(await waitFor(403)).toBe(403);
     } finally {
       await other.stop();
+    }
+  });
+});
+
+describe("the in-flight memory budget (CONTRACT §3.1)", () => {
+  test("an empty body's charge is released: a request alone over the budget still enters afterwards", async () => {
+    const small = await startTestLogpond({ INGEST_INFLIGHT_MAX_BYTES: String(1024 * 1024) });
+    try {
+      const source = await small.createSource();
+      await expectStatus(await small.ingest(source.token, ""), 406, /empty/);
+      // 300 KB decompressed × COST_FACTOR is over 1 MiB: let in only because it is alone.
+      const big = JSON.stringify([{ message: "x".repeat(300_000) }]);
+      await expectStatus(await small.ingest(source.token, big), 202);
+    } finally {
+      await small.stop();
     }
   });
 });

@@ -37,3 +37,64 @@ test("sequence numbers tell what is still pending", () => {
   ring.take(1);
   expect(ring.oldestPendingSeq).toBe(2);
 });
+
+const ROW = "1\t2026-01-01T00:00:00.000Z\t{}\n";
+const text = (chunks: Chunk[]) => chunks.map((c) => Buffer.from(c.rows as Uint8Array).toString()).join("");
+
+test("append: small rows share one chunk, one sequence number per call, sealed as bytes when taken", () => {
+  const ring = new Ring({ maxEvents: 100, maxBytes: 10_000 });
+  expect(ring.append(ROW, 1)).toBe(true);
+  expect(ring.append(ROW + ROW, 2)).toBe(true);
+  expect(ring.lastSeq).toBe(2);
+  expect(ring.oldestPendingSeq).toBe(1);
+  expect([ring.pendingEvents, ring.heldBytes]).toEqual([3, ROW.length * 3]);
+  const taken = ring.take(100);
+  expect(taken).toHaveLength(1);
+  expect(taken[0]!.rows).toBeInstanceOf(Uint8Array);
+  expect([taken[0]!.events, taken[0]!.bytes, taken[0]!.seq]).toEqual([3, ROW.length * 3, 1]);
+  expect(text(taken)).toBe(ROW.repeat(3));
+  // After the take a new chunk opens; the sealed one kept its own copy of the bytes.
+  ring.append("2\tx\t{}\n", 1);
+  expect(text(taken)).toBe(ROW.repeat(3));
+  expect(ring.oldestPendingSeq).toBe(3);
+  expect(text(ring.take(100))).toBe("2\tx\t{}\n");
+});
+
+test("append: a pushed chunk seals the open one (FIFO); long or byte rows get a chunk of their own", () => {
+  const ring = new Ring({ maxEvents: 1_000_000, maxBytes: 1 << 30 });
+  ring.append(ROW, 1);
+  ring.push({ rows: "pushed\n", events: 1, bytes: 7, seq: 0 });
+  ring.append(ROW, 1);
+  ring.append("y".repeat(5_000) + "\n", 1);
+  ring.append(Buffer.from("bytes\n"), 1);
+  ring.append(ROW, 1);
+  const taken = ring.take(100);
+  expect(taken.map((c) => c.events)).toEqual([1, 1, 1, 1, 1, 1]);
+  expect(taken.map((c) => c.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+  expect(taken[1]!.rows).toBe("pushed\n");
+  expect(Buffer.from(taken[4]!.rows as Uint8Array).toString()).toBe("bytes\n");
+});
+
+test("append: refused when it does not fit, leaving the ring as it was", () => {
+  const ring = new Ring({ maxEvents: 2, maxBytes: ROW.length * 10 });
+  expect(ring.append(ROW, 1)).toBe(true);
+  expect(ring.append(ROW + ROW, 2)).toBe(false);
+  expect(ring.append(ROW.repeat(10), 1)).toBe(false);
+  expect([ring.pendingEvents, ring.heldBytes, ring.lastSeq]).toEqual([1, ROW.length, 1]);
+  expect(ring.append(ROW, 1)).toBe(true);
+  expect(text(ring.take(10))).toBe(ROW.repeat(2));
+});
+
+test("append: multi-byte rows across slab boundaries keep every byte; a chunk is sealed at chunkMaxEvents", () => {
+  const ring = new Ring({ maxEvents: 1_000_000, maxBytes: 1 << 30, chunkMaxEvents: 1000 });
+  const rows: string[] = [];
+  for (let i = 0; i < 300; i++) rows.push(`${i}\t€ü${"€".repeat(3_900 + (i % 150))}\n`); // ~12 KB each, coalesced: several slabs
+  for (const row of rows) expect(ring.append(row, 1)).toBe(true);
+  const taken = ring.take(1_000_000);
+  expect(taken.length).toBeGreaterThan(1);
+  expect(taken.length).toBeLessThan(10); // slabs, not a chunk per row
+  expect(text(taken)).toBe(rows.join(""));
+  expect(taken.reduce((sum, c) => sum + c.bytes, 0)).toBe(Buffer.byteLength(rows.join("")));
+  for (let i = 0; i < 2500; i++) ring.append(ROW, 1);
+  expect(ring.take(1_000_000).map((c) => c.events)).toEqual([1000, 1000, 500]);
+});
