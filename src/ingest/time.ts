@@ -66,15 +66,21 @@ function fromString(text: string): string | undefined {
     if (zh > 23 || zm > 59) return undefined;
     offsetMinutes = (zh * 60 + zm) * (zone[0] === "-" ? -1 : 1);
   }
-  const micros = (local - offsetMinutes * 60_000) * 1000 + Number(frac.padEnd(6, "0").slice(0, 6));
-  return fromMicros(micros);
+  // Milliseconds and the microseconds beyond them apart: as one number of microseconds, times
+  // after 2255 pass 2^53 and lost their last digits (9999-12-31T23:59:59.999999Z was refused).
+  const sub = Number(frac.padEnd(6, "0").slice(0, 6));
+  return fromParts(local - offsetMinutes * 60_000 + Math.floor(sub / 1000), sub % 1000);
 }
 
 function fromMicros(micros: number): string | undefined {
   if (!Number.isFinite(micros)) return undefined;
   const ms = Math.floor(micros / 1000);
+  return fromParts(ms, micros - ms * 1000);
+}
+
+/** Milliseconds since the epoch and 0–999 microseconds more, as the timestamptz text. */
+function fromParts(ms: number, rest: number): string | undefined {
   if (ms < MIN_MS || ms > MAX_MS) return undefined;
-  const rest = micros - ms * 1000;
   const iso = isoMillis(ms);
   return rest === 0 ? iso : `${iso.slice(0, 23)}${String(rest).padStart(3, "0")}Z`;
 }
