@@ -8,7 +8,8 @@
 // figure, so background work (a checkpoint, autovacuum, a warming JIT) cannot decide it alone:
 // a single before/during/after triple measured two sweep-free windows 16% apart on an idle
 // machine (240k and 285k events/s). Each window reports PostgreSQL's WAL and autovacuum.
-// A CHECKPOINT first writes back what the bench's own load and VACUUM dirtied (2.4 GB of WAL).
+// A CHECKPOINT before every window: what the bench's own load and VACUUM dirtied (2.4 GB of WAL)
+// is written back first, and every window pays full-page images for the pages it changes.
 import type postgres from "postgres";
 import { sweep } from "../src/retention/sweep";
 import { spawnService, type Service } from "../test/helpers/service";
@@ -53,8 +54,9 @@ async function load(service: Service, token: string, seconds: number): Promise<n
 
 interface Window {
   rate: number;
-  /** WAL written during the window, MB. */
+  /** WAL written during the window, MB, and how many full-page images it held. */
   walMb: number;
+  fullPages: number;
   /** Share of 250 ms samples in which an autovacuum worker was busy. */
   autovacuum: number;
   /** Rows deleted meanwhile (PostgreSQL's statistics, which lag by up to a second). */
@@ -65,7 +67,11 @@ interface Window {
 
 /** A load window, with what PostgreSQL's background work did meanwhile. */
 async function window(sql: postgres.Sql, service: Service, token: string, alongside?: (signal: AbortSignal) => Promise<boolean>): Promise<Window> {
-  const wal = async () => Number((await sql<{ b: string }[]>`select wal_bytes::bigint as b from pg_stat_wal`)[0]!.b);
+  // Each window starts right after a checkpoint, so the first change of every page it touches
+  // costs a full-page image in both kinds of window (without it, later sweeps re-dirtied pages an
+  // earlier one had already paid for, and looked cheaper than a sweep on pages of its own).
+  await sql`checkpoint`;
+  const wal = async () => (await sql<{ b: string; f: string }[]>`select wal_bytes::bigint as b, wal_fpi::bigint as f from pg_stat_wal`)[0]!;
   const deletes = async () => Number((await sql<{ n: string }[]>`select coalesce(sum(n_tup_del), 0)::bigint as n from pg_stat_user_tables where relname like 'log_events%'`)[0]!.n);
   const walBefore = await wal();
   const deletedBefore = await deletes();
@@ -85,7 +91,8 @@ async function window(sql: postgres.Sql, service: Service, token: string, alongs
   abort.abort();
   const done = await side;
   await sampling;
-  return { rate, walMb: ((await wal()) - walBefore) / 1e6, autovacuum: busy / Math.max(samples, 1), deleted: (await deletes()) - deletedBefore, done };
+  const walAfter = await wal();
+  return { rate, walMb: (Number(walAfter.b) - Number(walBefore.b)) / 1e6, fullPages: Number(walAfter.f) - Number(walBefore.f), autovacuum: busy / Math.max(samples, 1), deleted: (await deletes()) - deletedBefore, done };
 }
 
 export async function sweepRatio(url: string, sql: postgres.Sql, print: (line: string) => void): Promise<void> {
@@ -110,7 +117,7 @@ export async function sweepRatio(url: string, sql: postgres.Sql, print: (line: s
     without.push(await window(sql, service, token));
     const ratios = during.map((d, i) => d.rate / ((without[i]!.rate + without[i + 1]!.rate) / 2));
     const sorted = [...ratios].sort((a, b) => a - b);
-    const show = (w: Window) => `${w.rate.toFixed(0)} (${w.deleted} rows deleted, WAL ${w.walMb.toFixed(0)} MB, autovacuum ${(w.autovacuum * 100).toFixed(0)}%)`;
+    const show = (w: Window) => `${w.rate.toFixed(0)} (${w.deleted} rows deleted, WAL ${w.walMb.toFixed(0)} MB with ${w.fullPages} full pages, autovacuum ${(w.autovacuum * 100).toFixed(0)}%)`;
     print(`ingest during a sweep ÷ without: median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(3)} of ${ROUNDS} rounds (each: a ${SECONDS} s window with a sweep running ÷ the mean of the windows without around it: ${ratios.map((r) => r.toFixed(3)).join(", ")})`);
     print(`  events/s with a sweep: ${during.map(show).join("; ")}; sweeps finished within their window: ${during.filter((w) => w.done).length}/${ROUNDS}`);
     print(`  events/s without: ${without.map(show).join("; ")}`);
