@@ -1,4 +1,5 @@
 // Where the service's memory goes under wrk -c64: RSS sampled every 50 ms beside the ring's bytes,
+// and the kernel's high-water mark (VmHWM, reset before each run: bench/run.ts's figure),
 // the in-flight charge and the JavaScript heap (from /metrics), for one payload and one or more
 // settings variants run interleaved on one PostgreSQL — how issue 10's RSS work was measured:
 //   bun bench/rss.ts <payload> <corpus> [seconds=8] [rounds=2] [variant…]
@@ -10,7 +11,7 @@ import * as path from "node:path";
 import { runMigrations } from "../src/store/db";
 import { startEmbeddedPostgres } from "../src/store/embedded";
 import { createSource, spawnService, type Service } from "../test/helpers/service";
-import { benchDir, cpuSeconds } from "./lib";
+import { benchDir, cpuSeconds, peakRss, resetPeakRss } from "./lib";
 import { payload, type Corpus, type Payload, type PayloadName } from "./payloads";
 import { findWrk, runWrk, writeWrkFiles } from "./wrk";
 
@@ -72,19 +73,22 @@ try {
           await Bun.sleep(50);
         }
       })();
+      resetPeakRss(pid); // the kernel's high-water mark (what bench/run.ts reports) beside the samples
       const cpu = cpuSeconds(pid);
       const started = performance.now();
       const w = await runWrk(wrk.path, `${service.ingestUrl}/`, dir, p.bodies.length, Number(seconds));
       const used = cpuSeconds(pid) - cpu;
       sampling = false;
       await sampler;
+      const hwmLoad = peakRss(pid);
       // Sustained: the clock stops when the last acknowledged event is committed (as bench/run.ts).
       while ((await gauges(service.apiUrl)).events > 0 && Date.now() < deadline + 120_000) await Bun.sleep(20);
       const sustained = ((w.statuses["202"] ?? 0) * p.eventsPerBody) / ((performance.now() - started) / 1000);
+      const hwmDrained = peakRss(pid);
       const m = (n: number) => Math.round(n);
       console.log(
         `${name} ${corpus} [${label}] ${m(sustained)} events/s sustained, ${m((w.statuses["202"] ?? 0) / w.seconds)} req/s accepted ${JSON.stringify(w.statuses)}, ${m((used * 1e6) / Math.max(1, w.requests))} CPU µs/req | ` +
-          `RSS idle ${m(idle)} peak ${m(peak.rss)} MiB (then ring ${m(atPeak.ring)}, in flight ${m(atPeak.inflight)}, heap ${m(atPeak.heap)}) | max ring ${m(peak.ring)}, in flight ${m(peak.inflight)}, heap ${m(peak.heap)} MiB`,
+          `RSS idle ${m(idle)} peak ${m(peak.rss)} MiB sampled, ${m(hwmLoad)} VmHWM under load, ${m(hwmDrained)} through the drain (then ring ${m(atPeak.ring)}, in flight ${m(atPeak.inflight)}, heap ${m(atPeak.heap)}) | max ring ${m(peak.ring)}, in flight ${m(peak.inflight)}, heap ${m(peak.heap)} MiB`,
       );
     }
   }

@@ -175,6 +175,15 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   const tail = new TailHub(store.sql, { heartbeatMs: config.tailHeartbeatMs, log, flushing: () => flusher.streamsBusy > 0 });
   await tail.start();
   flusher.subscribe((batch) => tail.committed(batch));
+  // Paced by what the flusher wrote too: when clients stop, the buffer drains with no request to
+  // pace the collector, and the drained chunks and their id-prefixed copies piled up (bench/rss.ts,
+  // json-100 realistic: VmHWM 389–410 MiB under load, 494–503 MiB through the drain).
+  const gcPacer = new GcPacer(config.bufferMaxBytes + GC_FULL_ABOVE_BUFFER_BYTES);
+  flusher.subscribe((batch) => {
+    let bytes = 0;
+    for (const part of batch.rows) bytes += part.byteLength;
+    gcPacer.handled(bytes);
+  });
 
   const { token: apiToken, origin: apiTokenOrigin } = loadApiToken(config);
   let accepting = true;
@@ -195,7 +204,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     },
     inFlight,
     decodeWorker,
-    gcPacer: new GcPacer(config.bufferMaxBytes + GC_FULL_ABOVE_BUFFER_BYTES),
+    gcPacer,
     ackMode: config.ingestAck,
     durableTimeoutMs: config.durableTimeoutMs,
     rateLimiter: new RateLimiter(config.ingestRateLimit),
