@@ -48,7 +48,7 @@ export type Encoding = (typeof ENCODINGS)[number];
 
 export function parseEncoding(header: string | null): Encoding | Rejection {
   if (header === null) return "identity";
-  const value = (header ?? "identity").trim().toLowerCase() || "identity";
+  const value = header.trim().toLowerCase() || "identity";
   if ((ENCODINGS as readonly string[]).includes(value)) return value as Encoding;
   return reject(
     "unsupported_encoding",

@@ -234,17 +234,20 @@ async function deleteRows(sql: Sql, table: string, cutoffs: Cutoff[], deleted: n
  */
 async function tableSize(sql: Sql, table: string): Promise<{ pages: number; rowBytes: number }> {
   const [row] = await sql.unsafe<{ pages: number; bytes: number | null }[]>(
-    `select (pg_relation_size('${table}') / current_setting('block_size')::int)::int as pages,
-       (select avg(pg_column_size(t.*))::float8 from (select * from ${table} limit 100) t) as bytes`,
+    `select ${pagesOf(table)} as pages, (select avg(pg_column_size(t.*))::float8 from (select * from ${table} limit 100) t) as bytes`,
   );
   return { pages: row?.pages ?? 0, rowBytes: row?.bytes ?? 0 };
+}
+
+/** SQL for a table's heap pages (TID range statements cover them). */
+function pagesOf(table: string): string {
+  return `(pg_relation_size('${table}') / current_setting('block_size')::int)::int`;
 }
 
 /** Rows of a table: counted in its first PAGES_PER_STATEMENT heap pages, scaled up to all its pages. */
 async function countRows(sql: Sql, table: string): Promise<number> {
   const [row] = await sql.unsafe<{ n: number; pages: number }[]>(
-    `select count(*)::int as n, (select (pg_relation_size('${table}') / current_setting('block_size')::int)::int) as pages
-     from ${table} where ctid < '(${PAGES_PER_STATEMENT},0)'::tid`,
+    `select count(*)::int as n, ${pagesOf(table)} as pages from ${table} where ctid < '(${PAGES_PER_STATEMENT},0)'::tid`,
   );
   if (!row) return 0;
   return row.pages <= PAGES_PER_STATEMENT ? row.n : Math.round((row.n * row.pages) / PAGES_PER_STATEMENT);
