@@ -41,6 +41,8 @@ export interface Logpond {
   readonly ring: Ring;
   readonly metrics: Metrics;
   readonly tail: TailHub;
+  /** Retention sweeps: at start, every RETENTION_SWEEP_INTERVAL_MS, and after a deletion. */
+  readonly retention: Retention;
   /**
    * Stop accepting, drain the buffer, close storage. Resolves true when nothing was left behind;
    * false when some events went to a spill file (`spilled` says how many) or were lost.
@@ -256,6 +258,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     ring,
     metrics,
     tail,
+    retention,
     async stop() {
       accepting = false;
       const deadline = Date.now() + config.shutdownTimeoutMs;
