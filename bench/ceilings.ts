@@ -1,30 +1,43 @@
 // The bench's ceilings, measured in the same run as the scenarios they divide:
 // (a) `psql \copy` of the same rows from a file, one stream (and two, shown beside it): what the
-//     database takes with no HTTP, no decoding; per corpus, the rows of its json-100 bodies.
+//     database takes with no HTTP, no decoding; per corpus, the rows of its json-100 bodies, as the
+//     COPY text a user's own loader would write (logpond itself sends binary COPY, store/tuples.ts).
 // (b) a bare Bun.serve that reads the body and answers 202, under the same wrk -c64 as logpond.
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import * as path from "node:path";
-import { prefixIds } from "../src/buffer/ids";
+import { microsOfMillis } from "../src/ingest/time";
+import { setIds, toText, tuplesOf } from "../src/store/tuples";
 import { decodeBody } from "../src/ingest/decode";
-import { encodeEvents } from "../src/ingest/encode";
+import { encodeEvents, type Encoded } from "../src/ingest/encode";
 import { emptyRun, fmt, median, peakRss, cpuSeconds, resetPeakRss, type BenchContext, type Row, type Run } from "./lib";
 import { payload, type Corpus, type PayloadName } from "./payloads";
 import { runWrk, writeWrkFiles } from "./wrk";
 
 const LIMITS = { maxEventBytes: 1 << 20, maxDepth: 64 };
 
-/** COPY rows of a corpus's json-100 bodies, as logpond's encoder renders them. */
-function copyRows(corpus: Corpus): string[] {
-  return payload("json-100", corpus).bodies.map((b) => (encodeEvents(decodeBody(Buffer.from(b), "json") as unknown[], "json", 1, new Date().toISOString(), LIMITS) as { rows: string }).rows);
+/** The tuples of a corpus's json-100 bodies, as logpond's encoder writes them (one buffer per body). */
+function bodyTuples(corpus: Corpus): Uint8Array[] {
+  return payload("json-100", corpus).bodies.map((b) => Buffer.from((encodeEvents(decodeBody(Buffer.from(b), "json") as unknown[], "json", 1, microsOfMillis(Date.now()), LIMITS) as Encoded).rows));
+}
+
+/** `count` bodies' rows as COPY text lines with ids from firstId. */
+function copyText(bodies: Uint8Array[], count: number, firstId: number): string {
+  const lines: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const body = bodies[i % bodies.length]!;
+    setIds(body, 100, firstId + i * 100);
+    for (const tuple of tuplesOf(body)) lines.push(toText(tuple));
+  }
+  return lines.join("");
 }
 
 export async function copyCeilings(ctx: BenchContext, corpus: Corpus, events: number, clear: () => Promise<void>): Promise<Row[]> {
-  const rows = copyRows(corpus);
+  const bodies = bodyTuples(corpus);
   const files = [path.join(ctx.work, `copy-${corpus}-a.txt`), path.join(ctx.work, `copy-${corpus}-b.txt`)];
   const half = events / 2 / 100;
   // Rows as the flusher writes them (storage v2): each line prefixed with its event id.
-  files.forEach((file, f) => writeFileSync(file, prefixIds(Array.from({ length: half }, (_, i) => rows[i % rows.length]).join(""), half * 100, 1 + f * half * 100)));
+  files.forEach((file, f) => writeFileSync(file, copyText(bodies, half, 1 + f * half * 100)));
   const fileBytes = files.reduce((sum, f) => sum + Bun.file(f).size, 0);
   const psql = spawnSync("sh", ["-c", "command -v psql"], { encoding: "utf8" }).stdout.trim();
   if (!psql) throw new Error("psql is not installed: the COPY ceiling needs it (apt-get install -y postgresql-client)");

@@ -2,8 +2,8 @@
 // the numbers that chose the storage layout (README "Storage layout"). Standalone: its own
 // embedded PostgreSQL in a temporary directory, or BENCH_DATABASE_URL (scratch tables bench_*,
 // and log_events is filled — use an empty database).
-// 1. Prefixing ids (buffer/ids.ts): ns per event.
-// 2. COPY of the same rows, batches of 20,000 in one transaction each (as the flusher), into the
+// 1. Setting ids in a batch's tuples (store/tuples.ts setIds): ns per event.
+// 2. Binary COPY of the same rows, batches of 20,000 in one transaction each (as the flusher), into the
 //    partitioned layout with each index candidate ÷ the same layout with no index. Rounds
 //    alternate the variants; medians.
 //    Also: the id block's round trip, and two streams with vs without the commit-seq statement.
@@ -14,7 +14,7 @@
 import { rmSync } from "node:fs";
 import * as path from "node:path";
 import postgres from "postgres";
-import { prefixIds } from "../src/buffer/ids";
+import { COPY_HEADER, COPY_TRAILER, fromText, setIds } from "../src/store/tuples";
 import { runMigrations } from "../src/store/db";
 import { startEmbeddedPostgres } from "../src/store/embedded";
 import { ensurePartitions } from "../src/store/partitions";
@@ -43,8 +43,8 @@ const VARIANTS: Record<string, string[]> = {
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))]!;
 
-/** Plain COPY lines (no id), `count` events with dt from `startMs` rising evenly over `spanMs`. */
-function batchLines(count: number, startMs: number, spanMs: number, seed: number): Buffer {
+/** Tuples (id 0), `count` events with dt from `startMs` rising evenly over `spanMs`. */
+function batchLines(count: number, startMs: number, spanMs: number, seed: number): Uint8Array {
   const parts: string[] = [];
   for (let i = 0; i < count; i++) {
     const n = seed + i;
@@ -52,19 +52,31 @@ function batchLines(count: number, startMs: number, spanMs: number, seed: number
     const dt = new Date(startMs + (spanMs * i) / count).toISOString();
     parts.push(`${source}\t${dt}\t{"dt": "${dt}", "level": "${n % 7 === 0 ? "error" : "info"}", "status": ${200 + (n % 5)}, "message": "GET /api/items/${n % 10_000} handled", "duration_ms": ${(n % 997) / 10}, "user": "u${n % 5000}"}\n`);
   }
-  return Buffer.from(parts.join(""));
+  return fromText(parts.join(""), false);
+}
+
+/** Tuples with ids from firstId. */
+function withIds(rows: Uint8Array, count: number, firstId: number): Uint8Array {
+  setIds(rows, count, firstId);
+  return rows;
+}
+
+/** Writes one binary COPY's rows to its stream and waits for the end. */
+function copyInto(stream: NodeJS.WritableStream, rows: Uint8Array): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    stream.on("error", reject);
+    stream.write(COPY_HEADER);
+    stream.write(rows);
+    stream.write(COPY_TRAILER);
+    stream.end(resolve);
+  });
 }
 
 async function copyBatches(sql: postgres.Sql, table: string, batches: Uint8Array[]): Promise<number> {
   const started = performance.now();
   for (const rows of batches) {
     await sql.begin(async (tx) => {
-      const stream = await tx.unsafe(`copy ${table} (id, source_id, dt, raw) from stdin`).writable();
-      await new Promise<void>((resolve, reject) => {
-        stream.on("error", reject);
-        stream.write(rows);
-        stream.end(resolve);
-      });
+      await copyInto(await tx.unsafe(`copy ${table} (id, source_id, dt, raw) from stdin (format binary)`).writable(), rows);
     });
   }
   return performance.now() - started;
@@ -89,21 +101,21 @@ async function main() {
     await ensurePartitions(sql, new Date(now - (DAYS + 1) * DAY_MS), new Date(now + DAY_MS));
     console.log(`storage bench: ${new Date().toISOString()}, load average ${(await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ")}`);
 
-    // 1. Prefixing cost.
+    // 1. Setting ids.
     const sample = batchLines(BATCH, now - 60_000, 60_000, 0);
-    const prefixRuns: number[] = [];
+    const idRuns: number[] = [];
     for (let r = 0; r < 20; r++) {
       const t = performance.now();
-      prefixIds(sample, BATCH, 1_000_000_000 + r * BATCH);
-      prefixRuns.push(performance.now() - t);
+      setIds(sample, BATCH, 1_000_000_000 + r * BATCH);
+      idRuns.push(performance.now() - t);
     }
-    console.log(`prefix ids: ${((median(prefixRuns) * 1e6) / BATCH).toFixed(0)} ns/event (median of 20 batches of ${BATCH}, ${(sample.length / BATCH).toFixed(0)} B/event)`);
+    console.log(`set ids: ${((median(idRuns) * 1e6) / BATCH).toFixed(0)} ns/event (median of 20 batches of ${BATCH}, ${(sample.length / BATCH).toFixed(0)} B/event)`);
 
     // 2. COPY with each index candidate ÷ without (--skip-copy: straight to 3 and 4).
     if (!argv.includes("--skip-copy")) {
     const copyBatchesData: Uint8Array[] = [];
     for (let i = 0, id = 1; i < COPY_ROWS; i += BATCH, id += BATCH) {
-      copyBatchesData.push(prefixIds(batchLines(BATCH, now - 3_600_000 + (3_600_000 * i) / COPY_ROWS, (3_600_000 * BATCH) / COPY_ROWS, i), BATCH, id));
+      copyBatchesData.push(withIds(batchLines(BATCH, now - 3_600_000 + (3_600_000 * i) / COPY_ROWS, (3_600_000 * BATCH) / COPY_ROWS, i), BATCH, id));
     }
     const times = new Map<string, number[]>();
     for (let round = 0; round < ROUNDS; round++) {
@@ -146,12 +158,7 @@ async function main() {
           await stream.begin(async (tx) => {
             const batchId = crypto.randomUUID();
             await tx`insert into flush_batches (id) values (${batchId})`;
-            const copying = await tx`copy log_events (id, source_id, dt, raw) from stdin`.writable();
-            await new Promise<void>((resolve, reject) => {
-              copying.on("error", reject);
-              copying.write(copyBatchesData[i]!);
-              copying.end(resolve);
-            });
+            await copyInto(await tx`copy log_events (id, source_id, dt, raw) from stdin (format binary)`.writable(), copyBatchesData[i]!);
             if (withSeq) {
               await tx`with next as (update logpond_counters set value = value + 1 where name = 'commit_seq' returning value),
                 stamped as (update flush_batches set seq = next.value from next where flush_batches.id = ${batchId} returning next.value as seq)
@@ -178,7 +185,7 @@ async function main() {
     for (let i = 0, id = 1; i < ROWS; i += BATCH, id += BATCH) {
       const n = Math.min(BATCH, ROWS - i);
       const start = now - span + (span * i) / ROWS;
-      await copyBatches(sql, "log_events", [prefixIds(batchLines(n, start, (span * n) / ROWS, i), n, id)]);
+      await copyBatches(sql, "log_events", [withIds(batchLines(n, start, (span * n) / ROWS, i), n, id)]);
     }
     await sql`update logpond_counters set value = ${ROWS + 1} where name = 'event_id'`;
     await sql`vacuum analyze log_events`;

@@ -5,7 +5,6 @@ import { hostname } from "node:os";
 import { Elysia } from "elysia";
 import { Flusher, type HeldBatch } from "./buffer/flusher";
 import { Ring } from "./buffer/ring";
-import { stripIds } from "./buffer/ids";
 import { replaySpills, writeSpill } from "./buffer/spill";
 import type { Config } from "./config";
 import { loadApiToken } from "./http/apitoken";
@@ -25,6 +24,7 @@ import { startRetention, type Retention } from "./retention/scheduler";
 import { openFlushConnection } from "./store/copy";
 import { openStore, type Store } from "./store/db";
 import { DAY_MS, ensurePartitions } from "./store/partitions";
+import { tupleCount } from "./store/tuples";
 import { DAYS_AHEAD } from "./retention/sweep";
 import { queryRoutes } from "./query/routes";
 import { TailHub } from "./tail/hub";
@@ -157,11 +157,8 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   const replay = openFlushConnection(store.url, config.flushTimeoutMs);
   try {
     await replaySpills(config.dataDir, replay, async (entry) => {
-      // Back through the ring, which gives ids anew: rows that had ids lose them first.
-      for (const part of entry.rows) {
-        const rows = entry.ids ? stripIds(part) : part;
-        ring.push({ rows, events: entry.events, bytes: rows.length, seq: 0 });
-      }
+      // Back through the ring, which sets ids anew (over any the tuples had).
+      for (const rows of entry.rows) ring.push({ rows, events: tupleCount(rows), bytes: rows.length, seq: 0 });
       await flusher.flush();
     }, log);
   } finally {

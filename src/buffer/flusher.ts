@@ -11,12 +11,12 @@
 // Durable mode: a request that gave up waiting has its chunk dropped at the next point where the
 // batch is known not to be stored, and its events are never written after that.
 // Never drops a chunk it was given otherwise; never holds more than one batch per stream.
-// Ids: before a batch's first write attempt one block of ids is reserved and every line is
-// prefixed with its id (once, here, not on the accept path); retries, the exactly-once probe and
-// isolation parts keep the batch id, the ids and the rewritten rows.
+// Ids: before a batch's first write attempt one block of ids is reserved and set in every tuple, in
+// place (once, here, not on the accept path); retries, the exactly-once probe and isolation parts
+// keep the batch id and the ids.
 import { WriteError, type Commit, type FlushConnection, type IdRange } from "../store/copy";
 import type { Metrics } from "../metrics";
-import { idOf, linesOf, prefixIds } from "./ids";
+import { idOf, setIds, sourceOf, toText, tuplesOf } from "../store/tuples";
 import type { Chunk, Ring, Rows } from "./ring";
 
 export type Stream = Pick<FlushConnection, "reserveIds" | "write" | "committed" | "deadLetter" | "forgetBatches">;
@@ -30,11 +30,11 @@ export interface Batch {
   /** Reserved before the first write attempt: [firstId, lastId]; ids of dropped chunks stay unused. */
   firstId?: number;
   lastId?: number;
-  /** One id-prefixed COPY buffer per chunk (same order as `chunks`), made with the ids. */
+  /** The chunks' tuples (same order as `chunks`), once their ids are set. */
   rows?: Uint8Array[];
 }
 
-/** What a commit stored, for the live tail: rows are the COPY text lines as written (id-prefixed). */
+/** What a commit stored, for the live tail: rows are the tuples as written (ids set). */
 export interface CommittedBatch {
   seq: number;
   firstId: number;
@@ -62,7 +62,7 @@ export interface HeldBatch {
   /** The id a write of it was (or may have been) tried under; fresh for chunks never taken. */
   batchId: string;
   events: number;
-  /** COPY lines; id-prefixed exactly when `ids` is set. */
+  /** Tuples; their ids are set exactly when `ids` is. */
   rows: Rows[];
   ids?: IdRange;
 }
@@ -70,7 +70,7 @@ export interface HeldBatch {
 /** Part of a refused batch being isolated, with the batch id it is written under. */
 interface Part {
   id: string;
-  lines: string[];
+  tuples: Uint8Array[];
 }
 
 interface Waiter {
@@ -150,7 +150,7 @@ export class Flusher {
     const held: HeldBatch[] = [];
     for (const { batch, parts } of this.holding.values()) {
       if (parts) {
-        for (const part of parts) held.push({ batchId: part.id, events: part.lines.length, rows: [Buffer.from(part.lines.join(""))], ids: rangeOf(part.lines) });
+        for (const part of parts) held.push({ batchId: part.id, events: part.tuples.length, rows: [Buffer.concat(part.tuples)], ids: rangeOf(part.tuples) });
         continue;
       }
       const live = batch.chunks.flatMap((chunk, i) => (chunk.abandoned ? [] : [{ chunk, rows: batch.rows?.[i] ?? chunk.rows }]));
@@ -199,7 +199,7 @@ export class Flusher {
       if (outcome instanceof WriteError) {
         const parts = new Set<Part>();
         this.holding.set(stream, { batch, parts });
-        await this.isolate(stream, { id: batch.batchId, lines: batch.rows!.flatMap((rows) => linesOf(rows)) }, outcome, parts);
+        await this.isolate(stream, { id: batch.batchId, tuples: batch.rows!.flatMap((rows) => tuplesOf(rows)) }, outcome, parts);
       } else if (outcome?.seq != null) {
         this.publish({ seq: outcome.seq, firstId: batch.firstId!, lastId: batch.lastId!, rows: batch.rows! });
       }
@@ -221,14 +221,15 @@ export class Flusher {
     if (this.ring.pendingEvents >= this.options.maxEvents || this.waiters.length > 0 || this.stopping || this.options.eager) this.kick(reason);
   }
 
-  /** One block of ids for the batch, then each chunk's lines prefixed with theirs (one pass each). */
+  /** One block of ids for the batch, set in each chunk's tuples in place (one pass each). */
   private async assignIds(stream: Stream, batch: Batch): Promise<void> {
     const count = batch.chunks.reduce((sum, chunk) => sum + chunk.events, 0);
     const firstId = await stream.reserveIds(count);
     let next = firstId;
     const rows: Uint8Array[] = [];
     for (const chunk of batch.chunks) {
-      rows.push(prefixIds(chunk.rows, chunk.events, next));
+      setIds(chunk.rows, chunk.events, next);
+      rows.push(chunk.rows);
       next += chunk.events;
     }
     batch.firstId = firstId;
@@ -299,24 +300,24 @@ export class Flusher {
   }
 
   /**
-   * Halves a refused part until each refused line is alone, then dead-letters it. `parts` holds
+   * Halves a refused part until each refused tuple is alone, then dead-letters it. `parts` holds
    * the parts not yet stored, each with the batch id it is (or will be) written under, so a stop
    * in the middle spills exactly what is left (handOver).
    */
   private async isolate(stream: Stream, refused: Part, refusal: WriteError, parts: Set<Part>): Promise<void> {
-    const lines = refused.lines;
-    if (lines.length === 1) {
-      const line = lines[0]!;
-      const source = line.split("\t", 2)[1];
-      const letter: Part = { id: crypto.randomUUID(), lines };
+    const tuples = refused.tuples;
+    if (tuples.length === 1) {
+      const tuple = tuples[0]!;
+      const source = sourceOf(tuple);
+      const letter: Part = { id: crypto.randomUUID(), tuples };
       parts.add(letter);
-      const outcome = await this.store(stream, letter.id, () => "a dead letter", () => true, (id) => stream.deadLetter(id, line, refusal));
+      const outcome = await this.store(stream, letter.id, () => "a dead letter", () => true, (id) => stream.deadLetter(id, tuple, refusal));
       parts.delete(letter);
       const deadLetterRefused = outcome instanceof WriteError ? outcome : undefined;
       if (deadLetterRefused) {
         // dead_letters holds text only, so this should not happen; if it does, say so loudly.
         this.options.metrics.eventsLost++;
-        this.options.log(`flush: LOST an event of source ${source}: PostgreSQL refused it (${refusal.sqlstate} ${refusal.message}) and its dead letter (${deadLetterRefused.sqlstate} ${deadLetterRefused.message}); event: ${line.slice(0, 2000)}`);
+        this.options.log(`flush: LOST an event of source ${source}: PostgreSQL refused it (${refusal.sqlstate} ${refusal.message}) and its dead letter (${deadLetterRefused.sqlstate} ${deadLetterRefused.message}); event: ${toText(tuple).slice(0, 2000)}`);
         return;
       }
       this.options.metrics.eventsDeadLettered++;
@@ -324,16 +325,16 @@ export class Flusher {
       return;
     }
     this.options.metrics.isolationSplits++;
-    const middle = lines.length >>> 1;
-    const halves: Part[] = [lines.slice(0, middle), lines.slice(middle)].map((half) => ({ id: crypto.randomUUID(), lines: half }));
+    const middle = tuples.length >>> 1;
+    const halves: Part[] = [tuples.slice(0, middle), tuples.slice(middle)].map((half) => ({ id: crypto.randomUUID(), tuples: half }));
     for (const half of halves) parts.add(half);
     for (const half of halves) {
-      // A part is a contiguous run of the batch's lines, so its ids are a contiguous range too.
-      const ids = rangeOf(half.lines);
-      const outcome = await this.store(stream, half.id, (id) => `${half.lines.length} events (batch ${id}, isolating a refusal)`, () => true, (id) => stream.write(id, half.lines, ids));
+      // A part is a contiguous run of the batch's tuples, so its ids are a contiguous range too.
+      const ids = rangeOf(half.tuples);
+      const outcome = await this.store(stream, half.id, (id) => `${half.tuples.length} events (batch ${id}, isolating a refusal)`, () => true, (id) => stream.write(id, half.tuples, ids));
       parts.delete(half);
       if (outcome instanceof WriteError) await this.isolate(stream, half, outcome, parts);
-      else if (outcome?.seq != null) this.publish({ seq: outcome.seq, ...ids, rows: [Buffer.from(half.lines.join(""))] });
+      else if (outcome?.seq != null) this.publish({ seq: outcome.seq, ...ids, rows: half.tuples });
     }
   }
 
@@ -383,7 +384,7 @@ function backoff(attempt: number): number {
   return ceiling / 2 + Math.random() * (ceiling / 2);
 }
 
-/** The ids of a contiguous run of id-prefixed lines. */
-function rangeOf(lines: string[]): IdRange {
-  return { firstId: idOf(lines[0]!), lastId: idOf(lines[lines.length - 1]!) };
+/** The ids of a contiguous run of tuples. */
+function rangeOf(tuples: Uint8Array[]): IdRange {
+  return { firstId: idOf(tuples[0]!), lastId: idOf(tuples[tuples.length - 1]!) };
 }

@@ -1,12 +1,12 @@
 // The in-memory buffer between acceptance and COPY: a FIFO ring of chunks (one accepted request's
-// COPY rows each), bounded by events and bytes. Taken chunks still count against the bounds until
+// COPY tuples each, store/tuples.ts), bounded by events and bytes. Taken chunks still count against the bounds until
 // the flusher releases them after commit, so memory stays bounded while PostgreSQL is away.
 // O(1) per push and per taken chunk. No I/O, no timers, nothing of HTTP or SQL.
 // Small requests' rows are appended into one open chunk (the tail) instead of one chunk each; it is
 // sealed, as an exact-size copy, when taken, when a chunk is pushed behind it, or when it is full.
 
-/** COPY text lines, each ending in "\n": UTF-8 bytes off the JavaScript heap (a string in tests). */
-export type Rows = Uint8Array | string;
+/** Binary COPY tuples (store/tuples.ts), off the JavaScript heap. */
+export type Rows = Uint8Array;
 
 export interface Chunk {
   readonly rows: Rows;
@@ -33,12 +33,12 @@ export interface RingLimits {
 /**
  * One chunk per request cost single-event JSON a Buffer per request and the flusher a prefix pass,
  * a view and a COPY part per event (profile of json-1 under wrk -c64: Buffer.from 0.6 µs, the
- * flusher's per-chunk work 5-8% of the process); so rows up to this many characters (at most 3
- * UTF-8 bytes each) are written into a reused slab and become one chunk per slab-full or take.
- * Bigger rows gain nothing from it: with 64K here, json-100's 20 KB rows paid the seal's copy
- * (470 of 12,004 samples) for per-chunk work that 100 events per chunk already amortise.
+ * flusher's per-chunk work 5-8% of the process); so rows up to this many bytes are copied into a
+ * reused slab and become one chunk per slab-full or take. Bigger rows gain nothing from it: with
+ * 64K here, json-100's 20 KB rows paid the seal's copy (470 of 12,004 samples) for per-chunk work
+ * that 100 events per chunk already amortise.
  */
-const COALESCE_MAX_CHARS = 4 * 1024;
+const COALESCE_MAX_BYTES = 4 * 1024;
 const SLAB_BYTES = 1024 * 1024;
 const EMPTY = new Uint8Array(0);
 
@@ -77,24 +77,27 @@ export class Ring {
   }
 
   /**
-   * One request's rows, all or nothing: small text rows go into the open chunk (one sequence
-   * number per call, as push), others into a chunk of their own. False means "full, try later".
+   * One request's rows, all or nothing, copied (the caller may reuse its buffer): small ones into
+   * the open chunk (one sequence number per call, as push), others into a chunk of their own.
+   * False means "full, try later".
    */
   append(rows: Rows, events: number): boolean {
-    if (typeof rows !== "string" || rows.length > COALESCE_MAX_CHARS) {
-      const bytes = typeof rows === "string" ? Buffer.from(rows) : rows;
-      return this.push({ rows: bytes, events, bytes: bytes.length, seq: 0 });
+    const bytes = rows.length;
+    if (bytes > COALESCE_MAX_BYTES) {
+      if (!this.fits(events, bytes)) return false;
+      // allocUnsafe: every byte is written here (a zeroed array cost as much again in page faults).
+      const own = Buffer.allocUnsafe(bytes);
+      own.set(rows);
+      return this.push({ rows: own, events, bytes, seq: 0 });
     }
+    if (!this.fits(events, bytes)) return false;
     const slab = (this.slab ??= Buffer.allocUnsafe(SLAB_BYTES));
     let at = this.open ? this.open.bytes : 0;
-    // The exact length only near the end of the slab (3 bytes per character is the worst case).
-    if (rows.length * 3 > SLAB_BYTES - at && Buffer.byteLength(rows) > SLAB_BYTES - at) {
+    if (bytes > SLAB_BYTES - at) {
       this.seal();
       at = 0;
     }
-    const bytes = slab.write(rows, at);
-    // Written past the open chunk's end only: refused rows leave nothing behind.
-    if (!this.fits(events, bytes)) return false;
+    slab.set(rows, at);
     let open = this.open;
     if (open === undefined) {
       open = this.open = { rows: EMPTY, events: 0, bytes: 0, seq: 0 };

@@ -5,19 +5,22 @@
 // being written at the stop keeps its id, so if that try committed after all, flush_batches' claim
 // skips it. A file is deleted only after every entry in it is stored. Never touches the ring.
 //
-// Format: a line "logpond-spill 1\n", then per entry a JSON line
-// {"batchId","events","bytes","firstId"?,"lastId"?} and exactly `bytes` bytes of COPY text rows,
-// id-prefixed exactly when the entry has ids (a batch that had its ids when the stop came).
+// Format: a line "logpond-spill 2\n", then per entry a JSON line
+// {"batchId","events","bytes","firstId"?,"lastId"?} and exactly `bytes` bytes of COPY tuples
+// (store/tuples.ts) whose ids are set exactly when the entry has ids (a batch that had its ids
+// when the stop came). Version 1 files (COPY text lines, id-prefixed when the entry has ids; written
+// before binary COPY) are still read: their lines become tuples.
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import * as path from "node:path";
 import type { IdRange } from "../store/copy";
+import { fromText } from "../store/tuples";
 import type { Rows } from "./ring";
 
 export interface SpillEntry {
   batchId: string;
   events: number;
   rows: Rows[];
-  /** The batch's reserved event ids, when it had them: its rows are then id-prefixed. */
+  /** The batch's reserved event ids, when it had them: they are then set in its tuples. */
   ids?: IdRange;
 }
 
@@ -26,7 +29,8 @@ export interface SpillWriter {
   write(batchId: string, rows: readonly Rows[], ids?: IdRange): Promise<unknown>;
 }
 
-const MAGIC = "logpond-spill 1\n";
+const MAGIC = "logpond-spill 2\n";
+const MAGIC_TEXT = "logpond-spill 1\n";
 const FOLDER = "spill";
 
 export function spillFolder(dataDir: string): string {
@@ -45,7 +49,7 @@ export function writeSpill(dataDir: string, entries: readonly SpillEntry[]): str
   try {
     writeAll(fd, Buffer.from(MAGIC));
     for (const entry of entries) {
-      const parts = entry.rows.map((rows) => (typeof rows === "string" ? Buffer.from(rows) : rows));
+      const parts = entry.rows;
       const bytes = parts.reduce((sum, part) => sum + part.byteLength, 0);
       const head: Record<string, unknown> = { batchId: entry.batchId, events: entry.events, bytes };
       if (entry.ids !== undefined) Object.assign(head, entry.ids);
@@ -76,7 +80,8 @@ export function pendingSpills(dataDir: string): string[] {
 
 export function readSpill(file: string): SpillEntry[] {
   const data = readFileSync(file);
-  if (data.subarray(0, MAGIC.length).toString() !== MAGIC) throw new Error(`${file} is not a logpond spill file`);
+  const magic = data.subarray(0, MAGIC.length).toString();
+  if (magic !== MAGIC && magic !== MAGIC_TEXT) throw new Error(`${file} is not a logpond spill file`);
   const entries: SpillEntry[] = [];
   let at = MAGIC.length;
   while (at < data.length) {
@@ -86,7 +91,8 @@ export function readSpill(file: string): SpillEntry[] {
     const rows = data.subarray(end + 1, end + 1 + head.bytes);
     if (rows.length !== head.bytes) throw new Error(`${file} is cut short in batch ${head.batchId}`);
     const ids = head.firstId !== undefined && head.lastId !== undefined ? { firstId: head.firstId, lastId: head.lastId } : undefined;
-    entries.push({ batchId: head.batchId, events: head.events, rows: [rows], ...(ids ? { ids } : {}) });
+    const tuples = magic === MAGIC ? rows : fromText(rows.toString(), ids !== undefined);
+    entries.push({ batchId: head.batchId, events: head.events, rows: [tuples], ...(ids ? { ids } : {}) });
     at = end + 1 + head.bytes;
   }
   return entries;

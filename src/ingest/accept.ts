@@ -18,6 +18,7 @@ import type { InFlight } from "./inflight";
 import type { GcPacer } from "./gcpace";
 import type { RateLimiter } from "./ratelimit";
 import { isRejection, reject, REASONS, type Rejection } from "./rejections";
+import { microsOfMillis, type PgMicros } from "./time";
 
 export interface IngestDeps {
   cache: SourceCache;
@@ -124,7 +125,7 @@ function accepted(metrics: Metrics, events: number, rawBytes: number): Response 
  * Durable: answer when the flush holding these events has committed (group commit). Past the
  * deadline the chunk is abandoned; if the flusher already holds it, its answer decides.
  */
-async function durable(encodedRows: string | Uint8Array, count: number, rawBytes: number, deps: IngestDeps): Promise<Response> {
+async function durable(encodedRows: Uint8Array, count: number, rawBytes: number, deps: IngestDeps): Promise<Response> {
   const { ring, metrics } = deps;
   let settle!: (error?: Error) => void;
   const committed = new Promise<Error | undefined>((resolve) => (settle = resolve));
@@ -144,25 +145,17 @@ async function durable(encodedRows: string | Uint8Array, count: number, rawBytes
   return accepted(metrics, count, rawBytes);
 }
 
-/** Now as ISO 8601, computed once per millisecond (requests in the same millisecond share it). */
-let lastMs = 0;
-let lastIso = "";
-function receptionTime(): string {
-  const now = Date.now();
-  if (now !== lastMs) {
-    lastMs = now;
-    lastIso = new Date(now).toISOString();
-  }
-  return lastIso;
+function receptionTime(): PgMicros {
+  return microsOfMillis(Date.now());
 }
 
 function overloaded(): Rejection {
   return reject("overloaded", "Too many large requests are being decoded at once (INGEST_INFLIGHT_MAX_BYTES, or the memory the buffered events leave of BUFFER_MAX_BYTES + 200 MiB); retry after the time in Retry-After");
 }
 
-/** Durable mode's chunk: COPY rows as bytes off the JavaScript heap (the decode worker already sends bytes). */
-function rowBytes(rows: string | Uint8Array): Uint8Array {
-  return typeof rows === "string" ? Buffer.from(rows) : rows;
+/** Durable mode's chunk: the tuples copied out of the encoder's scratch (which the next request reuses). */
+function rowBytes(rows: Uint8Array): Uint8Array {
+  return Buffer.from(rows);
 }
 
 function bufferFull(): Rejection {

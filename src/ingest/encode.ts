@@ -1,10 +1,11 @@
-// Hop 3: decoded events → COPY text rows, all or nothing. Checks each event (an object, nesting,
-// size), normalises what JSON or PostgreSQL cannot hold, reads the event time, and renders the
-// `source_id \t dt \t raw` line the flusher will send as is. The first bad event rejects the whole
-// request, so nothing of it is buffered. No awaits, no try/catch and no closures per event.
+// Hop 3: decoded events → binary COPY tuples (store/tuples.ts), all or nothing. Checks each event
+// (an object, nesting, size), normalises what JSON or PostgreSQL cannot hold, reads the event time,
+// and writes the tuple the flusher will send once it has set the id. The first bad event rejects
+// the whole request, so nothing of it is buffered. No awaits, no try/catch and no closures per event.
+import { TUPLE_HEAD, tupleHead, writeTuple } from "../store/tuples";
 import type { Format } from "./decode";
 import { reject, type Rejection } from "./rejections";
-import { eventTime } from "./time";
+import { eventMicros, type PgMicros } from "./time";
 
 export interface EncodeLimits {
   maxEventBytes: number;
@@ -12,10 +13,16 @@ export interface EncodeLimits {
 }
 
 export interface Encoded {
-  /** COPY text-format rows, each ending in "\n". */
-  rows: string;
+  /** The tuples: a view of this thread's scratch buffer, which the next call reuses (copy it first). */
+  rows: Uint8Array;
   count: number;
 }
+
+/** Tuples are written here and copied once by the caller (into the ring's slab or a chunk of their own). */
+const SCRATCH_BYTES = 1 << 20;
+/** A bigger scratch (a big body's) is let go after its call, not kept for the next. */
+const SCRATCH_KEEP_BYTES = 8 << 20;
+let scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
 
 // JSON.stringify writes NUL and lone surrogates as \u escapes, which jsonb refuses: swap them for
 // U+FFFD. The lookbehind skips an escaped backslash followed by the letters "u0000".
@@ -29,14 +36,15 @@ export function encodeEvents(
   events: unknown[],
   format: Format,
   sourceId: number,
-  receivedAt: string,
+  receivedAt: PgMicros,
   limits: EncodeLimits,
 ): Encoded | Rejection {
-  const prefix = `${sourceId}\t`;
-  const maxChars = limits.maxEventBytes;
+  const head = tupleHead(sourceId);
+  const maxBytes = limits.maxEventBytes;
   walk.maxDepth = limits.maxDepth;
   const deep = format === "msgpack";
-  let rows = "";
+  let at = 0;
+  if (scratch.length > SCRATCH_KEEP_BYTES) scratch = Buffer.allocUnsafe(SCRATCH_BYTES); // a refused big body's
 
   for (let i = 0; i < events.length; i++) {
     let event = events[i];
@@ -45,7 +53,7 @@ export function encodeEvents(
       if (walk.problem) return failed(i);
       return reject("not_an_event", `event ${i} is not an object (got ${describe(event)}); send an object or an array of objects`);
     }
-    const dt = eventTime((event as { dt?: unknown }).dt) ?? receivedAt;
+    const dt = eventMicros((event as { dt?: unknown }).dt) ?? receivedAt;
     if (deep ? normaliseObject(event as Record<string, unknown>, 1) : depthExceeds(event, 1, limits.maxDepth)) {
       if (!deep) walk.problemReason = "too_deep";
       return failed(i);
@@ -53,24 +61,34 @@ export function encodeEvents(
 
     let json = JSON.stringify(event);
     if (json.includes("\\u")) json = json.replace(JSONB_UNSAFE_ESCAPE, REPLACEMENT);
-    // A character is at most 3 UTF-8 bytes in JSON text (astral ones are 2 chars for 4 bytes).
-    if (json.length * 3 > maxChars) {
-      const bytes = Buffer.byteLength(json);
-      if (bytes > maxChars) {
-        return reject("event_too_large", `event ${i} is ${bytes} bytes as stored; the limit is ${maxChars} bytes (INGEST_MAX_EVENT_BYTES)`);
-      }
-    }
-    // COPY text format: JSON.stringify leaves no raw control characters, so only "\" needs escaping.
-    if (json.includes("\\")) json = json.replaceAll("\\", "\\\\");
-    rows += `${prefix}${dt}\t${json}\n`;
+    // Bytes are at least characters: a longer text is refused before it is written anywhere.
+    if (json.length > maxBytes) return tooLarge(i, Buffer.byteLength(json));
+    const need = at + TUPLE_HEAD + json.length * 3; // a character is at most 3 UTF-8 bytes
+    if (need > scratch.length) grow(at, need);
+    const length = writeTuple(scratch, at, head, dt, json);
+    if (length - TUPLE_HEAD > maxBytes) return tooLarge(i, length - TUPLE_HEAD);
+    at += length;
   }
+  const rows = scratch.subarray(0, at);
+  if (scratch.length > SCRATCH_KEEP_BYTES) scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
   return { rows, count: events.length };
+
+  function tooLarge(i: number, bytes: number): Rejection {
+    return reject("event_too_large", `event ${i} is ${bytes} bytes as stored; the limit is ${maxBytes} bytes (INGEST_MAX_EVENT_BYTES)`);
+  }
 
   function failed(i: number): Rejection {
     const message = `event ${i}: ${walk.problem}`;
     walk.problem = "";
     return reject(walk.problemReason, message);
   }
+}
+
+/** A bigger scratch holding the first `used` bytes of the current one. */
+function grow(used: number, need: number): void {
+  const bigger = Buffer.allocUnsafe(Math.max(scratch.length * 2, need));
+  scratch.copy(bigger, 0, 0, used);
+  scratch = bigger;
 }
 
 function depthExceeds(value: object, depth: number, max: number): boolean {

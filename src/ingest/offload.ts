@@ -9,6 +9,7 @@
 import { measureBody } from "./bounds";
 import type { Format } from "./decode";
 import type { PrepareLimits } from "./prepare";
+import type { PgMicros } from "./time";
 import { reject, REASONS, type Reason, type Rejection } from "./rejections";
 import type { Job, Outcome } from "./worker";
 
@@ -18,7 +19,7 @@ export const OFFLOAD_FROM_BYTES = 1024 * 1024;
 const WORKERS = 2;
 
 export interface Prepared {
-  rows: Uint8Array | string;
+  rows: Uint8Array;
   count: number;
 }
 
@@ -31,7 +32,7 @@ export class DecodeWorker {
     while (this.threads.length < WORKERS) this.threads.push(new Thread());
   }
 
-  run(body: Uint8Array, format: Format, sourceId: number, receivedAt: string, limits: PrepareLimits): Promise<Prepared | Rejection> {
+  run(body: Uint8Array, format: Format, sourceId: number, receivedAt: PgMicros, limits: PrepareLimits): Promise<Prepared | Rejection> {
     if (format === "msgpack") {
       const header = measureBody(body.subarray(0, 5), format, { maxEvents: limits.maxEventsPerRequest, maxDecompressedBytes: limits.maxDecompressedBytes, maxDepth: limits.maxDepth, maxEventBytes: limits.maxEventBytes });
       if (typeof header === "object") return Promise.resolve(header);

@@ -5,6 +5,7 @@ import { checkEventCount, measureBody, type CostLimits } from "./bounds";
 import { decodeBody, type Format } from "./decode";
 import { encodeEvents, type EncodeLimits, type Encoded } from "./encode";
 import { isRejection, reject, type Rejection } from "./rejections";
+import type { PgMicros } from "./time";
 
 export interface PrepareLimits extends EncodeLimits {
   maxDecompressedBytes: number;
@@ -13,7 +14,7 @@ export interface PrepareLimits extends EncodeLimits {
   bufferMaxBytes: number;
 }
 
-export function prepareBody(body: Uint8Array, format: Format, sourceId: number, receivedAt: string, limits: PrepareLimits): Encoded | Rejection {
+export function prepareBody(body: Uint8Array, format: Format, sourceId: number, receivedAt: PgMicros, limits: PrepareLimits): Encoded | Rejection {
   const cost = costLimits(limits);
   const measured = measureBody(body, format, cost);
   if (isRejection(measured)) return measured;
@@ -28,7 +29,6 @@ export function prepareBody(body: Uint8Array, format: Format, sourceId: number, 
   }
   const encoded = encodeEvents(events, format, sourceId, receivedAt, limits);
   if (isRejection(encoded)) return encoded;
-  // Characters, not bytes: cheap, and a request past it in characters is past it in bytes.
   if (encoded.rows.length > limits.bufferMaxBytes) return neverFits(`${encoded.rows.length} bytes`, "BUFFER_MAX_BYTES");
   return encoded;
 }

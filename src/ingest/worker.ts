@@ -1,16 +1,17 @@
-// The decode worker's side (see offload.ts): a body in, its COPY rows out as bytes (transferred,
-// not copied), or the refusal's reason and message. Runs prepareBody and nothing else.
+// The decode worker's side (see offload.ts): a body in, its COPY tuples out (copied out of the
+// encoder's scratch once, then transferred), or the refusal's reason and message. Runs prepareBody and nothing else.
 import { pack } from "msgpackr";
 import { prepareBody, type PrepareLimits } from "./prepare";
 import { isRejection } from "./rejections";
 import type { Format } from "./decode";
+import { microsOfMillis, type PgMicros } from "./time";
 
 export interface Job {
   id: number;
   body: Uint8Array;
   format: Format;
   sourceId: number;
-  receivedAt: string;
+  receivedAt: PgMicros;
   limits: PrepareLimits;
 }
 
@@ -22,9 +23,9 @@ declare const self: Worker;
 const WARM_LIMITS: PrepareLimits = { maxEventBytes: 1 << 20, maxDepth: 64, maxDecompressedBytes: 100 << 20, maxEventsPerRequest: 100_000, bufferMaxEvents: 1_000_000, bufferMaxBytes: 256 << 20 };
 const warmEvents = Array.from({ length: 8_000 }, (_, i) => ({ message: `warm-up ${i}`, level: "info", n: i, nested: { ok: true, list: [1, 2, 3] } }));
 for (let round = 0; round < 3; round++) {
-  prepareBody(Buffer.from(JSON.stringify(warmEvents)), "json", 0, new Date().toISOString(), WARM_LIMITS);
-  prepareBody(Buffer.from(warmEvents.map((e) => JSON.stringify(e)).join("\n")), "ndjson", 0, new Date().toISOString(), WARM_LIMITS);
-  prepareBody(pack(warmEvents), "msgpack", 0, new Date().toISOString(), WARM_LIMITS);
+  prepareBody(Buffer.from(JSON.stringify(warmEvents)), "json", 0, microsOfMillis(Date.now()), WARM_LIMITS);
+  prepareBody(Buffer.from(warmEvents.map((e) => JSON.stringify(e)).join("\n")), "ndjson", 0, microsOfMillis(Date.now()), WARM_LIMITS);
+  prepareBody(pack(warmEvents), "msgpack", 0, microsOfMillis(Date.now()), WARM_LIMITS);
 }
 
 self.onmessage = (message: MessageEvent<Job>) => {
@@ -34,7 +35,7 @@ self.onmessage = (message: MessageEvent<Job>) => {
     const prepared = prepareBody(body, format, sourceId, receivedAt, limits);
     if (isRejection(prepared)) outcome = { id, reason: prepared.reason, message: prepared.message };
     else {
-      const rows = Buffer.from(prepared.rows);
+      const rows = Buffer.from(prepared.rows); // a copy: the scratch stays here
       // A Buffer this size has an ArrayBuffer of its own (the pool is for small ones): transfer it.
       const own = rows.byteOffset === 0 && rows.buffer.byteLength === rows.length;
       const bytes = own ? new Uint8Array(rows.buffer) : new Uint8Array(rows);

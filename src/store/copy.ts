@@ -1,6 +1,6 @@
 // One flush stream's connection to PostgreSQL, and the only code that writes log events.
-// A batch is one transaction: BEGIN; its id into flush_batches; COPY log_events FROM STDIN (text
-// format, lines already prefixed with their event id); one statement that takes the next commit
+// A batch is one transaction: BEGIN; its id into flush_batches; COPY log_events FROM STDIN (binary
+// format: store/tuples.ts, ids already set); one statement that takes the next commit
 // seq (the counter row's lock is held until COMMIT, so seq follows commit order across streams
 // and processes), records seq and the id range in flush_batches and NOTIFYs logpond_batches; COMMIT. Every operation has a deadline; past it the connection is destroyed (never
 // reused, so no session is left "idle in transaction") and a new one is opened for the next try.
@@ -15,7 +15,8 @@
 // So the COPY's `reject` is watched here (`refusalOf`); that delivers the real error at once.
 import { once } from "node:events";
 import postgres from "postgres";
-import { prefixIds } from "../buffer/ids";
+import { COPY_HEADER, COPY_TRAILER, fieldsOf, fromText, setIds, tupleCount } from "./tuples";
+import { microsText } from "../ingest/time";
 
 export type WriteFailure = "data" | "failed" | "unknown";
 
@@ -46,15 +47,16 @@ export interface FlushConnection {
   /** Reserves `count` consecutive event ids (one autocommit round trip); returns the first. */
   reserveIds(count: number): Promise<number>;
   /**
-   * Stores the rows (id-prefixed COPY text lines whose ids lie in `ids`) in one transaction
-   * tagged with batchId; returns its commit (an earlier try's, if that one committed). Without
-   * `ids` the rows are plain `source_id\tdt\traw` lines and get a fresh block here (tools, tests).
+   * Stores the rows (tuples whose ids are set and lie in `ids`) in one transaction tagged with
+   * batchId; returns its commit (an earlier try's, if that one committed). Without `ids` the
+   * tuples get a fresh block of ids here. A string is read as COPY text lines, `source_id \t dt
+   * \t raw \n`, with `id \t` before each when `ids` is given (tools, tests).
    */
   write(batchId: string, rows: readonly (Uint8Array | string)[], ids?: IdRange): Promise<Commit>;
   /** The commit of the transaction tagged with batchId, or false when it did not commit. */
   committed(batchId: string): Promise<Commit | false>;
-  /** Stores one refused COPY line in dead_letters, tagged with batchId. */
-  deadLetter(batchId: string, line: string, refusal: WriteError): Promise<void>;
+  /** Stores one refused tuple in dead_letters, tagged with batchId. */
+  deadLetter(batchId: string, tuple: Uint8Array, refusal: WriteError): Promise<void>;
   /** Drops batch ids old enough that no retry can still ask about them. */
   forgetBatches(olderThanHours: number): Promise<void>;
   close(): Promise<void>;
@@ -148,15 +150,15 @@ async function reserveIds(count: number): Promise<number> {
     reserveIds,
 
     async write(batchId, rows, ids) {
+      const tuples = rows.map((part) => (typeof part === "string" ? fromText(part, ids !== undefined) : part));
       if (ids === undefined) {
-        const plain = rows.map((part) => (typeof part === "string" ? Buffer.from(part) : part));
-        const lines = plain.map(countLines);
-        const firstId = await reserveIds(Math.max(1, lines.reduce((sum, n) => sum + n, 0)));
+        const counts = tuples.map(tupleCount);
+        const firstId = await reserveIds(Math.max(1, counts.reduce((sum, n) => sum + n, 0)));
         let next = firstId;
-        rows = plain.map((part, i) => prefixIds(part, lines[i]!, (next += lines[i]!) - lines[i]!));
+        tuples.forEach((part, i) => setIds(part, counts[i]!, (next += counts[i]!) - counts[i]!));
         ids = { firstId, lastId: Math.max(firstId, next - 1) };
       }
-      return transaction(batchId, (current) => copy(current, rows), ids);
+      return transaction(batchId, (current) => copy(current, tuples), ids);
     },
 
     async committed(batchId) {
@@ -183,12 +185,12 @@ async function reserveIds(count: number): Promise<number> {
       }
     },
 
-    async deadLetter(batchId, line, refusal) {
-      const [sourceId, dt, raw] = splitLine(line);
+    async deadLetter(batchId, tuple, refusal) {
+      const { sourceId, dt, raw } = fieldsOf(tuple);
       await transaction(batchId, async (current) => {
         await current`
           insert into dead_letters (source_id, dt, raw, sqlstate, error)
-          values (${sourceId}, ${dt}, ${raw}, ${refusal.sqlstate}, ${refusal.message})`;
+          values (${sourceId}, ${microsText(dt)}, ${raw}, ${refusal.sqlstate}, ${refusal.message})`;
       });
     },
 
@@ -205,18 +207,18 @@ async function reserveIds(count: number): Promise<number> {
   };
 }
 
-async function copy(sql: Sql, rows: readonly (Uint8Array | string)[]): Promise<void> {
-  const query = sql`copy log_events (id, source_id, dt, raw) from stdin`;
+async function copy(sql: Sql, rows: readonly Uint8Array[]): Promise<void> {
+  const query = sql`copy log_events (id, source_id, dt, raw) from stdin (format binary)`;
   const refused = refusalOf(query);
   const stream = await query.writable();
   const broken = Promise.race([once(stream, "error").then(([error]) => Promise.reject(error as Error)), refused]);
   broken.catch(() => {});
+  stream.write(COPY_HEADER);
   let pending: Uint8Array[] = [];
   let size = 0;
   for (const part of rows) {
-    const bytes = typeof part === "string" ? Buffer.from(part) : part;
-    pending.push(bytes);
-    size += bytes.length;
+    pending.push(part);
+    size += part.length;
     if (size >= WRITE_BYTES) {
       if (!stream.write(joined(pending, size))) await Promise.race([once(stream, "drain"), broken]);
       pending = [];
@@ -224,6 +226,7 @@ async function copy(sql: Sql, rows: readonly (Uint8Array | string)[]): Promise<v
     }
   }
   if (pending.length > 0) stream.write(joined(pending, size));
+  stream.write(COPY_TRAILER);
   const finished = once(stream, "finish");
   stream.end();
   // "finish" comes with the COPY's CommandComplete; a refusal arrives through `refused`.
@@ -267,12 +270,6 @@ function classify(error: unknown, commitSent: boolean): WriteError {
   return new WriteError("failed", message, sqlstate);
 }
 
-function countLines(bytes: Uint8Array): number {
-  let lines = 0;
-  for (let at = bytes.indexOf(10); at >= 0; at = bytes.indexOf(10, at + 1)) lines++;
-  return lines;
-}
-
 class DeadlineError extends Error {
   constructor(ms: number) {
     super(`no answer from PostgreSQL within ${ms} ms (FLUSH_TIMEOUT_MS); the connection was dropped`);
@@ -287,13 +284,4 @@ async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** `id \t source_id \t dt \t raw` → source_id, dt, raw with COPY's backslash escaping undone. */
-function splitLine(line: string): [number, string, string] {
-  const zeroth = line.indexOf("\t");
-  const first = line.indexOf("\t", zeroth + 1);
-  const second = line.indexOf("\t", first + 1);
-  const raw = line.slice(second + 1).replace(/\n$/, "").replace(/\\\\/g, "\\");
-  return [Number(line.slice(zeroth + 1, first)), line.slice(first + 1, second), raw];
 }

@@ -1,7 +1,9 @@
 // Rows for the live stream, from the two places they come from: a committed batch this process
-// wrote (its COPY lines, still in memory) and rows read back from PostgreSQL (other instances'
+// wrote (its COPY tuples, still in memory) and rows read back from PostgreSQL (other instances'
 // batches, resume). One TailRow is shared by every stream that shows it; its parsed event and its
 // JSON text are made at most once, and only for rows of sources some stream watches.
+import { microsText } from "../ingest/time";
+import { fieldsOf, sourceOf, tuplesOf } from "../store/tuples";
 
 export interface TailRow {
   seq: number;
@@ -18,45 +20,22 @@ export interface TailRow {
 
 export interface CommittedRows {
   seq: number;
-  rows: readonly (Uint8Array | string)[];
+  rows: readonly Uint8Array[];
 }
 
-const decoder = new TextDecoder();
-
-/** Rows of a batch's COPY text (`id \t source_id \t dt \t raw \n`) whose source is in `watched`. */
+/** Rows of a batch's tuples (store/tuples.ts) whose source is in `watched`. */
 export function rowsOfBatch(batch: CommittedRows, watched: ReadonlySet<number>): TailRow[] {
   const out: TailRow[] = [];
   for (const part of batch.rows) {
-    const text = typeof part === "string" ? part : decoder.decode(part);
-    let start = 0;
-    while (start < text.length) {
-      let end = text.indexOf("\n", start);
-      if (end < 0) end = text.length;
-      const tab1 = text.indexOf("\t", start);
-      const tab2 = text.indexOf("\t", tab1 + 1);
-      const sourceId = Number(text.slice(tab1 + 1, tab2));
-      if (watched.has(sourceId)) {
-        const tab3 = text.indexOf("\t", tab2 + 1);
-        const raw = text.slice(tab3 + 1, end);
-        out.push({
-          seq: batch.seq,
-          id: text.slice(start, tab1),
-          sourceId,
-          dt: sixDigits(text.slice(tab2 + 1, tab3)),
-          // COPY text escaping: the encoder's JSON has no raw control characters, so only "\\" is escaped.
-          raw: raw.includes("\\") ? raw.replaceAll("\\\\", "\\") : raw,
-        });
-      }
-      start = end + 1;
+    for (const tuple of tuplesOf(part)) {
+      const sourceId = sourceOf(tuple);
+      if (!watched.has(sourceId)) continue;
+      const { id, dt, raw } = fieldsOf(tuple);
+      out.push({ seq: batch.seq, id: String(id), sourceId, dt: microsText(dt), raw });
     }
   }
   // Ids of one batch are one block; keep them ascending so a resume point inside a batch is exact.
   return out.sort((a, b) => compareIds(a.id, b.id));
-}
-
-/** The encoder writes toISOString()-style times with three or six fraction digits. */
-export function sixDigits(dt: string): string {
-  return dt.length === 24 ? `${dt.slice(0, 23)}000Z` : dt;
 }
 
 export function compareIds(a: string, b: string): number {

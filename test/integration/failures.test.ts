@@ -8,6 +8,7 @@ import { Flusher } from "../../src/buffer/flusher";
 import { Ring } from "../../src/buffer/ring";
 import { Metrics } from "../../src/metrics";
 import { openFlushConnection, WriteError, type IdRange } from "../../src/store/copy";
+import { fromText, idOf, sourceOf, tupleCount, tuplesOf } from "../../src/store/tuples";
 import { startTestLogpond, type TestLogpond } from "../helpers/logpond";
 
 const url = process.env.LOGPOND_TEST_DATABASE_URL!;
@@ -52,9 +53,7 @@ describe("poison isolation", () => {
     const source = await lp.createSource();
     const announced: number[] = [];
     const unsubscribe = lp.flusher.subscribe(({ rows }) => {
-      for (const line of Buffer.concat(rows.map((part) => Buffer.from(part))).toString().split("\n")) {
-        if (line.split("\t")[1] === source.id) announced.push(Number(line.slice(0, line.indexOf("\t"))));
-      }
+      for (const tuple of rows.flatMap(tuplesOf)) if (sourceOf(tuple) === Number(source.id)) announced.push(idOf(tuple));
     });
     const events = Array.from({ length: 100 }, (_, i) => (i === 17 || i === 63 ? { i, poison: "yes" } : { i }));
     expect((await lp.ingest(source.token, json(events.slice(0, 50)))).status).toBe(202);
@@ -189,9 +188,9 @@ describe("exactly once when a COMMIT's answer is lost", () => {
     const logs: string[] = [];
     const flusher = new Flusher(ring, [stream], { intervalMs: 10, maxEvents: 1000, eager: false, metrics: new Metrics(), log: (line) => logs.push(line) });
     const committed: { seq: number; firstId: number; lastId: number; lines: number }[] = [];
-    flusher.subscribe(({ seq, firstId, lastId, rows }) => committed.push({ seq, firstId, lastId, lines: Buffer.concat(rows).toString().split("\n").length - 1 }));
+    flusher.subscribe(({ seq, firstId, lastId, rows }) => committed.push({ seq, firstId, lastId, lines: tupleCount(Buffer.concat(rows)) }));
     const sourceId = 900_000_000 + Math.floor(Math.random() * 1_000_000);
-    const rows = Array.from({ length: 3 }, (_, i) => `${sourceId}\t2026-11-22T00:00:00Z\t{"i": ${i}}\n`).join("");
+    const rows = fromText(Array.from({ length: 3 }, (_, i) => `${sourceId}\t2026-11-22T00:00:00Z\t{"i": ${i}}\n`).join(""), false);
     ring.push({ rows, events: 3, bytes: rows.length, seq: 0 });
     await flusher.flush();
     expect(lost).toBe(1); // written once: the retry found its id committed and did not write again

@@ -3,14 +3,15 @@
 // source cache under a token rotation racing a reconnect's full reload, and the spill file's
 // exactly-once replay against the flush_batches claim. Real HTTP, real PostgreSQL.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import * as path from "node:path";
 import { Packr } from "msgpackr";
-import { pendingSpills, replaySpills, writeSpill } from "../../src/buffer/spill";
+import { pendingSpills, replaySpills, spillFolder, writeSpill } from "../../src/buffer/spill";
 import { loadConfig } from "../../src/config";
 import { SourceCache, type SourceRow } from "../../src/sources/cache";
 import { openFlushConnection } from "../../src/store/copy";
+import { fromText } from "../../src/store/tuples";
 import type { Db } from "../../src/store/db";
 import { publicIngestHost } from "../../src/server";
 import { Metrics } from "../../src/metrics";
@@ -277,10 +278,10 @@ describe("spill file", () => {
       const reserved = await connection.reserveIds(1);
       await connection.write(committed, [row(1) + row(2)]); // the try that committed as the stop came
       const file = writeSpill(dataDir, [
-        { batchId: committed, events: 2, rows: [row(1), row(2)] },
-        { batchId: crypto.randomUUID(), events: 1, rows: [row(3)] },
-        // A batch that had its ids when the stop came: its rows are id-prefixed and keep those ids.
-        { batchId: crypto.randomUUID(), events: 1, rows: [`${reserved}\t${row(4)}`], ids: { firstId: reserved, lastId: reserved } },
+        { batchId: committed, events: 2, rows: [fromText(row(1), false), fromText(row(2), false)] },
+        { batchId: crypto.randomUUID(), events: 1, rows: [fromText(row(3), false)] },
+        // A batch that had its ids when the stop came: its tuples keep those ids.
+        { batchId: crypto.randomUUID(), events: 1, rows: [fromText(`${reserved}\t${row(4)}`, true)], ids: { firstId: reserved, lastId: reserved } },
       ]);
       expect(pendingSpills(dataDir)).toEqual([file!]);
       const logs: string[] = [];
@@ -294,6 +295,31 @@ describe("spill file", () => {
       expect(String(stored.find((r) => r.raw.n === 4)?.id)).toBe(String(reserved));
       // A second replay (a crash before the delete) finds nothing; the same file again would be skipped whole.
       expect(await replaySpills(dataDir, connection, async () => {}, () => {})).toBe(0);
+    } finally {
+      await connection.close();
+    }
+  });
+
+  test("a version 1 spill file (COPY text, before binary COPY) is still replayed: escapes undone, ids kept", async () => {
+    const source = await lp.createSource();
+    const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-spill-v1-"));
+    const connection = openFlushConnection(lp.store.url, 5_000);
+    try {
+      const reserved = await connection.reserveIds(1);
+      // Bytes as the previous release wrote them: COPY text, backslashes doubled, id-prefixed with ids.
+      const entry = (head: object, rows: string) => `${JSON.stringify({ ...head, bytes: Buffer.byteLength(rows) })}\n${rows}`;
+      const plain = `${source.id}\t2026-01-01T00:00:00.000Z\t{"n":1,"text":"tab\\\\there \\\\u00e9 ünï"}\n${source.id}\t2026-01-01T00:00:00.123456Z\t{"n":2}\n`;
+      const prefixed = `${reserved}\t${source.id}\t2026-01-01T00:00:00.000Z\t{"n":3}\n`;
+      mkdirSync(spillFolder(dataDir), { recursive: true });
+      writeFileSync(
+        path.join(spillFolder(dataDir), "spill-2026-11-21T00-00-00-000Z-1.bin"),
+        `logpond-spill 1\n${entry({ batchId: crypto.randomUUID(), events: 2 }, plain)}${entry({ batchId: crypto.randomUUID(), events: 1, firstId: reserved, lastId: reserved }, prefixed)}`,
+      );
+      expect(await replaySpills(dataDir, connection, async () => {}, () => {})).toBe(3);
+      const stored = await lp.stored(source.id);
+      expect(stored.map((r) => r.raw).sort((a, b) => Number(a.n) - Number(b.n))).toEqual([{ n: 1, text: "tab\there \u00e9 ünï" }, { n: 2 }, { n: 3 }]);
+      expect(String(stored.find((r) => r.raw.n === 3)?.id)).toBe(String(reserved));
+      expect(pendingSpills(dataDir)).toEqual([]);
     } finally {
       await connection.close();
     }

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import postgres from "postgres";
 import type { CommittedBatch } from "../../src/buffer/flusher";
+import { idOf, sourceOf, tuplesOf } from "../../src/store/tuples";
 import { startTestLogpond, type TestLogpond } from "../helpers/logpond";
 
 const url = process.env.LOGPOND_TEST_DATABASE_URL!;
@@ -53,11 +54,11 @@ test("ids are unique across two streams and two processes; seq follows commit or
 
   // Every stored row was announced once, by the batch whose id range holds it.
   const announced = published.flatMap((batch) =>
-    Buffer.concat(batch.rows.map((part) => Buffer.from(part))).toString().split("\n").filter(Boolean).map((line) => {
-      const id = Number(line.slice(0, line.indexOf("\t")));
+    batch.rows.flatMap(tuplesOf).map((tuple) => {
+      const id = idOf(tuple);
       expect(id).toBeGreaterThanOrEqual(batch.firstId);
       expect(id).toBeLessThanOrEqual(batch.lastId);
-      return { id, sourceId: Number(line.split("\t")[1]) };
+      return { id, sourceId: sourceOf(tuple) };
     }),
   );
   const ours = announced.filter((row) => row.sourceId === Number(source.id)).map((row) => row.id).sort((x, y) => x - y);

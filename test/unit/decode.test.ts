@@ -5,6 +5,8 @@ import { Packr } from "msgpackr";
 import { decodeBody, parseContentType } from "../../src/ingest/decode";
 import { encodeEvents } from "../../src/ingest/encode";
 import { isRejection } from "../../src/ingest/rejections";
+import { eventMicros, microsText } from "../../src/ingest/time";
+import { fieldsOf, fromText, idOf, setIds, toText, tuplesOf } from "../../src/store/tuples";
 
 const events = [
   { message: "hello", level: "info", nested: { n: 1, list: [1, 2.5, "x", null, true] }, dt: "2026-11-21T12:30:41Z" },
@@ -15,7 +17,7 @@ const limits = { maxEventBytes: 1 << 20, maxDepth: 64 };
 function outcome(body: Buffer, format: "json" | "msgpack" | "ndjson") {
   const decoded = decodeBody(body, format);
   if (isRejection(decoded)) return decoded;
-  return encodeEvents(decoded, format, 1, "2026-01-01T00:00:00.000Z", limits);
+  return encodeEvents(decoded, format, 1, eventMicros("2026-01-01T00:00:00.000Z")!, limits);
 }
 
 test("every truncated prefix of a valid JSON body is refused (406 reasons)", () => {
@@ -58,9 +60,21 @@ test("Content-Type parameters are ignored; unknown types are refused", () => {
   expect(isRejection(parseContentType(null))).toBe(true);
 });
 
-test("encoded rows are COPY text: one line per event, escapes doubled", () => {
-  const result = encodeEvents([{ a: "tab\there", b: "back\\slash", c: "nl\n" }], "json", 7, "2026-01-01T00:00:00.000Z", limits);
+test("encoded rows are binary COPY tuples: one per event, the JSON text as JSON.stringify wrote it", () => {
+  const event = { a: "tab\there", b: "back\\slash", c: "nl\n", d: "ünï 😀" };
+  const result = encodeEvents([event, { dt: "0001-01-01T00:00:00.000001Z" }, { dt: "9999-12-31T23:59:59.999999Z" }], "json", 7, eventMicros("2026-01-01T00:00:00.000Z")!, limits);
   if (isRejection(result)) throw new Error(result.message);
-  expect(result.rows).toBe('7\t2026-01-01T00:00:00.000Z\t{"a":"tab\\\\there","b":"back\\\\\\\\slash","c":"nl\\\\n"}\n');
-  expect(result.rows.split("\n")).toHaveLength(2);
+  const tuples = tuplesOf(result.rows);
+  expect(tuples).toHaveLength(3);
+  const fields = tuples.map(fieldsOf);
+  expect(fields[0]).toEqual({ id: 0, sourceId: 7, dt: 820_540_800_000_000, raw: JSON.stringify(event) });
+  expect(fields.map((f) => microsText(f.dt))).toEqual(["2026-01-01T00:00:00.000000Z", "0001-01-01T00:00:00.000001Z", "9999-12-31T23:59:59.999999Z"]);
+  // The layout PostgreSQL reads: 4 fields, 8-byte id, source_id and dt, then jsonb's version byte.
+  const first = Buffer.from(tuples[0]!);
+  expect([first.readInt16BE(0), first.readInt32BE(2), first.readInt32BE(14), first.readInt32BE(26)]).toEqual([4, 8, 8, 8]);
+  expect([first.readInt32BE(38), first[42]]).toEqual([Buffer.byteLength(JSON.stringify(event)) + 1, 1]);
+  setIds(result.rows, 3, 2 ** 40);
+  expect(tuples.map(idOf)).toEqual([2 ** 40, 2 ** 40 + 1, 2 ** 40 + 2]);
+  expect(toText(tuples[0]!)).toBe(`${2 ** 40}\t7\t2026-01-01T00:00:00.000000Z\t{"a":"tab\\\\there","b":"back\\\\\\\\slash","c":"nl\\\\n","d":"ünï 😀"}\n`);
+  expect(Buffer.from(fromText(toText(tuples[0]!), true))).toEqual(Buffer.from(tuples[0]!));
 });

@@ -1,7 +1,8 @@
 import { expect, test } from "bun:test";
 import { Ring, type Chunk } from "../../src/buffer/ring";
 
-const chunk = (events: number, bytes = 10): Chunk => ({ rows: "x".repeat(bytes), events, bytes, seq: 0 });
+const b = (text: string) => Buffer.from(text);
+const chunk = (events: number, bytes = 10): Chunk => ({ rows: b("x".repeat(bytes)), events, bytes, seq: 0 });
 
 test("bounded by events and bytes, counting taken-but-unreleased chunks", () => {
   const ring = new Ring({ maxEvents: 10, maxBytes: 100 });
@@ -19,11 +20,11 @@ test("bounded by events and bytes, counting taken-but-unreleased chunks", () => 
 
 test("take respects maxEvents but always takes at least one chunk; FIFO across growth", () => {
   const ring = new Ring({ maxEvents: 1_000_000, maxBytes: 1 << 30 });
-  for (let i = 0; i < 5000; i++) ring.push({ ...chunk(1), rows: String(i) });
+  for (let i = 0; i < 5000; i++) ring.push({ ...chunk(1), rows: b(String(i)) });
   const first = ring.take(3000);
   expect(first).toHaveLength(3000);
-  expect(first[0]!.rows).toBe("0");
-  expect(ring.take(2000).map((c) => c.rows)[1999]).toBe("4999");
+  expect(first[0]!.rows).toEqual(b("0"));
+  expect(ring.take(2000).map((c) => c.rows)[1999]).toEqual(b("4999"));
   ring.push(chunk(50));
   expect(ring.take(10)).toHaveLength(1);
 });
@@ -38,13 +39,14 @@ test("sequence numbers tell what is still pending", () => {
   expect(ring.oldestPendingSeq).toBe(2);
 });
 
+// The ring never reads its rows: any bytes stand for tuples here.
 const ROW = "1\t2026-01-01T00:00:00.000Z\t{}\n";
-const text = (chunks: Chunk[]) => chunks.map((c) => Buffer.from(c.rows as Uint8Array).toString()).join("");
+const text = (chunks: Chunk[]) => chunks.map((c) => Buffer.from(c.rows).toString()).join("");
 
 test("append: small rows share one chunk, one sequence number per call, sealed as bytes when taken", () => {
   const ring = new Ring({ maxEvents: 100, maxBytes: 10_000 });
-  expect(ring.append(ROW, 1)).toBe(true);
-  expect(ring.append(ROW + ROW, 2)).toBe(true);
+  expect(ring.append(b(ROW), 1)).toBe(true);
+  expect(ring.append(b(ROW + ROW), 2)).toBe(true);
   expect(ring.lastSeq).toBe(2);
   expect(ring.oldestPendingSeq).toBe(1);
   expect([ring.pendingEvents, ring.heldBytes]).toEqual([3, ROW.length * 3]);
@@ -54,47 +56,57 @@ test("append: small rows share one chunk, one sequence number per call, sealed a
   expect([taken[0]!.events, taken[0]!.bytes, taken[0]!.seq]).toEqual([3, ROW.length * 3, 1]);
   expect(text(taken)).toBe(ROW.repeat(3));
   // After the take a new chunk opens; the sealed one kept its own copy of the bytes.
-  ring.append("2\tx\t{}\n", 1);
+  ring.append(b("2\tx\t{}\n"), 1);
   expect(text(taken)).toBe(ROW.repeat(3));
   expect(ring.oldestPendingSeq).toBe(3);
   expect(text(ring.take(100))).toBe("2\tx\t{}\n");
 });
 
-test("append: a pushed chunk seals the open one (FIFO); long or byte rows get a chunk of their own", () => {
+test("append: a pushed chunk seals the open one (FIFO); long rows get a chunk of their own", () => {
   const ring = new Ring({ maxEvents: 1_000_000, maxBytes: 1 << 30 });
-  ring.append(ROW, 1);
-  ring.push({ rows: "pushed\n", events: 1, bytes: 7, seq: 0 });
-  ring.append(ROW, 1);
-  ring.append("y".repeat(5_000) + "\n", 1);
-  ring.append(Buffer.from("bytes\n"), 1);
-  ring.append(ROW, 1);
+  ring.append(b(ROW), 1);
+  ring.push({ rows: b("pushed\n"), events: 1, bytes: 7, seq: 0 });
+  ring.append(b(ROW), 1);
+  ring.append(b("y".repeat(5_000) + "\n"), 1);
+  ring.append(b("small\n"), 1);
   const taken = ring.take(100);
-  expect(taken.map((c) => c.events)).toEqual([1, 1, 1, 1, 1, 1]);
-  expect(taken.map((c) => c.seq)).toEqual([1, 2, 3, 4, 5, 6]);
-  expect(taken[1]!.rows).toBe("pushed\n");
-  expect(Buffer.from(taken[4]!.rows as Uint8Array).toString()).toBe("bytes\n");
+  expect(taken.map((c) => c.events)).toEqual([1, 1, 1, 1, 1]);
+  expect(taken.map((c) => c.seq)).toEqual([1, 2, 3, 4, 5]);
+  expect(text([taken[1]!])).toBe("pushed\n");
+  expect(taken[3]!.bytes).toBe(5_001);
+  expect(text([taken[4]!])).toBe("small\n");
+});
+
+test("append copies the rows: the caller's buffer may be reused at once (the encoder's scratch is)", () => {
+  const ring = new Ring({ maxEvents: 100, maxBytes: 1 << 20 });
+  const scratch = Buffer.alloc(10_000, "a");
+  ring.append(scratch.subarray(0, 10), 1); // coalesced into the slab
+  ring.append(scratch.subarray(0, 6_000), 1); // a chunk of its own
+  scratch.fill("z");
+  const taken = ring.take(100);
+  expect(text(taken)).toBe("a".repeat(6_010));
 });
 
 test("append: refused when it does not fit, leaving the ring as it was", () => {
   const ring = new Ring({ maxEvents: 2, maxBytes: ROW.length * 10 });
-  expect(ring.append(ROW, 1)).toBe(true);
-  expect(ring.append(ROW + ROW, 2)).toBe(false);
-  expect(ring.append(ROW.repeat(10), 1)).toBe(false);
+  expect(ring.append(b(ROW), 1)).toBe(true);
+  expect(ring.append(b(ROW + ROW), 2)).toBe(false);
+  expect(ring.append(b(ROW.repeat(10)), 1)).toBe(false);
   expect([ring.pendingEvents, ring.heldBytes, ring.lastSeq]).toEqual([1, ROW.length, 1]);
-  expect(ring.append(ROW, 1)).toBe(true);
+  expect(ring.append(b(ROW), 1)).toBe(true);
   expect(text(ring.take(10))).toBe(ROW.repeat(2));
 });
 
 test("append: multi-byte rows across slab boundaries keep every byte; a chunk is sealed at chunkMaxEvents", () => {
   const ring = new Ring({ maxEvents: 1_000_000, maxBytes: 1 << 30, chunkMaxEvents: 1000 });
   const rows: string[] = [];
-  for (let i = 0; i < 300; i++) rows.push(`${i}\t€ü${"€".repeat(3_900 + (i % 150))}\n`); // ~12 KB each, coalesced: several slabs
-  for (const row of rows) expect(ring.append(row, 1)).toBe(true);
+  for (let i = 0; i < 800; i++) rows.push(`${i}\t€ü${"€".repeat(1_200 + (i % 150))}\n`); // ~4 KB each, coalesced: several slabs
+  for (const row of rows) expect(ring.append(b(row), 1)).toBe(true);
   const taken = ring.take(1_000_000);
   expect(taken.length).toBeGreaterThan(1);
   expect(taken.length).toBeLessThan(10); // slabs, not a chunk per row
   expect(text(taken)).toBe(rows.join(""));
   expect(taken.reduce((sum, c) => sum + c.bytes, 0)).toBe(Buffer.byteLength(rows.join("")));
-  for (let i = 0; i < 2500; i++) ring.append(ROW, 1);
+  for (let i = 0; i < 2500; i++) ring.append(b(ROW), 1);
   expect(ring.take(1_000_000).map((c) => c.events)).toEqual([1000, 1000, 500]);
 });

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { eventTime } from "../../src/ingest/time";
+import { eventMicros, eventTime, microsOfMillis, microsText } from "../../src/ingest/time";
 
 const at = "2026-11-21T12:30:41.695Z";
 test.each([
@@ -37,3 +37,32 @@ test.each([undefined, null, true, {}, [], "", "soon", "2026-13-01T00:00:00Z", "2
     expect(eventTime(input)).toBeUndefined();
   },
 );
+
+// The encoder's form (PostgreSQL's binary timestamptz: µs since 2000-01-01) says the same time as
+// the text, across the range and both sides of the number/bigint switch (±285 years from 2000).
+test.each([
+  "0001-01-01T00:00:00.000000Z",
+  "0099-12-31T23:59:59.999999Z",
+  "1714-06-01T12:00:00.000001Z",
+  "1715-06-01T12:00:00.000001Z",
+  "1969-12-31T23:59:59.999999Z",
+  "1999-12-31T23:59:59.999999Z",
+  "2000-01-01T00:00:00.000000Z",
+  "2026-11-21T12:30:41.695123Z",
+  "2285-06-01T12:00:00.000001Z",
+  "2286-06-01T12:00:00.000001Z",
+  "9999-12-31T23:59:59.999999Z",
+])("eventMicros(%p) reads back through microsText", (text) => {
+  const micros = eventMicros(text)!;
+  expect(microsText(micros)).toBe(text);
+  expect(BigInt(micros)).toBe(BigInt(Date.parse(text) - Date.UTC(2000, 0, 1)) * 1000n + BigInt(Number(text.slice(23, 26))));
+});
+
+test("eventMicros is a number while exact, a bigint beyond", () => {
+  expect(typeof eventMicros("2026-11-21T12:30:41Z")).toBe("number");
+  expect(typeof eventMicros("9999-12-31T23:59:59Z")).toBe("bigint");
+  expect(eventMicros("2000-01-01T00:00:00.000001Z")).toBe(1);
+  expect(eventMicros("1999-12-31T23:59:59.999999Z")).toBe(-1);
+  expect(microsOfMillis(Date.UTC(2000, 0, 1, 0, 0, 1))).toBe(1_000_000);
+  expect(eventMicros("soon")).toBeUndefined();
+});
