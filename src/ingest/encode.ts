@@ -5,7 +5,7 @@
 import { TUPLE_HEAD, tupleHead, writeTuple } from "../store/tuples";
 import type { Format } from "./decode";
 import { reject, type Rejection } from "./rejections";
-import { eventMicros, type PgMicros } from "./time";
+import { dateText, eventMicros, type PgMicros } from "./time";
 
 export interface EncodeLimits {
   maxEventBytes: number;
@@ -175,7 +175,7 @@ function normaliseValue(value: unknown, depth: number, at: string | number): unk
   }
   if (Buffer.isBuffer(value)) return value.toString("base64");
   if (value instanceof Date) {
-    if (!Number.isNaN(value.getTime())) return value.toISOString();
+    if (!Number.isNaN(value.getTime())) return dateText(value);
     walk.problem = `field ${JSON.stringify(at)} is an invalid MessagePack timestamp`;
   } else {
     walk.problem = `field ${JSON.stringify(at)} has an unsupported type (${describe(value)}); send JSON-compatible values`;

@@ -144,6 +144,13 @@ function text(ms: number, rest: number): string {
  */
 let cachedSecond = NaN;
 let cachedPrefix = "";
+
+/** Date#toISOString through the per-second cache (a MessagePack timestamp in every event: 4.3% of a @logtail/node body's profile). */
+export function dateText(date: Date): string {
+  const ms = date.getTime();
+  return ms >= MIN_MS && ms <= MAX_MS ? isoMillis(ms) : date.toISOString();
+}
+
 function isoMillis(ms: number): string {
   const second = Math.floor(ms / 1000);
   if (second !== cachedSecond) {

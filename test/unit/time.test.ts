@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { eventMicros, eventTime, microsOfMillis, microsText } from "../../src/ingest/time";
+import { dateText, eventMicros, eventTime, microsOfMillis, microsText } from "../../src/ingest/time";
 
 const at = "2026-11-21T12:30:41.695Z";
 test.each([
@@ -65,4 +65,9 @@ test("eventMicros is a number while exact, a bigint beyond", () => {
   expect(eventMicros("1999-12-31T23:59:59.999999Z")).toBe(-1);
   expect(microsOfMillis(Date.UTC(2000, 0, 1, 0, 0, 1))).toBe(1_000_000);
   expect(eventMicros("soon")).toBeUndefined();
+});
+
+test("dateText is Date#toISOString, in and out of the years 1–9999", () => {
+  const dates = [new Date(0), new Date("2026-11-21T12:30:41.695Z"), new Date("2026-11-21T12:30:41.001Z"), new Date("0001-01-01T00:00:00.000Z"), new Date("9999-12-31T23:59:59.999Z"), new Date(8.64e15), new Date(-8.64e15), new Date(-1)];
+  for (const date of dates) expect(dateText(date)).toBe(date.toISOString());
 });
