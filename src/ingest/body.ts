@@ -18,14 +18,18 @@ const SYNC_DECOMPRESS_BELOW_BYTES = 256 * 1024;
  */
 const SYNC_DECOMPRESS_MAX_OUTPUT = 4 * 1024 * 1024;
 
-export async function readBody(request: Request, limits: BodyLimits): Promise<Buffer | Rejection> {
-  const declared = request.headers.get("content-length");
-  if (declared !== null) {
-    const length = Number(declared);
-    if (!Number.isSafeInteger(length) || length < 0) return reject("body_undecodable", "Content-Length is not a valid length");
-    if (length > limits.maxBodyBytes) return tooLarge(limits.maxBodyBytes, length);
-    return Buffer.from(await request.arrayBuffer());
-  }
+/** The body's Content-Length, checked against the limit before anything is read; undefined when chunked. */
+export function declaredLength(header: string | null, limits: BodyLimits): number | undefined | Rejection {
+  if (header === null) return undefined;
+  const length = Number(header);
+  if (!Number.isSafeInteger(length) || length < 0) return reject("body_undecodable", "Content-Length is not a valid length");
+  if (length > limits.maxBodyBytes) return tooLarge(limits.maxBodyBytes, length);
+  return length;
+}
+
+/** The body as sent; `declared` is declaredLength()'s answer (a chunked body is counted as it streams). */
+export async function readBody(request: Request, declared: number | undefined, limits: BodyLimits): Promise<Buffer | Rejection> {
+  if (declared !== undefined) return Buffer.from(await request.arrayBuffer());
   if (request.body === null) return Buffer.alloc(0);
   const parts: Uint8Array[] = [];
   let size = 0;

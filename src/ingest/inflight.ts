@@ -1,6 +1,6 @@
-// The admission gate for memory: what the requests being decoded right now may cost together
-// (CONTRACT §3.1). A request is charged its decompressed size × COST_FACTOR from decompression
-// until it is buffered or refused; past INGEST_INFLIGHT_MAX_BYTES, or past the room the ring's
+// The admission gate for memory: what the requests being read and decoded right now may cost
+// together (CONTRACT §3.1). A request is charged its size × COST_FACTOR (its Content-Length before
+// the body is read, its decompressed size once known: accept.ts) until it is buffered or refused; past INGEST_INFLIGHT_MAX_BYTES, or past the room the ring's
 // memory leaves of BUFFER_MAX_BYTES + 200 MiB, it gets 503 + Retry-After. A request alone is always let in,
 // so one that is bigger than the budget is not refused forever.
 

@@ -2,6 +2,7 @@
 // normalisation through a real COPY, and source state changes. Real HTTP, real PostgreSQL.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Packr } from "msgpackr";
+import * as net from "node:net";
 import * as zlib from "node:zlib";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 
@@ -434,6 +435,38 @@ describe("the in-flight memory budget (CONTRACT §3.1)", () => {
       const big = JSON.stringify([{ message: "x".repeat(300_000) }]);
       await expectStatus(await small.ingest(source.token, big), 202);
     } finally {
+      await small.stop();
+    }
+  });
+
+  test("a body is charged by its Content-Length before it is read: an upload under way holds its share", async () => {
+    const small = await startTestLogpond({ INGEST_INFLIGHT_MAX_BYTES: String(1024 * 1024) });
+    const socket = new net.Socket();
+    try {
+      const source = await small.createSource();
+      const body = Buffer.from(JSON.stringify([{ message: "x".repeat(300_000) }]));
+      const { hostname, port } = new URL(small.ingestUrl);
+      await new Promise<void>((resolve, reject) => socket.once("error", reject).connect(Number(port), hostname, resolve));
+      let answer = "";
+      socket.on("data", (part) => (answer += part.toString()));
+      // Headers and the first kilobyte only: the upload is under way.
+      socket.write(`POST / HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${source.token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+      socket.write(body.subarray(0, 1000));
+      const inFlight = async () => Number(/^logpond_ingest_inflight_bytes (\d+)$/m.exec(await (await small.api("GET", "/metrics")).text())![1]);
+      const deadline = Date.now() + 5_000;
+      while ((await inFlight()) < body.length * 4 && Date.now() < deadline) await Bun.sleep(10);
+      expect(await inFlight()).toBe(body.length * 4);
+      // A second body of the same size does not fit beside it: 503 without being read first.
+      const second = await small.ingest(source.token, body);
+      await expectStatus(second, 503, /Too many large requests/);
+      expect(second.headers.get("retry-after")).toBe("1");
+      socket.write(body.subarray(1000));
+      while (!answer.includes("\r\n\r\n") && Date.now() < deadline) await Bun.sleep(10);
+      expect(answer).toStartWith("HTTP/1.1 202");
+      expect(await inFlight()).toBe(0);
+      await expectStatus(await small.ingest(source.token, body), 202);
+    } finally {
+      socket.destroy();
       await small.stop();
     }
   });
