@@ -85,7 +85,7 @@ export function encodeEvents(
 }
 
 /** The last source's tuple head, kept: building one per request was 0.6% of a json-1 profile. */
-let lastHead = { sourceId: NaN, head: new Uint8Array(0) };
+let lastHead: { sourceId: number; head: Uint8Array } = { sourceId: NaN, head: new Uint8Array(0) };
 function headOf(sourceId: number): Uint8Array {
   if (lastHead.sourceId !== sourceId) lastHead = { sourceId, head: tupleHead(sourceId) };
   return lastHead.head;

@@ -4,7 +4,7 @@
 // LIVE_TAIL_SCREENSHOT=1, else in the temporary directory (so a test run leaves the tree clean).
 // Needs a Chromium binary: CHROMIUM_PATH, or /usr/bin/chromium (`.ci/run` installs it).
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
@@ -21,18 +21,20 @@ let browser: Browser;
 let page: Page;
 let web: TestSource;
 let worker: TestSource;
+let profileDir: string | undefined;
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`the browser test needs Chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`);
   lp = await startTestLogpond();
   web = await lp.createSource({ name: "web production", live_tail_pattern: "{level} {http.method} {http.path} → {http.status} {message}" });
   worker = await lp.createSource({ name: "billing worker", live_tail_pattern: "{level} [{job}] {message}" });
+  profileDir = mkdtempSync(path.join(tmpdir(), "logpond-chromium-"));
   browser = await puppeteer.launch({
     executablePath: CHROMIUM,
     headless: true,
     args: [
       "--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-      "--disable-sync", "--no-first-run", `--user-data-dir=${mkdtempSync(path.join(tmpdir(), "logpond-chromium-"))}`,
+      "--disable-sync", "--no-first-run", `--user-data-dir=${profileDir}`,
     ],
   });
   page = await browser.newPage();
@@ -42,6 +44,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await lp?.stop();
+  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
 });
 
 const rowTexts = () => page.$$eval("#list li", (items) => items.map((item) => item.textContent ?? ""));

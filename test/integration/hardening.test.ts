@@ -3,7 +3,7 @@
 // source cache under a token rotation racing a reconnect's full reload, and the spill file's
 // exactly-once replay against the flush_batches claim. Real HTTP, real PostgreSQL.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import * as path from "node:path";
 import { Packr } from "msgpackr";
@@ -297,6 +297,7 @@ describe("spill file", () => {
       expect(await replaySpills(dataDir, connection, async () => {}, () => {})).toBe(0);
     } finally {
       await connection.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 
@@ -322,6 +323,7 @@ describe("spill file", () => {
       expect(pendingSpills(dataDir)).toEqual([]);
     } finally {
       await connection.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
