@@ -67,6 +67,14 @@ export class Ring {
     return this.heldEvents + events <= this.limits.maxEvents && this.heldBytes + bytes <= this.limits.maxBytes;
   }
 
+  /**
+   * Whether rows of about `bytes` (a request's size, before it is decoded) would fit now. A size
+   * past what the ring ever holds passes: the encoder's count decides (413 if it never fits).
+   */
+  roomFor(bytes: number): boolean {
+    return this.heldEvents < this.limits.maxEvents && (bytes > this.limits.maxBytes || this.heldBytes + bytes <= this.limits.maxBytes);
+  }
+
   /** Appends a chunk if it fits; false means "full, try later". */
   push(chunk: Chunk): boolean {
     if (!this.fits(chunk.events, chunk.bytes)) return false;
