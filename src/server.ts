@@ -175,7 +175,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   await tail.start();
   flusher.subscribe((batch) => tail.committed(batch));
   // Paced by what the flusher wrote too: when clients stop, the buffer drains with no request to
-  // pace the collector, and the drained chunks (then with id-prefixed copies) piled up (bench/rss.ts,
+  // pace the collector, and the drained chunks piled up (bench/rss.ts, before binary COPY,
   // json-100 realistic: VmHWM 389–410 MiB under load, 494–503 MiB through the drain).
   const gcPacer = new GcPacer(config.bufferMaxBytes + GC_FULL_ABOVE_BUFFER_BYTES);
   flusher.subscribe((batch) => {

@@ -27,11 +27,12 @@ export interface Batch {
   readonly batchId: string;
   /** The ring's chunks; a durable request that gave up is removed while the batch is unstored. */
   chunks: Chunk[];
-  /** Reserved before the first write attempt: [firstId, lastId]; ids of dropped chunks stay unused. */
+  /**
+   * Reserved before the first write attempt and set in the chunks' tuples: [firstId, lastId]; ids
+   * of dropped chunks stay unused.
+   */
   firstId?: number;
   lastId?: number;
-  /** The chunks' tuples (same order as `chunks`), once their ids are set. */
-  rows?: Uint8Array[];
 }
 
 /** What a commit stored, for the live tail: rows are the tuples as written (ids set). */
@@ -153,10 +154,10 @@ export class Flusher {
         for (const part of parts) held.push({ batchId: part.id, events: part.tuples.length, rows: [Buffer.concat(part.tuples)], ids: rangeOf(part.tuples) });
         continue;
       }
-      const live = batch.chunks.flatMap((chunk, i) => (chunk.abandoned ? [] : [{ chunk, rows: batch.rows?.[i] ?? chunk.rows }]));
+      const live = batch.chunks.filter((chunk) => !chunk.abandoned);
       if (live.length === 0) continue;
-      const ids = batch.rows ? { firstId: batch.firstId!, lastId: batch.lastId! } : undefined;
-      held.push({ batchId: batch.batchId, events: live.reduce((sum, l) => sum + l.chunk.events, 0), rows: live.map((l) => l.rows), ids });
+      const ids = batch.firstId !== undefined ? { firstId: batch.firstId, lastId: batch.lastId! } : undefined;
+      held.push({ batchId: batch.batchId, events: live.reduce((sum, chunk) => sum + chunk.events, 0), rows: live.map((chunk) => chunk.rows), ids });
     }
     this.holding.clear();
     while (this.ring.pendingEvents > 0) {
@@ -190,8 +191,8 @@ export class Flusher {
       return batch.chunks.length > 0;
     };
     const write = async (id: string) => {
-      if (batch.rows === undefined) await this.assignIds(stream, batch);
-      return stream.write(id, batch.rows!, { firstId: batch.firstId!, lastId: batch.lastId! });
+      if (batch.firstId === undefined) await this.assignIds(stream, batch);
+      return stream.write(id, rowsOf(batch), { firstId: batch.firstId!, lastId: batch.lastId! });
     };
     try {
       this.holding.set(stream, { batch });
@@ -199,9 +200,9 @@ export class Flusher {
       if (outcome instanceof WriteError) {
         const parts = new Set<Part>();
         this.holding.set(stream, { batch, parts });
-        await this.isolate(stream, { id: batch.batchId, tuples: batch.rows!.flatMap((rows) => tuplesOf(rows)) }, outcome, parts);
+        await this.isolate(stream, { id: batch.batchId, tuples: rowsOf(batch).flatMap((rows) => tuplesOf(rows)) }, outcome, parts);
       } else if (outcome?.seq != null) {
-        this.publish({ seq: outcome.seq, firstId: batch.firstId!, lastId: batch.lastId!, rows: batch.rows! });
+        this.publish({ seq: outcome.seq, firstId: batch.firstId!, lastId: batch.lastId!, rows: rowsOf(batch) });
       }
     } catch (error) {
       if (error === HALTED) return; // shutdown gave up: the batch is neither stored nor released
@@ -226,15 +227,12 @@ export class Flusher {
     const count = batch.chunks.reduce((sum, chunk) => sum + chunk.events, 0);
     const firstId = await stream.reserveIds(count);
     let next = firstId;
-    const rows: Uint8Array[] = [];
     for (const chunk of batch.chunks) {
       setIds(chunk.rows, chunk.events, next);
-      rows.push(chunk.rows);
       next += chunk.events;
     }
     batch.firstId = firstId;
     batch.lastId = next - 1;
-    batch.rows = rows;
   }
 
   private publish(batch: CommittedBatch): void {
@@ -341,19 +339,12 @@ export class Flusher {
   /** Chunks whose durable request gave up: released and told, while the batch is known unstored. */
   private dropAbandoned(batch: Batch): void {
     if (!batch.chunks.some((chunk) => chunk.abandoned)) return;
-    const kept: Chunk[] = [];
-    const keptRows: Uint8Array[] = [];
-    batch.chunks.forEach((chunk, i) => {
-      if (!chunk.abandoned) {
-        kept.push(chunk);
-        if (batch.rows) keptRows.push(batch.rows[i]!);
-        return;
-      }
+    for (const chunk of batch.chunks) {
+      if (!chunk.abandoned) continue;
       this.ring.release([chunk]);
       chunk.settle?.(new Error("abandoned"));
-    });
-    batch.chunks = kept;
-    if (batch.rows) batch.rows = keptRows;
+    }
+    batch.chunks = batch.chunks.filter((chunk) => !chunk.abandoned);
   }
 
   private async forgetOldBatches(stream: Stream): Promise<void> {
@@ -382,6 +373,10 @@ const HALTED = Symbol("halted");
 function backoff(attempt: number): number {
   const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** attempt);
   return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+function rowsOf(batch: Batch): Uint8Array[] {
+  return batch.chunks.map((chunk) => chunk.rows);
 }
 
 /** The ids of a contiguous run of tuples. */

@@ -78,12 +78,10 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   if (isRejection(declared)) return refuse(declared, metrics);
   // The request's share of the in-flight memory budget, held until it is buffered or refused:
   // charged by the declared length before the body is read (a body costs memory from its first
-  // byte: 64 uploads of 4 MB, charged only once read, peaked at ~800 MiB), raised to the
-  // decompressed size once that is known; a chunked body is charged once read. An empty body's
-  // charge is 0 and is released too: InFlight counts requests as well as bytes.
+  // byte: 64 uploads of 4 MB, charged only once read, peaked at 967 MiB; bench/rss.ts json-6400),
+  // raised to the decompressed size once that is known; a chunked body is charged once read. An
+  // empty body's charge is 0 and is released too: InFlight counts requests as well as bytes.
   let charged: number | undefined;
-  // A body refused unread still arrived into memory Bun frees only with its Request: the collector
-  // is paced by it too.
   if (declared !== undefined) {
     charged = deps.inFlight.charge(declared);
     if (charged === undefined) return refuseUnread(overloaded(), declared, deps);
@@ -178,6 +176,7 @@ function rowBytes(rows: Uint8Array): Uint8Array {
   return Buffer.from(rows);
 }
 
+/** A body refused unread still arrives, into memory Bun frees with its Request: the collector is paced by it too. */
 function refuseUnread(rejection: Rejection, declared: number, deps: IngestDeps): Response {
   deps.gcPacer.handled(declared);
   return refuse(rejection, deps.metrics);
