@@ -10,7 +10,7 @@ import { STATUS } from "../errors";
 import { bearerToken } from "../http/auth";
 import type { Metrics } from "../metrics";
 import type { SourceCache } from "../sources/cache";
-import { declaredLength, decompress, identityBody, parseEncoding, readBody, type BodyLimits } from "./body";
+import { declaredLength, decompress, gzipSizeHint, identityBody, parseEncoding, readBody, type BodyLimits } from "./body";
 import { DecodeWorker, OFFLOAD_FROM_BYTES } from "./offload";
 import { prepareBody, type PrepareLimits } from "./prepare";
 import { parseContentType } from "./decode";
@@ -89,6 +89,10 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   try {
     const raw = await readBody(request, declared, limits);
     if (isRejection(raw)) return refuse(raw, metrics);
+    // A gzip body's trailer says what it inflates to: a full buffer refuses it before inflating
+    // (realistic @logtail/node bodies: ~1 ms each, 2–4 refused per one taken while the ring was full).
+    // A wrong hint only moves the refusal to after inflating (or refuses the liar's own request).
+    if (encoding === "gzip" && !ring.roomFor(gzipSizeHint(raw) ?? 0)) return refuse(bufferFull(), metrics);
     const body = encoding === "identity" ? identityBody(raw, limits.maxDecompressedBytes) : await decompress(raw, encoding, limits.maxDecompressedBytes);
     if (isRejection(body)) return refuse(body, metrics);
     deps.gcPacer.handled(body.length);

@@ -99,7 +99,8 @@ async function inflate(kind: Kind, body: Buffer, maxBytes: number): Promise<{ ou
   if (body.length < SYNC_DECOMPRESS_BELOW_BYTES) {
     const syncMax = Math.min(maxBytes, SYNC_DECOMPRESS_MAX_OUTPUT);
     try {
-      const result = (sync as (input: Buffer, options: object) => unknown)(body, { maxOutputLength: syncMax, info: true }) as {
+      const chunkSize = Math.min(syncMax, outputHint(kind, body));
+      const result = (sync as (input: Buffer, options: object) => unknown)(body, { maxOutputLength: syncMax, info: true, chunkSize }) as {
         buffer: Buffer;
         engine: { bytesWritten: number };
       };
@@ -121,6 +122,22 @@ async function inflate(kind: Kind, body: Buffer, maxBytes: number): Promise<{ ou
     engine.on("error", reject);
     engine.end(body);
   });
+}
+
+/**
+ * zlib's output chunk for a sync inflate: the whole output when it can be told, so the output is
+ * one chunk and not 16 KiB ones joined at the end (realistic @logtail/node bodies, 568 KB inflated:
+ * 1.22 → 0.95 ms each, bench-style loop). Gzip's trailer holds the size (mod 2^32; a hint only, a
+ * wrong one costs a join); other formats get four times their compressed size.
+ */
+function outputHint(kind: Kind, body: Buffer): number {
+  return Math.max(16 * 1024, kind === "gzip" ? (gzipSizeHint(body) ?? body.length * 4) + 1 : body.length * 4);
+}
+
+/** The inflated size a gzip body's trailer states (ISIZE, mod 2^32): a hint, the sender's word. */
+export function gzipSizeHint(body: Uint8Array): number | undefined {
+  const at = body.length - 4;
+  return at >= 14 ? (body[at]! | (body[at + 1]! << 8) | (body[at + 2]! << 16)) + body[at + 3]! * 0x1000000 : undefined;
 }
 
 function isTooLarge(error: unknown): boolean {
