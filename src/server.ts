@@ -22,6 +22,7 @@ import { createSourceService } from "./sources/service";
 import { RateLimiter } from "./ingest/ratelimit";
 import { startRetention, type Retention } from "./retention/scheduler";
 import { openFlushConnection } from "./store/copy";
+import { openFlushStreams } from "./store/flush-thread";
 import { openStore, type Store } from "./store/db";
 import { DAY_MS, ensurePartitions } from "./store/partitions";
 import { tupleCount } from "./store/tuples";
@@ -143,7 +144,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   await ensurePartitions(store.sql, new Date(Date.now() - DAY_MS), new Date(Date.now() + DAYS_AHEAD * DAY_MS), log);
   const ringBytes = Math.floor(config.bufferMaxBytes / RING_COST_FACTOR);
   const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: ringBytes, chunkMaxEvents: config.flushMaxEvents });
-  const streams = Array.from({ length: config.flushStreams }, () => openFlushConnection(store.url, config.flushTimeoutMs));
+  const streams = openFlushStreams(store.url, config.flushTimeoutMs, config.flushStreams);
   const flusher = new Flusher(ring, streams, {
     intervalMs: config.flushIntervalMs,
     maxEvents: config.flushMaxEvents,
@@ -174,21 +175,16 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   const tail = new TailHub(store.sql, { heartbeatMs: config.tailHeartbeatMs, log, flushing: () => flusher.streamsBusy > 0 });
   await tail.start();
   flusher.subscribe((batch) => tail.committed(batch));
-  // Paced by what the flusher wrote too: when clients stop, the buffer drains with no request to
-  // pace the collector, and the drained chunks piled up (bench/rss.ts, before binary COPY,
-  // json-100 realistic: VmHWM 389–410 MiB under load, 494–503 MiB through the drain).
+  // Paced by requests only: flushed rows are no garbage (the ring writes its slabs again). Pacing
+  // by commits as well (when each flushed chunk was a buffer of its own) cost @logtail/node bodies
+  // 10% of the main thread in full collections once the ring was shared slabs.
   const gcPacer = new GcPacer(config.bufferMaxBytes + GC_FULL_ABOVE_BUFFER_BYTES);
-  flusher.subscribe((batch) => {
-    let bytes = 0;
-    for (const part of batch.rows) bytes += part.byteLength;
-    gcPacer.handled(bytes);
-  });
 
   const { token: apiToken, origin: apiTokenOrigin } = loadApiToken(config);
   let accepting = true;
   let ingestingHost = "";
   const decodeWorker = new DecodeWorker();
-  const inFlight = new InFlight(config.ingestInflightMaxBytes, () => config.bufferMaxBytes + HEADROOM_BYTES - ring.heldBytes * RING_COST_FACTOR);
+  const inFlight = new InFlight(config.ingestInflightMaxBytes, () => config.bufferMaxBytes + HEADROOM_BYTES - ring.heldBytes * RING_COST_FACTOR - ring.spareBytes);
 
   const ingest = ingestApp({
     cache, ring, flusher, metrics, store, log,

@@ -103,7 +103,10 @@ export class Flusher {
   }
 
   start(): void {
-    this.timer ??= setInterval(() => this.kick("interval"), this.options.intervalMs);
+    this.timer ??= setInterval(() => {
+      this.kick("interval");
+      this.ring.shed(performance.now());
+    }, this.options.intervalMs);
   }
 
   /** Called after every push: a full batch's worth goes out at once (in durable mode, anything). */

@@ -2,9 +2,11 @@
 // COPY tuples each, store/tuples.ts), bounded by events and bytes. Taken chunks still count against the bounds until
 // the flusher releases them after commit, so memory stays bounded while PostgreSQL is away.
 // O(1) per push and per taken chunk. No I/O, no timers, nothing of HTTP or SQL.
-// Small requests' rows are appended into one open chunk (the tail) instead of one chunk each; it is
-// sealed, as an exact-size copy, when taken, when a chunk is pushed behind it, or when it is full.
-
+// Appended rows are copied into slabs of shared memory (SharedArrayBuffer) that are reused once
+// every chunk in them is released: the flush thread reads them without a copy, and a slab written
+// again costs no page faults. Small requests' rows share one open chunk (the tail) instead of one
+// chunk each; it is sealed when taken, when a chunk is placed behind it, or when it is full.
+// A chunk's rows must not be read after it is released: its slab may be written again.
 /** Binary COPY tuples (store/tuples.ts), off the JavaScript heap. */
 export type Rows = Uint8Array;
 
@@ -21,6 +23,16 @@ export interface Chunk {
   abandoned?: boolean;
   /** Set by the ring: taken by the flusher (no longer removable from here). */
   taken?: boolean;
+  /** Set by the ring: the slab its rows lie in, given back when the last of its chunks is released. */
+  slab?: Slab;
+}
+
+/** A block of shared memory appended rows are written into, front to back. */
+export interface Slab {
+  readonly bytes: Uint8Array;
+  used: number;
+  /** Chunks with rows in it (the open one included) not yet released. */
+  live: number;
 }
 
 export interface RingLimits {
@@ -33,13 +45,23 @@ export interface RingLimits {
 /**
  * One chunk per request cost single-event JSON a Buffer per request and the flusher a prefix pass,
  * a view and a COPY part per event (profile of json-1 under wrk -c64: Buffer.from 0.6 µs, the
- * flusher's per-chunk work 5-8% of the process); so rows up to this many bytes are copied into a
- * reused slab and become one chunk per slab-full or take. Bigger rows gain nothing from it: with
- * 64K here, json-100's 20 KB rows paid the seal's copy (470 of 12,004 samples) for per-chunk work
- * that 100 events per chunk already amortise.
+ * flusher's per-chunk work 5-8% of the process); so rows up to this many bytes share the open
+ * chunk. Bigger rows gain nothing from it: with 64K here, json-100's 20 KB rows paid the seal's
+ * copy for per-chunk work that 100 events per chunk already amortise.
  */
 const COALESCE_MAX_BYTES = 4 * 1024;
-const SLAB_BYTES = 1024 * 1024;
+/**
+ * Slabs: fresh memory costs ~11 µs a page on first touch here (0.35 GB/s written, 17–23 GB/s into
+ * a slab written before; /tmp micro-benchmark on the bench box), and a buffer per chunk paid it for
+ * every row (1000-event @logtail/node bodies under wrk -c64: the ring's copy 14% of the main
+ * thread's samples, the flush thread's copy as much again). Rows over SLAB_OWN_FROM_BYTES get a
+ * buffer of their own. Free slabs are kept for reuse; each SHED_EVERY_MS, those none of that
+ * while needed are let go, down to SLABS_KEPT.
+ */
+const SLAB_BYTES = 4 * 1024 * 1024;
+const SLAB_OWN_FROM_BYTES = 1024 * 1024;
+const SLABS_KEPT = 8;
+const SHED_EVERY_MS = 60_000;
 const EMPTY = new Uint8Array(0);
 
 type Open = { -readonly [K in keyof Chunk]: Chunk[K] };
@@ -56,9 +78,15 @@ export class Ring {
   heldEvents = 0;
   heldBytes = 0;
 
-  /** The tail chunk while small rows are appended to it; its rows are slab[0, openBytes). */
+  /** The tail chunk while small rows are appended to it; its rows start at openAt in the slab. */
   private open: Open | undefined;
-  private slab: Buffer | undefined;
+  private openAt = 0;
+  /** The slab rows are appended to; free ones wait in `spare`. */
+  private slab: Slab | undefined;
+  private readonly spare: Slab[] = [];
+  /** The fewest free slabs since the last shed: that many were not needed. */
+  private spareLow = Infinity;
+  private lastShed = 0;
 
   constructor(private readonly limits: RingLimits) {}
 
@@ -85,30 +113,36 @@ export class Ring {
   }
 
   /**
-   * One request's rows, all or nothing, copied (the caller may reuse its buffer): small ones into
-   * the open chunk (one sequence number per call, as push), others into a chunk of their own.
-   * False means "full, try later".
+   * One request's rows, all or nothing, copied into a slab (the caller may reuse its buffer): small
+   * ones into the open chunk (one sequence number per call, as push), others into a chunk of their
+   * own. False means "full, try later".
    */
   append(rows: Rows, events: number): boolean {
     const bytes = rows.length;
-    if (bytes > COALESCE_MAX_BYTES) {
-      if (!this.fits(events, bytes)) return false;
+    if (!this.fits(events, bytes)) return false;
+    if (bytes > SLAB_OWN_FROM_BYTES) {
       // allocUnsafe: every byte is written here (a zeroed array cost as much again in page faults).
       const own = Buffer.allocUnsafe(bytes);
       own.set(rows);
       return this.push({ rows: own, events, bytes, seq: 0 });
     }
-    if (!this.fits(events, bytes)) return false;
-    const slab = (this.slab ??= Buffer.allocUnsafe(SLAB_BYTES));
-    let at = this.open ? this.open.bytes : 0;
-    if (bytes > SLAB_BYTES - at) {
-      this.seal();
-      at = 0;
+    let slab = this.slab;
+    if (slab === undefined || bytes > SLAB_BYTES - slab.used) slab = this.nextSlab();
+    const at = slab.used;
+    slab.bytes.set(rows, at);
+    slab.used += bytes;
+    if (bytes > COALESCE_MAX_BYTES) {
+      this.seal(); // FIFO: nothing may be added to a chunk that has one behind it
+      slab.live++;
+      this.place({ rows: slab.bytes.subarray(at, at + bytes), events, bytes, seq: 0, slab });
+      this.count(events, bytes);
+      return true;
     }
-    slab.set(rows, at);
     let open = this.open;
     if (open === undefined) {
-      open = this.open = { rows: EMPTY, events: 0, bytes: 0, seq: 0 };
+      open = this.open = { rows: EMPTY, events: 0, bytes: 0, seq: 0, slab };
+      this.openAt = at;
+      slab.live++;
       this.place(open);
     } else {
       this.nextSeq++;
@@ -118,6 +152,41 @@ export class Ring {
     this.count(events, bytes);
     if (open.events >= (this.limits.chunkMaxEvents ?? Infinity)) this.seal();
     return true;
+  }
+
+  /** A slab with room: the open chunk is sealed first (its rows end in the current slab). */
+  private nextSlab(): Slab {
+    this.seal();
+    const full = this.slab;
+    this.slab = this.spare.pop() ?? { bytes: new Uint8Array(new SharedArrayBuffer(SLAB_BYTES)), used: 0, live: 0 };
+    if (this.spare.length < this.spareLow) this.spareLow = this.spare.length;
+    if (full && full.live === 0) this.recycle(full);
+    return this.slab;
+  }
+
+  private recycle(slab: Slab): void {
+    slab.used = 0;
+    this.spare.push(slab);
+  }
+
+  /** Memory in free slabs, not counted in heldBytes. */
+  get spareBytes(): number {
+    return this.spare.length * SLAB_BYTES;
+  }
+
+  /** Called now and then (the flusher's timer): lets go of the free slabs not needed since the last call that shed. */
+  shed(now: number): void {
+    if (now - this.lastShed < SHED_EVERY_MS) return;
+    this.lastShed = now;
+    this.spare.length -= Math.max(0, Math.min(this.spareLow, this.spare.length) - SLABS_KEPT);
+    this.spareLow = this.spare.length;
+  }
+
+  /** The current slab, once empty, is written from its start again. */
+  private unref(slab: Slab): void {
+    if (--slab.live > 0) return;
+    if (slab === this.slab) slab.used = 0;
+    else this.recycle(slab);
   }
 
   private place(chunk: Chunk): void {
@@ -134,14 +203,11 @@ export class Ring {
     this.heldBytes += bytes;
   }
 
-  /** The open chunk gets its rows as an exact-size copy (memory held = bytes counted); the slab is reused. */
+  /** The open chunk gets its rows: the part of the slab written since it was opened. */
   private seal(): void {
     const open = this.open;
     if (open === undefined) return;
-    // allocUnsafe: every byte is written here (a zeroed array cost as much again in page faults).
-    const rows = Buffer.allocUnsafe(open.bytes);
-    this.slab!.copy(rows, 0, 0, open.bytes);
-    open.rows = rows;
+    open.rows = open.slab!.bytes.subarray(this.openAt, this.openAt + open.bytes);
     this.open = undefined;
   }
 
@@ -177,6 +243,7 @@ export class Ring {
     this.pendingBytes -= chunk.bytes;
     this.heldEvents -= chunk.events;
     this.heldBytes -= chunk.bytes;
+    if (chunk.slab) this.unref(chunk.slab);
     return true;
   }
 
@@ -185,6 +252,7 @@ export class Ring {
     for (const chunk of chunks) {
       this.heldEvents -= chunk.events;
       this.heldBytes -= chunk.bytes;
+      if (chunk.slab) this.unref(chunk.slab);
     }
   }
 

@@ -64,6 +64,8 @@ export interface FlushConnection {
 
 /** Rows are joined into writes of about this size: fewer CopyData messages, bounded extra memory. */
 const WRITE_BYTES = 1 << 20;
+/** A part this big is a write of its own: joining it to others would copy it once more. */
+const WRITE_ALONE_BYTES = 64 * 1024;
 /** SQLSTATE classes that mean "these rows", not "this database": data exception, integrity, limits. */
 const DATA_ERROR = /^(22|23|54)/;
 
@@ -214,13 +216,25 @@ async function copy(sql: Sql, rows: readonly Uint8Array[]): Promise<void> {
   const broken = Promise.race([once(stream, "error").then(([error]) => Promise.reject(error as Error)), refused]);
   broken.catch(() => {});
   stream.write(COPY_HEADER);
+  // postgres.js copies each write into a CopyData message of its own: parts of WRITE_ALONE_BYTES
+  // or more go as they are; smaller ones are joined first (fewer messages).
   let pending: Uint8Array[] = [];
   let size = 0;
+  const send = async (bytes: Uint8Array) => {
+    if (!stream.write(bytes)) await Promise.race([once(stream, "drain"), broken]);
+  };
   for (const part of rows) {
+    if (part.length >= WRITE_ALONE_BYTES) {
+      if (pending.length > 0) await send(joined(pending, size));
+      pending = [];
+      size = 0;
+      await send(part);
+      continue;
+    }
     pending.push(part);
     size += part.length;
     if (size >= WRITE_BYTES) {
-      if (!stream.write(joined(pending, size))) await Promise.race([once(stream, "drain"), broken]);
+      await send(joined(pending, size));
       pending = [];
       size = 0;
     }
@@ -233,10 +247,7 @@ async function copy(sql: Sql, rows: readonly Uint8Array[]): Promise<void> {
   await Promise.race([finished, broken]);
 }
 
-/**
- * One write's bytes. A part that is a write on its own (the ring's coalesced chunks reach 1 MiB)
- * goes as is: Buffer.concat of one part still copies it (264 of 12,766 samples, json-100 profile).
- */
+/** One write's bytes: Buffer.concat of one part would still copy it (264 of 12,766 samples, json-100 profile). */
 function joined(parts: Uint8Array[], size: number): Uint8Array {
   return parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
 }

@@ -96,7 +96,8 @@ export class TailHub {
   /** Flusher.subscribe: this process's batch, committed; kept until its notification arrives. */
   committed(batch: CommittedRows): void {
     if (this.clients.size === 0 || batch.seq <= this.lastSeq) return;
-    this.local.set(batch.seq, batch);
+    // A copy: the rows lie in the ring's slabs, written again once the flusher releases them.
+    this.local.set(batch.seq, { ...batch, rows: batch.rows.map((part) => new Uint8Array(part)) });
     if (this.local.size > MAX_LOCAL_WAITING) this.local.delete(this.local.keys().next().value!);
     this.localArrived?.();
   }

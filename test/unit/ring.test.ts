@@ -98,15 +98,65 @@ test("append: refused when it does not fit, leaving the ring as it was", () => {
 });
 
 test("append: multi-byte rows across slab boundaries keep every byte; a chunk is sealed at chunkMaxEvents", () => {
-  const ring = new Ring({ maxEvents: 1_000_000, maxBytes: 1 << 30, chunkMaxEvents: 1000 });
+  const ring = new Ring({ maxEvents: 1_000_000, maxBytes: 1 << 30, chunkMaxEvents: 10_000 });
   const rows: string[] = [];
-  for (let i = 0; i < 800; i++) rows.push(`${i}\t€ü${"€".repeat(1_200 + (i % 150))}\n`); // ~4 KB each, coalesced: several slabs
+  for (let i = 0; i < 3000; i++) rows.push(`${i}\t€ü${"€".repeat(1_200 + (i % 150))}\n`); // ~4 KB each, coalesced: several slabs
   for (const row of rows) expect(ring.append(b(row), 1)).toBe(true);
   const taken = ring.take(1_000_000);
   expect(taken.length).toBeGreaterThan(1);
   expect(taken.length).toBeLessThan(10); // slabs, not a chunk per row
   expect(text(taken)).toBe(rows.join(""));
   expect(taken.reduce((sum, c) => sum + c.bytes, 0)).toBe(Buffer.byteLength(rows.join("")));
-  for (let i = 0; i < 2500; i++) ring.append(b(ROW), 1);
-  expect(ring.take(1_000_000).map((c) => c.events)).toEqual([1000, 1000, 500]);
+  for (let i = 0; i < 25_000; i++) ring.append(b(ROW), 1);
+  expect(ring.take(1_000_000).map((c) => c.events)).toEqual([10_000, 10_000, 5_000]);
+});
+
+test("slabs: rows lie in shared memory; a slab is written again only once all its chunks are released", () => {
+  const ring = new Ring({ maxEvents: 1_000_000, maxBytes: 1 << 30 });
+  const row = (i: number) => b(`${String(i).padStart(6, "0")}${"r".repeat(100_000)}`); // a chunk each, ~40 per slab
+  ring.append(row(0), 1);
+  const [held] = ring.take(1);
+  expect(held!.rows.buffer).toBeInstanceOf(SharedArrayBuffer);
+  // Many slabs' worth pass through while `held` is kept: none of them may overwrite it.
+  const seen = new Set<ArrayBufferLike>();
+  for (let i = 1; i <= 2_000; i++) {
+    expect(ring.append(row(i), 1)).toBe(true);
+    const [chunk] = ring.take(1);
+    expect(Buffer.from(chunk!.rows).subarray(0, 6).toString()).toBe(String(i).padStart(6, "0"));
+    seen.add(chunk!.rows.buffer);
+    ring.release([chunk!]);
+  }
+  expect(Buffer.from(held!.rows).equals(row(0))).toBe(true);
+  expect(seen.size).toBeLessThan(4); // reused, not a new slab per 4 MiB
+  ring.release([held!]);
+  for (let i = 0; i < 200; i++) {
+    ring.append(row(i), 1);
+    const [chunk] = ring.take(1);
+    seen.add(chunk!.rows.buffer);
+    ring.release([chunk!]);
+  }
+  expect(seen.size).toBeLessThan(5);
+  expect([ring.heldEvents, ring.heldBytes]).toEqual([0, 0]);
+});
+
+test("slabs: free ones are kept while they are needed, and let go once a minute passes without", () => {
+  const ring = new Ring({ maxEvents: 1_000_000, maxBytes: 1 << 30 });
+  const row = b("x".repeat(1_000_000)); // a chunk each, four per slab
+  for (let i = 0; i < 80; i++) ring.append(row, 1); // 20 slabs
+  ring.release(ring.take(1_000_000));
+  expect(ring.spareBytes).toBe(19 * 4 * 1024 * 1024); // the current slab is not spare
+  ring.shed(60_000); // the slabs ran out in this first minute: every one was needed, all are kept
+  expect(ring.spareBytes).toBe(19 * 4 * 1024 * 1024);
+  ring.shed(120_000); // a quiet minute: down to 8
+  expect(ring.spareBytes).toBe(8 * 4 * 1024 * 1024);
+  for (let i = 0; i < 60; i++) ring.append(row, 1); // 15 slabs: the 8 spares and new ones
+  ring.release(ring.take(1_000_000));
+  const afterBurst = ring.spareBytes;
+  expect(afterBurst).toBeGreaterThan(8 * 4 * 1024 * 1024);
+  ring.shed(150_000); // too soon: nothing happens
+  expect(ring.spareBytes).toBe(afterBurst);
+  ring.shed(180_000); // the spares ran out in this minute: all are kept
+  expect(ring.spareBytes).toBe(afterBurst);
+  ring.shed(240_000); // a quiet minute: down to 8
+  expect(ring.spareBytes).toBe(8 * 4 * 1024 * 1024);
 });

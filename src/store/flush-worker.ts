@@ -1,0 +1,61 @@
+// The flush thread's side (see flush-thread.ts): the flush streams' connections (store/copy.ts),
+// each call run as it comes and answered with its value or its WriteError's kind, message and
+// SQLSTATE. Holds no state of its own beyond the connections; decides nothing.
+import { openFlushConnection, WriteError, type FlushConnection } from "./copy";
+
+export type Call =
+  | { call: number; stream: number; method: "open"; url: string; deadlineMs: number }
+  | { call: number; stream: number; method: "reserveIds"; count: number }
+  | { call: number; stream: number; method: "write"; batchId: string; rows: (Uint8Array | string)[]; firstId?: number; lastId?: number }
+  | { call: number; stream: number; method: "committed"; batchId: string }
+  | { call: number; stream: number; method: "deadLetter"; batchId: string; tuple: Uint8Array; refusal: WireError }
+  | { call: number; stream: number; method: "forgetBatches"; olderThanHours: number }
+  | { call: number; stream: number; method: "close" };
+
+export interface WireError {
+  kind: WriteError["kind"];
+  message: string;
+  sqlstate: string;
+}
+
+export type Answer = { call: number; value: unknown } | { call: number; error: WireError };
+
+declare const self: Worker;
+
+const connections = new Map<number, FlushConnection>();
+
+self.onmessage = async (message: MessageEvent<Call>) => {
+  const request = message.data;
+  try {
+    self.postMessage({ call: request.call, value: await run(request) } satisfies Answer);
+  } catch (caught) {
+    const error = caught instanceof WriteError ? caught : new WriteError("failed", (caught as Error)?.message ?? String(caught));
+    self.postMessage({ call: request.call, error: { kind: error.kind, message: error.message, sqlstate: error.sqlstate } } satisfies Answer);
+  }
+};
+
+async function run(request: Call): Promise<unknown> {
+  if (request.method === "open") {
+    connections.set(request.stream, openFlushConnection(request.url, request.deadlineMs));
+    return undefined;
+  }
+  const connection = connections.get(request.stream);
+  if (!connection) throw new WriteError("failed", `flush stream ${request.stream} is not open`);
+  switch (request.method) {
+    case "reserveIds":
+      return connection.reserveIds(request.count);
+    case "write": {
+      const ids = request.firstId === undefined ? undefined : { firstId: request.firstId, lastId: request.lastId! };
+      return connection.write(request.batchId, request.rows, ids);
+    }
+    case "committed":
+      return connection.committed(request.batchId);
+    case "deadLetter":
+      return connection.deadLetter(request.batchId, request.tuple, new WriteError(request.refusal.kind, request.refusal.message, request.refusal.sqlstate));
+    case "forgetBatches":
+      return connection.forgetBatches(request.olderThanHours);
+    case "close":
+      connections.delete(request.stream);
+      return connection.close();
+  }
+}
