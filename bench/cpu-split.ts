@@ -29,6 +29,20 @@ function cpuByProcess(): Map<string, number> {
   }
   return seconds;
 }
+/** The service's threads' CPU seconds so far, by thread name (the main thread is "main"). */
+function cpuByThread(): Map<string, number> {
+  const seconds = new Map<string, number>();
+  const pid = service.proc.pid;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const comm = Number(tid) === pid ? "main" : stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      seconds.set(comm, (seconds.get(comm) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {} // the thread ended while it was read
+  }
+  return seconds;
+}
 const metric = async (key: string) => Number(new RegExp(`^${key} (\\d+)`, "m").exec(await (await fetch(`${service.apiUrl}/metrics`)).text())![1]);
 const drained = async () => {
   const received = await metric("logpond_ingest_events_received_total");
@@ -44,6 +58,7 @@ try {
   await probe.load(3); // warm-up
   await drained();
   const before = cpuByProcess();
+  const threadsBefore = cpuByThread();
   const receivedBefore = await metric("logpond_ingest_events_received_total");
   const started = performance.now();
   const run = await probe.load(Number(seconds));
@@ -51,9 +66,12 @@ try {
   const endToEnd = (performance.now() - started) / 1000;
   const events = (await metric("logpond_ingest_events_received_total")) - receivedBefore;
   const after = cpuByProcess();
+  const threadsAfter = cpuByThread();
   console.log(`${name} ${corpus}${paused ? " (paused)" : ""}: ${(run.requests / run.seconds).toFixed(0)} req/s sent, ${events} events accepted; end to end (drain included, ${endToEnd.toFixed(1)} s): ${(events / endToEnd).toFixed(0)} events/s`);
   const used = [...after].map(([key, total]) => [key, total - (before.get(key) ?? 0)] as const).filter(([, s]) => s > 0.05).sort((x, y) => y[1] - x[1]);
   for (const [key, s] of used) console.log(`  ${key.padEnd(16)} ${s.toFixed(2)} s  ${((s / endToEnd) * 100).toFixed(0)}% of a core  ${((s * 1e6) / events).toFixed(2)} µs/event`);
+  const threads = [...threadsAfter].map(([key, total]) => [key, total - (threadsBefore.get(key) ?? 0)] as const).filter(([, s]) => s > 0.05).sort((x, y) => y[1] - x[1]);
+  console.log(`  logpond's threads: ${threads.map(([key, s]) => `${key} ${((s * 1e6) / events).toFixed(2)}`).join(", ")} µs/event`);
 } finally {
   await probe.stop();
 }

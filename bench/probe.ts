@@ -23,7 +23,9 @@ export async function startProbe(prefix: string, name: PayloadName, corpus: Corp
   if (!wrk.path) throw new Error(wrk.note);
   const work = benchDir(prefix);
   const pg = await benchPostgres(work);
-  const service = await spawnService({ DATABASE_URL: pg.url, DATA_DIR: path.join(work, "data"), ...env });
+  // LP_ENV='{"FLUSH_STREAMS":"4"}': the service's configuration for a probe, to try settings.
+  const tried = JSON.parse(process.env.LP_ENV ?? "{}") as Record<string, string>;
+  const service = await spawnService({ DATABASE_URL: pg.url, DATA_DIR: path.join(work, "data"), ...tried, ...env });
   const stop = async () => {
     service.proc.kill("SIGTERM");
     await service.proc.exited;
