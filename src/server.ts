@@ -175,16 +175,26 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   const tail = new TailHub(store.sql, { heartbeatMs: config.tailHeartbeatMs, log, flushing: () => flusher.streamsBusy > 0 });
   await tail.start();
   flusher.subscribe((batch) => tail.committed(batch));
-  // Paced by requests only: flushed rows are no garbage (the ring writes its slabs again). Pacing
-  // by commits as well (when each flushed chunk was a buffer of its own) cost @logtail/node bodies
-  // 10% of the main thread in full collections once the ring was shared slabs.
-  const gcPacer = new GcPacer(config.bufferMaxBytes + GC_FULL_ABOVE_BUFFER_BYTES);
+  // Paced by what the flusher wrote too, for rows in buffers of their own (durable requests, rows
+  // over 1 MiB, replayed spills): when clients stop, the buffer drains with no request to pace the
+  // collector, and such chunks piled up (bench/rss.ts, json-100 realistic before the slabs: VmHWM
+  // 389–410 MiB under load, 494–503 MiB through the drain). Rows in the ring's slabs are no
+  // garbage; counting them too cost @logtail/node bodies 10% of the main thread in collections.
+  // Free slabs are the ring's, kept for reuse, not garbage: they do not count towards the
+  // watermark (counted, a burst's slabs kept RSS past it afterwards, and the full collections that
+  // followed put json-100's p99 at half load from 15 to 42 ms).
+  const gcPacer = new GcPacer(config.bufferMaxBytes + GC_FULL_ABOVE_BUFFER_BYTES, () => process.memoryUsage.rss() - ring.spareBytes);
+  flusher.subscribe((batch) => {
+    let bytes = 0;
+    for (const part of batch.rows) if (!(part.buffer instanceof SharedArrayBuffer)) bytes += part.byteLength;
+    if (bytes > 0) gcPacer.handled(bytes);
+  });
 
   const { token: apiToken, origin: apiTokenOrigin } = loadApiToken(config);
   let accepting = true;
   let ingestingHost = "";
   const decodeWorker = new DecodeWorker();
-  const inFlight = new InFlight(config.ingestInflightMaxBytes, () => config.bufferMaxBytes + HEADROOM_BYTES - ring.heldBytes * RING_COST_FACTOR - ring.spareBytes);
+  const inFlight = new InFlight(config.ingestInflightMaxBytes, () => config.bufferMaxBytes + HEADROOM_BYTES - Math.max(ring.heldBytes * RING_COST_FACTOR, ring.memoryBytes));
 
   const ingest = ingestApp({
     cache, ring, flusher, metrics, store, log,
@@ -226,6 +236,9 @@ export async function startLogpond(config: Config, log: (line: string) => void):
       ingestingHost: () => ingestingHost,
     },
   }).listen({ hostname: config.host, port: config.apiPort, maxRequestBodySize: 1024 * 1024 });
+  // The decode threads start now, not with the first big body: that body waited for a thread to
+  // start and warm up (~0.35 s), which put a hostile shape's refusal past its 1 s bound under load.
+  decodeWorker.start();
 
   const url = (port: number | undefined) => `http://${formatHost(config.host)}:${port}`;
   const spilled: { events: number; file?: string } = { events: 0 };

@@ -87,6 +87,9 @@ export class Ring {
   /** The fewest free slabs since the last shed: that many were not needed. */
   private spareLow = Infinity;
   private lastShed = 0;
+  /** Slabs not spare (the current one and those still holding chunks), and the held rows in them. */
+  private slabsOut = 0;
+  private slabRowBytes = 0;
 
   constructor(private readonly limits: RingLimits) {}
 
@@ -131,6 +134,7 @@ export class Ring {
     const at = slab.used;
     slab.bytes.set(rows, at);
     slab.used += bytes;
+    this.slabRowBytes += bytes;
     if (bytes > COALESCE_MAX_BYTES) {
       this.seal(); // FIFO: nothing may be added to a chunk that has one behind it
       slab.live++;
@@ -159,6 +163,7 @@ export class Ring {
     this.seal();
     const full = this.slab;
     this.slab = this.spare.pop() ?? { bytes: new Uint8Array(new SharedArrayBuffer(SLAB_BYTES)), used: 0, live: 0 };
+    this.slabsOut++;
     if (this.spare.length < this.spareLow) this.spareLow = this.spare.length;
     if (full && full.live === 0) this.recycle(full);
     return this.slab;
@@ -166,12 +171,21 @@ export class Ring {
 
   private recycle(slab: Slab): void {
     slab.used = 0;
+    this.slabsOut--;
     this.spare.push(slab);
   }
 
   /** Memory in free slabs, not counted in heldBytes. */
   get spareBytes(): number {
     return this.spare.length * SLAB_BYTES;
+  }
+
+  /**
+   * What the ring holds in memory: whole slabs (spare ones, and those in use with the space a row
+   * that did not fit left at their end), and the rows in buffers of their own.
+   */
+  get memoryBytes(): number {
+    return (this.slabsOut + this.spare.length) * SLAB_BYTES + this.heldBytes - this.slabRowBytes;
   }
 
   /** Called now and then (the flusher's timer): lets go of the free slabs not needed since the last call that shed. */
@@ -182,8 +196,10 @@ export class Ring {
     this.spareLow = this.spare.length;
   }
 
-  /** The current slab, once empty, is written from its start again. */
-  private unref(slab: Slab): void {
+  /** A chunk in a slab is let go; the current slab, once empty, is written from its start again. */
+  private unref(chunk: Chunk): void {
+    const slab = chunk.slab!;
+    this.slabRowBytes -= chunk.bytes;
     if (--slab.live > 0) return;
     if (slab === this.slab) slab.used = 0;
     else this.recycle(slab);
@@ -243,7 +259,7 @@ export class Ring {
     this.pendingBytes -= chunk.bytes;
     this.heldEvents -= chunk.events;
     this.heldBytes -= chunk.bytes;
-    if (chunk.slab) this.unref(chunk.slab);
+    if (chunk.slab) this.unref(chunk);
     return true;
   }
 
@@ -252,7 +268,7 @@ export class Ring {
     for (const chunk of chunks) {
       this.heldEvents -= chunk.events;
       this.heldBytes -= chunk.bytes;
-      if (chunk.slab) this.unref(chunk.slab);
+      if (chunk.slab) this.unref(chunk);
     }
   }
 

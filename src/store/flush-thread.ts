@@ -5,19 +5,30 @@
 // load and PostgreSQL sat half idle (bench/timeline.ts). On this thread those round trips are
 // answered at once; the main thread hears back twice per batch (its ids, its commit). Rows in the
 // ring's shared slabs are read there in place (the ring reuses a slab only after the commit);
-// other rows are copied and the copy transferred. A thread that dies fails
-// its calls as "unknown" (a COMMIT may have been sent: the flusher asks before retrying) and the
-// next call starts a new one. Decides nothing: the flusher still owns every batch.
+// other rows are copied and the copy transferred. A thread that fails, stops or stops answering is
+// replaced: its calls fail as "unknown" (a COMMIT may have been sent: the flusher asks before
+// retrying). Decides nothing: the flusher still owns every batch.
 import { WriteError, type Commit, type FlushConnection } from "./copy";
 import type { Answer, Call, WireError } from "./flush-worker";
 
 type Request = Call extends infer C ? (C extends Call ? Omit<C, "call" | "stream"> : never) : never;
 
+/** Past this, a call the thread has not answered fails as "unknown" and the thread is replaced. */
+const BACKSTOP_EXTRA_MS = 5_000;
+
+interface Pending {
+  resolve: (value: unknown) => void;
+  reject: (error: WriteError) => void;
+  worker: Worker;
+  timer: ReturnType<typeof setTimeout>;
+}
+
 class FlushThread {
   private worker: Worker | undefined;
   private nextCall = 1;
-  private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: WriteError) => void }>();
+  private readonly pending = new Map<number, Pending>();
   private readonly open = new Set<number>();
+  private closed = false;
 
   constructor(
     private readonly url: string,
@@ -51,12 +62,32 @@ class FlushThread {
   }
 
   private post(stream: number, request: Request, transfer: ArrayBuffer[] = []): Promise<unknown> {
+    if (this.closed) return Promise.reject(new WriteError("failed", "the flush streams are closed"));
     const worker = this.worker ?? this.spawn();
     const call = this.nextCall++;
     return new Promise((resolve, reject) => {
-      this.pending.set(call, { resolve, reject });
-      worker.postMessage({ ...request, call, stream } as Call, transfer);
+      // Every operation on the thread has its own deadline (store/copy.ts); this one only catches a
+      // thread that stopped answering at all, which must not hold a stream forever.
+      const backstopMs = this.deadlineMs * 2 + BACKSTOP_EXTRA_MS;
+      const timer = setTimeout(() => this.replace(worker, `no answer from the flush thread within ${backstopMs} ms`), backstopMs);
+      timer.unref?.();
+      this.pending.set(call, { resolve, reject, worker, timer });
+      try {
+        worker.postMessage({ ...request, call, stream } as Call, transfer);
+      } catch (error) {
+        this.settle(call);
+        reject(new WriteError("failed", `could not hand the call to the flush thread: ${(error as Error).message}`));
+      }
     });
+  }
+
+  /** The call's entry, taken out of `pending` with its timer stopped. */
+  private settle(call: number): Pending | undefined {
+    const entry = this.pending.get(call);
+    if (!entry) return undefined;
+    this.pending.delete(call);
+    clearTimeout(entry.timer);
+    return entry;
   }
 
   private spawn(): Worker {
@@ -64,17 +95,13 @@ class FlushThread {
     this.worker = worker;
     worker.onmessage = (message: MessageEvent<Answer>) => {
       const answer = message.data;
-      const settle = this.pending.get(answer.call);
-      this.pending.delete(answer.call);
-      if (!settle) return;
-      if ("error" in answer) settle.reject(new WriteError(answer.error.kind, answer.error.message, answer.error.sqlstate));
-      else settle.resolve(answer.value);
+      const entry = this.settle(answer.call);
+      if (!entry) return;
+      if ("error" in answer) entry.reject(new WriteError(answer.error.kind, answer.error.message, answer.error.sqlstate));
+      else entry.resolve(answer.value);
     };
-    worker.onerror = (event) => {
-      if (this.worker === worker) this.worker = undefined;
-      worker.terminate();
-      this.failAll(`the flush thread stopped (${event.message})`);
-    };
+    worker.onerror = (event) => this.replace(worker, `the flush thread failed (${event.message})`);
+    worker.addEventListener("close", () => this.replace(worker, "the flush thread stopped"));
     worker.unref();
     // A new thread (after one died) opens the streams still open before any other call reaches it.
     for (const index of this.open) this.sendOpen(worker, index);
@@ -86,15 +113,23 @@ class FlushThread {
     worker.postMessage({ method: "open", url: this.url, deadlineMs: this.deadlineMs, call: this.nextCall++, stream } satisfies Call);
   }
 
-  private stop(): void {
-    this.worker?.terminate();
-    this.worker = undefined;
-    this.failAll("the flush thread was stopped");
+  /**
+   * A thread that failed, stopped or stopped answering: ended, and its calls (only its own) fail
+   * as "unknown" (a COMMIT may have been sent). The next call starts a new thread.
+   */
+  private replace(worker: Worker, reason: string): void {
+    if (this.worker === worker) this.worker = undefined;
+    worker.terminate();
+    for (const [call, entry] of this.pending) {
+      if (entry.worker !== worker) continue;
+      this.settle(call);
+      entry.reject(new WriteError("unknown", reason));
+    }
   }
 
-  private failAll(reason: string): void {
-    for (const { reject } of this.pending.values()) reject(new WriteError("unknown", reason));
-    this.pending.clear();
+  private stop(): void {
+    this.closed = true;
+    if (this.worker) this.replace(this.worker, "the flush streams were closed");
   }
 }
 

@@ -142,13 +142,19 @@ test("slabs: rows lie in shared memory; a slab is written again only once all it
 test("slabs: free ones are kept while they are needed, and let go once a minute passes without", () => {
   const ring = new Ring({ maxEvents: 1_000_000, maxBytes: 1 << 30 });
   const row = b("x".repeat(1_000_000)); // a chunk each, four per slab
+  const MiB = 1024 * 1024;
   for (let i = 0; i < 80; i++) ring.append(row, 1); // 20 slabs
+  expect([ring.heldBytes, ring.memoryBytes]).toEqual([80_000_000, 20 * 4 * MiB]);
+  ring.append(b("y".repeat(2 * MiB)), 1); // over 1 MiB: a buffer of its own
+  expect(ring.memoryBytes).toBe(20 * 4 * MiB + 2 * MiB);
   ring.release(ring.take(1_000_000));
   expect(ring.spareBytes).toBe(19 * 4 * 1024 * 1024); // the current slab is not spare
+  expect([ring.heldBytes, ring.memoryBytes]).toEqual([0, 20 * 4 * MiB]);
   ring.shed(60_000); // the slabs ran out in this first minute: every one was needed, all are kept
   expect(ring.spareBytes).toBe(19 * 4 * 1024 * 1024);
   ring.shed(120_000); // a quiet minute: down to 8
   expect(ring.spareBytes).toBe(8 * 4 * 1024 * 1024);
+  expect(ring.memoryBytes).toBe(9 * 4 * MiB);
   for (let i = 0; i < 60; i++) ring.append(row, 1); // 15 slabs: the 8 spares and new ones
   ring.release(ring.take(1_000_000));
   const afterBurst = ring.spareBytes;
