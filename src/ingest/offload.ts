@@ -2,8 +2,9 @@
 // other client is never held by one request's JSON.parse or msgpackr pass (CONTRACT §3.1).
 // Measured with test/reliability/hostile-load.test.ts: a 32 MiB body held the loop 300–670 ms
 // inline; normal traffic's p99 went over 200 ms (86–103 ms with the workers). WORKERS threads,
-// started on the first big body (measured: idle RSS 89 → 65 MiB; that first body waits ~0.35 s
-// for its thread); a job goes to the one with fewer waiting. The body is
+// started with the service (server.ts; ~25 MiB of idle RSS: started on the first big body
+// instead, that body waited ~0.35 s for its thread, past the 1 s bound of a hostile shape's refusal
+// under load); a job goes to the one with fewer waiting. The body is
 // transferred (the caller must not use it after). A MessagePack array header is read here first:
 // 20 million events are refused without a hop.
 import { measureBody } from "./bounds";
@@ -81,8 +82,7 @@ class Thread {
   }
 
   private spawn(): Worker {
-    // smol: a smaller heap for the thread (it holds one body at a time); started on first use, so a
-    // service that never sees a body of OFFLOAD_FROM_BYTES pays no worker memory (~40 MiB each).
+    // smol: a smaller heap for the thread (it holds one body at a time).
     const worker = new Worker(new URL("./worker.ts", import.meta.url).href, { smol: true });
     worker.onmessage = (message: MessageEvent<Outcome>) => {
       const settle = this.pending.get(message.data.id);
