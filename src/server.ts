@@ -236,9 +236,6 @@ export async function startLogpond(config: Config, log: (line: string) => void):
       ingestingHost: () => ingestingHost,
     },
   }).listen({ hostname: config.host, port: config.apiPort, maxRequestBodySize: 1024 * 1024 });
-  // The decode threads start now, not with the first big body: that body waited for a thread to
-  // start and warm up (~0.35 s), which put a hostile shape's refusal past its 1 s bound under load.
-  decodeWorker.start();
 
   const url = (port: number | undefined) => `http://${formatHost(config.host)}:${port}`;
   const spilled: { events: number; file?: string } = { events: 0 };

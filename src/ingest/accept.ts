@@ -82,6 +82,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   // raised to the decompressed size once that is known; a chunked body is charged once read. An
   // empty body's charge is 0 and is released too: InFlight counts requests as well as bytes.
   let charged: number | undefined;
+  if (declared !== undefined && declared >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body arrives
   if (declared !== undefined) {
     charged = deps.inFlight.charge(declared);
     if (charged === undefined) return refuseUnread(overloaded(), declared, deps);
@@ -95,6 +96,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
     // Only a hint within the decompressed limit: past it the body gets its 413 from inflating.
     const hint = encoding === "gzip" ? (gzipSizeHint(raw) ?? 0) : 0;
     if (hint <= limits.maxDecompressedBytes && !ring.roomFor(hint)) return refuse(bufferFull(), metrics);
+    if (hint >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body is inflated
     const body = encoding === "identity" ? identityBody(raw, limits.maxDecompressedBytes) : await decompress(raw, encoding, limits.maxDecompressedBytes);
     if (isRejection(body)) return refuse(body, metrics);
     deps.gcPacer.handled(body.length);

@@ -1,7 +1,7 @@
 // Part of the ingest path (after body, after encode): paces JavaScriptCore's garbage collector by
 // the bytes of request bodies and of their COPY rows handled, so the garbage each body leaves (decoded objects, JSON text,
-// row strings, and the rows of chunks already flushed) is collected before it piles up beside a
-// full ring buffer. Every PACE_BYTES it asks for a collection; a full, synchronous one only when
+// row strings, and flushed rows that had a buffer of their own: the ring's slabs are reused, not
+// garbage) is collected before it piles up beside a full ring buffer. Every PACE_BYTES it asks for a collection; a full, synchronous one only when
 // the process's RSS is past its watermark. Reads nothing but the RSS; no timers.
 //
 // Measured under wrk -c64 on a shared box (issue 10): realistic @logtail/node bodies with the ring

@@ -2,9 +2,10 @@
 // other client is never held by one request's JSON.parse or msgpackr pass (CONTRACT §3.1).
 // Measured with test/reliability/hostile-load.test.ts: a 32 MiB body held the loop 300–670 ms
 // inline; normal traffic's p99 went over 200 ms (86–103 ms with the workers). WORKERS threads,
-// started with the service (server.ts; ~25 MiB of idle RSS: started on the first big body
-// instead, that body waited ~0.35 s for its thread, past the 1 s bound of a hostile shape's refusal
-// under load); a job goes to the one with fewer waiting. The body is
+// started when the first big body is announced (a Content-Length, a gzip trailer's size), so
+// their start and warm-up overlap its upload or inflating; a service that never sees one keeps
+// their memory (started with the service: idle RSS 68 → 93 MiB with the flush thread, and the
+// bench's peak RSS past its aim). A job goes to the one with fewer waiting. The body is
 // transferred (the caller must not use it after). A MessagePack array header is read here first:
 // 20 million events are refused without a hop.
 import { measureBody } from "./bounds";

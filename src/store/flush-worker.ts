@@ -24,6 +24,20 @@ declare const self: Worker;
 
 const connections = new Map<number, FlushConnection>();
 
+/**
+ * postgres.js copies every COPY write into a message of its own: this thread's garbage is about the
+ * bytes it writes, and nothing paced its collector (the main thread's pacer sees only its own heap).
+ * A full collection of this small heap every COLLECT_EVERY_BYTES written keeps it from piling up.
+ */
+const COLLECT_EVERY_BYTES = 32 * 1024 * 1024;
+let written = 0;
+function collectAfter(rows: (Uint8Array | string)[]): void {
+  for (const part of rows) written += part.length;
+  if (written < COLLECT_EVERY_BYTES) return;
+  written = 0;
+  Bun.gc(true);
+}
+
 self.onmessage = async (message: MessageEvent<Call>) => {
   const request = message.data;
   try {
@@ -46,7 +60,9 @@ async function run(request: Call): Promise<unknown> {
       return connection.reserveIds(request.count);
     case "write": {
       const ids = request.firstId === undefined ? undefined : { firstId: request.firstId, lastId: request.lastId! };
-      return connection.write(request.batchId, request.rows, ids);
+      const commit = await connection.write(request.batchId, request.rows, ids);
+      collectAfter(request.rows);
+      return commit;
     }
     case "committed":
       return connection.committed(request.batchId);
