@@ -4,8 +4,8 @@
 // inline; normal traffic's p99 went over 200 ms (86–103 ms with the workers). WORKERS threads,
 // started when the first big body is announced (a Content-Length, a gzip trailer's size), so
 // their start and warm-up overlap its upload or inflating; a service that never sees one keeps
-// their memory (started with the service: idle RSS 68 → 93 MiB with the flush thread, and the
-// bench's peak RSS past its aim). A job goes to the one with fewer waiting. The body is
+// their memory (started with the service, idle RSS went 69 → 93 MiB with the flush thread, and
+// the bench's peak RSS past its aim). A job goes to the one with fewer waiting. The body is
 // transferred (the caller must not use it after). A MessagePack array header is read here first:
 // 20 million events are refused without a hop.
 import { measureBody } from "./bounds";
