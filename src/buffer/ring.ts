@@ -46,8 +46,7 @@ export interface RingLimits {
  * One chunk per request cost single-event JSON a Buffer per request and the flusher a prefix pass,
  * a view and a COPY part per event (profile of json-1 under wrk -c64: Buffer.from 0.6 µs, the
  * flusher's per-chunk work 5-8% of the process); so rows up to this many bytes share the open
- * chunk. Bigger rows gain nothing from it: with 64K here, json-100's 20 KB rows paid the seal's
- * copy for per-chunk work that 100 events per chunk already amortise.
+ * chunk. Bigger rows gain nothing from sharing: 100 events per chunk already amortise that work.
  */
 const COALESCE_MAX_BYTES = 4 * 1024;
 /**
@@ -55,8 +54,8 @@ const COALESCE_MAX_BYTES = 4 * 1024;
  * a slab written before; /tmp micro-benchmark on the bench box), and a buffer per chunk paid it for
  * every row (1000-event @logtail/node bodies under wrk -c64: the ring's copy 14% of the main
  * thread's samples, the flush thread's copy as much again). Rows over SLAB_OWN_FROM_BYTES get a
- * buffer of their own. Free slabs are kept for reuse; each SHED_EVERY_MS, those none of that
- * while needed are let go, down to SLABS_KEPT.
+ * buffer of their own. Free slabs are kept for reuse; each SHED_EVERY_MS, the free ones not needed
+ * in that time are let go, down to SLABS_KEPT.
  */
 const SLAB_BYTES = 4 * 1024 * 1024;
 const SLAB_OWN_FROM_BYTES = 1024 * 1024;

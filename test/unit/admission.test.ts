@@ -51,3 +51,24 @@ test("a nearly full buffer refuses by size before decoding; an empty one decodes
   const huge = JSON.stringify([{ message: "x".repeat(MAX_BYTES) }]);
   expect((await acceptRequest(post(huge), d)).status).toBe(413);
 });
+
+test("a gzip body is judged by the size its trailer states, before it is inflated", async () => {
+  const ring = new Ring({ maxEvents: 1_000_000, maxBytes: MAX_BYTES });
+  const d = deps(ring);
+  expect(ring.append(new Uint8Array(90_000), 1)).toBe(true); // 10,000 bytes left
+  // Damaged in the middle, trailer intact (it states 18,000 bytes): inflating it would give 406.
+  const damaged = gzipSync("not json ".repeat(2_000));
+  damaged.fill(0xff, 12, damaged.length - 8);
+  const refused = await acceptRequest(post(damaged, { "content-encoding": "gzip" }), d);
+  expect(refused.status).toBe(503);
+  expect(await refused.text()).toContain("buffer is full");
+  // With room for what the trailer states, it is inflated, and refused for what it is.
+  ring.release(ring.take(1_000_000));
+  expect((await acceptRequest(post(damaged, { "content-encoding": "gzip" }), d)).status).toBe(406);
+  // A trailer past INGEST_MAX_DECOMPRESSED_BYTES is no reason for a 503: the body is inflated and
+  // gets what it earns (here a 406: the trailer lies about a small body).
+  expect(ring.append(new Uint8Array(90_000), 1)).toBe(true);
+  const liar = gzipSync(JSON.stringify([{ a: 1 }]));
+  liar.writeUInt32LE(0xffff_fff0, liar.length - 4);
+  expect((await acceptRequest(post(liar, { "content-encoding": "gzip" }), d)).status).toBe(406);
+});
