@@ -14,35 +14,28 @@ const pre = process.argv.find((a) => a.startsWith("--pre="))?.slice(6) as Payloa
 const probe = await startProbe("logpond-split-", name as PayloadName, corpus as Corpus);
 const { service } = probe;
 
-/** CPU seconds so far by process: the service, PostgreSQL's processes together, others by name. */
-function cpuByProcess(): Map<string, number> {
+/**
+ * CPU seconds so far of each process (or thread) under `dir` (/proc, /proc/<pid>/task), summed by
+ * the key `keyOf` gives its id and name.
+ */
+function cpuUnder(dir: string, keyOf: (id: number, comm: string) => string): Map<string, number> {
   const seconds = new Map<string, number>();
-  for (const pid of readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
+  for (const id of readdirSync(dir)) {
+    if (!/^\d+$/.test(id)) continue;
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const stat = readFileSync(`${dir}/${id}/stat`, "utf8");
       const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      const key = Number(pid) === service.proc.pid ? "logpond" : comm.startsWith("postgres") ? "postgres" : comm;
+      const key = keyOf(Number(id), comm);
       seconds.set(key, (seconds.get(key) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100);
-    } catch {} // the process ended while it was read
+    } catch {} // it ended while it was read
   }
   return seconds;
 }
-/** The service's threads' CPU seconds so far, by thread name (the main thread is "main"). */
-function cpuByThread(): Map<string, number> {
-  const seconds = new Map<string, number>();
-  const pid = service.proc.pid;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-      const comm = Number(tid) === pid ? "main" : stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      seconds.set(comm, (seconds.get(comm) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100);
-    } catch {} // the thread ended while it was read
-  }
-  return seconds;
-}
+/** By process: the service, PostgreSQL's processes together, others by name. */
+const cpuByProcess = () => cpuUnder("/proc", (pid, comm) => (pid === service.proc.pid ? "logpond" : comm.startsWith("postgres") ? "postgres" : comm));
+/** The service's threads, by name (the main thread is "main"). */
+const cpuByThread = () => cpuUnder(`/proc/${service.proc.pid}/task`, (tid, comm) => (tid === service.proc.pid ? "main" : comm));
 const metric = async (key: string) => Number(new RegExp(`^${key} (\\d+)`, "m").exec(await (await fetch(`${service.apiUrl}/metrics`)).text())![1]);
 const drained = async () => {
   const received = await metric("logpond_ingest_events_received_total");

@@ -94,9 +94,11 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
     // (realistic @logtail/node bodies: ~1 ms each, 2–4 refused per one taken while the ring was full).
     // A wrong hint only moves the refusal to after inflating (or refuses the liar's own request).
     // Only a hint within the decompressed limit: past it the body gets its 413 from inflating.
-    const hint = encoding === "gzip" ? (gzipSizeHint(raw) ?? 0) : 0;
-    if (hint <= limits.maxDecompressedBytes && !ring.roomFor(hint)) return refuse(bufferFull(), metrics);
-    if (hint >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body is inflated
+    const hint = encoding === "gzip" ? gzipSizeHint(raw) : undefined;
+    if (hint !== undefined && hint <= limits.maxDecompressedBytes) {
+      if (!ring.roomFor(hint)) return refuse(bufferFull(), metrics);
+      if (hint >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body is inflated
+    }
     const body = encoding === "identity" ? identityBody(raw, limits.maxDecompressedBytes) : await decompress(raw, encoding, limits.maxDecompressedBytes);
     if (isRejection(body)) return refuse(body, metrics);
     deps.gcPacer.handled(body.length);

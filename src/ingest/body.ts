@@ -104,7 +104,7 @@ async function inflate(kind: Kind, body: Buffer, maxBytes: number): Promise<{ ou
   const hint = kind === "gzip" ? gzipSizeHint(body) : undefined;
   if (body.length < SYNC_DECOMPRESS_BELOW_BYTES && (hint === undefined || hint < syncMax)) {
     try {
-      const chunkSize = Math.min(syncMax, outputHint(kind, body));
+      const chunkSize = Math.min(syncMax, outputHint(body, hint));
       const result = (sync as (input: Buffer, options: object) => unknown)(body, { maxOutputLength: syncMax, info: true, chunkSize }) as {
         buffer: Buffer;
         engine: { bytesWritten: number };
@@ -136,9 +136,8 @@ async function inflate(kind: Kind, body: Buffer, maxBytes: number): Promise<{ ou
  * 1.22 → 0.95 ms each, bench-style loop). Gzip's trailer holds the size (mod 2^32; a hint only, a
  * wrong one costs a join; trusted up to 64× the compressed size); other formats get four times it.
  */
-function outputHint(kind: Kind, body: Buffer): number {
-  const hint = kind === "gzip" ? Math.min((gzipSizeHint(body) ?? 0) + 1, body.length * 64) : body.length * 4;
-  return Math.max(16 * 1024, hint);
+function outputHint(body: Buffer, gzipHint: number | undefined): number {
+  return Math.max(16 * 1024, gzipHint === undefined ? body.length * 4 : Math.min(gzipHint + 1, body.length * 64));
 }
 
 /** The inflated size a gzip body's trailer states (ISIZE, mod 2^32): a hint, the sender's word. */
