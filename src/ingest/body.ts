@@ -80,6 +80,10 @@ export async function decompress(body: Buffer, encoding: Encoding, maxBytes: num
   if (encoding === "identity") return identityBody(body, maxBytes);
   // HTTP's "deflate" is zlib-wrapped, but some clients send raw deflate: the first byte tells.
   const kind = encoding === "deflate" && (body.length < 2 || (body[0]! & 0x0f) !== 8) ? "deflateRaw" : encoding;
+  if (kind === "zstd") {
+    const cut = zstdTruncation(body);
+    if (cut) return reject("body_undecodable", `Body is not valid zstd data (Content-Encoding: zstd): ${cut}`);
+  }
   try {
     const { output, consumed } = await inflate(kind, body, maxBytes);
     // zlib stops at the end of the compressed stream and ignores what follows: refuse it instead.
@@ -144,6 +148,48 @@ function outputHint(body: Buffer, gzipHint: number | undefined): number {
 export function gzipSizeHint(body: Uint8Array): number | undefined {
   const at = body.length - 4;
   return at >= 14 ? (body[at]! | (body[at + 1]! << 8) | (body[at + 2]! << 16)) + body[at + 3]! * 0x1000000 : undefined;
+}
+
+/**
+ * zstd's decoder (node:zlib, Bun 1.4) ends quietly at a body cut short inside a frame and returns
+ * what it decoded so far: a cut NDJSON upload got 202 with half its events. So the frames are
+ * walked first (headers and block headers only, no decoding): a frame or block that runs past the
+ * body's end is a cut; what the frames do not cover is left to the "bytes after the end" check.
+ */
+function zstdTruncation(body: Uint8Array): string | undefined {
+  const cut = "unexpected end of file (the body ends inside a zstd frame)";
+  const u32 = (at: number) => body[at]! + (body[at + 1]! << 8) + (body[at + 2]! << 16) + body[at + 3]! * 0x1000000;
+  let at = 0;
+  while (at < body.length) {
+    if (at + 4 > body.length) return cut;
+    const magic = u32(at);
+    if (magic >>> 4 === 0x184d2a5) {
+      // A skippable frame: its size, then that many bytes.
+      if (at + 8 > body.length) return cut;
+      at += 8 + u32(at + 4);
+      if (at > body.length) return cut;
+      continue;
+    }
+    if (magic !== 0xfd2fb528) return undefined; // not a frame: the decoder says what is wrong
+    if (at + 5 > body.length) return cut;
+    const descriptor = body[at + 4]!;
+    const singleSegment = (descriptor >> 5) & 1;
+    const contentSizeBytes = [singleSegment ? 1 : 0, 2, 4, 8][descriptor >> 6]!;
+    const dictionaryBytes = [0, 1, 2, 4][descriptor & 3]!;
+    const checksumBytes = descriptor & 4 ? 4 : 0;
+    at += 5 + (singleSegment ? 0 : 1) + dictionaryBytes + contentSizeBytes;
+    for (let last = false; !last; ) {
+      if (at + 3 > body.length) return cut;
+      const header = body[at]! | (body[at + 1]! << 8) | (body[at + 2]! << 16);
+      last = (header & 1) === 1;
+      const type = (header >> 1) & 3;
+      at += 3 + (type === 1 ? 1 : header >>> 3);
+      if (at > body.length) return cut;
+    }
+    at += checksumBytes;
+    if (at > body.length) return cut;
+  }
+  return undefined;
 }
 
 function isTooLarge(error: unknown): boolean {

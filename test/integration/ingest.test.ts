@@ -63,6 +63,24 @@ describe("formats and encodings → 202, stored with their fields", () => {
     });
   }
 
+  test("zstd cut short is refused whole (its decoder returns what it got so far); whole frames, skippable ones too, are stored", async () => {
+    const source = await lp.createSource();
+    const ndjson = (from: number) => Array.from({ length: 10 }, (_, i) => JSON.stringify({ n: from + i })).join("\n") + "\n";
+    const frames = Buffer.concat([zlib.zstdCompressSync(ndjson(0)), zlib.zstdCompressSync(ndjson(10))]);
+    const zstd = { ...NDJSON, "content-encoding": "zstd" };
+    const small = zlib.zstdCompressSync(JSON.stringify([{ a: 1 }, { b: 2 }]));
+    const cuts: [Buffer, Record<string, string>][] = [
+      [frames.subarray(0, frames.length - 5), zstd], // the first frame whole: 202 with half the events before
+      [small.subarray(0, small.length - 5), { "content-encoding": "zstd" }], // was "Request body is empty"
+      [Buffer.concat([small, Buffer.from([0x28, 0xb5, 0x2f, 0xfd])]), { "content-encoding": "zstd" }], // a frame's magic alone after a whole one
+    ];
+    for (const [cut, headers] of cuts) await expectStatus(await lp.ingest(source.token, cut, headers), 406, /unexpected end of file/);
+    expect(await lp.stored(source.id)).toHaveLength(0);
+    const skippable = Buffer.concat([Buffer.from([0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 1, 2, 3]), frames]);
+    await expectStatus(await lp.ingest(source.token, skippable, zstd), 202);
+    expect((await lp.stored(source.id)).map((row) => row.raw.n).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+  });
+
   test("raw deflate (no zlib header) is accepted as deflate", async () => {
     const source = await lp.createSource();
     await expectStatus(await lp.ingest(source.token, zlib.deflateRawSync(JSON.stringify(events)), { "content-encoding": "deflate" }), 202);
