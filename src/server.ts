@@ -14,7 +14,7 @@ import { health } from "./http/health";
 import { acceptRequest, CORS_ORIGIN, type IngestDeps } from "./ingest/accept";
 import { InFlight } from "./ingest/inflight";
 import { GcPacer } from "./ingest/gcpace";
-import { DecodeWorker } from "./ingest/offload";
+import { DecodeWorker, OFFLOAD_FROM_BYTES } from "./ingest/offload";
 import { Metrics } from "./metrics";
 import { SourceCache } from "./sources/cache";
 import { sourceRoutes } from "./sources/routes";
@@ -77,6 +77,10 @@ const HEADROOM_BYTES = 200 * 1024 * 1024;
  * headroom: the other half is for the garbage of the next PACE_BYTES of bodies.
  */
 const GC_FULL_ABOVE_BUFFER_BYTES = HEADROOM_BYTES / 2;
+/** RSS, were the ring to fill now, past BUFFER_MAX_BYTES + this → full collections may come three times as often (gcpace.ts). */
+const GC_PRESSED_ABOVE_BUFFER_BYTES = (HEADROOM_BYTES * 3) / 4;
+/** How often the GC pacer reads the RSS between requests (admission uses its last reading). */
+const RSS_SAMPLE_MS = 50;
 
 export function managementApp(deps: {
   store: Store;
@@ -180,10 +184,13 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   // collector, and such chunks piled up (bench/rss.ts, json-100 realistic before the slabs: VmHWM
   // 389–410 MiB under load, 494–503 MiB through the drain). Rows in the ring's slabs are no
   // garbage; counting them too cost @logtail/node bodies 10% of the main thread in collections.
-  // Free slabs are the ring's, kept for reuse, not garbage: they do not count towards the
-  // watermark (counted, a burst's slabs kept RSS past it afterwards, and the full collections that
-  // followed put json-100's p99 at half load from 15 to 42 ms).
-  const gcPacer = new GcPacer(config.bufferMaxBytes + GC_FULL_ABOVE_BUFFER_BYTES, () => process.memoryUsage.rss() - ring.spareBytes);
+  const gcPacer = new GcPacer(
+    config.bufferMaxBytes + GC_FULL_ABOVE_BUFFER_BYTES,
+    config.bufferMaxBytes + GC_PRESSED_ABOVE_BUFFER_BYTES,
+    () => ({ rss: process.memoryUsage.rss(), spare: ring.spareBytes, growth: ring.growthBytes }),
+  );
+  const rssSampler = setInterval(() => gcPacer.sample(), RSS_SAMPLE_MS);
+  rssSampler.unref();
   flusher.subscribe((batch) => {
     let bytes = 0;
     for (const part of batch.rows) if (!(part.buffer instanceof SharedArrayBuffer)) bytes += part.byteLength;
@@ -194,7 +201,17 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   let accepting = true;
   let ingestingHost = "";
   const decodeWorker = new DecodeWorker();
-  const inFlight = new InFlight(config.ingestInflightMaxBytes, () => config.bufferMaxBytes + HEADROOM_BYTES - Math.max(ring.heldBytes * RING_COST_FACTOR, ring.memoryBytes));
+  // The room requests being decoded may take: what BUFFER_MAX_BYTES + 200 MiB leaves beside what
+  // the ring costs, and for a big request (a decode thread's) beside the whole process's RSS at the
+  // last reading when that is more (garbage not yet collected, threads' heaps, allocators' free
+  // pages). Requests in flight are in that RSS and charged too: the double count is the margin for
+  // the reading's age (≤ RSS_SAMPLE_MS). 4 MB JSON bodies from 64 connections (bench/rss.ts
+  // json-6400) peaked at 531–532 MiB without the RSS, 365–420 with it, at the same throughput.
+  // Small requests are judged by the ring only: by the RSS, one big body's decoding refused the
+  // small batches of every other client (test/reliability/hostile-load.test.ts).
+  const processBound = config.bufferMaxBytes + HEADROOM_BYTES;
+  const ringCost = () => Math.max(ring.heldBytes * RING_COST_FACTOR, ring.memoryBytes);
+  const inFlight = new InFlight(config.ingestInflightMaxBytes, (bytes) => processBound - (bytes >= OFFLOAD_FROM_BYTES ? Math.max(ringCost(), gcPacer.rssBytes) : ringCost()));
 
   const ingest = ingestApp({
     cache, ring, flusher, metrics, store, log,
@@ -264,6 +281,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     retention,
     async stop() {
       accepting = false;
+      clearInterval(rssSampler);
       const deadline = Date.now() + config.shutdownTimeoutMs;
       const left = () => Math.max(0, deadline - Date.now());
       const sweepStopped = retention.stop(); // aborts a running sweep between two statements

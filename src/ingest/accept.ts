@@ -178,7 +178,7 @@ function receptionTime(): PgMicros {
 }
 
 function overloaded(): Rejection {
-  return reject("overloaded", "Too many large requests are being decoded at once (INGEST_INFLIGHT_MAX_BYTES, or the memory the buffered events leave of BUFFER_MAX_BYTES + 200 MiB); retry after the time in Retry-After");
+  return reject("overloaded", "Too many large requests are being decoded at once (INGEST_INFLIGHT_MAX_BYTES, or the memory the process already uses leaves of BUFFER_MAX_BYTES + 200 MiB); retry after the time in Retry-After");
 }
 
 /** Durable mode's chunk: the tuples copied out of the encoder's scratch (which the next request reuses). */
