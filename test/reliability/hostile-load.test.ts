@@ -1,7 +1,8 @@
 // Hostile shapes under load (issue 9, CONTRACT §3.1): logpond runs in its own process (so its RSS
 // is its own) while normal clients send small numbered batches; every hostile shape of shapes.ts
-// is sent meanwhile, two at a time. Each must be answered as the contract says: a refusal within
-// 1 s; a shape that is valid (a 202: real work, done on a decode worker while the event loop
+// is sent meanwhile, two at a time, sent again after its Retry-After when the answer is 503 (the
+// process bounds the memory of big requests in flight: two 32 MiB bodies at once may not fit).
+// Each must be answered as the contract says: a refusal within 1 s; a shape that is valid (a 202: real work, done on a decode worker while the event loop
 // serves the others) within 2 s. The normal traffic's p99 stays under 200 ms, logpond's peak RSS under 1 GiB, and every event the
 // normal traffic got 202 for is stored. INGEST_MAX_DECOMPRESSED_BYTES is 32 MiB here to keep the
 // run short; measure-shapes.ts runs the same shapes at the 100 MiB default.
@@ -37,18 +38,30 @@ afterAll(async () => {
 interface Answer {
   shape: string;
   status: number;
+  /** The slowest attempt's time. */
   ms: number;
   text: string;
+  /** 503s answered before this one (the memory of big requests in flight is bounded: CONTRACT §3.1). */
+  retried: number;
 }
 
+/** As a client would: a 503 is sent again after its Retry-After, up to MAX_RETRIES times. */
 async function send(shape: Shape, token: string): Promise<Answer> {
   const headers: Record<string, string> = { authorization: `Bearer ${token}`, "content-type": shape.contentType };
   if (shape.encoding) headers["content-encoding"] = shape.encoding;
-  const started = performance.now();
-  const response = await fetch(`${service.ingestUrl}/`, { method: "POST", headers, body: shape.body, signal: AbortSignal.timeout(30_000) });
-  const text = await response.text();
-  return { shape: shape.name, status: response.status, ms: performance.now() - started, text: text.slice(0, 160) };
+  let slowest = 0;
+  for (let retried = 0; ; retried++) {
+    const started = performance.now();
+    const response = await fetch(`${service.ingestUrl}/`, { method: "POST", headers, body: shape.body, signal: AbortSignal.timeout(30_000) });
+    const text = await response.text();
+    slowest = Math.max(slowest, performance.now() - started);
+    const retryAfter = Number(response.headers.get("retry-after"));
+    if (response.status !== 503 || retried === MAX_RETRIES) return { shape: shape.name, status: response.status, ms: slowest, text: text.slice(0, 160), retried };
+    expect(retryAfter).toBeGreaterThan(0);
+    await Bun.sleep(retryAfter * 1000);
+  }
 }
+const MAX_RETRIES = 5;
 
 test(
   "hostile shapes next to normal traffic: refused within 1 s, p99 < 200 ms, RSS < 1 GiB, nothing acknowledged lost",
@@ -111,7 +124,7 @@ test(
     latencies.sort((a, b) => a - b);
     const p99 = latencies[Math.floor(latencies.length * 0.99)]!;
     const worstHostile = Math.max(...answers.map((a) => a.ms));
-    for (const a of answers) console.log(`hostile-load: ${a.status} in ${Math.round(a.ms)} ms: ${a.shape}${a.status === 202 ? "" : ` — ${a.text}`}`);
+    for (const a of answers) console.log(`hostile-load: ${a.status} in ${Math.round(a.ms)} ms${a.retried ? ` after ${a.retried} × 503` : ""}: ${a.shape}${a.status === 202 ? "" : ` — ${a.text}`}`);
     console.log(
       `hostile-load: peaks: logpond RSS ${Math.round(peakRss / MIB)} MiB, normal traffic p99 ${Math.round(p99)} ms ` +
         `(max ${Math.round(latencies.at(-1)!)} ms, ${latencies.length} requests, statuses ${JSON.stringify(Object.fromEntries(normalStatuses))}), ` +
