@@ -73,11 +73,11 @@ const RING_COST_FACTOR = 1.2;
 const HEADROOM_BYTES = 200 * 1024 * 1024;
 
 /**
- * RSS past BUFFER_MAX_BYTES + this → the GC pacer's collections are full ones. Half of the
- * headroom: the other half is for the garbage of the next PACE_BYTES of bodies.
+ * RSS less the ring's free slabs past BUFFER_MAX_BYTES + this → the GC pacer's collections are
+ * full ones. Half of the headroom: the other half is for the garbage of the next PACE_BYTES of bodies.
  */
 const GC_FULL_ABOVE_BUFFER_BYTES = HEADROOM_BYTES / 2;
-/** RSS, were the ring to fill now, past BUFFER_MAX_BYTES + this → full collections may come three times as often (gcpace.ts). */
+/** The whole RSS past BUFFER_MAX_BYTES + this → full collections may come three times as often (gcpace.ts). */
 const GC_PRESSED_ABOVE_BUFFER_BYTES = (HEADROOM_BYTES * 3) / 4;
 /** How often the GC pacer reads the RSS between requests (admission uses its last reading). */
 const RSS_SAMPLE_MS = 50;
@@ -187,10 +187,8 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   const gcPacer = new GcPacer(
     config.bufferMaxBytes + GC_FULL_ABOVE_BUFFER_BYTES,
     config.bufferMaxBytes + GC_PRESSED_ABOVE_BUFFER_BYTES,
-    () => ({ rss: process.memoryUsage.rss(), spare: ring.spareBytes, growth: ring.growthBytes }),
+    () => ({ rss: process.memoryUsage.rss(), spare: ring.spareBytes }),
   );
-  const rssSampler = setInterval(() => gcPacer.sample(), RSS_SAMPLE_MS);
-  rssSampler.unref();
   flusher.subscribe((batch) => {
     let bytes = 0;
     for (const part of batch.rows) if (!(part.buffer instanceof SharedArrayBuffer)) bytes += part.byteLength;
@@ -202,16 +200,21 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   let ingestingHost = "";
   const decodeWorker = new DecodeWorker();
   // The room requests being decoded may take: what BUFFER_MAX_BYTES + 200 MiB leaves beside what
-  // the ring costs, and for a big request (a decode thread's) beside the whole process's RSS at the
-  // last reading when that is more (garbage not yet collected, threads' heaps, allocators' free
-  // pages). Requests in flight are in that RSS and charged too: the double count is the margin for
-  // the reading's age (≤ RSS_SAMPLE_MS). 4 MB JSON bodies from 64 connections (bench/rss.ts
-  // json-6400) peaked at 531–532 MiB without the RSS, 365–420 with it, at the same throughput.
-  // Small requests are judged by the ring only: by the RSS, one big body's decoding refused the
-  // small batches of every other client (test/reliability/hostile-load.test.ts).
+  // the ring costs, and for a big request (a decode thread's) beside another big one, beside the
+  // whole process's RSS at the last reading when that is more (garbage not yet collected, threads'
+  // heaps, allocators' free pages). Requests in flight are in that RSS and charged too: the double
+  // count is the margin for the reading's age (≤ RSS_SAMPLE_MS). 4 MB JSON bodies from 64
+  // connections (bench/rss.ts json-6400) peaked at 531–532 MiB without the RSS, 365–420 with it,
+  // at the same throughput. Small requests are judged by the ring only: by the RSS, one big body's
+  // decoding refused the small batches of every other client (test/reliability/hostile-load.test.ts).
   const processBound = config.bufferMaxBytes + HEADROOM_BYTES;
   const ringCost = () => Math.max(ring.heldBytes * RING_COST_FACTOR, ring.memoryBytes);
-  const inFlight = new InFlight(config.ingestInflightMaxBytes, (bytes) => processBound - (bytes >= OFFLOAD_FROM_BYTES ? Math.max(ringCost(), gcPacer.rssBytes) : ringCost()));
+  const inFlight = new InFlight(
+    config.ingestInflightMaxBytes,
+    () => processBound - ringCost(),
+    () => processBound - Math.max(ringCost(), gcPacer.rssBytes),
+    OFFLOAD_FROM_BYTES,
+  );
 
   const ingest = ingestApp({
     cache, ring, flusher, metrics, store, log,
@@ -267,6 +270,9 @@ export async function startLogpond(config: Config, log: (line: string) => void):
       log(`shutdown: LOST ${events} buffered events: PostgreSQL did not take them and the spill file failed (${(error as Error).message})`);
     }
   };
+  const rssSampler = setInterval(() => gcPacer.sample(), RSS_SAMPLE_MS);
+  rssSampler.unref();
+
   return {
     spilled,
     apiUrl: url(management.server!.port),

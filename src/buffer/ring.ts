@@ -174,11 +174,6 @@ export class Ring {
     this.spare.push(slab);
   }
 
-  /** What rows appended until the ring is full would add to its memory: the room past its free slabs. */
-  get growthBytes(): number {
-    return Math.max(0, this.limits.maxBytes - this.heldBytes - this.spareBytes);
-  }
-
   /** Memory in free slabs, not counted in heldBytes. */
   get spareBytes(): number {
     return this.spare.length * SLAB_BYTES;

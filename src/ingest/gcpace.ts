@@ -11,21 +11,22 @@
 // Quick collections leave old garbage (flushed ring chunks, big strings) to JSC's own full
 // collections, which let a heap of ~400 MiB grow far past it: json-100 realistic with the ring full
 // still peaked at 564–610 MiB. A full collection costs 25–40 ms there (bench/rss.ts, shared box),
-// so it runs only past the watermark (when the ring is nearly full and clients get 503 anyway), and
-// never more than 10% of the time (a small BUFFER_MAX_BYTES puts the watermark under idle RSS).
+// so it runs only past a mark (in practice when the ring is nearly full and clients get 503 anyway),
+// and never more than 10% of the time (a small BUFFER_MAX_BYTES puts the mark under idle RSS).
 // Rows count as well as bodies: msgpackr records bodies are a third of their rows' size.
 // Free slabs are the ring's, kept for reuse, not garbage: the first mark leaves them out (counted,
 // a burst's slabs kept RSS past it afterwards, and the full collections that followed put
 // json-100's p99 at half load from 15 to 42 ms). But garbage left in their shadow stays when the
 // ring fills them again: after a burst, RSS went from 305 MiB (220 of them free slabs) to 439–465
 // within 3 s of the next one (realistic @logtail/node bodies, bench/rss.ts, a 2 ms RSS sampler).
-// So a second mark judges the RSS the process would have were the ring to fill now; past it, full
-// collections may take a quarter of the time instead of a tenth (one of 30–110 ms held the next
-// off for up to a second while RSS climbed).
+// So past a second mark, on the whole RSS, full collections may take a quarter of the time instead
+// of a tenth (one of 30–110 ms held the next off for up to a second while RSS climbed). (Judging
+// instead the RSS the process would have were the ring to fill now passed that mark with a nearly
+// empty ring: realistic json-100's p99 at half load went to 26–45 ms in a full bench run.)
 // Quick collections are synchronous eden ones (bun:jsc edenGC, ~0.2 ms): Bun.gc(false) only asks
 // for one, which runs later in the loop, after more requests have been decoded.
-// sample() reads between requests too (a timer: server.ts), and its RSS reading is what admission
-// sees (InFlight's room): a reading costs ~11 µs, too much for every request.
+// sample() only reads the RSS (a timer: server.ts) for admission (InFlight's room): a reading
+// costs ~11 µs, too much for every request.
 import { edenGC } from "bun:jsc";
 
 const PACE_BYTES = 8 * 1024 * 1024;
@@ -34,11 +35,10 @@ const FULL_SPACING = 9;
 /** Past the second mark: ≤ 25%. */
 const PRESSED_SPACING = 3;
 
-/** What the pacer reads: the RSS, the ring's free memory in it, and what the ring's rows may still add to it. */
+/** What the pacer reads: the RSS, and the ring's free memory in it. */
 export interface Memory {
   rss: number;
   spare: number;
-  growth: number;
 }
 
 export class GcPacer {
@@ -50,13 +50,13 @@ export class GcPacer {
 
   /**
    * `fullAboveBytes`: RSS less the ring's free memory past which the collection is a full one,
-   * taking at most a tenth of the time; `pressedAboveBytes`: RSS plus what the ring may still grow
-   * by past which it may take a quarter (server.ts: the figures).
+   * taking at most a tenth of the time; `pressedAboveBytes`: RSS past which it may take a quarter
+   * (server.ts: the figures).
    */
   constructor(
     private readonly fullAboveBytes: number,
     private readonly pressedAboveBytes: number = Infinity,
-    private readonly memory: () => Memory = () => ({ rss: process.memoryUsage.rss(), spare: 0, growth: 0 }),
+    private readonly memory: () => Memory = () => ({ rss: process.memoryUsage.rss(), spare: 0 }),
     private readonly collect: (full: boolean) => void = (full) => (full ? Bun.gc(true) : edenGC()),
     private readonly now: () => number = () => performance.now(),
   ) {}
@@ -65,20 +65,20 @@ export class GcPacer {
     this.since += bytes;
     if (this.since < PACE_BYTES) return;
     this.since = 0;
-    if (!this.collectFull(true)) this.collect(false);
+    if (!this.collectFull()) this.collect(false);
   }
 
-  /** Reads the memory; a full collection by the first mark's spacing only (no quick one: no bytes were handled). */
+  /** Reads the RSS, nothing more: no bytes handled, no garbage made (an idle process is left alone). */
   sample(): void {
-    this.collectFull(false);
+    this.rssBytes = this.memory().rss;
   }
 
   /** A full collection if a mark is passed and its spacing allows. */
-  private collectFull(pressed: boolean): boolean {
+  private collectFull(): boolean {
     const started = this.now();
-    const { rss, spare, growth } = this.memory();
+    const { rss, spare } = this.memory();
     this.rssBytes = rss;
-    const spacing = pressed && rss + growth > this.pressedAboveBytes ? PRESSED_SPACING : rss - spare > this.fullAboveBytes ? FULL_SPACING : 0;
+    const spacing = rss > this.pressedAboveBytes ? PRESSED_SPACING : rss - spare > this.fullAboveBytes ? FULL_SPACING : 0;
     if (spacing === 0 || started < this.lastFullEnded + this.lastFullTook * spacing) return false;
     this.collect(true);
     this.lastFullEnded = this.now();

@@ -6,8 +6,8 @@
 // their start and warm-up overlap its upload or inflating; a service that never sees one keeps
 // their memory (started with the service, idle RSS went 69 → 93 MiB with the flush thread, and
 // the bench's peak RSS past its aim). A job goes to the one with fewer waiting. The body is
-// transferred (the caller must not use it after). A MessagePack array header is read here first:
-// 20 million events are refused without a hop.
+// transferred (the caller must not use it after). A MessagePack array header is read first
+// (headerRefusal, by accept.ts before the body is charged): 20 million events are refused without a hop.
 import { measureBody } from "./bounds";
 import type { Format } from "./decode";
 import type { PrepareLimits } from "./prepare";
@@ -25,6 +25,13 @@ export interface Prepared {
   count: number;
 }
 
+/** A MessagePack array header that refuses the body by itself (too many events), read without a hop. */
+export function headerRefusal(body: Uint8Array, format: Format, limits: PrepareLimits): Rejection | undefined {
+  if (format !== "msgpack") return undefined;
+  const header = measureBody(body.subarray(0, 5), format, { maxEvents: limits.maxEventsPerRequest, maxDecompressedBytes: limits.maxDecompressedBytes, maxDepth: limits.maxDepth, maxEventBytes: limits.maxEventBytes });
+  return typeof header === "object" ? header : undefined;
+}
+
 export class DecodeWorker {
   private readonly threads: Thread[] = [];
   private nextId = 1;
@@ -34,11 +41,8 @@ export class DecodeWorker {
     while (this.threads.length < WORKERS) this.threads.push(new Thread());
   }
 
+  /** The caller has checked headerRefusal first. */
   run(body: Uint8Array, format: Format, sourceId: number, receivedAt: PgMicros, limits: PrepareLimits): Promise<Prepared | Rejection> {
-    if (format === "msgpack") {
-      const header = measureBody(body.subarray(0, 5), format, { maxEvents: limits.maxEventsPerRequest, maxDecompressedBytes: limits.maxDecompressedBytes, maxDepth: limits.maxDepth, maxEventBytes: limits.maxEventBytes });
-      if (typeof header === "object") return Promise.resolve(header);
-    }
     this.start();
     const thread = this.threads.reduce((a, b) => (b.waiting < a.waiting ? b : a));
     const own = body.byteOffset === 0 && body.buffer.byteLength === body.byteLength;

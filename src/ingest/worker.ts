@@ -31,9 +31,10 @@ for (let round = 0; round < 3; round++) {
 self.onmessage = (message: MessageEvent<Job>) => {
   answer(message.data);
   // Each job is a body of 1 MiB or more: its objects are garbage now, and this heap's collector
-  // would leave them for a while (a 32 MiB body's decoded objects are several times that).
-  // The admission gate reads the process's RSS, this thread's heap included (server.ts).
-  Bun.gc(true);
+  // would leave them for a while (a 32 MiB body's decoded objects are several times that). The
+  // admission gate reads the process's RSS, this thread's heap included (server.ts). After this
+  // turn, so that the job's message, body and all, is no longer on the stack.
+  setTimeout(() => Bun.gc(true), 0);
 };
 
 function answer(job: Job): void {

@@ -5,11 +5,11 @@ const MIB = 1024 * 1024;
 
 /** A pacer with an injected RSS, clock and collector; `cost` is how long a full collection takes. */
 function pacer(fullAbove: number, cost = 30, pressedAbove = Infinity) {
-  const state = { rss: 0, spare: 0, growth: 0, clock: 0, calls: [] as boolean[] };
+  const state = { rss: 0, spare: 0, clock: 0, calls: [] as boolean[] };
   const gc = new GcPacer(
     fullAbove,
     pressedAbove,
-    () => ({ rss: state.rss, spare: state.spare, growth: state.growth }),
+    () => ({ rss: state.rss, spare: state.spare }),
     (full) => {
       state.calls.push(full);
       if (full) state.clock += cost;
@@ -53,42 +53,47 @@ test("full collections take at most a tenth of the wall clock; quick ones in bet
   expect(state.calls).toEqual([true, false, false, true]);
 });
 
-test("past the second mark full collections may take a quarter of the wall clock; sample() keeps to a tenth", () => {
+test("past the second mark full collections may take a quarter of the wall clock", () => {
   const { gc, state } = pacer(100 * MIB, 30, 200 * MIB);
   state.rss = 250 * MIB;
   gc.handled(8 * MIB); // full, 30 ms: the next pressed one not before 90 ms later
   state.clock += 89;
   gc.handled(8 * MIB);
   state.clock += 1;
-  gc.sample(); // a timer's reading: by the first mark's spacing (270 ms), so none yet
   gc.handled(8 * MIB);
   expect(state.calls).toEqual([true, false, true]);
-  state.rss = 150 * MIB; // under the second mark: a tenth again
+  state.rss = 150 * MIB; // under the second mark: a tenth again (270 ms)
   state.clock += 100;
   gc.handled(8 * MIB);
   expect(state.calls).toEqual([true, false, true, false]);
 });
 
-test("sample() reads the RSS for admission, with no quick collection; after a full one it reads again", () => {
-  const { gc, state } = pacer(500 * MIB);
+test("sample() reads the RSS for admission and collects nothing, past both marks too", () => {
+  const { gc, state } = pacer(100 * MIB, 30, 200 * MIB);
   state.rss = 123 * MIB;
   gc.sample();
   expect(gc.rssBytes).toBe(123 * MIB);
+  state.rss = 600 * MIB;
+  gc.sample();
+  expect(gc.rssBytes).toBe(600 * MIB);
   expect(state.calls).toEqual([]);
+});
+
+test("after a full collection rssBytes is read again", () => {
   let reads = 0;
-  const counting = new GcPacer(500 * MIB, Infinity, () => ({ rss: ++reads === 1 ? 600 * MIB : 300 * MIB, spare: 0, growth: 0 }), () => {}, () => 0);
-  counting.sample();
-  expect(counting.rssBytes).toBe(300 * MIB);
+  const gc = new GcPacer(500 * MIB, Infinity, () => ({ rss: ++reads === 1 ? 600 * MIB : 300 * MIB, spare: 0 }), () => {}, () => 0);
+  gc.handled(8 * MIB);
+  expect(gc.rssBytes).toBe(300 * MIB);
   expect(reads).toBe(2);
 });
 
-test("the ring's free slabs are not garbage for the first mark, but the second judges the RSS as if the ring filled", () => {
+test("the ring's free slabs are not garbage for the first mark; the second judges the whole RSS", () => {
   const { gc, state } = pacer(356 * MIB, 30, 406 * MIB);
-  state.rss = 380 * MIB;
-  state.spare = 220 * MIB; // a burst's slabs, free: 160 MiB besides them
+  state.rss = 400 * MIB;
+  state.spare = 220 * MIB; // a burst's slabs, free: 180 MiB beside them
   gc.handled(8 * MIB);
   expect(state.calls).toEqual([false]);
-  state.growth = 30 * MIB; // the ring may still take 30 MiB past its free slabs: 410 if it filled
+  state.rss = 410 * MIB; // garbage in their shadow: it stays when the ring fills them again
   gc.handled(8 * MIB);
   expect(state.calls).toEqual([false, true]);
 });

@@ -32,3 +32,25 @@ test("the room the ring leaves bounds requests too, whichever is smaller", () =>
   expect(inFlight.charge(1)).toBeUndefined();
   inFlight.release(alone);
 });
+
+test("a big request beside another big one is judged by the big room; alone among big ones, by the ring's room, whatever small ones are in flight", () => {
+  const room = 400 * MIB;
+  let bigRoom = 100 * MIB; // the process's RSS leaves less
+  const inFlight = new InFlight(1024 * MIB, () => room, () => bigRoom, MIB);
+  const small = inFlight.charge(0.5 * MIB)!; // 2 MiB: small, by the ring's room
+  const first = inFlight.charge(30 * MIB)!; // 120 MiB: the only big one, so by the ring's room (122 ≤ 400)
+  expect(first).toBe(120 * MIB);
+  expect(inFlight.charge(30 * MIB)).toBeUndefined(); // beside it: 242 > 100
+  expect(inFlight.charge(0.5 * MIB)).toBe(2 * MIB); // small ones are not judged by the big room
+  bigRoom = 300 * MIB;
+  const second = inFlight.charge(30 * MIB)!; // 244 ≤ 300
+  expect(second).toBe(120 * MIB);
+  inFlight.release(first);
+  inFlight.release(second);
+  bigRoom = -50 * MIB; // memory past the bound: still one big one at a time beside the small ones
+  const alone = inFlight.charge(30 * MIB)!;
+  expect(alone).toBe(120 * MIB);
+  expect(inFlight.charge(2 * MIB)).toBeUndefined();
+  for (const cost of [alone, small, 2 * MIB]) inFlight.release(cost);
+  expect(inFlight.bytes).toBe(0);
+});
