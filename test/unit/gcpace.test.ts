@@ -15,6 +15,7 @@ function pacer(fullAbove: number, cost = 30, pressedAbove = Infinity) {
       if (full) state.clock += cost;
     },
     () => state.clock,
+    (run) => run(),
   );
   return { gc, state };
 }
@@ -81,7 +82,7 @@ test("sample() reads the RSS for admission and collects nothing, past both marks
 
 test("after a full collection rssBytes is read again", () => {
   let reads = 0;
-  const gc = new GcPacer(500 * MIB, Infinity, () => ({ rss: ++reads === 1 ? 600 * MIB : 300 * MIB, spare: 0 }), () => {}, () => 0);
+  const gc = new GcPacer(500 * MIB, Infinity, () => ({ rss: ++reads === 1 ? 600 * MIB : 300 * MIB, spare: 0 }), () => {}, () => 0, (run) => run());
   gc.handled(8 * MIB);
   expect(gc.rssBytes).toBe(300 * MIB);
   expect(reads).toBe(2);
@@ -96,4 +97,14 @@ test("the ring's free slabs are not garbage for the first mark; the second judge
   state.rss = 410 * MIB; // garbage in their shadow: it stays when the ring fills them again
   gc.handled(8 * MIB);
   expect(state.calls).toEqual([false, true]);
+});
+
+test("the collection runs in a microtask, once the request that handled the bytes is off the stack; one at a time", async () => {
+  const calls: boolean[] = [];
+  const gc = new GcPacer(500 * MIB, Infinity, () => ({ rss: 0, spare: 0 }), (full) => calls.push(full), () => 0);
+  gc.handled(8 * MIB);
+  gc.handled(8 * MIB); // due again before the first ran: not queued twice
+  expect(calls).toEqual([]);
+  await Promise.resolve();
+  expect(calls).toEqual([false]);
 });
