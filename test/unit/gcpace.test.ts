@@ -41,32 +41,18 @@ test.each([
   expect(state.calls).toEqual([full]);
 });
 
-test("full collections take at most a tenth of the wall clock; quick ones in between", () => {
-  const { gc, state } = pacer(100 * MIB, 30);
-  state.rss = 400 * MIB;
-  gc.handled(8 * MIB); // full, 30 ms: the next full one not before 270 ms later
-  state.clock += 100;
-  gc.handled(8 * MIB);
-  state.clock += 169;
-  gc.handled(8 * MIB);
-  state.clock += 1;
-  gc.handled(8 * MIB);
-  expect(state.calls).toEqual([true, false, false, true]);
-});
-
-test("past the second mark full collections may take a quarter of the wall clock", () => {
+test.each([
+  { mark: "the first mark (RSS 150 MiB)", rss: 150, share: "a tenth", wait: 270 },
+  { mark: "the second mark (RSS 250 MiB)", rss: 250, share: "a quarter", wait: 90 },
+])("past $mark full collections take at most $share of the wall clock: after one of 30 ms, quick ones for $wait ms", ({ rss, wait }) => {
   const { gc, state } = pacer(100 * MIB, 30, 200 * MIB);
-  state.rss = 250 * MIB;
-  gc.handled(8 * MIB); // full, 30 ms: the next pressed one not before 90 ms later
-  state.clock += 89;
+  state.rss = rss * MIB;
+  gc.handled(8 * MIB); // full: the clock moves 30 ms
+  state.clock += wait - 1;
   gc.handled(8 * MIB);
   state.clock += 1;
   gc.handled(8 * MIB);
   expect(state.calls).toEqual([true, false, true]);
-  state.rss = 150 * MIB; // under the second mark: a tenth again (270 ms)
-  state.clock += 100;
-  gc.handled(8 * MIB);
-  expect(state.calls).toEqual([true, false, true, false]);
 });
 
 test("sample() reads the RSS for admission and collects nothing, past both marks too", () => {
