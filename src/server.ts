@@ -204,7 +204,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   // whole process's RSS at the last reading when that is more (garbage not yet collected, threads'
   // heaps, allocators' free pages). Requests in flight are in that RSS and charged too: the double
   // count is the margin for the reading's age (≤ RSS_SAMPLE_MS). 4 MB JSON bodies from 64
-  // connections (bench/rss.ts json-6400) peaked at 531–532 MiB without the RSS, 397–412 with it,
+  // connections (bench/rss.ts json-6400) peaked at 531–532 MiB without the RSS, 376–450 with it,
   // at 24–31k events/s against 20–21k. Bodies of tens of MB can still pass the bound: a big one
   // alone among big ones is judged by the ring only (README, Known gaps). Small requests are judged by the ring only: by the RSS, one big body's
   // decoding refused the small batches of every other client (test/reliability/hostile-load.test.ts).
