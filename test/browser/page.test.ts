@@ -1,19 +1,17 @@
-// The live-tail page in a real headless Chromium (Debian's `chromium`, driven by puppeteer-core):
+// The live-tail page in a real headless Chromium (helpers/browser.ts, driven by puppeteer-core):
 // enter the token, pick a source, see rows ingested while the page watches, filter with a query,
 // pause and resume without losing rows. Saves a screenshot: docs/live-tail.png (the README's) when
 // LIVE_TAIL_SCREENSHOT=1, else in the temporary directory (so a test run leaves the tree clean).
-// Needs a Chromium binary: CHROMIUM_PATH, or /usr/bin/chromium (`.ci/run` installs it).
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import type { Browser, Page } from "puppeteer-core";
+import { launchBrowser } from "../helpers/browser";
 import { API_TOKEN, startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 
 // Callbacks given to page.* run in the browser, where `document` exists (tsc has no DOM lib here).
 declare const document: any;
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SCREENSHOT = process.env.LIVE_TAIL_SCREENSHOT === "1" ? path.join(import.meta.dir, "..", "..", "docs", "live-tail.png") : path.join(tmpdir(), "logpond-live-tail.png");
 
 let lp: TestLogpond;
@@ -21,22 +19,12 @@ let browser: Browser;
 let page: Page;
 let web: TestSource;
 let worker: TestSource;
-let profileDir: string | undefined;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`the browser test needs Chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`);
   lp = await startTestLogpond();
   web = await lp.createSource({ name: "web production", live_tail_pattern: "{level} {http.method} {http.path} → {http.status} {message}" });
   worker = await lp.createSource({ name: "billing worker", live_tail_pattern: "{level} [{job}] {message}" });
-  profileDir = mkdtempSync(path.join(tmpdir(), "logpond-chromium-"));
-  browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-      "--disable-sync", "--no-first-run", `--user-data-dir=${profileDir}`,
-    ],
-  });
+  browser = await launchBrowser();
   page = await browser.newPage();
   await page.setViewport({ width: 1280, height: 720 });
 });
@@ -44,7 +32,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await lp?.stop();
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
 });
 
 const rowTexts = () => page.$$eval("#list li", (items) => items.map((item) => item.textContent ?? ""));

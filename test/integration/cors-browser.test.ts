@@ -1,13 +1,11 @@
-// CORS as a browser enforces it (issue 9): Debian's Chromium, headless, on a page of another
+// CORS as a browser enforces it (issue 9): a headless Chromium (helpers/browser.ts), on a page of another
 // origin (the management listener), sends @logtail/browser's request shape to the ingestion
 // listener: a preflight (Authorization is not a simple header), then the POST with keepalive.
 // The browser refuses the response unless both answers carry the right headers.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
-import puppeteer, { type Browser } from "puppeteer-core";
+import type { Browser } from "puppeteer-core";
+import { launchBrowser } from "../helpers/browser";
 import { startTestLogpond, type TestLogpond } from "../helpers/logpond";
-
-const CHROMIUM = "/usr/bin/chromium";
 
 let lp: TestLogpond;
 let browser: Browser | undefined;
@@ -19,9 +17,9 @@ afterAll(async () => {
   await lp.stop();
 });
 
-test.skipIf(!existsSync(CHROMIUM))("a browser page on another origin sends logs the way @logtail/browser does", async () => {
+test("a browser page on another origin sends logs the way @logtail/browser does", async () => {
   const source = await lp.createSource();
-  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
+  browser = await launchBrowser();
   const page = await browser.newPage();
   await page.goto(`${lp.apiUrl}/health`); // any page of the other listener: a different origin (port)
   const result = await page.evaluate(
