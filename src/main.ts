@@ -28,8 +28,10 @@ console.log(
     `  management API  ${logpond.apiUrl}/api/v1/sources`,
     `  live tail page  ${logpond.apiUrl}/`,
     `  ingestion       ${logpond.ingestUrl}/`,
-    `  API token       ${config.apiToken ? "from API_TOKEN" : `${logpond.apiToken}  (kept in ${logpond.apiTokenOrigin})`}`,
+    // The token in clear only the once it is made: banners end up in log collectors.
+    `  API token       ${logpond.apiToken.generated ? `${logpond.apiToken.token}  (generated now; kept in ${logpond.apiToken.origin})` : `in ${logpond.apiToken.origin}`}`,
     `  database        ${logpond.store.description}`,
+    `  psql            ${logpond.store.psql}`,
     `  acknowledgement ${config.ingestAck}; flush every ${config.flushIntervalMs} ms or ${config.flushMaxEvents} events`,
   ].join("\n"),
 );

@@ -7,10 +7,11 @@ import { Flusher, type HeldBatch } from "./buffer/flusher";
 import { Ring } from "./buffer/ring";
 import { replaySpills, writeSpill } from "./buffer/spill";
 import type { Config } from "./config";
-import { loadApiToken } from "./http/apitoken";
+import { loadApiToken, type ApiToken } from "./http/apitoken";
 import { digest } from "./http/auth";
 import { errorHandler } from "./http/errors";
 import { health } from "./http/health";
+import { assertPortsFree, EXCLUSIVE } from "./http/ports";
 import { acceptRequest, CORS_ORIGIN, type IngestDeps } from "./ingest/accept";
 import { InFlight } from "./ingest/inflight";
 import { GcPacer } from "./ingest/gcpace";
@@ -35,8 +36,7 @@ import { webRoutes } from "./web/routes";
 export interface Logpond {
   readonly apiUrl: string;
   readonly ingestUrl: string;
-  readonly apiToken: string;
-  readonly apiTokenOrigin: string;
+  readonly apiToken: ApiToken;
   readonly store: Store;
   readonly flusher: Flusher;
   readonly ring: Ring;
@@ -138,7 +138,18 @@ export function ingestApp(deps: IngestDeps & { store: Store; log: (line: string)
 }
 
 export async function startLogpond(config: Config, log: (line: string) => void): Promise<Logpond> {
+  await assertPortsFree(config.host, { API_PORT: config.apiPort, INGEST_PORT: config.ingestPort });
   const store = await openStore(config, log);
+  try {
+    return await startOn(store, config, log);
+  } catch (error) {
+    // The embedded PostgreSQL runs in a process group of its own: a failed start must stop it.
+    await store.close();
+    throw error;
+  }
+}
+
+async function startOn(store: Store, config: Config, log: (line: string) => void): Promise<Logpond> {
   const metrics = new Metrics();
   const cache = new SourceCache();
   await cache.loadAll(store.db);
@@ -195,7 +206,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     if (bytes > 0) gcPacer.handled(bytes);
   });
 
-  const { token: apiToken, origin: apiTokenOrigin } = loadApiToken(config);
+  const apiToken = loadApiToken(config);
   let accepting = true;
   let ingestingHost = "";
   const decodeWorker = new DecodeWorker();
@@ -236,6 +247,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     rateLimiter: new RateLimiter(config.ingestRateLimit),
     accepting: () => accepting,
   }).listen({
+    ...EXCLUSIVE,
     hostname: config.host,
     port: config.ingestPort,
     // Bun's own cap would answer a large Content-Length with a bare 413 before our handler runs;
@@ -253,10 +265,10 @@ export async function startLogpond(config: Config, log: (line: string) => void):
         retention.kick();
         tail.sourceDeleted(id);
       }),
-      apiTokenDigest: digest(apiToken),
+      apiTokenDigest: digest(apiToken.token),
       ingestingHost: () => ingestingHost,
     },
-  }).listen({ hostname: config.host, port: config.apiPort, maxRequestBodySize: 1024 * 1024 });
+  }).listen({ ...EXCLUSIVE, hostname: config.host, port: config.apiPort, maxRequestBodySize: 1024 * 1024 });
 
   const url = (port: number | undefined) => `http://${formatHost(config.host)}:${port}`;
   const spilled: { events: number; file?: string } = { events: 0 };
@@ -279,7 +291,6 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     apiUrl: url(management.server!.port),
     ingestUrl: url(ingest.server!.port),
     apiToken,
-    apiTokenOrigin,
     store,
     flusher,
     ring,

@@ -19,6 +19,8 @@ export interface Store {
   readonly url: string;
   /** For the banner: where the data is, with no password in it. */
   readonly description: string;
+  /** For the banner: a psql command that works when pasted, with no password in it. */
+  readonly psql: string;
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -45,14 +47,20 @@ export async function openStore(config: Config, log: (line: string) => void): Pr
   const sql = postgres(url, { ...options, max: 8 });
   const db = drizzle(sql, { schema });
   const description = embedded
-    ? `embedded PostgreSQL ${embedded.version} at ${redact(url)} (cluster ${embedded.clusterDir}, password in ${path.join(path.resolve(config.dataDir), "pg-password")})`
+    ? `embedded PostgreSQL ${embedded.version} at ${redact(url)} (cluster ${embedded.clusterDir})`
     : `PostgreSQL at ${redact(url)}`;
+  const { hostname, port, username, pathname } = new URL(url);
+  const passwordFile = path.join(path.resolve(config.dataDir), "pg-password");
+  const psql = embedded
+    ? `PGPASSWORD="$(cat ${shellQuote(passwordFile)})" psql -h ${hostname} -p ${port} -U ${username} ${pathname.slice(1)}`
+    : `psql "$DATABASE_URL"`;
 
   return {
     sql,
     db,
     url,
     description,
+    psql,
     async ping() {
       // A paused or unreachable server must not hang a readiness probe.
       const probe = sql`select 1`.execute().then(() => true, () => false);
@@ -73,6 +81,10 @@ export async function runMigrations(url: string): Promise<void> {
   } finally {
     await sql.end({ timeout: 5 });
   }
+}
+
+function shellQuote(text: string): string {
+  return /^[\w./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
 export function redact(url: string): string {
