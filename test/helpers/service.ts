@@ -1,8 +1,10 @@
-// logpond as users run it: `bun src/main.ts` in its own process, with its banner parsed for the
-// two URLs. Output is collected for assertions; the caller stops the process (by its PID).
+// logpond as users run it: `bun src/main.ts` (or another launcher, such as `npm start`) in its own
+// process, with its banner parsed for the two URLs. Output is collected for assertions; the caller
+// stops the process (by its PID).
 import * as path from "node:path";
 
-const MAIN = path.join(import.meta.dir, "..", "..", "src", "main.ts");
+const ROOT = path.join(import.meta.dir, "..", "..");
+const MAIN = path.join(ROOT, "src", "main.ts");
 export const SERVICE_API_TOKEN = "service-token-0123456789abcdef";
 
 export interface Service {
@@ -12,8 +14,9 @@ export interface Service {
   output: () => string;
 }
 
-export async function spawnService(env: Record<string, string>): Promise<Service> {
-  const proc = Bun.spawn([process.execPath, MAIN], {
+export async function spawnService(env: Record<string, string>, command = [process.execPath, MAIN]): Promise<Service> {
+  const proc = Bun.spawn(command, {
+    cwd: ROOT,
     env: { ...process.env, API_PORT: "0", INGEST_PORT: "0", API_TOKEN: SERVICE_API_TOKEN, EMBEDDED_PG_PORT: "0", ...env },
     stdout: "pipe",
     stderr: "pipe",

@@ -1,6 +1,7 @@
-// The service as users run it: `bun src/main.ts` in its own process. SIGTERM drains and exits 0;
-// a bad configuration stops the start with every problem listed; the embedded PostgreSQL keeps
-// data across restarts and survives a logpond killed with SIGKILL.
+// The service as users run it: `bun src/main.ts` or `npm start` in its own process. SIGTERM drains
+// and exits 0, also when sent to npm; a bad configuration stops the start with every problem listed;
+// a second logpond on ports in use stops with a clear message; the embedded PostgreSQL keeps data
+// across restarts and survives a logpond killed with SIGKILL.
 import { expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -72,5 +73,59 @@ test("embedded PostgreSQL: data survives a restart and a SIGKILLed logpond; SIGT
     expect(ps).not.toContain(dataDir);
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
+  }
+}, 120_000);
+
+test.each([
+  ["npm start", ["npm", "start"]],
+  ["bun run start", [process.execPath, "run", "start"]],
+])("SIGTERM to `%s` stops logpond and its embedded PostgreSQL: exit 0, nothing left running", async (_, command) => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-launcher-"));
+  try {
+    const lp = await start({ DATA_DIR: dataDir, DATABASE_URL: "" }, command);
+    const children = () => Bun.spawnSync(["ps", "-eo", "pid,args"]).stdout.toString().split("\n").filter((line) => line.includes(dataDir));
+    expect(children().length).toBeGreaterThan(0); // the postmaster, whose -D names the data folder
+    lp.proc.kill("SIGTERM"); // to the launcher itself, as `docker stop` or systemd would send it
+    expect(await lp.proc.exited).toBe(0);
+    expect(lp.output()).toContain("nothing left behind");
+    expect(children()).toEqual([]);
+    expect(await fetch(`${lp.apiUrl}/health`).then(() => "answered", () => "closed")).toBe("closed");
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}, 120_000);
+
+test("a second logpond on ports in use exits 1 saying so, and the first keeps all its traffic", async () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-first-"));
+  const otherDir = mkdtempSync(path.join(tmpdir(), "logpond-second-"));
+  const first = await start({ DATABASE_URL: process.env.LOGPOND_TEST_DATABASE_URL!, DATA_DIR: dataDir });
+  try {
+    const ports = { API_PORT: new URL(first.apiUrl).port, INGEST_PORT: new URL(first.ingestUrl).port };
+    const second = Bun.spawn([process.execPath, MAIN], {
+      env: { ...process.env, ...ports, API_TOKEN: "another-token-0123456789", DATA_DIR: otherDir, EMBEDDED_PG_PORT: "0" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(await second.exited).toBe(1);
+    const stderr = await new Response(second.stderr as ReadableStream).text();
+    expect(stderr).toContain(`API_PORT ${ports.API_PORT} and INGEST_PORT ${ports.INGEST_PORT}`);
+    expect(stderr).toContain("already in use");
+
+    const created = (await (await fetch(`${first.apiUrl}/api/v1/sources`, { method: "POST", headers: auth, body: '{"name":"one instance"}' })).json()) as any;
+    const statuses = await Promise.all(
+      Array.from({ length: 64 }, (_, i) =>
+        fetch(`${first.ingestUrl}/`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${created.data.attributes.token}`, "content-type": "application/json" },
+          body: JSON.stringify({ message: `request ${i}` }),
+        }).then((response) => response.status),
+      ),
+    );
+    expect(statuses.filter((status) => status !== 202)).toEqual([]);
+  } finally {
+    first.proc.kill("SIGTERM");
+    expect(await first.proc.exited).toBe(0);
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(otherDir, { recursive: true, force: true });
   }
 }, 120_000);
