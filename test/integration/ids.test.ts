@@ -29,8 +29,9 @@ test("ids are unique across two streams and two processes; seq follows commit or
   const listening = await admin.listen("logpond_batches", (payload) => heard.push(Number(payload)));
   const published: CommittedBatch[] = [];
   const unsubscribe = [a, b].map((lp) => lp.flusher.subscribe((batch) => published.push(batch)));
-  // Wait until instance b has heard of the source (LISTEN/NOTIFY between instances).
-  const deadline = Date.now() + 5_000;
+  // Wait until instance b has heard of the source (LISTEN/NOTIFY between instances; the deadlines
+  // here only end a wait that would hang).
+  const deadline = Date.now() + 20_000;
   while ((await b.ingest(source.token, "[]")).status !== 202 && Date.now() < deadline) await Bun.sleep(20);
 
   const requests = 120;
@@ -66,7 +67,7 @@ test("ids are unique across two streams and two processes; seq follows commit or
 
   // NOTIFYs are delivered in commit order, so strictly increasing seqs mean seq = commit order.
   const seqs = published.map((batch) => batch.seq);
-  const until = Date.now() + 5_000;
+  const until = Date.now() + 20_000;
   while (!seqs.every((seq) => heard.includes(seq)) && Date.now() < until) await Bun.sleep(20);
   const ourHeard = heard.filter((seq) => seqs.includes(seq));
   expect(ourHeard).toHaveLength(seqs.length);

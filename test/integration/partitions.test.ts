@@ -35,7 +35,7 @@ test("concurrent callers create each day once; the default partition's rows of t
 test("a COPY that routed a row to the default partition while its day was attached is retried, not dead-lettered", async () => {
   const day = new Date(Date.now() + 300 * DAY_MS);
   const { name, from, to } = partitionFor(day);
-  const connection = openFlushConnection(url, 10_000);
+  const connection = openFlushConnection(url, 30_000); // the write's deadline: past the wait below
   const locker = await sql.reserve();
   try {
     await locker`begin`;
@@ -44,14 +44,18 @@ test("a COPY that routed a row to the default partition while its day was attach
       () => undefined,
       (error: unknown) => error,
     );
-    // Wait until the COPY waits for the default partition's lock, then attach the day under it.
-    const deadline = Date.now() + 5_000;
-    while (Date.now() < deadline) {
+    // Wait until the COPY waits for the default partition's lock, then attach the day under it
+    // (the deadline only ends a wait that would hang).
+    const deadline = Date.now() + 20_000;
+    let copyWaiting = false;
+    while (!copyWaiting && Date.now() < deadline) {
       const [waiting] = await sql`select count(*)::int as n from pg_locks l join pg_stat_activity a using (pid)
         where not l.granted and a.application_name = 'logpond-flush'`;
-      if (waiting!.n > 0) break;
-      await Bun.sleep(10);
+      copyWaiting = waiting!.n > 0;
+      if (!copyWaiting) await Bun.sleep(10);
     }
+    if (!copyWaiting) await locker`rollback`; // let the clean-up below through
+    expect(copyWaiting).toBe(true);
     await locker.unsafe(`create table ${name} (like log_events including defaults)`);
     await locker.unsafe(`alter table log_events attach partition ${name} for values from ('${from.toISOString()}') to ('${to.toISOString()}')`);
     await locker`commit`;
