@@ -36,7 +36,7 @@ afterAll(async () => {
 
 const rowTexts = () => page.$$eval("#list li", (items) => items.map((item) => item.textContent ?? ""));
 async function waitForRow(text: string): Promise<void> {
-  await page.waitForFunction((t) => [...document.querySelectorAll("#list li")].some((li: any) => li.textContent?.includes(t)), { timeout: 10_000 }, text);
+  await page.waitForFunction((t) => [...document.querySelectorAll("#list li")].some((li: any) => li.textContent?.includes(t)), { timeout: 20_000 }, text);
 }
 const clearQuery = () => page.$eval("#query", (input) => ((input as any).value = ""));
 const send = (source: TestSource, events: unknown[]) => lp.ingest(source.token, JSON.stringify(events)).then((r) => expect(r.status).toBe(202));
@@ -111,13 +111,13 @@ test("pause before any live row arrived, resume: the rows sent meanwhile appear"
   await page.type("#query", "paused-gap");
   await page.click("#apply");
   await page.waitForFunction(() => document.querySelector("#state")?.textContent === "live");
-  await page.waitForFunction("state.lastEventId !== ''", { timeout: 10_000 });
+  await page.waitForFunction("state.lastEventId !== ''", { timeout: 20_000 });
   await page.click("#pause");
   await send(web, [{ level: "warn", message: "paused-gap row", http: { method: "GET", path: "/gap", status: 200 } }]);
   await lp.flusher.flush();
   await page.click("#pause");
   await waitForRow("paused-gap row");
-}, 30_000);
+}, 60_000);
 
 test("a source with more rows than fit opens at the newest row, and live rows arrive in view", async () => {
   const many = await lp.createSource({ name: "chatty" });
@@ -142,4 +142,4 @@ test("a source with more rows than fit opens at the newest row, and live rows ar
   await send(many, [{ level: "info", message: "chatty live" }]);
   await waitForRow("chatty live");
   expect(await inView("chatty live")).toBe(true);
-}, 30_000);
+}, 60_000);

@@ -37,7 +37,7 @@ export class SseReader {
     return undefined;
   }
 
-  async until(condition: () => boolean, timeoutMs = 10_000, what = "condition"): Promise<void> {
+  async until(condition: () => boolean, timeoutMs = 20_000, what = "condition"): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!condition()) {
       if (this.ended) throw new Error(`stream ended before ${what}`);

@@ -138,7 +138,7 @@ describe("retention at shutdown", () => {
     });
     try {
       // Another instance's sweep may hold the cross-instance lock for a moment: kick until ours runs.
-      const deadline = Date.now() + 10_000;
+      const deadline = Date.now() + 20_000;
       while (!reached && Date.now() < deadline) {
         await Promise.race([retention.idle(), Bun.sleep(50)]);
         if (!reached) retention.kick();

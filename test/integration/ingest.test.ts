@@ -410,7 +410,7 @@ describe("source state", () => {
     expect(await lp.stored(s.id)).toHaveLength(2);
     expect((await lp.api("DELETE", `/api/v1/sources/${s.id}`)).status).toBe(204);
     expect((await lp.ingest(s.token, '{"n":3}')).status).toBe(403);
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 20_000;
     while ((await lp.stored(s.id)).length > 0 && Date.now() < deadline) await Bun.sleep(20);
     expect(await lp.stored(s.id)).toHaveLength(0);
   });
