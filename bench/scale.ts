@@ -1,0 +1,705 @@
+// The storage-and-search scale bench: what N realistic events cost on disk and how fast they are
+// found again, next to the plain-file peers (the NDJSON itself, `zstd -3`, `grep -F`) measured in
+// the same run over the same bytes. The storage redesign ("sealed compressed blocks + token index")
+// is judged by these figures.
+//
+//   npx bun bench/scale.ts [--events 2000000] [--sources-split 90,9,1] [--senders 8] [--batch 1000]
+//                          [--query-timeout-ms 5000] [--keep]
+//
+// 1. Generates N distinct events from bench/corpus.ts (a 128-bit seeded generator per chunk of
+//    1,000, so chunks never repeat; large events made rare), `dt` uniformly random over the 24 h
+//    before the run started (arrival order ≠ dt order: the BRIN index on dt has little to skip),
+//    spread over the sources by the split, with planted needles (3 unique request ids, 40 events
+//    with http.bytes=123457). Streamed to bench/out/scale-<time>.ndjson, never held in memory
+//    (20,000,000 events is ~12 GB of file).
+// 2. Starts `bun src/main.ts` on its own embedded PostgreSQL in a temporary DATA_DIR (or on
+//    DATABASE_URL), creates the sources, sends the file to `POST /` as JSON arrays from
+//    concurrent senders, waits until every event is stored, measures the database's growth.
+// 3. Reads through the query API (median of 3 after a warm-up), each search beside `grep -F`.
+// 4. Prints a Markdown table and writes it to bench/out/scale-<time>.md. logpond is stopped, the
+//    temporary directory and the NDJSON file are removed (kept with --keep), also on error or Ctrl-C.
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, totalmem } from "node:os";
+import * as path from "node:path";
+import postgres from "postgres";
+import { realisticEvent } from "./corpus";
+import { benchDir, fmt, progress } from "./lib";
+
+// ---- options -------------------------------------------------------------------------------
+
+const argv = process.argv.slice(2);
+const option = (name: string, fallback: string) => {
+  const at = argv.indexOf(`--${name}`);
+  return at >= 0 && argv[at + 1] !== undefined ? argv[at + 1]! : fallback;
+};
+const EVENTS = Number(option("events", "2000000"));
+const SPLIT = option("sources-split", "90,9,1").split(",").map(Number);
+const SENDERS = Number(option("senders", "8"));
+const BATCH = Number(option("batch", "1000"));
+const KEEP = argv.includes("--keep");
+/** logpond's QUERY_TIMEOUT_MS; unset = its default (5 s). Raise it to see what a 503 read would have taken. */
+const QUERY_TIMEOUT_MS = option("query-timeout-ms", process.env.QUERY_TIMEOUT_MS ?? "");
+if (!Number.isInteger(EVENTS) || EVENTS < 1000) throw new Error("--events must be a whole number ≥ 1000");
+if (SPLIT.length < 1 || SPLIT.some((p) => !(p > 0))) throw new Error("--sources-split must be positive numbers, e.g. 90,9,1");
+if (!(SENDERS >= 1) || !(BATCH >= 1)) throw new Error("--senders and --batch must be ≥ 1");
+
+const ROOT = path.join(import.meta.dir, "..");
+const OUT = path.join(import.meta.dir, "out");
+const STAMP = new Date().toISOString().slice(0, 19).replace(/[-:]/g, "").replace("T", "-");
+const API_TOKEN = "scale-bench-token-0123456789abcdef";
+const DAY_MS = 86_400_000;
+/** Events per generator chunk: each chunk has its own seed, so any chunk can be rebuilt alone. */
+const CHUNK = 1000;
+/** corpus.ts makes one event in 1,600 a 50–200 KB dump; here one in LARGE_EVERY (~0.6 B/event on average). */
+const LARGE_EVERY = 200_000;
+const SEED = 0x5ca1e;
+const NEEDLES = 3;
+const RARE_NUMBER = 123457;
+const RARE_COUNT = 40;
+/** Reads are timed to their last byte; a 503 at QUERY_TIMEOUT_MS is a result, a hang is not. */
+const READ_TIMEOUT_MS = 300_000;
+const AUTH = { authorization: `Bearer ${API_TOKEN}` };
+
+// ---- the corpus ----------------------------------------------------------------------------
+
+type Rand = () => number;
+
+/**
+ * sfc32: 128 bits of state. corpus.ts's mulberry32 has 2^32 states in one cycle, and 20M events
+ * draw ~2·10^9 numbers: chunks seeded with it would overlap and repeat events.
+ */
+function sfc32(a: number, b: number, c: number, d: number): Rand {
+  const next = () => {
+    const t = (((a + b) | 0) + d) | 0;
+    d = (d + 1) | 0;
+    a = b ^ (b >>> 9);
+    b = (c + (c << 3)) | 0;
+    c = (c << 21) | (c >>> 11);
+    c = (c + t) | 0;
+    return (t >>> 0) / 4294967296;
+  };
+  for (let i = 0; i < 16; i++) next(); // mixes the seed in
+  return next;
+}
+
+/** murmur3's finaliser: a bijection of 32-bit integers that scatters neighbours. */
+function fmix32(h: number): number {
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** Cumulative shares of the split, ending at exactly 1. */
+const CUMULATIVE = SPLIT.map((_, i) => SPLIT.slice(0, i + 1).reduce((a, b) => a + b, 0) / SPLIT.reduce((a, b) => a + b, 0));
+
+/**
+ * The source of event k, from k alone: the loader reads it back from the line number, so the
+ * NDJSON file holds the events exactly as sent (no routing field added to them).
+ */
+function sourceOf(k: number): number {
+  const u = fmix32((k + SEED) >>> 0) / 4294967296;
+  const at = CUMULATIVE.findIndex((c) => u < c);
+  return at < 0 ? CUMULATIVE.length - 1 : at;
+}
+
+interface Plan {
+  /** Generation start: every dt lies in (t0 − 24 h, t0]. */
+  t0: number;
+  needles: string[];
+  needleAt: Map<number, string>;
+  rareAt: Set<number>;
+}
+
+/** Where the needles go: spread over the stream; their words are new each run (crypto), so reruns on one DATABASE_URL never find an old run's needle. */
+function plan(n: number): Plan {
+  const hex = (bytes: number) => Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex");
+  const needles = Array.from({ length: NEEDLES }, () => `req-needle-${hex(8)}`);
+  const needleAt = new Map(needles.map((needle, i) => [Math.floor(((i + 0.37) * n) / NEEDLES), needle] as const));
+  const rareAt = new Set<number>();
+  for (let i = 0; i < RARE_COUNT; i++) {
+    let k = Math.floor(((i + 0.61) * n) / RARE_COUNT);
+    while (needleAt.has(k)) k++; // a needle's event is not also a rare number's
+    rareAt.add(k);
+  }
+  return { t0: Date.now(), needles, needleAt, rareAt };
+}
+
+interface Access {
+  message: string;
+  request_id: string;
+  http: { status: number; bytes: number };
+}
+
+/** Sets an access event's byte count, in its field and in its access-log line. */
+function setBytes(event: Access, bytes: number): void {
+  event.message = event.message.replace(`" ${event.http.status} ${event.http.bytes} "`, `" ${event.http.status} ${bytes} "`);
+  event.http.bytes = bytes;
+}
+
+/** An access event (corpus.ts's nginx shape): drawn until one comes, for the planted fields. */
+function accessEvent(r: Rand, dt: string): Access {
+  for (;;) {
+    const event = realisticEvent(r, dt, 0);
+    if ("http" in event) return event as unknown as Access;
+  }
+}
+
+/** Event k of the stream. Index 0 to realisticEvent: its "large" slot is index 7 of 1,600, used here only once in LARGE_EVERY. */
+function scaleEvent(r: Rand, k: number, p: Plan): Record<string, unknown> {
+  const dt = new Date(p.t0 - Math.floor(r() * DAY_MS)).toISOString();
+  const needle = p.needleAt.get(k);
+  if (needle !== undefined) {
+    const event = accessEvent(r, dt);
+    event.request_id = needle;
+    event.message = event.message.replace(/req-\S+$/, needle);
+    return event as unknown as Record<string, unknown>;
+  }
+  if (p.rareAt.has(k)) {
+    const event = accessEvent(r, dt);
+    setBytes(event, RARE_NUMBER);
+    return event as unknown as Record<string, unknown>;
+  }
+  const event = realisticEvent(r, dt, k % LARGE_EVERY === LARGE_EVERY / 2 ? 7 : 0);
+  // The rare number stays rare: one in 250,001 access events would draw it by chance.
+  const http = (event as unknown as Partial<Access>).http;
+  if (http?.bytes === RARE_NUMBER) setBytes(event as unknown as Access, RARE_NUMBER + 1);
+  return event;
+}
+
+interface Corpus {
+  file: string;
+  bytes: number;
+  seconds: number;
+  perSource: number[];
+}
+
+/** Writes the N events to `file` chunk by chunk (NDJSON, one event per line). */
+async function writeCorpus(file: string, n: number, p: Plan): Promise<Corpus> {
+  const started = performance.now();
+  const sink = Bun.file(file).writer({ highWaterMark: 4 << 20 });
+  const perSource = SPLIT.map(() => 0);
+  for (let chunk = 0; chunk * CHUNK < n; chunk++) {
+    const r = sfc32(SEED, chunk, fmix32(chunk ^ 0x9e3779b9), 0x51ed270b);
+    const lines: string[] = [];
+    for (let k = chunk * CHUNK; k < Math.min(n, (chunk + 1) * CHUNK); k++) {
+      lines.push(JSON.stringify(scaleEvent(r, k, p)));
+      perSource[sourceOf(k)]!++;
+    }
+    sink.write(`${lines.join("\n")}\n`);
+    if (chunk % 100 === 99) await sink.flush();
+    if (chunk % 2000 === 1999) progress(`generated ${fmt((chunk + 1) * CHUNK)} of ${fmt(n)} events`);
+  }
+  await sink.end();
+  return { file, bytes: statSync(file).size, seconds: (performance.now() - started) / 1000, perSource };
+}
+
+// ---- logpond -------------------------------------------------------------------------------
+
+interface Logpond {
+  proc: ReturnType<typeof Bun.spawn>;
+  apiUrl: string;
+  ingestUrl: string;
+  databaseUrl: string;
+  dataDir: string;
+  output: () => string;
+}
+
+/** `bun src/main.ts` as users run it, its banner parsed for the URLs (as test/helpers/service.ts does). */
+async function startLogpond(dataDir: string): Promise<Logpond> {
+  const proc = Bun.spawn([process.execPath, path.join(ROOT, "src", "main.ts")], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      API_PORT: "0",
+      INGEST_PORT: "0",
+      EMBEDDED_PG_PORT: "0",
+      API_TOKEN,
+      // No sweep during the run: it would read the partitions being measured.
+      RETENTION_SWEEP_INTERVAL_MS: String(DAY_MS),
+      ...(QUERY_TIMEOUT_MS ? { QUERY_TIMEOUT_MS } : {}),
+    },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let output = "";
+  const collect = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder();
+    for await (const part of stream) output = (output + decoder.decode(part, { stream: true })).slice(-100_000);
+  };
+  void collect(proc.stdout as ReadableStream<Uint8Array>);
+  void collect(proc.stderr as ReadableStream<Uint8Array>);
+  const deadline = Date.now() + 120_000;
+  while (!/acknowledgement/.test(output)) {
+    if (proc.exitCode !== null || Date.now() > deadline) {
+      proc.kill("SIGKILL");
+      throw new Error(`logpond did not start:\n${output}`);
+    }
+    await Bun.sleep(50);
+  }
+  const apiUrl = /management API\s+(http\S+)\/api\/v1\/sources/.exec(output)![1]!;
+  const ingestUrl = /ingestion\s+(http\S+)\//.exec(output)![1]!;
+  let databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) {
+    // The banner redacts the password; the embedded database keeps it in DATA_DIR/pg-password.
+    const redacted = /database\s+embedded PostgreSQL \S+ at (postgres:\/\/\S+)/.exec(output)![1]!;
+    const password = readFileSync(path.join(dataDir, "pg-password"), "utf8").trim();
+    databaseUrl = redacted.replace(":***@", `:${encodeURIComponent(password)}@`);
+  }
+  return { proc, apiUrl, ingestUrl, databaseUrl, dataDir, output: () => output };
+}
+
+/** SIGTERM by PID (logpond drains, then stops its PostgreSQL); SIGKILL and the postmaster by its PID if it hangs. */
+async function stopLogpond(logpond: Logpond): Promise<void> {
+  logpond.proc.kill("SIGTERM");
+  let timer: Timer | undefined;
+  const exited = await Promise.race([
+    logpond.proc.exited.then(() => true),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), 90_000))),
+  ]);
+  clearTimeout(timer); // a pending timer would keep the bench alive for 90 s after logpond stopped
+  if (exited) return;
+  progress("logpond did not stop within 90 s of SIGTERM: SIGKILL");
+  logpond.proc.kill("SIGKILL");
+  const pidFile = path.join(logpond.dataDir, "pg", "cluster", "postmaster.pid");
+  if (!process.env.DATABASE_URL && existsSync(pidFile)) {
+    const pid = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
+    try {
+      process.kill(pid, "SIGINT"); // PostgreSQL's fast shutdown
+      for (let i = 0; i < 400 && isAlive(pid); i++) await Bun.sleep(50);
+    } catch {}
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+interface Source {
+  id: number;
+  token: string;
+  name: string;
+}
+
+async function createSource(apiUrl: string, name: string): Promise<Source> {
+  const response = await fetch(`${apiUrl}/api/v1/sources`, { method: "POST", headers: AUTH, body: JSON.stringify({ name }) });
+  if (response.status !== 201) throw new Error(`create source: ${response.status} ${await response.text()}`);
+  const { data } = (await response.json()) as { data: { id: string; attributes: { token: string } } };
+  return { id: Number(data.id), token: data.attributes.token, name };
+}
+
+async function deleteSource(apiUrl: string, id: number): Promise<void> {
+  await fetch(`${apiUrl}/api/v1/sources/${id}`, { method: "DELETE", headers: AUTH }).then((r) => r.arrayBuffer());
+}
+
+// ---- loading -------------------------------------------------------------------------------
+
+/** One source's JSON array being built from NDJSON lines, without decoding them. */
+class BodyBuilder {
+  private buffer = new Uint8Array(2 << 20);
+  private length = 1;
+  events = 0;
+
+  add(line: Uint8Array): void {
+    const needed = this.length + line.length + 2;
+    if (needed > this.buffer.length) {
+      const bigger = new Uint8Array(Math.max(needed, this.buffer.length * 2));
+      bigger.set(this.buffer.subarray(0, this.length));
+      this.buffer = bigger;
+    }
+    this.buffer[0] = 0x5b; // [
+    if (this.events > 0) this.buffer[this.length++] = 0x2c; // ,
+    this.buffer.set(line, this.length);
+    this.length += line.length;
+    this.events++;
+  }
+
+  take(): Uint8Array {
+    this.buffer[this.length++] = 0x5d; // ]
+    const body = this.buffer.slice(0, this.length);
+    this.length = 1;
+    this.events = 0;
+    return body;
+  }
+}
+
+interface Body {
+  source: number;
+  events: number;
+  body: Uint8Array;
+}
+
+/** The file's lines as request bodies of `batch` events of one source each, read as they are sent. */
+async function* requestBodies(file: string, batch: number): AsyncGenerator<Body> {
+  const builders = SPLIT.map(() => new BodyBuilder());
+  let k = 0;
+  let rest: Uint8Array | undefined;
+  for await (const chunk of Bun.file(file).stream()) {
+    let data = chunk;
+    if (rest) {
+      data = new Uint8Array(rest.length + chunk.length);
+      data.set(rest);
+      data.set(chunk, rest.length);
+    }
+    let start = 0;
+    for (let end = data.indexOf(10, start); end >= 0; end = data.indexOf(10, start)) {
+      const source = sourceOf(k++);
+      const builder = builders[source]!;
+      builder.add(data.subarray(start, end));
+      start = end + 1;
+      if (builder.events >= batch) yield { source, events: builder.events, body: builder.take() };
+    }
+    rest = start < data.length ? data.slice(start) : undefined;
+  }
+  for (const [source, builder] of builders.entries()) {
+    if (builder.events > 0) yield { source, events: builder.events, body: builder.take() };
+  }
+}
+
+interface Load {
+  seconds: number;
+  requests: number;
+  retries: number;
+}
+
+/** POSTs every body; a 503 (or 429) is resent, same body, after Retry-After, as a client does. */
+async function load(ingestUrl: string, sources: Source[], file: string, total: number): Promise<Load> {
+  const bodies = requestBodies(file, BATCH);
+  let acked = 0;
+  let requests = 0;
+  let retries = 0;
+  const started = performance.now();
+  const ticker = setInterval(() => progress(`load: ${fmt(acked)} of ${fmt(total)} events acknowledged, ${fmt(acked / ((performance.now() - started) / 1000))} events/s, ${retries} retries`), 10_000);
+  const sender = async () => {
+    // Concurrent next() calls on one async generator are queued: each body goes to one sender.
+    for (let next = await bodies.next(); !next.done; next = await bodies.next()) {
+      const { source, events, body } = next.value;
+      const headers = { authorization: `Bearer ${sources[source]!.token}`, "content-type": "application/json" };
+      for (;;) {
+        // A network error is not retried: the request may have been accepted, and a resend
+        // would store its events twice (the count check would then fail the run).
+        const response = await fetch(`${ingestUrl}/`, { method: "POST", headers, body, signal: AbortSignal.timeout(120_000) });
+        const text = await response.text();
+        requests++;
+        if (response.status === 202) break;
+        if (response.status !== 503 && response.status !== 429) throw new Error(`ingest: ${response.status} ${text.slice(0, 300)}`);
+        retries++;
+        await Bun.sleep(1000 * Number(response.headers.get("retry-after") ?? 1));
+      }
+      acked += events;
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: SENDERS }, sender));
+  } finally {
+    clearInterval(ticker);
+  }
+  if (acked !== total) throw new Error(`acknowledged ${acked} events, sent ${total}`);
+  return { seconds: (performance.now() - started) / 1000, requests, retries };
+}
+
+// ---- storage -------------------------------------------------------------------------------
+
+async function stored(sql: postgres.Sql, sources: Source[]): Promise<number> {
+  const rows = await sql`select count(*)::bigint as n from log_events where source_id = any(${sources.map((s) => s.id)}::bigint[])`;
+  return Number(rows[0]!.n);
+}
+
+async function flushedEvents(apiUrl: string): Promise<number> {
+  const text = await (await fetch(`${apiUrl}/metrics`)).text();
+  return Number(/^logpond_flush_events_total (\d+)/m.exec(text)?.[1] ?? 0);
+}
+
+/**
+ * Waits until the storage holds all `n` events the way it will keep them, then CHECKPOINTs so
+ * sizes on disk include every page written. Today an event is settled once its flush committed:
+ * this waits for logpond's flushed count (cheap to poll), then checks the rows in `log_events`.
+ * The sealer issue ("sealed compressed blocks + token index") will extend it: also wait until the
+ * background sealer has sealed what it will seal, so the sizes measured are the sealed layout's.
+ */
+async function waitForStorageSettled(sql: postgres.Sql, apiUrl: string, sources: Source[], n: number): Promise<void> {
+  let last = -1;
+  let lastChange = Date.now();
+  for (;;) {
+    const flushed = await flushedEvents(apiUrl);
+    if (flushed !== last) [last, lastChange] = [flushed, Date.now()];
+    if (flushed >= n) {
+      const count = await stored(sql, sources);
+      if (count === n) break;
+      if (count > n) throw new Error(`log_events holds ${count} events of the bench's sources, ${n} were sent`);
+    }
+    if (Date.now() - lastChange > 120_000) throw new Error(`storage stalled: ${flushed} of ${n} events flushed, no progress for 120 s`);
+    await Bun.sleep(250);
+  }
+  await sql`checkpoint`;
+}
+
+async function databaseSize(sql: postgres.Sql): Promise<number> {
+  return Number((await sql`select pg_database_size(current_database())::bigint as b`)[0]!.b);
+}
+
+async function walPosition(sql: postgres.Sql): Promise<string> {
+  return (await sql`select pg_current_wal_lsn()::text as l`)[0]!.l as string;
+}
+
+async function walBytesSince(sql: postgres.Sql, from: string): Promise<number> {
+  return Number((await sql`select pg_wal_lsn_diff(pg_current_wal_lsn(), ${from}::pg_lsn)::bigint as b`)[0]!.b);
+}
+
+/** log_events over all its partitions: heap + TOAST (pg_table_size) and indexes. */
+async function tableSizes(sql: postgres.Sql): Promise<{ table: number; indexes: number; partitions: number }> {
+  const rows = await sql`
+    select coalesce(sum(pg_table_size(c.oid)), 0)::bigint as t, coalesce(sum(pg_indexes_size(c.oid)), 0)::bigint as i, count(*)::int as p
+    from pg_inherits h join pg_class c on c.oid = h.inhrelid where h.inhparent = 'log_events'::regclass`;
+  return { table: Number(rows[0]!.t), indexes: Number(rows[0]!.i), partitions: rows[0]!.p as number };
+}
+
+// ---- peers ---------------------------------------------------------------------------------
+
+async function run(command: string[]): Promise<{ ms: number; code: number; stdout: string }> {
+  const started = performance.now();
+  const proc = Bun.spawn(command, { stdout: "pipe", stderr: "inherit" });
+  const stdout = await new Response(proc.stdout as ReadableStream).text();
+  const code = await proc.exited;
+  return { ms: performance.now() - started, code, stdout };
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
+
+interface Grep {
+  ms: number;
+  count: number;
+}
+
+/** `grep -F -c [flags] text file`: one run to warm the page cache, then the median of 3. */
+async function grep(file: string, text: string, flags: string[] = []): Promise<Grep> {
+  const once = async () => {
+    const result = await run(["grep", "-F", ...flags, "-c", "--", text, file]);
+    if (result.code > 1) throw new Error(`grep exited with ${result.code}`);
+    return { ms: result.ms, count: Number(result.stdout.trim()) };
+  };
+  await once();
+  const runs = [await once(), await once(), await once()];
+  return { ms: median(runs.map((r) => r.ms)), count: runs[0]!.count };
+}
+
+/** `zstd -3` of the file (one thread, as the CLI defaults): compressed size and time. */
+async function zstd(file: string): Promise<{ bytes: number; seconds: number } | string> {
+  if ((await run(["sh", "-c", "command -v zstd"])).code !== 0) return "zstd not found: apt-get install zstd";
+  const target = `${file}.zst`;
+  try {
+    const result = await run(["zstd", "-3", "-q", "-f", "-o", target, file]);
+    if (result.code !== 0) return `zstd exited with ${result.code}`;
+    return { bytes: statSync(target).size, seconds: result.ms / 1000 };
+  } finally {
+    rmSync(target, { force: true });
+  }
+}
+
+// ---- reads ---------------------------------------------------------------------------------
+
+interface ReadSpec {
+  name: string;
+  sources: Source[];
+  query?: string;
+  from?: string;
+  /** The same search over the NDJSON file, for the ratio. */
+  grep?: string;
+}
+
+interface ReadResult {
+  spec: ReadSpec;
+  status: string;
+  ms: number;
+  rows: number;
+  grep?: Grep;
+}
+
+async function timedRead(url: string): Promise<{ status: number; ms: number; rows: number }> {
+  const started = performance.now();
+  const response = await fetch(url, { headers: AUTH, signal: AbortSignal.timeout(READ_TIMEOUT_MS) });
+  const text = await response.text();
+  const ms = performance.now() - started;
+  if (response.status === 200) return { status: 200, ms, rows: (JSON.parse(text) as { data: unknown[] }).data.length };
+  if (response.status !== 503) throw new Error(`${url}: ${response.status} ${text.slice(0, 300)}`);
+  return { status: 503, ms, rows: 0 };
+}
+
+/** One warm-up, then the median of 3; the statuses of the 3 (a 503 at QUERY_TIMEOUT_MS is a figure). */
+async function measureRead(apiUrl: string, spec: ReadSpec): Promise<ReadResult> {
+  const params = new URLSearchParams({ source_ids: spec.sources.map((s) => s.id).join(","), batch: "100" });
+  if (spec.query) params.set("query", spec.query);
+  if (spec.from) params.set("from", spec.from);
+  const url = `${apiUrl}/api/v2/query/live-tail?${params}`;
+  await timedRead(url);
+  const runs = [await timedRead(url), await timedRead(url), await timedRead(url)];
+  const kinds = [...new Set(runs.map((r) => r.status))];
+  const statuses = kinds.length === 1 ? String(kinds[0]) : kinds.map((k) => `${k} ×${runs.filter((r) => r.status === k).length}`).join(", ");
+  const answered = runs.filter((r) => r.status === 200);
+  const result = { spec, status: statuses, ms: median(runs.map((r) => r.ms)), rows: answered.length ? answered[answered.length - 1]!.rows : 0 };
+  progress(`read ${spec.name}: ${statuses}, ${fmt(result.ms, 1)} ms, ${result.rows} rows`);
+  return result;
+}
+
+function readSpecs(sources: Source[], p: Plan): ReadSpec[] {
+  const dense = sources[SPLIT.indexOf(Math.max(...SPLIT))]!;
+  const sparse = sources[SPLIT.lastIndexOf(Math.min(...SPLIT))]!;
+  // The whole day of events, whenever the reads run: dts lie in (t0 − 24 h, t0].
+  const from = new Date(p.t0 - DAY_MS - 1000).toISOString();
+  const needle = p.needles[0]!;
+  const part = needle.slice("req-needle-".length + 4, "req-needle-".length + 12);
+  const absent = `req-absent-${Buffer.from(crypto.getRandomValues(new Uint8Array(8))).toString("hex")}`;
+  return [
+    { name: `newest 100, dense source (${dense.name}), default window`, sources: [dense] },
+    { name: `newest 100, sparse source (${sparse.name}), default window`, sources: [sparse] },
+    { name: "needle, bare word", sources, from, query: needle, grep: needle },
+    { name: "needle, field:value", sources, from, query: `request_id:${needle}`, grep: needle },
+    { name: "needle, field=value", sources, from, query: `request_id=${needle}`, grep: needle },
+    { name: "word matching nothing", sources, from, query: absent, grep: absent },
+    { name: "part of a word (8 hex inside the needle)", sources, from, query: part, grep: part },
+    { name: "rare number", sources, from, query: `http.bytes=${RARE_NUMBER}`, grep: `"bytes":${RARE_NUMBER}` },
+    { name: "frequent word, first page", sources, from, query: "timeout", grep: "timeout" },
+  ];
+}
+
+// ---- report --------------------------------------------------------------------------------
+
+const bytes = (n: number) => (n >= 1 << 30 ? `${fmt(n / (1 << 30), 2)} GiB` : `${fmt(n / (1 << 20), 1)} MiB`);
+
+function markdown(header: string, figures: [string, string][], reads: ReadResult[], from: string): string {
+  const lines = [header, "", "| figure | value |", "|---|---|", ...figures.map(([k, v]) => `| ${k} | ${v} |`), ""];
+  lines.push(`Reads: query API, batch=100, median of 3 after 1 warm-up (QUERY_TIMEOUT_MS ${QUERY_TIMEOUT_MS || "5000, the default"}; rows: of the last 200); searches over all sources from ${from} to now. grep: \`grep -F -c\` over the NDJSON file, median of 3 after 1 warm-up.`, "");
+  lines.push("| read | query | status | ms | rows | grep -F -c | grep ms | logpond ÷ grep |", "|---|---|---|---:|---:|---:|---:|---:|");
+  for (const r of reads) {
+    const q = r.spec.query ? `\`${r.spec.query}\`` : "—";
+    const g = r.grep;
+    // A 503 stopped at QUERY_TIMEOUT_MS: the search would have taken at least that long.
+    const atLeast = r.status.includes("503") ? "≥ " : "";
+    lines.push(`| ${r.spec.name} | ${q} | ${r.status} | ${atLeast}${fmt(r.ms, 1)} | ${r.rows} | ${g ? fmt(g.count) : "—"} | ${g ? fmt(g.ms, 1) : "—"} | ${g ? `${atLeast}${fmt(r.ms / g.ms, 2)}` : "—"} |`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+// ---- main ----------------------------------------------------------------------------------
+
+const cleanups: (() => Promise<void>)[] = [];
+let cleaning: Promise<void> | undefined;
+/** Set by Ctrl-C / SIGTERM: what main() throws while the cleanup pulls things from under it is noise. */
+let interrupted = false;
+
+/** Runs the cleanups once, newest first, each whatever the others did. */
+function cleanUp(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const step of cleanups.reverse()) await step().catch((error) => console.error(`cleanup: ${(error as Error).message}`));
+  })();
+  return cleaning;
+}
+
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, async () => {
+    interrupted = true;
+    progress(`${signal}: cleaning up`);
+    await cleanUp();
+    process.exit(130);
+  });
+}
+
+async function main(): Promise<void> {
+  mkdirSync(OUT, { recursive: true });
+  const file = path.join(OUT, `scale-${STAMP}.ndjson`);
+  const cpu = cpus();
+  const commit = (await run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])).stdout.trim();
+  const header = `## logpond scale bench, ${fmt(EVENTS)} events — ${new Date().toISOString().slice(0, 16)}Z, ${cpu.length} × ${cpu[0]?.model ?? "cpu"}, ${fmt(totalmem() / (1 << 30), 0)} GiB RAM, Bun ${Bun.version}, commit ${commit} (+ working tree), load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`;
+  console.log(header);
+  const figures: [string, string][] = [];
+  const say = (name: string, value: string) => {
+    figures.push([name, value]);
+    progress(`${name}: ${value}`);
+  };
+
+  // 1–2. The corpus, to the file.
+  const p = plan(EVENTS);
+  if (!KEEP) cleanups.push(async () => rmSync(file, { force: true }));
+  progress(`generating ${fmt(EVENTS)} events to ${path.relative(ROOT, file)}`);
+  const corpus = await writeCorpus(file, EVENTS, p);
+  say("events", `${fmt(EVENTS)} over ${SPLIT.length} sources (${corpus.perSource.map((n) => fmt(n)).join(" / ")}; split ${SPLIT.join("/")}), dt uniform over the 24 h before ${new Date(p.t0).toISOString().slice(0, 19)}Z`);
+  say("NDJSON bytes/event", `${fmt(corpus.bytes / EVENTS, 1)} (file ${bytes(corpus.bytes)}, generated in ${fmt(corpus.seconds, 1)} s)`);
+
+  // 3. logpond and its sources.
+  const work = benchDir("logpond-bench-scale-");
+  if (!KEEP) cleanups.push(async () => rmSync(work, { recursive: true, force: true }));
+  progress(`starting logpond (DATA_DIR ${work}/data${process.env.DATABASE_URL ? ", DATABASE_URL" : ", embedded PostgreSQL"})`);
+  const logpond = await startLogpond(path.join(work, "data"));
+  cleanups.push(() => stopLogpond(logpond));
+  const sql = postgres(logpond.databaseUrl, { max: 2, onnotice: () => {} });
+  cleanups.push(() => sql.end({ timeout: 5 }));
+  const sources: Source[] = [];
+  for (const [i, share] of SPLIT.entries()) sources.push(await createSource(logpond.apiUrl, `scale ${STAMP} ${i + 1} (${share}%)`));
+  // On a shared DATABASE_URL the events go with their sources (purged in the background).
+  if (process.env.DATABASE_URL && !KEEP) cleanups.push(async () => { for (const s of sources) await deleteSource(logpond.apiUrl, s.id); });
+  await sql`checkpoint`;
+  const sizeBefore = await databaseSize(sql);
+  const walBefore = await walPosition(sql);
+
+  // 4. Load.
+  progress(`loading: ${SENDERS} senders, ${BATCH} events per request`);
+  const loadStart = performance.now();
+  const loaded = await load(logpond.ingestUrl, sources, file, EVENTS);
+  say("load (acknowledged)", `${fmt(EVENTS / loaded.seconds)} events/s (${fmt(loaded.seconds, 1)} s, ${fmt(loaded.requests)} requests incl. ${fmt(loaded.retries)} resent after 503/429; ${SENDERS} senders × ${BATCH} events)`);
+
+  // 5. Stored; sizes.
+  await waitForStorageSettled(sql, logpond.apiUrl, sources, EVENTS);
+  const storedSeconds = (performance.now() - loadStart) / 1000;
+  say("load (all stored + checkpoint)", `${fmt(EVENTS / storedSeconds)} events/s (${fmt(storedSeconds, 1)} s from the first request)`);
+  const growth = (await databaseSize(sql)) - sizeBefore;
+  const wal = await walBytesSince(sql, walBefore);
+  const table = await tableSizes(sql);
+  say("database growth bytes/event", `**${fmt(growth / EVENTS, 1)}** (pg_database_size after − before = ${bytes(growth)}, after CHECKPOINT, no VACUUM) = ${fmt(growth / corpus.bytes, 2)} × NDJSON`);
+  say("log_events bytes/event", `${fmt((table.table + table.indexes) / EVENTS, 1)} (heap+TOAST ${fmt(table.table / EVENTS, 1)}, indexes ${fmt(table.indexes / EVENTS, 2)}; ${table.partitions} partitions${process.env.DATABASE_URL ? "; whole table, other sources included" : ""})`);
+  say("WAL bytes/event", `${fmt(wal / EVENTS, 1)} (${bytes(wal)} written during load)`);
+
+  // 7. Reads, before the peers: the default 30-minute window should still hold the newest events.
+  const specs = readSpecs(sources, p);
+  const reads: ReadResult[] = [];
+  for (const spec of specs) reads.push(await measureRead(logpond.apiUrl, spec));
+
+  // 6. Peers over the same file.
+  const z = await zstd(file);
+  if (typeof z === "string") say("zstd -3", z);
+  else say("zstd -3 bytes/event", `${fmt(z.bytes / EVENTS, 1)} (${bytes(z.bytes)}, ${fmt(z.seconds, 1)} s = ${fmt(corpus.bytes / (1 << 20) / z.seconds, 0)} MiB/s, one thread); database growth ÷ zstd = ${fmt(growth / z.bytes, 1)}`);
+  const needle = p.needles[0]!;
+  const plain = await grep(file, needle);
+  const folded = await grep(file, needle, ["-i"]);
+  say("grep -F -c needle", `${fmt(plain.ms, 1)} ms (${plain.count} line), ${fmt(corpus.bytes / (1 << 20) / (plain.ms / 1000), 0)} MiB/s`);
+  say("grep -F -i -c needle", `${fmt(folded.ms, 1)} ms (${folded.count} line)`);
+  const greps = new Map<string, Grep>([[needle, plain]]);
+  for (const read of reads) {
+    const text = read.spec.grep;
+    if (text === undefined) continue;
+    if (!greps.has(text)) greps.set(text, await grep(file, text));
+    read.grep = greps.get(text);
+  }
+
+  // 8. Report. The machine may be shared: the load average at the end tells how much.
+  say("load average at the end", loadavg().map((l) => l.toFixed(2)).join(" "));
+  const from = specs.find((s) => s.from)!.from!;
+  const report = markdown(header, figures, reads, from);
+  console.log(`\n${report}`);
+  const reportFile = path.join(OUT, `scale-${STAMP}.md`);
+  writeFileSync(reportFile, report);
+  progress(`report written to ${path.relative(ROOT, reportFile)}${KEEP ? `; kept ${path.relative(ROOT, file)} and ${work}` : ""}`);
+}
+
+try {
+  await main();
+} catch (error) {
+  if (!interrupted) console.error(error);
+  process.exitCode = 1;
+} finally {
+  await cleanUp();
+}
