@@ -3,8 +3,6 @@
 import { ConfigError, loadConfig } from "./config";
 import { startLogpond } from "./server";
 
-const log = (line: string) => console.log(`${new Date().toISOString()} ${line}`);
-
 let config;
 try {
   config = loadConfig();
@@ -12,6 +10,10 @@ try {
   console.error(error instanceof ConfigError ? `logpond: ${error.message}` : error);
   process.exit(2);
 }
+
+// LOG_LEVEL=silent drops the log lines; the banner (tools read the URLs from it) and the reasons
+// for a failed start are printed whatever the level.
+const log = config.logLevel === "silent" ? () => {} : (line: string) => console.log(`${new Date().toISOString()} ${line}`);
 
 const started = performance.now();
 let logpond;

@@ -4,7 +4,7 @@
 import { hostname } from "node:os";
 import { Elysia } from "elysia";
 import { Flusher, type HeldBatch } from "./buffer/flusher";
-import { Ring } from "./buffer/ring";
+import { Ring, RING_COST_FACTOR, ringMaxBytes } from "./buffer/ring";
 import { replaySpills, writeSpill } from "./buffer/spill";
 import type { Config } from "./config";
 import { loadApiToken, type ApiToken } from "./http/apitoken";
@@ -60,14 +60,6 @@ const PREFLIGHT_HEADERS = {
   "access-control-allow-headers": "Authorization, Content-Type, Content-Encoding",
   "access-control-max-age": "86400",
 };
-
-/**
- * What a byte of COPY rows in the ring costs in memory: chunks of 20–180 KB freed in FIFO order
- * kept 1.16× their bytes resident (a 256 MiB ring cycled through 2 GiB of rows, full GC every
- * 5 MB: 297 MiB over idle). BUFFER_MAX_BYTES bounds that cost, so the ring holds rows up to
- * BUFFER_MAX_BYTES / 1.2; a request bigger than that is 413 (it could never fit).
- */
-const RING_COST_FACTOR = 1.2;
 
 /** What the process may use beside a full buffer (issue 10: peak RSS ≤ BUFFER_MAX_BYTES + 200 MiB). */
 const HEADROOM_BYTES = 200 * 1024 * 1024;
@@ -157,7 +149,7 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
 
   // Today's and the next days' partitions exist before the first COPY (the sweep keeps them ahead).
   await ensurePartitions(store.sql, new Date(Date.now() - DAY_MS), new Date(Date.now() + DAYS_AHEAD * DAY_MS), log);
-  const ringBytes = Math.floor(config.bufferMaxBytes / RING_COST_FACTOR);
+  const ringBytes = ringMaxBytes(config.bufferMaxBytes);
   const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: ringBytes, chunkMaxEvents: config.flushMaxEvents });
   const streams = openFlushStreams(store.url, config.flushTimeoutMs, config.flushStreams);
   const flusher = new Flusher(ring, streams, {
@@ -237,7 +229,7 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
       maxDepth: config.ingestMaxDepth,
       maxEventsPerRequest: config.ingestMaxEventsPerRequest,
       bufferMaxEvents: config.bufferMaxEvents,
-      bufferMaxBytes: ringBytes,
+      ringMaxBytes: ringBytes,
     },
     inFlight,
     decodeWorker,

@@ -43,6 +43,19 @@ export interface RingLimits {
 }
 
 /**
+ * What a byte of COPY rows in the ring costs in memory: chunks of 20–180 KB freed in FIFO order
+ * kept 1.16× their bytes resident (a 256 MiB ring cycled through 2 GiB of rows, full GC every
+ * 5 MB: 297 MiB over idle). BUFFER_MAX_BYTES bounds that cost, so the ring holds rows up to
+ * BUFFER_MAX_BYTES / 1.2; a request bigger than that is 413 (it could never fit).
+ */
+export const RING_COST_FACTOR = 1.2;
+
+/** The bytes of rows a ring may hold for its memory to stay within `bufferMaxBytes` (BUFFER_MAX_BYTES). */
+export function ringMaxBytes(bufferMaxBytes: number): number {
+  return Math.floor(bufferMaxBytes / RING_COST_FACTOR);
+}
+
+/**
  * One chunk per request cost single-event JSON a Buffer per request and the flusher a prefix pass,
  * a view and a COPY part per event (profile of json-1 under wrk -c64: Buffer.from 0.6 µs, the
  * flusher's per-chunk work 5-8% of the process); so rows up to this many bytes share the open

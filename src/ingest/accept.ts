@@ -1,12 +1,12 @@
 // The ingestion path for one request, hop by hop: authenticate → admission gate → body (capped,
 // decompressed) → in-flight memory budget → prepare (bounds, decode, encode: all or nothing; on a
-// worker thread for big bodies) → ring buffer. Returns the response; a refusal is a Rejection value
-// turned into the contract's status and body here, with CORS's Allow-Origin on every answer.
+// worker thread for big bodies) → ring buffer. Returns the response; a refusal is an AppError value,
+// counted and rendered (errors.ts) here, with CORS's Allow-Origin on every answer.
 // 202 means: in the ring (buffered mode) or committed to PostgreSQL (durable mode).
 import type { Chunk, Ring } from "../buffer/ring";
 import type { Flusher } from "../buffer/flusher";
 import type { AckMode } from "../config";
-import { STATUS } from "../errors";
+import { AppError, errorResponse } from "../errors";
 import { bearerToken } from "../http/auth";
 import type { Metrics } from "../metrics";
 import type { SourceCache } from "../sources/cache";
@@ -17,7 +17,6 @@ import { parseContentType } from "./decode";
 import type { InFlight } from "./inflight";
 import type { GcPacer } from "./gcpace";
 import type { RateLimiter } from "./ratelimit";
-import { isRejection, reject, REASONS, type Rejection } from "./rejections";
 import { microsOfMillis, type PgMicros } from "./time";
 
 export interface IngestDeps {
@@ -47,7 +46,6 @@ export const CORS_ORIGIN = { "access-control-allow-origin": "*" } as const;
  * a returned Response's headers out, so a second answer from one object lost Allow-Origin.
  */
 const ACCEPTED = new Response(null, { status: 202, headers: CORS_ORIGIN });
-const RETRY_AFTER_SECONDS = 1;
 
 /**
  * One async frame per request (the in-flight charge is a local released in `finally`, no closures):
@@ -58,24 +56,24 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   const { cache, ring, metrics, limits } = deps;
 
   const token = bearerToken(request.headers.get("authorization"));
-  if (token === undefined) return refuse(reject("missing_token", "Unauthorized"), metrics);
+  if (token === undefined) return refuse(new AppError("missing_token", "Unauthorized"), metrics);
   const source = cache.lookup(token);
-  if (source === undefined) return refuse(reject("invalid_token", "Unauthorized"), metrics);
-  if (!deps.accepting()) return refuse(reject("shutting_down", "Service is shutting down; retry on another instance or later"), metrics);
+  if (source === undefined) return refuse(new AppError("invalid_token", "Unauthorized"), metrics);
+  if (!deps.accepting()) return refuse(new AppError("shutting_down", "Service is shutting down; retry on another instance or later"), metrics);
   if (!ring.fits(1, 1)) return refuse(bufferFull(), metrics);
   const limiter = deps.rateLimiter;
   if (limiter.enabled) {
     const wait = limiter.wait(source.id);
-    if (wait > 0) return refuse(reject("rate_limited", "Rate limit of this source exceeded (INGEST_RATE_LIMIT events per second); retry after the time in Retry-After", wait), metrics);
+    if (wait > 0) return refuse(new AppError("rate_limited", "Rate limit of this source exceeded (INGEST_RATE_LIMIT events per second); retry after the time in Retry-After", { retryAfterSeconds: wait }), metrics);
   }
 
   const format = parseContentType(request.headers.get("content-type"));
-  if (isRejection(format)) return refuse(format, metrics);
+  if (format instanceof AppError) return refuse(format, metrics);
   const encoding = parseEncoding(request.headers.get("content-encoding"));
-  if (isRejection(encoding)) return refuse(encoding, metrics);
+  if (encoding instanceof AppError) return refuse(encoding, metrics);
 
   const declared = declaredLength(request.headers.get("content-length"), limits);
-  if (isRejection(declared)) return refuse(declared, metrics);
+  if (declared instanceof AppError) return refuse(declared, metrics);
   // The request's share of the in-flight memory budget, held until it is buffered or refused:
   // charged by the declared length before the body is read (a body costs memory from its first
   // byte: 64 uploads of 4 MB, charged only once read, peaked at 967 MiB; bench/rss.ts json-6400),
@@ -89,7 +87,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   }
   try {
     const raw = await readBody(request, declared, limits);
-    if (isRejection(raw)) return refuse(raw, metrics);
+    if (raw instanceof AppError) return refuse(raw, metrics);
     // A gzip body's trailer says what it inflates to: a full buffer refuses it before inflating
     // (realistic @logtail/node bodies: ~1 ms each, 2–4 refused per one taken while the ring was full).
     // A wrong hint only moves the refusal to after inflating (or refuses the liar's own request).
@@ -100,7 +98,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
       if (hint >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body is inflated
     }
     const body = encoding === "identity" ? identityBody(raw, limits.maxDecompressedBytes) : await decompress(raw, encoding, limits.maxDecompressedBytes);
-    if (isRejection(body)) return refuse(body, metrics);
+    if (body instanceof AppError) return refuse(body, metrics);
     deps.gcPacer.handled(body.length);
     // A full buffer refuses a request before it is decoded, not after: near full, a 1000-event
     // @logtail/node body was decoded (8–10 ms) and then refused, 200–350 of them in 5 s of
@@ -122,7 +120,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
     const encoded = body.length >= OFFLOAD_FROM_BYTES
       ? await deps.decodeWorker.run(body, format, source.id, receptionTime(), limits)
       : prepareBody(body, format, source.id, receptionTime(), limits);
-    if (isRejection(encoded)) return refuse(encoded, metrics);
+    if (encoded instanceof AppError) return refuse(encoded, metrics);
     deps.gcPacer.handled(encoded.rows.length); // the rows' garbage: compact bodies (records) make far more than their size
 
     if (encoded.count === 0) return accepted(metrics, 0, rawBytes);
@@ -133,7 +131,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
     }
 
     // Deleted while this request was read (a slow upload): nothing of it may land after the purge.
-    if (!cache.has(source.id)) return refuse(reject("invalid_token", "Unauthorized"), metrics);
+    if (!cache.has(source.id)) return refuse(new AppError("invalid_token", "Unauthorized"), metrics);
     if (deps.ackMode === "buffered") {
       if (!ring.append(encoded.rows, encoded.count)) return refuse(bufferFull(), metrics);
       deps.flusher.pushed();
@@ -175,7 +173,7 @@ async function durable(encodedRows: Uint8Array, count: number, rawBytes: number,
     metrics.durableTimeouts++;
     outcome = ring.abandon(chunk) ? new Error("abandoned") : await committed;
   }
-  if (outcome) return refuse(reject("storage_unavailable", "Storage did not commit this request in time (DURABLE_TIMEOUT_MS); nothing of it was or will be stored, retry later"), metrics);
+  if (outcome) return refuse(new AppError("storage_unavailable", "Storage did not commit this request in time (DURABLE_TIMEOUT_MS); nothing of it was or will be stored, retry later"), metrics);
   return accepted(metrics, count, rawBytes);
 }
 
@@ -183,8 +181,8 @@ function receptionTime(): PgMicros {
   return microsOfMillis(Date.now());
 }
 
-function overloaded(): Rejection {
-  return reject("overloaded", "Too many large requests are being decoded at once (INGEST_INFLIGHT_MAX_BYTES, or what the buffer, and for a big request the process's memory, leave of BUFFER_MAX_BYTES + 200 MiB); retry after the time in Retry-After");
+function overloaded(): AppError {
+  return new AppError("overloaded", "Too many large requests are being decoded at once (INGEST_INFLIGHT_MAX_BYTES, or what the buffer, and for a big request the process's memory, leave of BUFFER_MAX_BYTES + 200 MiB); retry after the time in Retry-After");
 }
 
 /** Durable mode's chunk: the tuples copied out of the encoder's scratch (which the next request reuses). */
@@ -193,20 +191,16 @@ function rowBytes(rows: Uint8Array): Uint8Array {
 }
 
 /** A body refused unread still arrives, into memory Bun frees with its Request: the collector is paced by it too. */
-function refuseUnread(rejection: Rejection, declared: number, deps: IngestDeps): Response {
+function refuseUnread(refusal: AppError, declared: number, deps: IngestDeps): Response {
   deps.gcPacer.handled(declared);
-  return refuse(rejection, deps.metrics);
+  return refuse(refusal, deps.metrics);
 }
 
-function bufferFull(): Rejection {
-  return reject("buffer_full", "Ingestion buffer is full (BUFFER_MAX_EVENTS / BUFFER_MAX_BYTES); retry after a moment");
+function bufferFull(): AppError {
+  return new AppError("buffer_full", "Ingestion buffer is full (BUFFER_MAX_EVENTS / BUFFER_MAX_BYTES); retry after a moment");
 }
 
-function refuse(rejection: Rejection, metrics: Metrics): Response {
-  metrics.reject(rejection.reason);
-  const status = STATUS[REASONS[rejection.reason]];
-  const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8", ...CORS_ORIGIN };
-  if (status === 401) headers["www-authenticate"] = "Bearer";
-  if (status === 503 || status === 429) headers["retry-after"] = String(rejection.retryAfter ?? RETRY_AFTER_SECONDS);
-  return new Response(JSON.stringify({ errors: rejection.message }), { status, headers });
+function refuse(refusal: AppError, metrics: Metrics): Response {
+  metrics.reject(refusal.reason);
+  return errorResponse(refusal, CORS_ORIGIN);
 }

@@ -2,7 +2,7 @@
 // then a counting reader for chunked bodies), then undoes Content-Encoding with a cap on the
 // output, so neither a large upload nor a decompression bomb costs more memory than the limits.
 import * as zlib from "node:zlib";
-import { reject, type Rejection } from "./rejections";
+import { AppError } from "../errors";
 
 export interface BodyLimits {
   maxBodyBytes: number;
@@ -21,16 +21,16 @@ const SYNC_DECOMPRESS_MAX_OUTPUT = 4 * 1024 * 1024;
 const STREAM_CHUNK_BYTES = 1024 * 1024;
 
 /** The body's Content-Length, checked against the limit before anything is read; undefined when chunked. */
-export function declaredLength(header: string | null, limits: BodyLimits): number | undefined | Rejection {
+export function declaredLength(header: string | null, limits: BodyLimits): number | undefined | AppError {
   if (header === null) return undefined;
   const length = Number(header);
-  if (!Number.isSafeInteger(length) || length < 0) return reject("body_undecodable", "Content-Length is not a valid length");
+  if (!Number.isSafeInteger(length) || length < 0) return new AppError("body_undecodable", "Content-Length is not a valid length");
   if (length > limits.maxBodyBytes) return tooLarge(limits.maxBodyBytes, length);
   return length;
 }
 
 /** The body as sent; `declared` is declaredLength()'s answer (a chunked body is counted as it streams). */
-export async function readBody(request: Request, declared: number | undefined, limits: BodyLimits): Promise<Buffer | Rejection> {
+export async function readBody(request: Request, declared: number | undefined, limits: BodyLimits): Promise<Buffer | AppError> {
   if (declared !== undefined) return Buffer.from(await request.arrayBuffer());
   if (request.body === null) return Buffer.alloc(0);
   const parts: Uint8Array[] = [];
@@ -43,8 +43,8 @@ export async function readBody(request: Request, declared: number | undefined, l
   return Buffer.concat(parts, size);
 }
 
-function tooLarge(limit: number, seen: number, qualifier = ""): Rejection {
-  return reject(
+function tooLarge(limit: number, seen: number, qualifier = ""): AppError {
+  return new AppError(
     "body_too_large",
     `Request body is ${qualifier}${seen} bytes; the limit is ${limit} bytes (INGEST_MAX_BODY_BYTES). Send fewer events per request.`,
   );
@@ -52,11 +52,11 @@ function tooLarge(limit: number, seen: number, qualifier = ""): Rejection {
 
 export type Encoding = (typeof ENCODINGS)[number];
 
-export function parseEncoding(header: string | null): Encoding | Rejection {
+export function parseEncoding(header: string | null): Encoding | AppError {
   if (header === null) return "identity";
   const value = header.trim().toLowerCase() || "identity";
   if ((ENCODINGS as readonly string[]).includes(value)) return value as Encoding;
-  return reject(
+  return new AppError(
     "unsupported_encoding",
     `Content-Encoding ${JSON.stringify(value.slice(0, 64))} is not supported; use one of: ${ENCODINGS.join(", ")}`,
   );
@@ -72,30 +72,30 @@ const inflaters = {
 type Kind = keyof typeof inflaters;
 
 /** An identity body as is, under the decompressed cap: synchronous, so the usual request awaits no promise here. */
-export function identityBody(body: Buffer, maxBytes: number): Buffer | Rejection {
+export function identityBody(body: Buffer, maxBytes: number): Buffer | AppError {
   return body.length > maxBytes ? decompressedTooLarge(maxBytes) : body;
 }
 
-export async function decompress(body: Buffer, encoding: Encoding, maxBytes: number): Promise<Buffer | Rejection> {
+export async function decompress(body: Buffer, encoding: Encoding, maxBytes: number): Promise<Buffer | AppError> {
   if (encoding === "identity") return identityBody(body, maxBytes);
   // HTTP's "deflate" is zlib-wrapped, but some clients send raw deflate: the first byte tells.
   const kind = encoding === "deflate" && (body.length < 2 || (body[0]! & 0x0f) !== 8) ? "deflateRaw" : encoding;
   if (kind === "zstd") {
     const cut = zstdTruncation(body);
-    if (cut) return reject("body_undecodable", `Body is not valid zstd data (Content-Encoding: zstd): ${cut}`);
+    if (cut) return new AppError("body_undecodable", `Body is not valid zstd data (Content-Encoding: zstd): ${cut}`);
   }
   try {
     const { output, consumed } = await inflate(kind, body, maxBytes);
     // zlib stops at the end of the compressed stream and ignores what follows: refuse it instead.
     if (consumed < body.length) {
-      return reject("body_undecodable", `Body has ${body.length - consumed} bytes after the end of its ${encoding} data`);
+      return new AppError("body_undecodable", `Body has ${body.length - consumed} bytes after the end of its ${encoding} data`);
     }
     return output;
   } catch (error) {
     if (isTooLarge(error)) {
       return decompressedTooLarge(maxBytes);
     }
-    return reject("body_undecodable", `Body is not valid ${encoding} data (Content-Encoding: ${encoding}): ${(error as Error).message}`);
+    return new AppError("body_undecodable", `Body is not valid ${encoding} data (Content-Encoding: ${encoding}): ${(error as Error).message}`);
   }
 }
 
@@ -196,8 +196,8 @@ function isTooLarge(error: unknown): boolean {
   return (error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE" || error instanceof RangeError;
 }
 
-function decompressedTooLarge(maxBytes: number): Rejection {
-  return reject(
+function decompressedTooLarge(maxBytes: number): AppError {
+  return new AppError(
     "decompressed_too_large",
     `Decompressed body is over ${maxBytes} bytes, the limit (INGEST_MAX_DECOMPRESSED_BYTES). Send fewer events per request.`,
   );

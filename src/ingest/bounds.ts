@@ -4,7 +4,7 @@
 // 19 KB body of 20 million empty maps never becomes 20 million objects. Reads bytes only: never
 // decodes strings, never allocates per value.
 import type { Format } from "./decode";
-import { reject, type Rejection } from "./rejections";
+import { AppError } from "../errors";
 
 export interface CostLimits {
   maxEvents: number;
@@ -39,7 +39,7 @@ export function maxValues(limits: CostLimits): number {
  * Events the body holds (undefined: a small body, counted after decoding), or the refusal; a body
  * it cannot read is left for the decoder to refuse.
  */
-export function measureBody(body: Uint8Array, format: Format, limits: CostLimits): number | undefined | Rejection {
+export function measureBody(body: Uint8Array, format: Format, limits: CostLimits): number | undefined | AppError {
   const walk = body.length >= WALK_FROM_BYTES;
   const scan = format === "msgpack" ? scanMsgpack(body, limits, walk) : walk ? scanJson(body, format === "ndjson", limits) : undefined;
   if (typeof scan === "number" && scan > limits.maxEvents) return tooManyEvents(scan, limits.maxEvents);
@@ -47,36 +47,36 @@ export function measureBody(body: Uint8Array, format: Format, limits: CostLimits
 }
 
 /** The walk itself, whatever the body's size (tests compare it with what the decoders build). */
-export function walkBody(body: Uint8Array, format: Format, limits: CostLimits): number | Rejection {
+export function walkBody(body: Uint8Array, format: Format, limits: CostLimits): number | AppError {
   return format === "msgpack" ? scanMsgpack(body, limits, true) : scanJson(body, format === "ndjson", limits);
 }
 
 /** After decoding a body that was not walked. */
-export function checkEventCount(events: number, limits: CostLimits): Rejection | undefined {
+export function checkEventCount(events: number, limits: CostLimits): AppError | undefined {
   return events > limits.maxEvents ? tooManyEvents(events, limits.maxEvents) : undefined;
 }
 
-function tooManyEvents(events: number, max: number, qualifier = ""): Rejection {
-  return reject("too_many_events", `Request holds ${qualifier ? `${qualifier}${max}` : events} events; the limit is ${max} per request (INGEST_MAX_EVENTS_PER_REQUEST). Split it into smaller requests.`);
+function tooManyEvents(events: number, max: number, qualifier = ""): AppError {
+  return new AppError("too_many_events", `Request holds ${qualifier ? `${qualifier}${max}` : events} events; the limit is ${max} per request (INGEST_MAX_EVENTS_PER_REQUEST). Split it into smaller requests.`);
 }
 
-function tooManyValues(max: number): Rejection {
-  return reject(
+function tooManyValues(max: number): AppError {
+  return new AppError(
     "too_many_values",
     `Request holds more than ${max} values (maps, arrays and their elements); the limit is one per ${VALUE_BYTES} bytes of INGEST_MAX_DECOMPRESSED_BYTES. Split it into smaller requests.`,
   );
 }
 
 /** A string longer than an event may be: its event is refused (413) before the string is built. */
-function stringTooLarge(bytes: number, max: number): Rejection {
-  return reject("event_too_large", `a string of ${bytes} bytes cannot fit in an event; the limit is ${max} bytes per event as stored (INGEST_MAX_EVENT_BYTES)`);
+function stringTooLarge(bytes: number, max: number): AppError {
+  return new AppError("event_too_large", `a string of ${bytes} bytes cannot fit in an event; the limit is ${max} bytes per event as stored (INGEST_MAX_EVENT_BYTES)`);
 }
 
 /** JSON escapes shrink at most 6 to 1 (\u0041 → A): a string spanning more than this can never fit. */
 const JSON_ESCAPE_RATIO = 6;
 
-function tooDeep(max: number): Rejection {
-  return reject("too_deep", `nesting is deeper than ${max} levels (INGEST_MAX_DEPTH)`);
+function tooDeep(max: number): AppError {
+  return new AppError("too_deep", `nesting is deeper than ${max} levels (INGEST_MAX_DEPTH)`);
 }
 
 const QUOTE = 0x22, BACKSLASH = 0x5c, COMMA = 0x2c, NEWLINE = 0x0a;
@@ -87,7 +87,7 @@ const OPEN_OBJECT = 0x7b, OPEN_ARRAY = 0x5b, CLOSE_OBJECT = 0x7d, CLOSE_ARRAY = 
  * less one per container), and the events: a top-level array's elements, or one per value / line.
  * Strings are skipped with indexOf (native), so the loop runs over structure only.
  */
-function scanJson(body: Uint8Array, ndjson: boolean, limits: CostLimits): number | Rejection {
+function scanJson(body: Uint8Array, ndjson: boolean, limits: CostLimits): number | AppError {
   const max = maxValues(limits);
   const depthLimit = limits.maxDepth + 2;
   let values = 0;
@@ -182,14 +182,14 @@ interface Walk {
   maxEventBytes: number;
   /** msgpackr record definitions seen so far: id → { fields, wide (a second id byte follows) }. */
   records: Map<number, { fields: number; wide: boolean }>;
-  refusal: Rejection | undefined;
+  refusal: AppError | undefined;
 }
 
 /**
  * MessagePack: a top-level array's header says how many events, so that is decided first (no
  * walk at all for 20 million); then one walk over the values, msgpackr records included.
  */
-function scanMsgpack(body: Uint8Array, limits: CostLimits, walkAll: boolean): number | Rejection {
+function scanMsgpack(body: Uint8Array, limits: CostLimits, walkAll: boolean): number | AppError {
   const first = body[0]!;
   const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
   let events = 1;
@@ -215,7 +215,7 @@ function count(walk: Walk, depth: number): void {
   if (++walk.values > walk.maxValues) fail(walk, tooManyValues(walk.maxValues));
 }
 
-function fail(walk: Walk, refusal: Rejection): never {
+function fail(walk: Walk, refusal: AppError): never {
   walk.refusal = refusal;
   throw UNREADABLE;
 }
@@ -288,11 +288,11 @@ function container(walk: Walk, items: number, depth: number): void {
 function extension(walk: Walk, type: number, length: number, depth: number, fixext1 = false): void {
   if (type === 0x42) {
     if (length > MAX_BIGINT_BYTES) {
-      fail(walk, reject("unsupported_value", `an integer is ${length} bytes long (MessagePack BigInt); the limit is ${MAX_BIGINT_BYTES} bytes (about 157,000 digits)`));
+      fail(walk, new AppError("unsupported_value", `an integer is ${length} bytes long (MessagePack BigInt); the limit is ${MAX_BIGINT_BYTES} bytes (about 157,000 digits)`));
     }
     walk.bigintBytes += length;
     if (walk.bigintBytes > MAX_BIGINT_BYTES_PER_REQUEST) {
-      fail(walk, reject("unsupported_value", `request holds more than ${MAX_BIGINT_BYTES_PER_REQUEST} bytes of MessagePack BigInts; the limit keeps rendering them to digits bounded in time`));
+      fail(walk, new AppError("unsupported_value", `request holds more than ${MAX_BIGINT_BYTES_PER_REQUEST} bytes of MessagePack BigInts; the limit keeps rendering them to digits bounded in time`));
     }
   }
   if (fixext1) {

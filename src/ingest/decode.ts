@@ -11,8 +11,8 @@
 import { addExtension, Unpackr, type Options } from "msgpackr";
 import { addExtension as addNoEvalExtension, Unpackr as NoEvalUnpackr } from "msgpackr/unpack-no-eval";
 import { MAX_BIGINT_BYTES, MAX_BIGINT_BYTES_PER_REQUEST } from "./bounds";
-import { hasCandidate, holdsDoubtfulNumber, needsExactNumbers } from "./numbers";
-import { reject, type Rejection } from "./rejections";
+import { hasCandidate, holdsDoubtfulNumber, MAX_NUMERIC_DIGITS, needsExactNumbers } from "./numbers";
+import { AppError } from "../errors";
 
 export type Format = "json" | "ndjson" | "msgpack";
 
@@ -36,8 +36,6 @@ const PROTO_KEY = Buffer.from("__proto__");
 /** msgpackr's record definition: ext type 0x72 ("r") in a fixext 1 or 2. */
 const RECORD_DEFINITION = Buffer.from([0xd4, 0x72]);
 const RECORD_DEFINITION_WIDE = Buffer.from([0xd5, 0x72]);
-/** PostgreSQL's numeric holds at most 131072 digits before the decimal point. */
-const MAX_NUMERIC_DIGITS = 131_072;
 const decoder = new TextDecoder();
 
 /**
@@ -46,21 +44,21 @@ const decoder = new TextDecoder();
  */
 const FORMATS = new Map(Object.entries(CONTENT_TYPES));
 
-export function parseContentType(header: string | null): Format | Rejection {
+export function parseContentType(header: string | null): Format | AppError {
   const exact = header === null ? undefined : FORMATS.get(header);
   if (exact !== undefined) return exact;
   const mediaType = (header ?? "").split(";", 1)[0]!.trim().toLowerCase();
   const format = FORMATS.get(mediaType);
   if (format !== undefined) return format;
-  return reject(
+  return new AppError(
     "unsupported_content_type",
     `Content-Type ${header ? JSON.stringify(mediaType.slice(0, 64)) : "is missing and"} is not supported; use one of: ${Object.keys(CONTENT_TYPES).join(", ")}`,
   );
 }
 
 /** The events of a body: an array of whatever the body holds; `encode.ts` checks each is an event. */
-export function decodeBody(body: Buffer, format: Format): unknown[] | Rejection {
-  if (body.length === 0) return reject("body_empty", "Request body is empty; send one event or an array of events");
+export function decodeBody(body: Buffer, format: Format): unknown[] | AppError {
+  if (body.length === 0) return new AppError("body_empty", "Request body is empty; send one event or an array of events");
   switch (format) {
     case "json":
       return decodeJson(body);
@@ -71,19 +69,19 @@ export function decodeBody(body: Buffer, format: Format): unknown[] | Rejection 
   }
 }
 
-function decodeJson(body: Buffer): unknown[] | Rejection {
+function decodeJson(body: Buffer): unknown[] | AppError {
   const text = decoder.decode(body);
   let value: unknown;
   try {
     value = parseJson(text);
   } catch (error) {
-    return reject("body_undecodable", `Couldn't parse JSON content: ${(error as Error).message}`);
+    return new AppError("body_undecodable", `Couldn't parse JSON content: ${(error as Error).message}`);
   }
   return Array.isArray(value) ? value : [value];
 }
 
 /** Lines are found with one regex step per non-blank line, so a body of blank lines costs no strings. */
-function decodeNdjson(body: Buffer): unknown[] | Rejection {
+function decodeNdjson(body: Buffer): unknown[] | AppError {
   const text = decoder.decode(body);
   const events: unknown[] = [];
   NON_BLANK.lastIndex = 0;
@@ -95,11 +93,11 @@ function decodeNdjson(body: Buffer): unknown[] | Rejection {
       events.push(parseJson(line));
     } catch (error) {
       const number = countLines(text, at);
-      return reject("body_undecodable", `Couldn't parse NDJSON line ${number} (event ${events.length}): ${(error as Error).message}`);
+      return new AppError("body_undecodable", `Couldn't parse NDJSON line ${number} (event ${events.length}): ${(error as Error).message}`);
     }
     NON_BLANK.lastIndex = end < 0 ? text.length : end + 1;
   }
-  if (events.length === 0) return reject("body_empty", "NDJSON body has no events (only blank lines)");
+  if (events.length === 0) return new AppError("body_empty", "NDJSON body has no events (only blank lines)");
   return events;
 }
 
@@ -140,14 +138,14 @@ export function keepExactNumbers(this: unknown, _key: string, value: unknown, co
   return value;
 }
 
-function decodeMsgpack(body: Buffer): unknown[] | Rejection {
+function decodeMsgpack(body: Buffer): unknown[] | AppError {
   let value: unknown;
   bigintBytes = 0;
   try {
     const records = body.includes(RECORD_DEFINITION) || body.includes(RECORD_DEFINITION_WIDE);
     value = (body.includes(PROTO_KEY) ? mapUnpackr : records ? recordsUnpackr : mapsUnpackr).unpack(body);
   } catch (error) {
-    return reject("body_undecodable", `Couldn't parse MessagePack content: ${(error as Error).message}`);
+    return new AppError("body_undecodable", `Couldn't parse MessagePack content: ${(error as Error).message}`);
   }
   return Array.isArray(value) ? value : [value];
 }

@@ -4,7 +4,8 @@
 // the whole request, so nothing of it is buffered. No awaits, no try/catch and no closures per event.
 import { TUPLE_HEAD, tupleHead, writeTuple } from "../store/tuples";
 import type { Format } from "./decode";
-import { reject, type Rejection } from "./rejections";
+import { MAX_NUMERIC_DIGITS } from "./numbers";
+import { AppError } from "../errors";
 import { dateText, eventMicros, type PgMicros } from "./time";
 
 export interface EncodeLimits {
@@ -38,7 +39,7 @@ export function encodeEvents(
   sourceId: number,
   receivedAt: PgMicros,
   limits: EncodeLimits,
-): Encoded | Rejection {
+): Encoded | AppError {
   const head = headOf(sourceId);
   const maxBytes = limits.maxEventBytes;
   walk.maxDepth = limits.maxDepth;
@@ -51,7 +52,7 @@ export function encodeEvents(
     if (event instanceof Map) event = mapToObject(event, 1);
     if (typeof event !== "object" || event === null || Array.isArray(event) || !isPlain(event)) {
       if (walk.problem) return failed(i);
-      return reject("not_an_event", `event ${i} is not an object (got ${describe(event)}); send an object or an array of objects`);
+      return new AppError("not_an_event", `event ${i} is not an object (got ${describe(event)}); send an object or an array of objects`);
     }
     const dt = eventMicros((event as { dt?: unknown }).dt) ?? receivedAt;
     if (deep ? normaliseObject(event as Record<string, unknown>, 1) : depthExceeds(event, 1, limits.maxDepth)) {
@@ -73,14 +74,14 @@ export function encodeEvents(
   if (scratch.length > SCRATCH_KEEP_BYTES) scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
   return { rows, count: events.length };
 
-  function tooLarge(i: number, bytes: number): Rejection {
-    return reject("event_too_large", `event ${i} is ${bytes} bytes as stored; the limit is ${maxBytes} bytes (INGEST_MAX_EVENT_BYTES)`);
+  function tooLarge(i: number, bytes: number): AppError {
+    return new AppError("event_too_large", `event ${i} is ${bytes} bytes as stored; the limit is ${maxBytes} bytes (INGEST_MAX_EVENT_BYTES)`);
   }
 
-  function failed(i: number): Rejection {
+  function failed(i: number): AppError {
     const message = `event ${i}: ${walk.problem}`;
     walk.problem = "";
-    return reject(walk.problemReason, message);
+    return new AppError(walk.problemReason, message);
   }
 }
 
@@ -145,8 +146,6 @@ function normaliseArray(array: unknown[], depth: number): boolean {
 }
 
 const FAILED = Symbol("failed");
-/** PostgreSQL's numeric holds at most 131072 digits before the decimal point. */
-const MAX_NUMERIC_DIGITS = 131_072;
 
 /**
  * An integer as exact JSON, or (past what numeric holds) as the string of its digits. Its render

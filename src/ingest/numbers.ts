@@ -3,6 +3,12 @@
 // carry (an integer beyond 2^53, an overflow, an underflow to 0); string contents never count.
 // Pure; no I/O.
 
+/**
+ * PostgreSQL's numeric holds at most 131072 digits before the decimal point: an integer with more
+ * is kept as the string of its digits (decode.ts for JSON, encode.ts for MessagePack's BigInt).
+ */
+export const MAX_NUMERIC_DIGITS = 131_072;
+
 /** Runs that may belong to a number a double can't carry (two regexes: twice as fast as one with "|"). */
 const LONG_DIGIT_RUN = /\d{16}/;
 const LONG_EXPONENT = /[eE][+-]?\d{3}/;

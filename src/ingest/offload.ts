@@ -8,17 +8,23 @@
 // the bench's peak RSS past its aim). A job goes to the one with fewer waiting. The body is
 // transferred (the caller must not use it after). A MessagePack array header is read first
 // (headerRefusal, by accept.ts before the body is charged): 20 million events are refused without a hop.
+import { availableParallelism } from "node:os";
 import { measureBody } from "./bounds";
 import type { Format } from "./decode";
 import type { PrepareLimits } from "./prepare";
 import type { PgMicros } from "./time";
-import { reject, REASONS, type Reason, type Rejection } from "./rejections";
+import { AppError } from "../errors";
 import type { Job, Outcome } from "./worker";
 
 /** Decompressed bodies from this size go to the worker; below it the hop costs more than it saves. */
 export const OFFLOAD_FROM_BYTES = 1024 * 1024;
-/** Two: the machines logpond is measured on have two cores or more; past that, big bodies queue. */
-const WORKERS = 2;
+/**
+ * One thread per core, so big bodies decode side by side as far as the machine allows (two on the
+ * two-core machines logpond is measured on; past that, big bodies queue). At least one; at most
+ * four: each thread keeps a heap of its own, and the main thread (which reads and inflates every
+ * body) and the flush thread need cores too. Not measured beyond two.
+ */
+const WORKERS = Math.min(4, Math.max(1, availableParallelism()));
 
 export interface Prepared {
   rows: Uint8Array;
@@ -26,10 +32,10 @@ export interface Prepared {
 }
 
 /** A MessagePack array header that refuses the body by itself (too many events), read without a hop. */
-export function headerRefusal(body: Uint8Array, format: Format, limits: PrepareLimits): Rejection | undefined {
+export function headerRefusal(body: Uint8Array, format: Format, limits: PrepareLimits): AppError | undefined {
   if (format !== "msgpack") return undefined;
   const header = measureBody(body.subarray(0, 5), format, { maxEvents: limits.maxEventsPerRequest, maxDecompressedBytes: limits.maxDecompressedBytes, maxDepth: limits.maxDepth, maxEventBytes: limits.maxEventBytes });
-  return typeof header === "object" ? header : undefined;
+  return header instanceof AppError ? header : undefined;
 }
 
 export class DecodeWorker {
@@ -42,7 +48,7 @@ export class DecodeWorker {
   }
 
   /** The caller has checked headerRefusal first. */
-  run(body: Uint8Array, format: Format, sourceId: number, receivedAt: PgMicros, limits: PrepareLimits): Promise<Prepared | Rejection> {
+  run(body: Uint8Array, format: Format, sourceId: number, receivedAt: PgMicros, limits: PrepareLimits): Promise<Prepared | AppError> {
     this.start();
     const thread = this.threads.reduce((a, b) => (b.waiting < a.waiting ? b : a));
     const own = body.byteOffset === 0 && body.buffer.byteLength === body.byteLength;
@@ -68,13 +74,13 @@ class Thread {
     this.spawn();
   }
 
-  run(job: Job): Promise<Prepared | Rejection> {
+  run(job: Job): Promise<Prepared | AppError> {
     const worker = this.worker ?? this.spawn();
     return new Promise((resolve) => {
       this.pending.set(job.id, (outcome) => {
         if ("rows" in outcome) resolve({ rows: outcome.rows, count: outcome.count } satisfies Prepared);
-        else if (outcome.reason in REASONS) resolve(reject(outcome.reason as Reason, outcome.message));
-        else resolve(reject("overloaded", "This request could not be decoded now; retry after the time in Retry-After"));
+        else if ("reason" in outcome) resolve(new AppError(outcome.reason, outcome.message));
+        else resolve(new AppError("overloaded", "This request could not be decoded now; retry after the time in Retry-After"));
       });
       worker.postMessage(job, [job.body.buffer as ArrayBuffer]);
     });
@@ -106,7 +112,7 @@ class Thread {
   }
 
   private failAll(): void {
-    for (const [id, settle] of this.pending) settle({ id, reason: "worker_failed", message: "" });
+    for (const [id, settle] of this.pending) settle({ id, failed: true });
     this.pending.clear();
   }
 }

@@ -4,32 +4,36 @@
 import { checkEventCount, measureBody, type CostLimits } from "./bounds";
 import { decodeBody, type Format } from "./decode";
 import { encodeEvents, type EncodeLimits, type Encoded } from "./encode";
-import { isRejection, reject, type Rejection } from "./rejections";
+import { RING_COST_FACTOR } from "../buffer/ring";
+import { AppError } from "../errors";
 import type { PgMicros } from "./time";
 
 export interface PrepareLimits extends EncodeLimits {
   maxDecompressedBytes: number;
   maxEventsPerRequest: number;
   bufferMaxEvents: number;
-  bufferMaxBytes: number;
+  /** The most bytes of rows the ring holds: BUFFER_MAX_BYTES / RING_COST_FACTOR (buffer/ring.ts). */
+  ringMaxBytes: number;
 }
 
-export function prepareBody(body: Uint8Array, format: Format, sourceId: number, receivedAt: PgMicros, limits: PrepareLimits): Encoded | Rejection {
+export function prepareBody(body: Uint8Array, format: Format, sourceId: number, receivedAt: PgMicros, limits: PrepareLimits): Encoded | AppError {
   const cost = costLimits(limits);
   const measured = measureBody(body, format, cost);
-  if (isRejection(measured)) return measured;
+  if (measured instanceof AppError) return measured;
   if (measured !== undefined && measured > limits.bufferMaxEvents) return neverFits(`${measured} events`, "BUFFER_MAX_EVENTS");
   const buffer = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   const events = decodeBody(buffer, format);
-  if (isRejection(events)) return events;
+  if (events instanceof AppError) return events;
   if (measured === undefined) {
     const tooMany = checkEventCount(events.length, cost);
     if (tooMany) return tooMany;
     if (events.length > limits.bufferMaxEvents) return neverFits(`${events.length} events`, "BUFFER_MAX_EVENTS");
   }
   const encoded = encodeEvents(events, format, sourceId, receivedAt, limits);
-  if (isRejection(encoded)) return encoded;
-  if (encoded.rows.length > limits.bufferMaxBytes) return neverFits(`${encoded.rows.length} bytes`, "BUFFER_MAX_BYTES");
+  if (encoded instanceof AppError) return encoded;
+  if (encoded.rows.length > limits.ringMaxBytes) {
+    return neverFits(`${encoded.rows.length} bytes of rows`, `${limits.ringMaxBytes} bytes of rows: BUFFER_MAX_BYTES / ${RING_COST_FACTOR}`);
+  }
   return encoded;
 }
 
@@ -37,6 +41,6 @@ function costLimits(limits: PrepareLimits): CostLimits {
   return { maxEvents: limits.maxEventsPerRequest, maxDecompressedBytes: limits.maxDecompressedBytes, maxDepth: limits.maxDepth, maxEventBytes: limits.maxEventBytes };
 }
 
-function neverFits(size: string, bound: string): Rejection {
-  return reject("never_fits", `Request holds ${size}, more than the ingestion buffer can ever hold (${bound}); split it into smaller requests`);
+function neverFits(size: string, bound: string): AppError {
+  return new AppError("never_fits", `Request holds ${size}, more than the ingestion buffer can ever hold (${bound}); split it into smaller requests`);
 }

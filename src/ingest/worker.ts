@@ -1,8 +1,11 @@
 // The decode worker's side (see offload.ts): a body in, its COPY tuples out (copied out of the
-// encoder's scratch once, then transferred), or the refusal's reason and message. Runs prepareBody and nothing else.
+// encoder's scratch once, then transferred), or the refusal's reason and message, or (it threw)
+// that it failed. Runs prepareBody and nothing else.
 import { pack } from "msgpackr";
+import { ringMaxBytes } from "../buffer/ring";
+import { DEFAULTS } from "../config";
+import { AppError, type Reason } from "../errors";
 import { prepareBody, type PrepareLimits } from "./prepare";
-import { isRejection } from "./rejections";
 import type { Format } from "./decode";
 import { microsOfMillis, type PgMicros } from "./time";
 
@@ -15,12 +18,21 @@ export interface Job {
   limits: PrepareLimits;
 }
 
-export type Outcome = { id: number; rows: Uint8Array; count: number } | { id: number; reason: string; message: string };
+export type Outcome = { id: number; rows: Uint8Array; count: number } | { id: number; reason: Reason; message: string } | { id: number; failed: true };
 
 declare const self: Worker;
 
 // Warm-up: the first big body would otherwise run the walk, the parsers and the encoder cold.
-const WARM_LIMITS: PrepareLimits = { maxEventBytes: 1 << 20, maxDepth: 64, maxDecompressedBytes: 100 << 20, maxEventsPerRequest: 100_000, bufferMaxEvents: 1_000_000, bufferMaxBytes: 256 << 20 };
+// Under the default configuration's limits, not the service's: a service with tight ones (a small
+// BUFFER_MAX_EVENTS) would refuse the warm-up bodies before they reach the encoder.
+const WARM_LIMITS: PrepareLimits = {
+  maxEventBytes: DEFAULTS.INGEST_MAX_EVENT_BYTES,
+  maxDepth: DEFAULTS.INGEST_MAX_DEPTH,
+  maxDecompressedBytes: DEFAULTS.INGEST_MAX_DECOMPRESSED_BYTES,
+  maxEventsPerRequest: DEFAULTS.INGEST_MAX_EVENTS_PER_REQUEST,
+  bufferMaxEvents: DEFAULTS.BUFFER_MAX_EVENTS,
+  ringMaxBytes: ringMaxBytes(DEFAULTS.BUFFER_MAX_BYTES),
+};
 const warmEvents = Array.from({ length: 8_000 }, (_, i) => ({ message: `warm-up ${i}`, level: "info", n: i, nested: { ok: true, list: [1, 2, 3] } }));
 for (let round = 0; round < 3; round++) {
   prepareBody(Buffer.from(JSON.stringify(warmEvents)), "json", 0, microsOfMillis(Date.now()), WARM_LIMITS);
@@ -47,7 +59,7 @@ function answer(job: Job): void {
   let outcome: Outcome;
   try {
     const prepared = prepareBody(body, format, sourceId, receivedAt, limits);
-    if (isRejection(prepared)) outcome = { id, reason: prepared.reason, message: prepared.message };
+    if (prepared instanceof AppError) outcome = { id, reason: prepared.reason, message: prepared.message };
     else {
       const rows = Buffer.from(prepared.rows); // a copy: the scratch stays here
       // A Buffer this size has an ArrayBuffer of its own (the pool is for small ones): transfer it.
@@ -56,8 +68,8 @@ function answer(job: Job): void {
       self.postMessage({ id, rows: bytes, count: prepared.count } satisfies Outcome, [bytes.buffer]);
       return;
     }
-  } catch (error) {
-    outcome = { id, reason: "internal", message: (error as Error).message };
+  } catch {
+    outcome = { id, failed: true };
   }
   self.postMessage(outcome);
 }

@@ -1,7 +1,7 @@
 // Query tree → a predicate over a parsed event, for the live stream (rows that never leave memory).
 // It must say exactly what query/sql.ts says in PostgreSQL, so it reproduces jsonb's text output
 // (key order, spacing, numeric notation) and ILIKE's folding, which in the embedded database's C
-// ctype lowers ASCII letters only. Checked against PostgreSQL on random events (test/unit/query.test.ts).
+// ctype lowers ASCII letters only. Checked against PostgreSQL on random events (test/integration/query-language.test.ts).
 import type { Node } from "./parse";
 import { jsonEscape } from "./sql";
 

@@ -137,7 +137,7 @@ async function timed<T>(sql: Sql, timeoutMs: number, work: (tx: Sql) => Promise<
   } catch (error) {
     if ((error as { code?: string }).code === "57014") {
       throw new AppError(
-        "unavailable",
+        "query_timeout",
         `the query took longer than ${timeoutMs} ms (QUERY_TIMEOUT_MS) and was cancelled; narrow from/to, the sources or the query`,
       );
     }

@@ -1,6 +1,6 @@
 // Query tree → a SQL condition over `raw`, with every value a bound parameter ($n). The meaning of
 // each operator is the one query/match.ts gives in JavaScript for the live stream; the two are
-// checked against each other on random events (test/unit/query.test.ts). Never interpolates text.
+// checked against each other on random events (test/integration/query-language.test.ts). Never interpolates text.
 // Every leaf is wrapped in coalesce(…, false) so NOT of a missing field is true, as in JS.
 import type { Node } from "./parse";
 

@@ -5,6 +5,7 @@
 // batch has been handed to every live client, synchronously, which is what makes the switch from
 // a client's catch-up (storage, seq ≤ lastSeq) to live (seq > lastSeq) gap- and duplicate-free.
 // Never blocks the flusher: a subscriber callback only stores a reference.
+import { BATCHES_CHANNEL } from "../store/copy";
 import type { Sql } from "../store/db";
 import type { TailClient } from "./client";
 import { blockOf, eventOf, rowsOfBatch, type CommittedRows, type TailRow } from "./rows";
@@ -12,7 +13,6 @@ import { blockOf, eventOf, rowsOfBatch, type CommittedRows, type TailRow } from 
 const EMPTY = new Uint8Array(0);
 import { readBatchRows } from "./storage";
 
-export const CHANNEL = "logpond_batches";
 /** Batches of this process waiting for their notification; more means NOTIFY is not arriving. */
 const MAX_LOCAL_WAITING = 256;
 /**
@@ -42,7 +42,7 @@ export class TailHub {
 
   async start(): Promise<void> {
     const { unlisten } = await this.sql.listen(
-      CHANNEL,
+      BATCHES_CHANNEL,
       (payload) => this.notified(Number(payload)),
       () => {
         // (Re)connected: notifications sent while the connection was down are lost, so every

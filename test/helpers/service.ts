@@ -17,7 +17,8 @@ export interface Service {
 export async function spawnService(env: Record<string, string>, command = [process.execPath, MAIN]): Promise<Service> {
   const proc = Bun.spawn(command, {
     cwd: ROOT,
-    env: { ...process.env, API_PORT: "0", INGEST_PORT: "0", API_TOKEN: SERVICE_API_TOKEN, EMBEDDED_PG_PORT: "0", ...env },
+    // LOG_LEVEL: callers read the log lines (a LOG_LEVEL=silent in the shell must not hide them).
+    env: { ...process.env, API_PORT: "0", INGEST_PORT: "0", API_TOKEN: SERVICE_API_TOKEN, EMBEDDED_PG_PORT: "0", LOG_LEVEL: "info", ...env },
     stdout: "pipe",
     stderr: "pipe",
   });

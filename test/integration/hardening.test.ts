@@ -7,6 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import * as path from "node:path";
 import { Packr } from "msgpackr";
+import { RING_COST_FACTOR, ringMaxBytes } from "../../src/buffer/ring";
 import { pendingSpills, replaySpills, spillFolder, writeSpill } from "../../src/buffer/spill";
 import { loadConfig } from "../../src/config";
 import { SourceCache, type SourceRow } from "../../src/sources/cache";
@@ -182,14 +183,16 @@ describe("requests that can never fit → 413, never 503", () => {
     }
   });
 
-  test("more bytes than BUFFER_MAX_BYTES (a big body: decided on the decode worker)", async () => {
-    const small = await startTestLogpond({ BUFFER_MAX_BYTES: String(1024 * 1024) });
+  test("more bytes than the ring holds of BUFFER_MAX_BYTES (a big body: decided on the decode worker)", async () => {
+    const bufferMaxBytes = 1024 * 1024;
+    const small = await startTestLogpond({ BUFFER_MAX_BYTES: String(bufferMaxBytes) });
     try {
       const source = await small.createSource();
       const body = JSON.stringify(Array.from({ length: 3 }, (_, i) => ({ n: i, text: "x".repeat(500_000) })));
       const response = await small.ingest(source.token, body);
       expect(response.status).toBe(413);
-      expect(await response.text()).toContain("BUFFER_MAX_BYTES");
+      // The figure the refusal is decided by: rows up to BUFFER_MAX_BYTES / RING_COST_FACTOR.
+      expect(await response.text()).toContain(`can ever hold (${ringMaxBytes(bufferMaxBytes)} bytes of rows: BUFFER_MAX_BYTES / ${RING_COST_FACTOR})`);
       expect(await small.stored(source.id)).toEqual([]);
     } finally {
       await small.stop();

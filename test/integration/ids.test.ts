@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import postgres from "postgres";
 import type { CommittedBatch } from "../../src/buffer/flusher";
+import { BATCHES_CHANNEL } from "../../src/store/copy";
 import { idOf, sourceOf, tuplesOf } from "../../src/store/tuples";
 import { startTestLogpond, type TestLogpond } from "../helpers/logpond";
 
@@ -26,7 +27,7 @@ afterAll(async () => {
 test("ids are unique across two streams and two processes; seq follows commit order", async () => {
   const source = await a.createSource();
   const heard: number[] = [];
-  const listening = await admin.listen("logpond_batches", (payload) => heard.push(Number(payload)));
+  const listening = await admin.listen(BATCHES_CHANNEL, (payload) => heard.push(Number(payload)));
   const published: CommittedBatch[] = [];
   const unsubscribe = [a, b].map((lp) => lp.flusher.subscribe((batch) => published.push(batch)));
   // Wait until instance b has heard of the source (LISTEN/NOTIFY between instances; the deadlines

@@ -38,6 +38,21 @@ test("SIGTERM drains the buffer and exits 0", async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
+test("LOG_LEVEL=silent: the banner, and no log line", async () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-silent-"));
+  try {
+    const lp = await start({ DATABASE_URL: process.env.LOGPOND_TEST_DATABASE_URL!, DATA_DIR: dataDir, LOG_LEVEL: "silent" });
+    lp.proc.kill("SIGTERM");
+    expect(await lp.proc.exited).toBe(0);
+    expect(lp.output()).toContain("logpond is running");
+    // Log lines open with their time; the info level's stop says "stopped; nothing left behind".
+    expect(lp.output()).not.toMatch(/^\d{4}-\d\d-\d\dT/m);
+    expect(lp.output()).not.toContain("stopped");
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
 test("a bad configuration lists every problem and exits 2", async () => {
   const proc = Bun.spawn([process.execPath, MAIN], {
     env: { ...process.env, API_PORT: "x", INGEST_ACK: "maybe", FLUSH_INTERVAL_MS: "0" },

@@ -130,7 +130,7 @@ describe("resume", () => {
     // The live start is the last batch the hub has handed out, which moves on its NOTIFY: on a
     // loaded machine that can come after flush() returns, and a live start before rows 0–2 would
     // rightly replay them. Wait for it, so the position is after them.
-    const [{ seq }] = await lp.sql<{ seq: number }[]>`select max(seq)::float8 as seq from flush_batches`;
+    const seq = (await lp.sql<{ seq: number }[]>`select max(seq)::float8 as seq from flush_batches`)[0]!.seq;
     await waitFor(() => lp.tail.lastSeq >= seq, "the hub to hand out rows 0–2's batch");
     const first = await open(lp, `source_ids=${source.id}`);
     await first.until(() => first.position !== undefined, 20_000, "the live start's id");

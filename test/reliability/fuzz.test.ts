@@ -13,7 +13,8 @@ import { Packr } from "msgpackr";
 import postgres from "postgres";
 import { decodeBody, type Format } from "../../src/ingest/decode";
 import { encodeEvents } from "../../src/ingest/encode";
-import { isRejection } from "../../src/ingest/rejections";
+import { MAX_NUMERIC_DIGITS } from "../../src/ingest/numbers";
+import { AppError } from "../../src/errors";
 import { openFlushConnection } from "../../src/store/copy";
 import { toText, tupleCount, tuplesOf } from "../../src/store/tuples";
 import { eventMicros, microsOfMillis, microsText } from "../../src/ingest/time";
@@ -46,12 +47,12 @@ let caseNo = 0;
 function feed(label: string, body: Uint8Array, format: Format, expected?: unknown[]): void {
   const sourceId = BASE_SOURCE + caseNo++;
   const decoded = decodeBody(Buffer.from(body), format);
-  if (isRejection(decoded)) {
+  if (decoded instanceof AppError) {
     if (expected) throw new Error(`a valid ${label} body was refused: ${decoded.message}`);
     return;
   }
   const encoded = encodeEvents(decoded, format, sourceId, microsOfMillis(Date.now()), LIMITS);
-  if (isRejection(encoded)) {
+  if (encoded instanceof AppError) {
     if (expected) throw new Error(`a valid ${label} body was refused: ${encoded.message}`);
     return;
   }
@@ -115,7 +116,7 @@ function define(object: Record<string, unknown>, key: string, value: unknown): v
 
 /** CONTRACT §3 + README: integers exact; numbers a double can't hold at all → their text as a string. */
 function expectedNumberText(text: string): unknown {
-  if (/^-?\d+$/.test(text)) return text.length <= 131_072 ? BigInt(text) : text;
+  if (/^-?\d+$/.test(text)) return text.length <= MAX_NUMERIC_DIGITS ? BigInt(text) : text;
   const value = Number(text);
   if (!Number.isFinite(value) || (value === 0 && /[1-9]/.test(text.split(/[eE]/)[0]!))) return text;
   return value;

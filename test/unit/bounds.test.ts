@@ -7,7 +7,7 @@ import { Packr } from "msgpackr";
 import { walkBody, type CostLimits } from "../../src/ingest/bounds";
 import { decodeBody } from "../../src/ingest/decode";
 import { InFlight, COST_FACTOR } from "../../src/ingest/inflight";
-import { isRejection } from "../../src/ingest/rejections";
+import { AppError } from "../../src/errors";
 
 const generous: CostLimits = { maxEvents: 1_000_000, maxDecompressedBytes: 1 << 30, maxDepth: 64, maxEventBytes: 1 << 20 };
 const json = fc.letrec((tie) => ({
@@ -19,7 +19,7 @@ const events = fc.array(json.object, { minLength: 1, maxLength: 20 });
 
 function decodedCount(body: Buffer, format: "json" | "ndjson" | "msgpack"): number {
   const decoded = decodeBody(body, format);
-  if (isRejection(decoded)) throw new Error(decoded.message);
+  if (decoded instanceof AppError) throw new Error(decoded.message);
   return decoded.length;
 }
 
@@ -29,7 +29,7 @@ test("MessagePack, plain maps and records (one-byte and two-byte ids): the walk 
     fc.property(events, fc.integer({ min: 0, max: 2 }), fc.boolean(), (list, which, single) => {
       const body = packers[which]!.pack(single ? list[0] : list);
       const walked = walkBody(body, "msgpack", generous);
-      if (isRejection(walked)) throw new Error(walked.message);
+      if (walked instanceof AppError) throw new Error(walked.message);
       expect(walked).toBe(decodedCount(body, "msgpack"));
     }),
     { numRuns: 300 },
@@ -58,7 +58,7 @@ test("the walk refuses past its bounds, with the contract's reasons", () => {
   const small: CostLimits = { maxEvents: 3, maxDecompressedBytes: 16_000, maxDepth: 4, maxEventBytes: 100 };
   const reason = (body: Buffer | string, format: "json" | "msgpack" | "ndjson") => {
     const walked = walkBody(typeof body === "string" ? Buffer.from(body) : body, format, small);
-    return isRejection(walked) ? walked.reason : walked;
+    return walked instanceof AppError ? walked.reason : walked;
   };
   expect(reason("[{},{},{},{}]", "json")).toBe("too_many_events");
   expect(reason("{}\n{}\n{}\n{}\n", "ndjson")).toBe("too_many_events");

@@ -4,7 +4,7 @@ import { expect, test } from "bun:test";
 import { Packr } from "msgpackr";
 import { decodeBody, parseContentType } from "../../src/ingest/decode";
 import { encodeEvents } from "../../src/ingest/encode";
-import { isRejection } from "../../src/ingest/rejections";
+import { AppError } from "../../src/errors";
 import { eventMicros, microsText } from "../../src/ingest/time";
 import { fieldsOf, fromText, idOf, setIds, toText, tuplesOf } from "../../src/store/tuples";
 
@@ -16,17 +16,17 @@ const limits = { maxEventBytes: 1 << 20, maxDepth: 64 };
 
 function outcome(body: Buffer, format: "json" | "msgpack" | "ndjson") {
   const decoded = decodeBody(body, format);
-  if (isRejection(decoded)) return decoded;
+  if (decoded instanceof AppError) return decoded;
   return encodeEvents(decoded, format, 1, eventMicros("2026-01-01T00:00:00.000Z")!, limits);
 }
 
 test("every truncated prefix of a valid JSON body is refused (406 reasons)", () => {
   const body = Buffer.from(JSON.stringify([events[0], { ...events[0], message: "two" }]));
-  expect(isRejection(outcome(body, "json"))).toBe(false);
+  expect(outcome(body, "json")).not.toBeInstanceOf(AppError);
   for (let length = 0; length < body.length; length++) {
     const result = outcome(body.subarray(0, length), "json");
-    expect(isRejection(result)).toBe(true);
-    if (isRejection(result)) expect(["body_empty", "body_undecodable", "not_an_event"]).toContain(result.reason);
+    expect(result).toBeInstanceOf(AppError);
+    if (result instanceof AppError) expect(["body_empty", "body_undecodable", "not_an_event"]).toContain(result.reason);
   }
 });
 
@@ -35,12 +35,12 @@ test.each([
   ["records", new Packr({ useRecords: true })],
 ])("every truncated prefix of a valid MessagePack body (%s) is refused", (_label, packr) => {
   const body = Buffer.from(packr.pack(events));
-  expect(isRejection(outcome(body, "msgpack"))).toBe(false);
+  expect(outcome(body, "msgpack")).not.toBeInstanceOf(AppError);
   for (let length = 0; length < body.length; length++) {
     const result = outcome(body.subarray(0, length), "msgpack");
     // A prefix can be a complete smaller value (e.g. an empty array header); what matters is no throw,
     // and that nothing but a whole valid body is accepted as these events.
-    if (!isRejection(result)) expect(result.count).toBeLessThan(events.length);
+    if (!(result instanceof AppError)) expect(result.count).toBeLessThan(events.length);
   }
 });
 
@@ -56,14 +56,14 @@ test("Content-Type parameters are ignored; unknown types are refused", () => {
   expect(parseContentType("application/json; charset=utf-8")).toBe("json");
   expect(parseContentType("Application/MsgPack")).toBe("msgpack");
   expect(parseContentType("application/x-ndjson")).toBe("ndjson");
-  expect(isRejection(parseContentType("text/plain"))).toBe(true);
-  expect(isRejection(parseContentType(null))).toBe(true);
+  expect(parseContentType("text/plain")).toBeInstanceOf(AppError);
+  expect(parseContentType(null)).toBeInstanceOf(AppError);
 });
 
 test("encoded rows are binary COPY tuples: one per event, the JSON text as JSON.stringify wrote it", () => {
   const event = { a: "tab\there", b: "back\\slash", c: "nl\n", d: "ünï 😀" };
   const result = encodeEvents([event, { dt: "0001-01-01T00:00:00.000001Z" }, { dt: "9999-12-31T23:59:59.999999Z" }], "json", 7, eventMicros("2026-01-01T00:00:00.000Z")!, limits);
-  if (isRejection(result)) throw new Error(result.message);
+  if (result instanceof AppError) throw new Error(result.message);
   const tuples = tuplesOf(result.rows);
   expect(tuples).toHaveLength(3);
   const fields = tuples.map(fieldsOf);
