@@ -26,7 +26,7 @@ import { openFlushConnection } from "./store/copy";
 import { openFlushStreams } from "./store/flush-thread";
 import { openStore, type Store } from "./store/db";
 import { DAY_MS, ensurePartitions } from "./store/partitions";
-import { tupleCount } from "./store/tuples";
+import { tupleCount } from "./codec/tuples";
 import { DAYS_AHEAD } from "./retention/sweep";
 import { queryRoutes } from "./query/routes";
 import { TailHub } from "./tail/hub";

@@ -16,7 +16,7 @@
 // keep the batch id and the ids.
 import { WriteError, type Commit, type FlushConnection, type IdRange } from "../store/copy";
 import type { Metrics } from "../metrics";
-import { idOf, setIds, sourceOf, toText, tuplesOf } from "../store/tuples";
+import { idOf, setIds, sourceOf, toText, tuplesOf } from "../codec/tuples";
 import type { Chunk, Ring, Rows } from "./ring";
 
 export type Stream = Pick<FlushConnection, "reserveIds" | "write" | "committed" | "deadLetter" | "forgetBatches">;

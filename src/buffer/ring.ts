@@ -1,5 +1,5 @@
 // The in-memory buffer between acceptance and COPY: a FIFO ring of chunks (one accepted request's
-// COPY tuples each, store/tuples.ts), bounded by events and bytes. Taken chunks still count against the bounds until
+// COPY tuples each, codec/tuples.ts), bounded by events and bytes. Taken chunks still count against the bounds until
 // the flusher releases them after commit, so memory stays bounded while PostgreSQL is away.
 // O(1) per push and per taken chunk. No I/O, no timers, nothing of HTTP or SQL.
 // Appended rows are copied into slabs of shared memory (SharedArrayBuffer) that are reused once
@@ -7,7 +7,7 @@
 // again costs no page faults. Small requests' rows share one open chunk (the tail) instead of one
 // chunk each; it is sealed when taken, when a chunk is placed behind it, or when it is full.
 // A chunk's rows must not be read after it is released: its slab may be written again.
-/** Binary COPY tuples (store/tuples.ts), off the JavaScript heap. */
+/** Binary COPY tuples (codec/tuples.ts), off the JavaScript heap. */
 export type Rows = Uint8Array;
 
 export interface Chunk {

@@ -7,13 +7,13 @@
 //
 // Format: a line "logpond-spill 2\n", then per entry a JSON line
 // {"batchId","events","bytes","firstId"?,"lastId"?} and exactly `bytes` bytes of COPY tuples
-// (store/tuples.ts) whose ids are set exactly when the entry has ids (a batch that had its ids
+// (codec/tuples.ts) whose ids are set exactly when the entry has ids (a batch that had its ids
 // when the stop came). Version 1 files (COPY text lines, id-prefixed when the entry has ids; written
 // before binary COPY) are still read: their lines become tuples.
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import * as path from "node:path";
 import type { IdRange } from "../store/copy";
-import { fromText } from "../store/tuples";
+import { fromText } from "../codec/tuples";
 import type { Rows } from "./ring";
 
 export interface SpillEntry {

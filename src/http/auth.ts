@@ -1,7 +1,19 @@
-// Bearer-token reading and constant-time comparison, shared by both listeners.
+// Tokens: generating them (source and API tokens), reading a bearer header, comparing in constant
+// time; shared by both listeners and the sources service.
 // Tokens are compared as SHA-256 digests, so neither their content nor their length leaks
 // through timing.
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, randomInt, timingSafeEqual } from "node:crypto";
+import { AppError } from "../errors";
+
+const TOKEN_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const TOKEN_LENGTH = 24;
+
+/** 24 base62 characters from the CSPRNG (randomInt rejects biased draws). */
+export function generateToken(): string {
+  let token = "";
+  for (let i = 0; i < TOKEN_LENGTH; i++) token += TOKEN_ALPHABET[randomInt(TOKEN_ALPHABET.length)];
+  return token;
+}
 
 /** The token of an `Authorization: Bearer <token>` header; the scheme is case-insensitive. */
 export function bearerToken(authorization: string | null | undefined): string | undefined {
@@ -19,4 +31,11 @@ export function digest(token: string): Buffer {
 /** True when `token` matches the token whose digest is `expected`. */
 export function tokenMatches(token: string | undefined, expected: Buffer): boolean {
   return token !== undefined && timingSafeEqual(digest(token), expected);
+}
+
+/** 401 unless the request carries the API token whose digest is `digest`. */
+export function requireApiToken(request: Request, digest: Buffer): void {
+  if (!tokenMatches(bearerToken(request.headers.get("authorization")), digest)) {
+    throw new AppError("unauthorized", "Invalid authentication");
+  }
 }

@@ -13,11 +13,11 @@ import type { SourceCache } from "../sources/cache";
 import { declaredLength, decompress, gzipSizeHint, identityBody, parseEncoding, readBody, type BodyLimits } from "./body";
 import { DecodeWorker, headerRefusal, OFFLOAD_FROM_BYTES } from "./offload";
 import { prepareBody, type PrepareLimits } from "./prepare";
-import { parseContentType } from "./decode";
+import { parseContentType } from "./content-type";
 import type { InFlight } from "./inflight";
 import type { GcPacer } from "./gcpace";
 import type { RateLimiter } from "./ratelimit";
-import { microsOfMillis, type PgMicros } from "./time";
+import { microsOfMillis, type PgMicros } from "../codec/time";
 
 export interface IngestDeps {
   cache: SourceCache;

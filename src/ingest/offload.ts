@@ -9,10 +9,10 @@
 // transferred (the caller must not use it after). A MessagePack array header is read first
 // (headerRefusal, by accept.ts before the body is charged): 20 million events are refused without a hop.
 import { availableParallelism } from "node:os";
-import { measureBody } from "./bounds";
-import type { Format } from "./decode";
+import { measureBody } from "../codec/bounds";
+import type { Format } from "../codec/format";
 import type { PrepareLimits } from "./prepare";
-import type { PgMicros } from "./time";
+import type { PgMicros } from "../codec/time";
 import { AppError } from "../errors";
 import type { Job, Outcome } from "./worker";
 

@@ -1,12 +1,13 @@
 // Hops 2–3 for one body, as one pure function: bounds (bounds.ts) → decode → count → encode.
 // Runs inline for small bodies and on the decode worker (worker.ts) for big ones, so both paths
 // refuse the same requests with the same messages. No I/O, no state kept between calls.
-import { checkEventCount, measureBody, type CostLimits } from "./bounds";
-import { decodeBody, type Format } from "./decode";
-import { encodeEvents, type EncodeLimits, type Encoded } from "./encode";
+import { checkEventCount, measureBody, type CostLimits } from "../codec/bounds";
+import { decodeBody } from "../codec/decode";
+import type { Format } from "../codec/format";
+import { encodeEvents, type EncodeLimits, type Encoded } from "../codec/encode";
 import { RING_COST_FACTOR } from "../buffer/ring";
 import { AppError } from "../errors";
-import type { PgMicros } from "./time";
+import type { PgMicros } from "../codec/time";
 
 export interface PrepareLimits extends EncodeLimits {
   maxDecompressedBytes: number;

@@ -6,8 +6,8 @@ import { ringMaxBytes } from "../buffer/ring";
 import { DEFAULTS } from "../config";
 import { AppError, type Reason } from "../errors";
 import { prepareBody, type PrepareLimits } from "./prepare";
-import type { Format } from "./decode";
-import { microsOfMillis, type PgMicros } from "./time";
+import type { Format } from "../codec/format";
+import { microsOfMillis, type PgMicros } from "../codec/time";
 
 export interface Job {
   id: number;

@@ -4,8 +4,9 @@
 // may change between pages harmlessly). Every refusal is a 400 naming the parameter.
 import { createHash } from "node:crypto";
 import { AppError } from "../errors";
-import { eventTime } from "../ingest/time";
+import { eventTime } from "../codec/time";
 import { parseQuery, QueryError, type Node } from "./parse";
+import type { Sql } from "../store/db";
 
 export const BATCH_DEFAULT = 100;
 export const BATCH_MAX = 10_000;
@@ -162,4 +163,14 @@ export function nextLink(url: URL, cursor: string): string {
   for (const [key, value] of url.searchParams) if (key !== "cursor") target.searchParams.append(key, value);
   target.searchParams.set("cursor", cursor);
   return target.toString();
+}
+
+/** 404 naming every id that is malformed or not a source. */
+export async function checkSources(sql: Sql, ids: number[], malformed: string[]): Promise<void> {
+  const found = ids.length === 0 ? [] : await sql<{ id: string }[]>`select id::text as id from sources where id = any(${ids}::bigint[])`;
+  const known = new Set(found.map((row) => Number(row.id)));
+  const unknown = [...malformed, ...ids.filter((id) => !known.has(id)).map(String)];
+  if (unknown.length > 0) {
+    throw new AppError("not_found", `Source${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} ${unknown.length > 1 ? "were" : "was"} not found`);
+  }
 }

@@ -4,10 +4,10 @@
 import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
 import { AppError } from "../errors";
-import { bearerToken, tokenMatches } from "../http/auth";
+import { requireApiToken } from "../http/auth";
 import type { Sql } from "../store/db";
 import { readDeadLetters, readEvents } from "./read";
-import { makeCursor, nextLink, readBatch, readOrder, readRequest, readSourceIds } from "./request";
+import { checkSources, makeCursor, nextLink, readBatch, readOrder, readRequest, readSourceIds } from "./request";
 
 export interface QueryRoutesDeps {
   sql: Sql;
@@ -16,22 +16,6 @@ export interface QueryRoutesDeps {
 }
 
 const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
-
-export function requireApiToken(request: Request, digest: Buffer): void {
-  if (!tokenMatches(bearerToken(request.headers.get("authorization")), digest)) {
-    throw new AppError("unauthorized", "Invalid authentication");
-  }
-}
-
-/** 404 naming every id that is malformed or not a source. */
-export async function checkSources(sql: Sql, ids: number[], malformed: string[]): Promise<void> {
-  const found = ids.length === 0 ? [] : await sql<{ id: string }[]>`select id::text as id from sources where id = any(${ids}::bigint[])`;
-  const known = new Set(found.map((row) => Number(row.id)));
-  const unknown = [...malformed, ...ids.filter((id) => !known.has(id)).map(String)];
-  if (unknown.length > 0) {
-    throw new AppError("not_found", `Source${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} ${unknown.length > 1 ? "were" : "was"} not found`);
-  }
-}
 
 function page(rows: string[], next: string | null): Response {
   return new Response(`{"data":[${rows.join(",")}],"pagination":{"next":${JSON.stringify(next)}}}`, { headers: JSON_HEADERS });

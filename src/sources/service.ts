@@ -2,7 +2,7 @@
 // together with a NOTIFY (delivered at commit) so other instances' caches follow, and applied to
 // this process's cache at once.
 import { asc, count, eq, ilike, sql as sqlExpr } from "drizzle-orm";
-import { randomInt } from "node:crypto";
+import { generateToken } from "../http/auth";
 import { notFound } from "../errors";
 import type { Db } from "../store/db";
 import { sourceDeletions, sources } from "../store/schema";
@@ -10,16 +10,7 @@ import type { SourceCache } from "./cache";
 import { SOURCES_CHANNEL } from "./cache";
 import { tableNameFor, type SourceChanges, type SourceRow } from "./model";
 
-const TOKEN_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-const TOKEN_LENGTH = 24;
 const UNIQUE_VIOLATION = "23505";
-
-/** 24 base62 characters from the CSPRNG (randomInt rejects biased draws). */
-export function generateToken(): string {
-  let token = "";
-  for (let i = 0; i < TOKEN_LENGTH; i++) token += TOKEN_ALPHABET[randomInt(TOKEN_ALPHABET.length)];
-  return token;
-}
 
 export interface SourceService {
   list(query: { page: number; perPage: number; name?: string }): Promise<{ rows: SourceRow[]; total: number }>;

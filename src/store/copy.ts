@@ -1,6 +1,6 @@
 // One flush stream's connection to PostgreSQL, and the only code that writes log events.
 // A batch is one transaction: BEGIN; its id into flush_batches; COPY log_events FROM STDIN (binary
-// format: store/tuples.ts, ids already set); one statement that takes the next commit
+// format: codec/tuples.ts, ids already set); one statement that takes the next commit
 // seq (the counter row's lock is held until COMMIT, so seq follows commit order across streams
 // and processes), records seq and the id range in flush_batches and NOTIFYs logpond_batches; COMMIT. Every operation has a deadline; past it the connection is destroyed (never
 // reused, so no session is left "idle in transaction") and a new one is opened for the next try.
@@ -15,8 +15,8 @@
 // So the COPY's `reject` is watched here (`refusalOf`); that delivers the real error at once.
 import { once } from "node:events";
 import postgres from "postgres";
-import { COPY_HEADER, COPY_TRAILER, fieldsOf, fromText, setIds, tupleCount } from "./tuples";
-import { microsText } from "../ingest/time";
+import { COPY_HEADER, COPY_TRAILER, fieldsOf, fromText, setIds, tupleCount } from "../codec/tuples";
+import { microsText } from "../codec/time";
 
 export type WriteFailure = "data" | "failed" | "unknown";
 

@@ -5,8 +5,8 @@
 import { Elysia } from "elysia";
 import { AppError } from "../errors";
 import { compileMatcher } from "../query/match";
-import { checkSources, requireApiToken } from "../query/routes";
-import { readQuery, readSourceIds } from "../query/request";
+import { requireApiToken } from "../http/auth";
+import { checkSources, readQuery, readSourceIds } from "../query/request";
 import type { Sql } from "../store/db";
 import { TailClient, type ClientLimits } from "./client";
 import type { TailHub } from "./hub";

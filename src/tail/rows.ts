@@ -2,8 +2,8 @@
 // wrote (its COPY tuples, still in memory) and rows read back from PostgreSQL (other instances'
 // batches, resume). One TailRow is shared by every stream that shows it; its parsed event and its
 // JSON text are made at most once, and only for rows of sources some stream watches.
-import { microsText } from "../ingest/time";
-import { fieldsOf, sourceOf, tuplesOf } from "../store/tuples";
+import { microsText } from "../codec/time";
+import { fieldsOf, sourceOf, tuplesOf } from "../codec/tuples";
 
 export interface TailRow {
   seq: number;
@@ -23,7 +23,7 @@ export interface CommittedRows {
   rows: readonly Uint8Array[];
 }
 
-/** Rows of a batch's tuples (store/tuples.ts) whose source is in `watched`. */
+/** Rows of a batch's tuples (codec/tuples.ts) whose source is in `watched`. */
 export function rowsOfBatch(batch: CommittedRows, watched: ReadonlySet<number>): TailRow[] {
   const out: TailRow[] = [];
   for (const part of batch.rows) {

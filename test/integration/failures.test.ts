@@ -8,7 +8,7 @@ import { Flusher } from "../../src/buffer/flusher";
 import { Ring } from "../../src/buffer/ring";
 import { Metrics } from "../../src/metrics";
 import { openFlushConnection, WriteError, type IdRange } from "../../src/store/copy";
-import { fromText, idOf, sourceOf, tupleCount, tuplesOf } from "../../src/store/tuples";
+import { fromText, idOf, sourceOf, tupleCount, tuplesOf } from "../../src/codec/tuples";
 import { startTestLogpond, type TestLogpond } from "../helpers/logpond";
 
 const url = process.env.LOGPOND_TEST_DATABASE_URL!;

@@ -7,7 +7,7 @@ import postgres from "postgres";
 import { Ring } from "../../src/buffer/ring";
 import { WriteError } from "../../src/store/copy";
 import { openFlushStreams } from "../../src/store/flush-thread";
-import { fromText, setIds, tuplesOf } from "../../src/store/tuples";
+import { fromText, setIds, tuplesOf } from "../../src/codec/tuples";
 
 const url = process.env.LOGPOND_TEST_DATABASE_URL!;
 const admin = postgres(url, { max: 2, onnotice: () => {} });

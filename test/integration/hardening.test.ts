@@ -12,7 +12,7 @@ import { pendingSpills, replaySpills, spillFolder, writeSpill } from "../../src/
 import { loadConfig } from "../../src/config";
 import { SourceCache, type SourceRow } from "../../src/sources/cache";
 import { openFlushConnection } from "../../src/store/copy";
-import { fromText } from "../../src/store/tuples";
+import { fromText } from "../../src/codec/tuples";
 import type { Db } from "../../src/store/db";
 import { publicIngestHost } from "../../src/server";
 import { Metrics } from "../../src/metrics";

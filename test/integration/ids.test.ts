@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import postgres from "postgres";
 import type { CommittedBatch } from "../../src/buffer/flusher";
 import { BATCHES_CHANNEL } from "../../src/store/copy";
-import { idOf, sourceOf, tuplesOf } from "../../src/store/tuples";
+import { idOf, sourceOf, tuplesOf } from "../../src/codec/tuples";
 import { startTestLogpond, type TestLogpond } from "../helpers/logpond";
 
 const url = process.env.LOGPOND_TEST_DATABASE_URL!;

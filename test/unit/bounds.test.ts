@@ -1,11 +1,11 @@
-// The byte walk of ingest/bounds.ts against the decoders: for any value fast-check makes, packed
+// The byte walk of codec/bounds.ts against the decoders: for any value fast-check makes, packed
 // by msgpackr (plain maps, records, records with two-byte ids) or written as JSON / NDJSON, the
 // walk never refuses what fits and counts the events the decoder builds; and the in-flight budget.
 import { expect, test } from "bun:test";
 import fc from "fast-check";
 import { Packr } from "msgpackr";
-import { walkBody, type CostLimits } from "../../src/ingest/bounds";
-import { decodeBody } from "../../src/ingest/decode";
+import { walkBody, type CostLimits } from "../../src/codec/bounds";
+import { decodeBody } from "../../src/codec/decode";
 import { InFlight, COST_FACTOR } from "../../src/ingest/inflight";
 import { AppError } from "../../src/errors";
 

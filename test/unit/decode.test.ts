@@ -2,11 +2,12 @@
 // an exception; and many record definitions in one body decode.
 import { expect, test } from "bun:test";
 import { Packr } from "msgpackr";
-import { decodeBody, parseContentType } from "../../src/ingest/decode";
-import { encodeEvents } from "../../src/ingest/encode";
+import { decodeBody } from "../../src/codec/decode";
+import { parseContentType } from "../../src/ingest/content-type";
+import { encodeEvents } from "../../src/codec/encode";
 import { AppError } from "../../src/errors";
-import { eventMicros, microsText } from "../../src/ingest/time";
-import { fieldsOf, fromText, idOf, setIds, toText, tuplesOf } from "../../src/store/tuples";
+import { eventMicros, microsText } from "../../src/codec/time";
+import { fieldsOf, fromText, idOf, setIds, toText, tuplesOf } from "../../src/codec/tuples";
 
 const events = [
   { message: "hello", level: "info", nested: { n: 1, list: [1, 2.5, "x", null, true] }, dt: "2026-11-21T12:30:41Z" },

@@ -1,9 +1,9 @@
-// The exact-number detour decision (src/ingest/numbers.ts): strings that merely look like numbers
+// The exact-number detour decision (src/codec/numbers.ts): strings that merely look like numbers
 // keep the fast parse; number tokens a double may not carry take the exact one. A wrong "false"
 // would round a number silently, so the second list must always be true.
 import { expect, test } from "bun:test";
-import { decodeBody, keepExactNumbers } from "../../src/ingest/decode";
-import { holdsDoubtfulNumber, needsExactNumbers } from "../../src/ingest/numbers";
+import { decodeBody, keepExactNumbers } from "../../src/codec/decode";
+import { holdsDoubtfulNumber, needsExactNumbers } from "../../src/codec/numbers";
 
 const event = (value: string) => `{"message":"x","value":${value},"n":1}`;
 

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { dateText, eventMicros, eventTime, microsOfMillis, microsText } from "../../src/ingest/time";
+import { dateText, eventMicros, eventTime, microsOfMillis, microsText } from "../../src/codec/time";
 
 const at = "2026-11-21T12:30:41.695Z";
 test.each([

@@ -1,8 +1,8 @@
-// The binary COPY row format (store/tuples.ts): what the encoder writes, the flusher's ids, and the
+// The binary COPY row format (codec/tuples.ts): what the encoder writes, the flusher's ids, and the
 // readers (tail, dead letters, spill) see the same fields; a wrong count or a torn buffer throws.
 import { expect, test } from "bun:test";
-import { eventMicros } from "../../src/ingest/time";
-import { fieldsOf, fromText, idOf, setIds, sourceOf, toText, tupleCount, tupleHead, tuplesOf, writeTuple, COPY_HEADER, COPY_TRAILER, TUPLE_HEAD } from "../../src/store/tuples";
+import { eventMicros } from "../../src/codec/time";
+import { fieldsOf, fromText, idOf, setIds, sourceOf, toText, tupleCount, tupleHead, tuplesOf, writeTuple, COPY_HEADER, COPY_TRAILER, TUPLE_HEAD } from "../../src/codec/tuples";
 
 function tuples(...events: { source: number; dt: string; json: string }[]): Buffer {
   const out = Buffer.alloc(events.reduce((sum, e) => sum + TUPLE_HEAD + e.json.length * 3, 0));

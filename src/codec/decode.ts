@@ -1,4 +1,4 @@
-// Hop 2: bytes → a list of decoded events, per Content-Type. JSON and NDJSON keep integers beyond
+// Bytes → a list of decoded events, per format. JSON and NDJSON keep integers beyond
 // 2^53 exact (JSON.rawJSON) and numbers a double cannot hold at all (1e400, 1e-400) as strings of
 // their text; that slower parse runs only when the parsed value holds a doubtful number and a
 // number token (not a string) has a 16-digit run or a 3-digit exponent (parseJson, numbers.ts).
@@ -13,17 +13,7 @@ import { addExtension as addNoEvalExtension, Unpackr as NoEvalUnpackr } from "ms
 import { MAX_BIGINT_BYTES, MAX_BIGINT_BYTES_PER_REQUEST } from "./bounds";
 import { hasCandidate, holdsDoubtfulNumber, MAX_NUMERIC_DIGITS, needsExactNumbers } from "./numbers";
 import { AppError } from "../errors";
-
-export type Format = "json" | "ndjson" | "msgpack";
-
-export const CONTENT_TYPES: Record<string, Format> = {
-  "application/json": "json",
-  "application/x-ndjson": "ndjson",
-  "application/ndjson": "ndjson",
-  "application/jsonl": "ndjson",
-  "application/msgpack": "msgpack",
-  "application/x-msgpack": "msgpack",
-};
+import type { Format } from "./format";
 
 // int64AsType "auto": a double where exact, a BigInt beyond 2^53 (msgpackr supports it; its types lag).
 const MSGPACK_OPTIONS = { mapsAsObjects: true, int64AsType: "auto", structuredClone: false } as unknown as Options;
@@ -37,24 +27,6 @@ const PROTO_KEY = Buffer.from("__proto__");
 const RECORD_DEFINITION = Buffer.from([0xd4, 0x72]);
 const RECORD_DEFINITION_WIDE = Buffer.from([0xd5, 0x72]);
 const decoder = new TextDecoder();
-
-/**
- * A Map, not CONTENT_TYPES itself: an object lookup found "constructor" and "__proto__" (a 500
- * instead of 415). The usual header is exactly a key: one lookup, no strings made per request.
- */
-const FORMATS = new Map(Object.entries(CONTENT_TYPES));
-
-export function parseContentType(header: string | null): Format | AppError {
-  const exact = header === null ? undefined : FORMATS.get(header);
-  if (exact !== undefined) return exact;
-  const mediaType = (header ?? "").split(";", 1)[0]!.trim().toLowerCase();
-  const format = FORMATS.get(mediaType);
-  if (format !== undefined) return format;
-  return new AppError(
-    "unsupported_content_type",
-    `Content-Type ${header ? JSON.stringify(mediaType.slice(0, 64)) : "is missing and"} is not supported; use one of: ${Object.keys(CONTENT_TYPES).join(", ")}`,
-  );
-}
 
 /** The events of a body: an array of whatever the body holds; `encode.ts` checks each is an event. */
 export function decodeBody(body: Buffer, format: Format): unknown[] | AppError {

@@ -1,9 +1,9 @@
-// Hop 3: decoded events → binary COPY tuples (store/tuples.ts), all or nothing. Checks each event
+// Decoded events → binary COPY tuples (tuples.ts), all or nothing. Checks each event
 // (an object, nesting, size), normalises what JSON or PostgreSQL cannot hold, reads the event time,
 // and writes the tuple the flusher will send once it has set the id. The first bad event rejects
 // the whole request, so nothing of it is buffered. No awaits, no try/catch and no closures per event.
-import { TUPLE_HEAD, tupleHead, writeTuple } from "../store/tuples";
-import type { Format } from "./decode";
+import { TUPLE_HEAD, tupleHead, writeTuple } from "./tuples";
+import type { Format } from "./format";
 import { MAX_NUMERIC_DIGITS } from "./numbers";
 import { AppError } from "../errors";
 import { dateText, eventMicros, type PgMicros } from "./time";
@@ -149,7 +149,7 @@ const FAILED = Symbol("failed");
 
 /**
  * An integer as exact JSON, or (past what numeric holds) as the string of its digits. Its render
- * time is bounded before decoding: ingest/bounds.ts caps BigInt sizes per value and per request.
+ * time is bounded before decoding: codec/bounds.ts caps BigInt sizes per value and per request.
  */
 function bigintValue(value: bigint): unknown {
   const digits = value.toString();

@@ -1,4 +1,4 @@
-// Part of hop 2 (decode): decides whether a JSON text needs the exact-number parse (a reviver,
+// For decode.ts: decides whether a JSON text needs the exact-number parse (a reviver,
 // 3–4× slower than JSON.parse). Invariant: never "no" for a text with a number a double can't
 // carry (an integer beyond 2^53, an overflow, an underflow to 0); string contents never count.
 // Pure; no I/O.

@@ -1,9 +1,9 @@
-// Hop 1½: what decoding a body would cost, measured before a single object is built (CONTRACT
+// What decoding a body would cost, measured before a single object is built (CONTRACT
 // §3.1). One pass over the bytes counts events and values (every map, array and element), checks
 // nesting and the size of MessagePack BigInts; past a bound the request is refused here, so a
 // 19 KB body of 20 million empty maps never becomes 20 million objects. Reads bytes only: never
 // decodes strings, never allocates per value.
-import type { Format } from "./decode";
+import type { Format } from "./format";
 import { AppError } from "../errors";
 
 export interface CostLimits {
