@@ -1,15 +1,15 @@
 // The bench's ceilings, measured in the same run as the scenarios they divide:
 // (a) `psql \copy` of the same rows from a file, one stream (and two, shown beside it): what the
 //     database takes with no HTTP, no decoding; per corpus, the rows of its json-100 bodies, as the
-//     COPY text a user's own loader would write (logpond itself sends binary COPY, store/tuples.ts).
+//     COPY text a user's own loader would write (logpond itself sends binary COPY, codec/tuples.ts).
 // (b) a bare Bun.serve that reads the body and answers 202, under the same wrk -c64 as logpond.
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import * as path from "node:path";
-import { microsOfMillis } from "../src/ingest/time";
-import { setIds, toText, tuplesOf } from "../src/store/tuples";
-import { decodeBody } from "../src/ingest/decode";
-import { encodeEvents, type Encoded } from "../src/ingest/encode";
+import { microsOfMillis } from "../src/codec/time";
+import { setIds, toText, tuplesOf } from "../src/codec/tuples";
+import { decodeBody } from "../src/codec/decode";
+import { encodeEvents, type Encoded } from "../src/codec/encode";
 import { emptyRun, fmt, median, peakRss, cpuSeconds, resetPeakRss, type BenchContext, type Row, type Run } from "./lib";
 import { payload, type Corpus, type PayloadName } from "./payloads";
 import { runWrk, writeWrkFiles } from "./wrk";

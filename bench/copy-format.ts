@@ -1,14 +1,14 @@
 // `bun bench/copy-format.ts [--rows 200000] [--rounds 3] [--corpus realistic]`: PostgreSQL's side
 // of the COPY format choice (README "Storage layout"). The same rows — a corpus's json-100 bodies
 // as logpond's encoder writes them — go into log_events as COPY text (what psql \copy and logpond
-// before binary COPY send) and as binary COPY (store/tuples.ts), alternating, one stream, on an
+// before binary COPY send) and as binary COPY (codec/tuples.ts), alternating, one stream, on an
 // embedded PostgreSQL of its own. Prints rows/s and the backend's CPU µs per row, per round.
 import { readFileSync, rmSync } from "node:fs";
 import postgres from "postgres";
-import { decodeBody } from "../src/ingest/decode";
-import { encodeEvents, type Encoded } from "../src/ingest/encode";
-import { microsOfMillis } from "../src/ingest/time";
-import { COPY_HEADER, COPY_TRAILER, setIds, toText, tuplesOf } from "../src/store/tuples";
+import { decodeBody } from "../src/codec/decode";
+import { encodeEvents, type Encoded } from "../src/codec/encode";
+import { microsOfMillis } from "../src/codec/time";
+import { COPY_HEADER, COPY_TRAILER, setIds, toText, tuplesOf } from "../src/codec/tuples";
 import { benchDir, benchPostgres } from "./lib";
 import { payload, type Corpus } from "./payloads";
 

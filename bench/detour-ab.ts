@@ -4,8 +4,8 @@
 // "before issue 10": the whole-text regexes sent every realistic body through the reviver;
 // "strings cut out": numbers.ts's needsExactNumbers alone; "parse, walk, then cut": decode.ts now.
 import { payload } from "./payloads";
-import { keepExactNumbers } from "../src/ingest/decode";
-import { needsExactNumbers, hasCandidate, holdsDoubtfulNumber } from "../src/ingest/numbers";
+import { keepExactNumbers } from "../src/codec/decode";
+import { needsExactNumbers, hasCandidate, holdsDoubtfulNumber } from "../src/codec/numbers";
 const A=/\d{16}/, B=/[eE][+-]?\d{3}/;
 const variants: Record<string, (t: string) => unknown> = {
   "before issue 10 (whole-text regex)": (t: string) => (A.test(t) || B.test(t) ? JSON.parse(t, keepExactNumbers as any) : JSON.parse(t)),

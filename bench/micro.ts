@@ -1,12 +1,13 @@
 // Micro-benchmarks of the hot path's pure hops, per format and corpus: decode (bytes → values) and
-// encode (validate + normalise + render COPY text, one pass in src/ingest/encode.ts). No HTTP, no I/O.
+// encode (validate + normalise + render COPY text, one pass in src/codec/encode.ts). No HTTP, no I/O.
 // "JSON.parse with the exact-number reviver" is what every realistic JSON body cost before issue 10
 // (the whole-text check sent them all there); "decode" is what it costs now.
 //   bun bench/micro.ts            prints a table; imported by bench/run.ts for RESULTS.md
 import { gunzipSync } from "node:zlib";
-import { decodeBody, keepExactNumbers, type Format } from "../src/ingest/decode";
-import { encodeEvents } from "../src/ingest/encode";
-import { microsOfMillis } from "../src/ingest/time";
+import { decodeBody, keepExactNumbers } from "../src/codec/decode";
+import type { Format } from "../src/codec/format";
+import { encodeEvents } from "../src/codec/encode";
+import { microsOfMillis } from "../src/codec/time";
 import { AppError } from "../src/errors";
 import { CORPORA, payload, type Corpus, type PayloadName } from "./payloads";
 

@@ -2,7 +2,7 @@
 // compiling decoder and with its no-eval build (what decode.ts uses for every body). Run: npx bun bench/records-stall.ts [definitions=40000]
 import { Packr, Unpackr } from "msgpackr";
 import { Unpackr as NoEvalUnpackr } from "msgpackr/unpack-no-eval";
-import { decodeBody } from "../src/ingest/decode";
+import { decodeBody } from "../src/codec/decode";
 
 const definitions = Number(process.argv[2] ?? 40_000);
 // Each object has its own key set, so each is a new record definition; used 5 times so msgpackr compiles it (after its third read).

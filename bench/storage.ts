@@ -2,7 +2,7 @@
 // the numbers that chose the storage layout (README "Storage layout"). Standalone: its own
 // embedded PostgreSQL in a temporary directory, or BENCH_DATABASE_URL (scratch tables bench_*,
 // and log_events is filled — use an empty database).
-// 1. Setting ids in a batch's tuples (store/tuples.ts setIds): ns per event.
+// 1. Setting ids in a batch's tuples (codec/tuples.ts setIds): ns per event.
 // 2. Binary COPY of the same rows, batches of 20,000 in one transaction each (as the flusher), into the
 //    partitioned layout with each index candidate ÷ the same layout with no index. Rounds
 //    alternate the variants; medians.
@@ -14,7 +14,7 @@
 import { rmSync } from "node:fs";
 import * as path from "node:path";
 import postgres from "postgres";
-import { COPY_HEADER, COPY_TRAILER, fromText, setIds } from "../src/store/tuples";
+import { COPY_HEADER, COPY_TRAILER, fromText, setIds } from "../src/codec/tuples";
 import { runMigrations } from "../src/store/db";
 import { startEmbeddedPostgres } from "../src/store/embedded";
 import { ensurePartitions } from "../src/store/partitions";
