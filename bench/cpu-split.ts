@@ -6,6 +6,7 @@
 // How binary COPY's end-to-end figures in README "Storage layout" were taken.
 import { readdirSync, readFileSync } from "node:fs";
 import type { Corpus, PayloadName } from "./payloads";
+import { metricSum } from "./lib";
 import { startProbe } from "./probe";
 
 const [name = "json-100", corpus = "realistic", seconds = "10"] = process.argv.slice(2).filter((a) => !a.startsWith("--"));
@@ -36,7 +37,7 @@ function cpuUnder(dir: string, keyOf: (id: number, comm: string) => string): Map
 const cpuByProcess = () => cpuUnder("/proc", (pid, comm) => (pid === service.proc.pid ? "logpond" : comm.startsWith("postgres") ? "postgres" : comm));
 /** The service's threads, by name (the main thread is "main"). */
 const cpuByThread = () => cpuUnder(`/proc/${service.proc.pid}/task`, (tid, comm) => (tid === service.proc.pid ? "main" : comm));
-const metric = async (key: string) => Number(new RegExp(`^${key} (\\d+)`, "m").exec(await (await fetch(`${service.apiUrl}/metrics`)).text())![1]);
+const metric = async (key: string) => metricSum(await (await fetch(`${service.apiUrl}/metrics`)).text(), key)!;
 const drained = async () => {
   const received = await metric("logpond_ingest_events_received_total");
   while (!paused && (await metric("logpond_flush_events_total")) < received) await Bun.sleep(20);

@@ -129,3 +129,13 @@ export async function benchPostgres(work: string): Promise<{ url: string; stop: 
   await runMigrations(url);
   return { url, stop };
 }
+
+/**
+ * A counter or gauge from /metrics text, summed over its series (ingest counters are per protocol
+ * and source: a family with no series yet is 0); undefined when there is no such family.
+ */
+export function metricSum(text: string, name: string): number | undefined {
+  let sum = text.includes(`\n# TYPE ${name} `) ? 0 : undefined;
+  for (const match of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "gm"))) sum = (sum ?? 0) + Number(match[1]);
+  return sum;
+}

@@ -8,7 +8,7 @@
 import * as path from "node:path";
 import postgres from "postgres";
 import type { Service } from "../test/helpers/service";
-import { cpuSeconds, fmt, median, peakRss, resetPeakRss, type BenchContext, type Row, type Run } from "./lib";
+import { cpuSeconds, fmt, median, metricSum, peakRss, resetPeakRss, type BenchContext, type Row, type Run } from "./lib";
 import { payload, type Corpus, type PayloadName } from "./payloads";
 import { runWrk, WRK_CONNECTIONS, writeWrkFiles } from "./wrk";
 
@@ -140,9 +140,9 @@ async function countStored(sql: postgres.Sql, sources: { id: number }[]): Promis
 
 async function metric(service: Service, name: string): Promise<number> {
   const text = await (await fetch(`${service.apiUrl}/metrics`)).text();
-  const match = new RegExp(`^${name} (\\d+)$`, "m").exec(text);
-  if (!match) throw new Error(`metric ${name} not found`);
-  return Number(match[1]);
+  const value = metricSum(text, name);
+  if (value === undefined) throw new Error(`metric ${name} not found`);
+  return value;
 }
 
 const receivedEvents = (service: Service) => metric(service, "logpond_ingest_events_received_total");

@@ -4,6 +4,7 @@
 // How the flusher's stall under load was seen: with the flush connections on the main thread,
 // nothing was committed for the first 3.5 s of 1000-event @logtail/node bodies (store/flush-thread.ts).
 import type { Corpus, PayloadName } from "./payloads";
+import { metricSum } from "./lib";
 import { startProbe } from "./probe";
 
 const [name = "logtail-gzip-msgpack-1000", corpus = "realistic", seconds = "8"] = process.argv.slice(2).filter((a) => !a.startsWith("--"));
@@ -12,7 +13,7 @@ const probe = await startProbe("logpond-timeline-", name as PayloadName, corpus 
 
 async function counts() {
   const text = await (await fetch(`${probe.service.apiUrl}/metrics`)).text();
-  const value = (key: string) => Number(new RegExp(`^${key} (\\d+)`, "m").exec(text)?.[1] ?? NaN);
+  const value = (key: string) => metricSum(text, key) ?? NaN;
   return { received: value("logpond_ingest_events_received_total"), flushed: value("logpond_flush_events_total"), buffered: value("logpond_buffer_events") };
 }
 

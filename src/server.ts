@@ -109,7 +109,11 @@ export function managementApp(deps: {
             logpond_process_resident_bytes: { help: "Resident memory of the process (RSS).", value: process.memoryUsage.rss() },
             logpond_process_heap_bytes: { help: "JavaScript heap in use.", value: process.memoryUsage().heapUsed },
             logpond_tail_streams: { help: "Live-tail streams open.", value: deps.read.tail.size },
-            logpond_tail_batches_read_back: { help: "Committed batches the live tail read back from PostgreSQL (another instance's, or ours when its NOTIFY came first).", value: deps.read.tail.readBack },
+          }, {
+            counters: {
+              logpond_tail_batches_read_back_total: { help: "Committed batches the live tail read back from PostgreSQL (another instance's, or ours when its NOTIFY came first).", value: deps.read.tail.readBack },
+            },
+            sourceExists: (id) => deps.cache.has(id),
           }),
           { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } },
         ),
@@ -118,14 +122,14 @@ export function managementApp(deps: {
     .use(deps.web)
     .use(tailRoutes({ ...reading, hub: deps.read.tail, limits: deps.read.tailLimits, log: deps.log }))
     .use(sourceRoutes(deps.routes))
-    .use(queryRoutes({ ...reading, queryTimeoutMs: deps.read.queryTimeoutMs }));
+    .use(queryRoutes({ ...reading, queryTimeoutMs: deps.read.queryTimeoutMs, metrics: deps.metrics }));
 }
 
 export function ingestApp(deps: IngestDeps & { store: Store; log: (line: string) => void }) {
   return new Elysia({ name: "logpond/ingest" })
     .use(errorHandler(deps.log))
     .use(health(() => deps.store.ping()))
-    .post("/", ({ request }) => acceptRequest(request, deps), { parse: "none" })
+    .post("/", ({ request }) => acceptRequest(request, deps, "better_stack"), { parse: "none" })
     .options("/", () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS }));
 }
 

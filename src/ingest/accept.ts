@@ -8,7 +8,7 @@ import type { Flusher } from "../buffer/flusher";
 import type { AckMode } from "../config";
 import { AppError, errorResponse } from "../errors";
 import { bearerToken } from "../http/auth";
-import type { Metrics } from "../metrics";
+import type { IngestRequest, Metrics, Protocol } from "../metrics";
 import type { SourceCache } from "../sources/cache";
 import { declaredLength, decompress, gzipSizeHint, identityBody, parseEncoding, readBody, type BodyLimits } from "./body";
 import { DecodeWorker, headerRefusal, OFFLOAD_FROM_BYTES } from "./offload";
@@ -52,13 +52,16 @@ const ACCEPTED = new Response(null, { status: 202, headers: CORS_ORIGIN });
  * every hop before and after the body is synchronous, so a request awaits only its body, big
  * inflations, the decode worker, and (durable mode) its commit.
  */
-export async function acceptRequest(request: Request, deps: IngestDeps): Promise<Response> {
-  const { cache, ring, metrics, limits } = deps;
+export async function acceptRequest(request: Request, deps: IngestDeps, protocol: Protocol = "better_stack"): Promise<Response> {
+  const { cache, ring, limits } = deps;
+  // This request's tally: every answer below counts it once, by protocol and source, and times it.
+  const metrics = deps.metrics.ingestRequest(protocol);
 
   const token = bearerToken(request.headers.get("authorization"));
   if (token === undefined) return refuse(new AppError("missing_token", "Unauthorized"), metrics);
   const source = cache.lookup(token);
   if (source === undefined) return refuse(new AppError("invalid_token", "Unauthorized"), metrics);
+  metrics.sourceId = source.id;
   if (!deps.accepting()) return refuse(new AppError("shutting_down", "Service is shutting down; retry on another instance or later"), metrics);
   if (!ring.fits(1, 1)) return refuse(bufferFull(), metrics);
   const limiter = deps.rateLimiter;
@@ -83,7 +86,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
   if (declared !== undefined && declared >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body arrives
   if (declared !== undefined) {
     charged = deps.inFlight.charge(declared);
-    if (charged === undefined) return refuseUnread(overloaded(), declared, deps);
+    if (charged === undefined) return refuseUnread(overloaded(), declared, deps, metrics);
   }
   try {
     const raw = await readBody(request, declared, limits);
@@ -125,10 +128,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
 
     if (encoded.count === 0) return accepted(metrics, 0, rawBytes);
     if (limiter.enabled) limiter.spend(source.id, encoded.count);
-    if (source.paused) {
-      metrics.eventsDroppedPaused += encoded.count;
-      return accepted(metrics, encoded.count, rawBytes);
-    }
+    if (source.paused) return accepted(metrics, encoded.count, rawBytes, true);
 
     // Deleted while this request was read (a slow upload): nothing of it may land after the purge.
     if (!cache.has(source.id)) return refuse(new AppError("invalid_token", "Unauthorized"), metrics);
@@ -140,16 +140,14 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
     // The request's objects are gone once its chunk is in the ring: waiting costs no memory.
     deps.inFlight.release(charged);
     charged = undefined;
-    return await durable(encoded.rows, encoded.count, rawBytes, deps);
+    return await durable(encoded.rows, encoded.count, rawBytes, deps, metrics);
   } finally {
     if (charged !== undefined) deps.inFlight.release(charged);
   }
 }
 
-function accepted(metrics: Metrics, events: number, rawBytes: number): Response {
-  metrics.requestsAccepted++;
-  metrics.eventsReceived += events;
-  metrics.bytesReceived += rawBytes;
+function accepted(metrics: IngestRequest, events: number, rawBytes: number, droppedPaused = false): Response {
+  metrics.accepted(events, rawBytes, droppedPaused);
   return ACCEPTED.clone() as Response;
 }
 
@@ -157,8 +155,8 @@ function accepted(metrics: Metrics, events: number, rawBytes: number): Response 
  * Durable: answer when the flush holding these events has committed (group commit). Past the
  * deadline the chunk is abandoned; if the flusher already holds it, its answer decides.
  */
-async function durable(encodedRows: Uint8Array, count: number, rawBytes: number, deps: IngestDeps): Promise<Response> {
-  const { ring, metrics } = deps;
+async function durable(encodedRows: Uint8Array, count: number, rawBytes: number, deps: IngestDeps, metrics: IngestRequest): Promise<Response> {
+  const { ring } = deps;
   let settle!: (error?: Error) => void;
   const committed = new Promise<Error | undefined>((resolve) => (settle = resolve));
   const rows = rowBytes(encodedRows);
@@ -170,7 +168,7 @@ async function durable(encodedRows: Uint8Array, count: number, rawBytes: number,
   let outcome = await Promise.race([committed, late]);
   clearTimeout(timer);
   if (outcome === "late") {
-    metrics.durableTimeouts++;
+    deps.metrics.durableTimeouts++;
     outcome = ring.abandon(chunk) ? new Error("abandoned") : await committed;
   }
   if (outcome) return refuse(new AppError("storage_unavailable", "Storage did not commit this request in time (DURABLE_TIMEOUT_MS); nothing of it was or will be stored, retry later"), metrics);
@@ -191,16 +189,16 @@ function rowBytes(rows: Uint8Array): Uint8Array {
 }
 
 /** A body refused unread still arrives, into memory Bun frees with its Request: the collector is paced by it too. */
-function refuseUnread(refusal: AppError, declared: number, deps: IngestDeps): Response {
+function refuseUnread(refusal: AppError, declared: number, deps: IngestDeps, metrics: IngestRequest): Response {
   deps.gcPacer.handled(declared);
-  return refuse(refusal, deps.metrics);
+  return refuse(refusal, metrics);
 }
 
 function bufferFull(): AppError {
   return new AppError("buffer_full", "Ingestion buffer is full (BUFFER_MAX_EVENTS / BUFFER_MAX_BYTES); retry after a moment");
 }
 
-function refuse(refusal: AppError, metrics: Metrics): Response {
+function refuse(refusal: AppError, metrics: IngestRequest): Response {
   metrics.reject(refusal.reason);
   return errorResponse(refusal, CORS_ORIGIN);
 }

@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
 import { AppError } from "../errors";
 import { requireApiToken } from "../http/auth";
+import type { Metrics, QueryRoute } from "../metrics";
 import type { Sql } from "../store/db";
 import { readDeadLetters, readEvents } from "./read";
 import { checkSources, makeCursor, nextLink, readBatch, readOrder, readRequest, readSourceIds } from "./request";
@@ -13,6 +14,8 @@ export interface QueryRoutesDeps {
   sql: Sql;
   apiTokenDigest: Buffer;
   queryTimeoutMs: number;
+  /** Times each request (logpond_query_request_duration_seconds). */
+  metrics?: Metrics;
 }
 
 const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
@@ -21,17 +24,17 @@ function page(rows: string[], next: string | null): Response {
   return new Response(`{"data":[${rows.join(",")}],"pagination":{"next":${JSON.stringify(next)}}}`, { headers: JSON_HEADERS });
 }
 
-export function queryRoutes({ sql, apiTokenDigest, queryTimeoutMs }: QueryRoutesDeps) {
+export function queryRoutes({ sql, apiTokenDigest, queryTimeoutMs, metrics }: QueryRoutesDeps) {
   return new Elysia({ name: "logpond/query", prefix: "/api/v2/query" })
     .onBeforeHandle({ as: "scoped" }, ({ request }) => requireApiToken(request, apiTokenDigest))
-    .get("/live-tail", async ({ request }) => {
+    .get("/live-tail", timed(metrics, "/api/v2/query/live-tail", async ({ request }) => {
       const url = new URL(request.url);
       const read = readRequest(url);
       await checkSources(sql, read.sourceIds, read.malformed);
       const result = await readEvents(sql, read, queryTimeoutMs);
       return page(result.rows, result.next ? nextLink(url, makeCursor(read, result.next)) : null);
-    })
-    .get("/dead-letters", async ({ request }) => {
+    }))
+    .get("/dead-letters", timed(metrics, "/api/v2/query/dead-letters", async ({ request }) => {
       const url = new URL(request.url);
       // Silently ignoring a filter would hand back rows the caller asked to leave out.
       const unsupported = DEAD_LETTER_UNSUPPORTED.filter((name) => url.searchParams.has(name));
@@ -47,7 +50,23 @@ export function queryRoutes({ sql, apiTokenDigest, queryTimeoutMs }: QueryRoutes
       const result = await readDeadLetters(sql, { sourceIds: ids, batch, order, afterId }, queryTimeoutMs);
       const cursor = result.nextId === undefined ? null : Buffer.from(JSON.stringify({ v: 1, h: binding, i: result.nextId })).toString("base64url");
       return page(result.rows, cursor === null ? null : nextLink(url, cursor));
-    });
+    }));
+}
+
+/**
+ * A handler timed into its route's histogram, whatever it answers or throws (a 400 is timed too).
+ * Requests the token check refuses never reach it: they are no query.
+ */
+function timed(metrics: Metrics | undefined, route: QueryRoute, handler: (context: { request: Request }) => Promise<Response>) {
+  if (metrics === undefined) return handler;
+  return async (context: { request: Request }): Promise<Response> => {
+    const started = performance.now();
+    try {
+      return await handler(context);
+    } finally {
+      metrics.querySeconds(route, (performance.now() - started) / 1000);
+    }
+  };
 }
 
 /** Live-tail parameters a dead-letter listing cannot honour (refused with 400). */
