@@ -36,11 +36,7 @@ const DEFAULT_LIMITS: CostLimits = { maxEvents: 100_000, maxDecompressedBytes: 1
 
 /** The events of a body: an array of whatever the body holds; `encode.ts` checks each is an event. */
 export function decodeBody(body: Buffer, format: Format, limits: CostLimits = DEFAULT_LIMITS): unknown[] | AppError {
-  if (body.length === 0) {
-    // An empty OTLP request or Loki push is valid protobuf (no streams, no records): nothing to store.
-    if (format === "otlp-proto" || format === "loki-proto") return [];
-    return new AppError("body_empty", "Request body is empty; send one event or an array of events");
-  }
+  if (body.length === 0) return new AppError("body_empty", "Request body is empty; send one event or an array of events");
   switch (format) {
     case "otlp-proto":
       return decodeOtlpProto(body, { maxDepth: limits.maxDepth, maxValues: maxValues(limits) });

@@ -106,10 +106,10 @@ export function nestAttributes(target: Record<string, unknown>): void {
 
 function nest(target: Record<string, unknown>, key: string, value: unknown): void {
   const parts = key.split(".");
+  if (parts.includes("")) return setKey(target, key, value);
   let node = target;
   for (let i = 0; i < parts.length - 1; i++) {
     const part = parts[i]!;
-    if (part === "") return setKey(target, key, value);
     const existing = Object.hasOwn(node, part) ? node[part] : undefined;
     if (existing === undefined) {
       const child: Record<string, unknown> = {};
@@ -119,7 +119,6 @@ function nest(target: Record<string, unknown>, key: string, value: unknown): voi
     else return setKey(target, key, value);
   }
   const leaf = parts[parts.length - 1]!;
-  if (leaf === "") return setKey(target, key, value);
   const existing = Object.hasOwn(node, leaf) ? node[leaf] : undefined;
   if (existing !== undefined && (isObject(existing) || isObject(value))) return setKey(target, key, value);
   setKey(node, leaf, value);
