@@ -156,9 +156,11 @@ export function parseLabels(text: string): Json | string {
     const name = LABEL_NAME.exec(text.slice(at, at + 1024));
     if (!name) return `its labels have no valid name at position ${at}`;
     at = skipBlanks(text, at + name[0].length);
-    if (text[at] !== "=" || text[at + 1] !== '"') return `its label ${name[0]} has no ="value"`;
+    if (text[at] !== "=") return `its label ${name[0]} has no ="value"`;
+    at = skipBlanks(text, at + 1);
+    if (text[at] !== '"') return `its label ${name[0]} has no ="value"`;
     let value = "";
-    let i = at + 2;
+    let i = at + 1;
     for (; i < text.length && text[i] !== '"'; i++) {
       if (text[i] === "\\") {
         const next = text[++i];
