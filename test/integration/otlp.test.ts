@@ -9,6 +9,7 @@ import { OTLPLogExporter as ProtoExporter } from "@opentelemetry/exporter-logs-o
 import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
 import { BatchLogRecordProcessor, LoggerProvider } from "@opentelemetry/sdk-logs";
 import { API_TOKEN, startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
+import { anyValue, ExportLogsServiceResponse, otlpProtobuf, RpcStatus } from "../helpers/protos";
 
 let lp: TestLogpond;
 beforeAll(async () => {
@@ -87,4 +88,87 @@ test.each(EXPORTERS)("the %s exporter with the token as Basic auth's password", 
   const basic = `Basic ${Buffer.from(`logpond:${source.token}`).toString("base64")}`;
   await emit(make(`${lp.ingestUrl}/v1/logs`, { Authorization: basic }), "basic", 3);
   expect(await lp.stored(source.id)).toHaveLength(3);
+});
+
+const post = (path: string, token: string | undefined, body: BodyInit, contentType: string) =>
+  fetch(`${lp.ingestUrl}${path}`, {
+    method: "POST",
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), "content-type": contentType },
+    body,
+  });
+
+test("a record over INGEST_MAX_EVENT_BYTES: 200 with partial_success in the request's encoding, the others stored", async () => {
+  const small = await startTestLogpond({ INGEST_MAX_EVENT_BYTES: "2048" });
+  try {
+    const source = await small.createSource();
+    const records = [{ body: anyValue("kept 1") }, { body: anyValue("x".repeat(4000)) }, { body: anyValue("kept 2") }];
+    const proto = await fetch(`${small.ingestUrl}/v1/logs`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${source.token}`, "content-type": "application/x-protobuf" },
+      body: otlpProtobuf({ resource_logs: [{ scope_logs: [{ log_records: records }] }] }),
+    });
+    expect(proto.status).toBe(200);
+    expect(proto.headers.get("content-type")).toBe("application/x-protobuf");
+    const decoded = ExportLogsServiceResponse.toObject(ExportLogsServiceResponse.decode(new Uint8Array(await proto.arrayBuffer())), { longs: Number });
+    expect(decoded.partial_success.rejected_log_records).toBe(1);
+    expect(decoded.partial_success.error_message).toContain("1 of 3 log records were refused; the first: event 1 is");
+
+    const json = await fetch(`${small.ingestUrl}/v1/logs`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${source.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: records.map((r) => ({ body: { stringValue: (r.body as { string_value: string }).string_value } })) }] }] }),
+    });
+    expect(json.status).toBe(200);
+    expect(await json.json()).toMatchObject({ partialSuccess: { rejectedLogRecords: "1" } });
+    expect((await small.stored(source.id)).map((row) => row.raw.message)).toEqual(["kept 1", "kept 2", "kept 1", "kept 2"]);
+  } finally {
+    await small.stop();
+  }
+});
+
+test("refusals are a google.rpc.Status in the request's encoding, with OTLP's statuses", async () => {
+  const source = await lp.createSource();
+  const garbage = await post("/v1/logs", source.token, Buffer.from([0x0a, 0x7f, 0x01]), "application/x-protobuf");
+  expect(garbage.status).toBe(400);
+  expect(garbage.headers.get("content-type")).toBe("application/x-protobuf");
+  const status = RpcStatus.toObject(RpcStatus.decode(new Uint8Array(await garbage.arrayBuffer())));
+  expect(status).toMatchObject({ code: 3, message: expect.stringContaining("Couldn't parse OTLP protobuf content") });
+
+  const cases: [Response, number, number][] = [
+    [await post("/v1/logs", source.token, "{", "application/json"), 400, 3],
+    [await post("/v1/logs", source.token, '{"resourceLogs":{}}', "application/json"), 400, 3],
+    [await post("/v1/logs", undefined, "{}", "application/json"), 401, 16],
+    [await post("/v1/logs", "not-a-token", "{}", "application/json"), 403, 7],
+    [await post("/v1/logs", source.token, "{}", "text/plain"), 415, 3],
+  ];
+  for (const [response, httpStatus, code] of cases) {
+    expect(response.status).toBe(httpStatus);
+    expect(response.headers.get("content-type")).toBe("application/json");
+    expect(await response.json()).toMatchObject({ code, message: expect.any(String) });
+  }
+  expect(await lp.stored(source.id)).toHaveLength(0);
+});
+
+test("over the rate limit: 429 with Retry-After, which OTLP exporters retry", async () => {
+  const limited = await startTestLogpond({ INGEST_RATE_LIMIT: "1" });
+  try {
+    const source = await limited.createSource();
+    const body = otlpProtobuf({ resource_logs: [{ scope_logs: [{ log_records: [{ body: anyValue("a") }, { body: anyValue("b") }] }] }] });
+    const send = () => fetch(`${limited.ingestUrl}/v1/logs`, { method: "POST", headers: { authorization: `Bearer ${source.token}`, "content-type": "application/x-protobuf" }, body });
+    expect((await send()).status).toBe(200);
+    const refused = await send();
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(RpcStatus.toObject(RpcStatus.decode(new Uint8Array(await refused.arrayBuffer())))).toMatchObject({ code: 8 });
+  } finally {
+    await limited.stop();
+  }
+});
+
+test("the SDK's JSON exporter pointed at / by mistake: its records are unpacked, never one blank event", async () => {
+  const source = await lp.createSource({ platform: "open_telemetry" });
+  await emit(new JsonExporter({ url: `${lp.ingestUrl}/`, headers: { Authorization: `Bearer ${source.token}` } }), "misrouted", 20);
+  const rows = await lp.stored(source.id);
+  expect(rows).toHaveLength(20);
+  expect(rows.every((row) => row.raw.service.name === "misrouted" && typeof row.raw.message === "string")).toBe(true);
 });
