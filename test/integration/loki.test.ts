@@ -60,7 +60,7 @@ test("pino-loki with a bearer header", async () => {
   expect(await lp.stored(source.id)).toHaveLength(4);
 });
 
-const push = (token: string, body: BodyInit, headers: Record<string, string> = {}) =>
+const push = (token: string, body: NonNullable<RequestInit["body"]>, headers: Record<string, string> = {}) =>
   fetch(`${lp.ingestUrl}/loki/api/v1/push`, { method: "POST", headers: { authorization: `Bearer ${token}`, ...headers }, body });
 
 test("a snappy protobuf push (Promtail, Alloy), with and without its Content-Type: 204, each entry an event", async () => {

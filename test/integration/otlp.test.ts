@@ -90,7 +90,7 @@ test.each(EXPORTERS)("the %s exporter with the token as Basic auth's password", 
   expect(await lp.stored(source.id)).toHaveLength(3);
 });
 
-const post = (path: string, token: string | undefined, body: BodyInit, contentType: string) =>
+const post = (path: string, token: string | undefined, body: NonNullable<RequestInit["body"]>, contentType: string) =>
   fetch(`${lp.ingestUrl}${path}`, {
     method: "POST",
     headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), "content-type": contentType },
