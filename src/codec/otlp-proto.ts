@@ -113,7 +113,8 @@ const T_TIME = tag(1, FIXED64), T_OBSERVED = tag(11, FIXED64), T_SEVERITY = tag(
 const T_BODY = tag(5, LEN), T_ATTRIBUTE = tag(6, LEN), T_FLAGS = tag(8, FIXED32), T_TRACE = tag(9, LEN), T_SPAN = tag(10, LEN), T_EVENT_NAME = tag(12, LEN);
 
 function logRecord(reader: Reader, end: number) {
-  let dt: string | undefined, observed: string | undefined;
+  let dt: string | undefined;
+  let observedLo = 0, observedHi = 0;
   let severity = 0, severityText = "";
   let body: unknown;
   let attributes: Record<string, unknown> | undefined;
@@ -126,9 +127,10 @@ function logRecord(reader: Reader, end: number) {
         reader.fixed64();
         dt = nanosText(reader.lo, reader.hi);
         break;
-      case T_OBSERVED:
+      case T_OBSERVED: // only read when the record has no time of its own
         reader.fixed64();
-        observed = nanosText(reader.lo, reader.hi);
+        observedLo = reader.lo;
+        observedHi = reader.hi;
         break;
       case T_SEVERITY:
         severity = reader.uint();
@@ -163,7 +165,7 @@ function logRecord(reader: Reader, end: number) {
   const level = severityText || severityName(severity);
   const text = typeof body === "string";
   return logEvent(
-    dt ?? observed, level, severity > 0 ? severity : undefined,
+    dt ?? nanosText(observedLo, observedHi), level, severity > 0 ? severity : undefined,
     text ? (body as string) : undefined, text || body === null ? undefined : body,
     idOrUndefined(traceId), idOrUndefined(spanId), flags || undefined, eventName || undefined, attributes,
   );

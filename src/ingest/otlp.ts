@@ -35,12 +35,16 @@ export async function acceptOtlp(request: Request, deps: IngestDeps): Promise<Re
   return outcome instanceof AppError ? refusal(outcome, protobuf) : success(outcome, protobuf);
 }
 
-/** Empty ExportLogsServiceResponses, cloned per answer (a returned Response's headers are moved out). */
-const OK_PROTOBUF = new Response(new Uint8Array(0), { status: 200, headers: { "content-type": PROTOBUF_TYPE, ...CORS_ORIGIN } });
-const OK_JSON = new Response("{}", { status: 200, headers: { "content-type": JSON_TYPE, ...CORS_ORIGIN } });
+/**
+ * The empty ExportLogsServiceResponse in protobuf is no bytes at all: a body-less template, cloned
+ * per answer as accept.ts's 202 is (a returned Response's headers are moved out; cloning one with a
+ * body would tee its stream). JSON's is "{}", made per answer.
+ */
+const OK_PROTOBUF = new Response(null, { status: 200, headers: { "content-type": PROTOBUF_TYPE, ...CORS_ORIGIN } });
+const OK_JSON_HEADERS = { "content-type": JSON_TYPE, ...CORS_ORIGIN };
 
 function success(ingested: Ingested, protobuf: boolean): Response {
-  if (ingested.refused === 0) return (protobuf ? OK_PROTOBUF : OK_JSON).clone() as Response;
+  if (ingested.refused === 0) return protobuf ? (OK_PROTOBUF.clone() as Response) : new Response("{}", { status: 200, headers: OK_JSON_HEADERS });
   const message = ingested.refusal ?? "";
   const body = protobuf
     ? field(1, concat(varintField(1, ingested.refused), field(2, Buffer.from(message))))
