@@ -12,10 +12,12 @@ import {
 
 type Json = Record<string, unknown>;
 
-/** A JSON body is an OTLP logs envelope (on `/` too): an object whose resourceLogs is an array. */
+/**
+ * A JSON body on `/` is an OTLP logs envelope: an object whose resourceLogs is an array (what every
+ * OTLP/JSON exporter writes; one property lookup on an ordinary event).
+ */
 export function isOtlpEnvelope(value: unknown): boolean {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
-  return Array.isArray((value as Json).resourceLogs ?? (value as Json).resource_logs);
+  return typeof value === "object" && value !== null && Array.isArray((value as Json).resourceLogs);
 }
 
 let maxDepth = 64;
