@@ -7,7 +7,8 @@
 // goes to msgpackr's no-eval build: each request carries its own definitions, so the compiled
 // record readers (a `new Function` per definition) were compiled afresh for every body; no-eval
 // served 1.7× the requests and never stalls on many definitions. Plain maps keep the regular
-// build, 2.8× faster on them (bench/micro.ts).
+// build, 2.8× faster on them (bench/micro.ts). Other protocols' bodies (format.ts's Envelope: OTLP,
+// Loki) go to their own decoders, one event per record.
 import { addExtension, Unpackr, type Options } from "msgpackr";
 import { addExtension as addNoEvalExtension, Unpackr as NoEvalUnpackr } from "msgpackr/unpack-no-eval";
 import { MAX_BIGINT_BYTES, MAX_BIGINT_BYTES_PER_REQUEST, maxValues, type CostLimits } from "./bounds";

@@ -95,3 +95,11 @@ test("Loki's answers: 400 text for a body that cannot be used, 401/403, 413, 415
   }
   expect(await lp.stored(source.id)).toHaveLength(0);
 });
+
+test("a snappy block declaring more than INGEST_MAX_DECOMPRESSED_BYTES is 413 before it is inflated", async () => {
+  const source = await lp.createSource();
+  const declared = await push(source.token, Buffer.from([0x80, 0x80, 0x80, 0x80, 0x08, 0x00]), { "content-type": "application/x-protobuf" }); // says 2 GiB
+  expect(declared.status).toBe(413);
+  expect(await declared.text()).toMatch(/says it decompresses to 2147483648 bytes; the limit is 104857600 bytes \(INGEST_MAX_DECOMPRESSED_BYTES\)/);
+  expect(await lp.stored(source.id)).toHaveLength(0);
+});

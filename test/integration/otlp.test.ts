@@ -172,3 +172,16 @@ test("the SDK's JSON exporter pointed at / by mistake: its records are unpacked,
   expect(rows).toHaveLength(20);
   expect(rows.every((row) => row.raw.service.name === "misrouted" && typeof row.raw.message === "string")).toBe(true);
 });
+
+test("a gzip bomb of OTLP/JSON is 413 with a Status, and the service goes on", async () => {
+  const source = await lp.createSource();
+  const bomb = Bun.gzipSync(Buffer.alloc(120 * 1024 * 1024, 0x20)); // 120 MiB of blanks, past INGEST_MAX_DECOMPRESSED_BYTES
+  const response = await fetch(`${lp.ingestUrl}/v1/logs`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${source.token}`, "content-type": "application/json", "content-encoding": "gzip" },
+    body: bomb,
+  });
+  expect(response.status).toBe(413);
+  expect(await response.json()).toMatchObject({ code: 8, message: expect.stringContaining("INGEST_MAX_DECOMPRESSED_BYTES") });
+  expect((await fetch(`${lp.ingestUrl}/health`)).status).toBe(200);
+});
