@@ -6,7 +6,7 @@
 //   bun bench/otlp.ts micro        decode only: µs per 100-record body, ours vs protobufjs
 //   bun bench/otlp.ts [seconds]    HTTP: wrk -c64 on a spawned logpond, a warm-up, then alternating rows, 3 rounds each
 // A row counts only when every acknowledged event is in PostgreSQL at the end (checked).
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import postgres from "postgres";
 import { decodeBody } from "../src/codec/decode";
 import { AppError } from "../src/errors";
@@ -87,7 +87,10 @@ async function http(seconds: number): Promise<void> {
   if (!wrk.path) throw new Error(wrk.note);
   const work = benchDir("logpond-otlp-bench-");
   const pg = await benchPostgres(work);
-  const service = await spawnService({ DATABASE_URL: pg.url, LOG_LEVEL: "silent" });
+  const service = await spawnService({ DATABASE_URL: pg.url, LOG_LEVEL: "silent" }).catch(async (error) => {
+    await pg.stop();
+    throw error;
+  });
   const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
   try {
     const rows = {
@@ -129,6 +132,7 @@ async function http(seconds: number): Promise<void> {
     service.proc.kill("SIGTERM");
     await service.proc.exited;
     await pg.stop();
+    rmSync(work, { recursive: true, force: true });
   }
 }
 
