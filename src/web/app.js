@@ -1,53 +1,112 @@
-// The live-tail page: reads the SSE stream with fetch (so the API token travels in the
-// Authorization header, never in a URL), formats rows with each source's live_tail_pattern,
-// pauses by closing the stream and resumes from the last event id (the server replays the gap),
-// and pages back with the query API's cursor. Everything from the server is set as text, never HTML.
-"use strict";
+// The log explorer page: token → sources → a view. "Live" (the default) shows the newest stored
+// rows, then streams new ones (SSE read with fetch; Pause closes the stream, Resume reconnects from
+// the last event id so nothing is lost). A range (15 min … 7 d, custom, or a zoom on the
+// histogram) shows the window's stored rows. Either way "Load older" walks the query API's cursor
+// back to the start of the stored events. Everything from the server is set as text, never HTML.
+import { filterTerm, topFields, withTerm } from "./fields.js";
+import { createHistogram, duration } from "./histogram.js";
+import { formatTime, lineNodes, marker, markNodes, searchedWords, timeTitle, zoneName } from "./rows.js";
+import { readEvents } from "./stream.js";
 
 const $ = (id) => document.getElementById(id);
 const MAX_ROWS = 5000;
+const PAGE = 200;
+/** "Before the window" reaches back to here: before any time ingestion accepts (years 1–9999). */
+const EARLIEST = "0001-01-01T00:00:00.000000Z";
+const RANGE_MS = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000 };
+const RANGE_NAME = { "15m": "last 15 minutes", "1h": "last hour", "24h": "last 24 hours", "7d": "last 7 days" };
+/** Live view: the stored rows and the histogram of this long before now, then the stream. */
+const LIVE_MS = 30 * 60_000;
+
 const state = {
   token: sessionStorage.getItem("logpond-token") || "",
+  connected: false,
   sources: new Map(),
   selected: new Set(),
   query: "",
+  range: "live",
+  /** The custom window: { from, to } as RFC 3339 with microseconds, both inclusive. */
+  custom: undefined,
+  /** The window shown (range views), as custom. */
+  window: undefined,
   lastEventId: "",
   stream: undefined,
   paused: false,
-  shown: new Set(),
-  olderNext: undefined,
+  /** Rows shown, by id (insertion order is not display order). */
+  shown: new Map(),
+  /** Stretches still to page back through, newest first: { from, to?, cursor?, before?, started? }. */
+  segments: [],
+  /** The generation whose older page is being read (one at a time). */
+  loadingOlder: undefined,
   dropped: 0,
-  rows: 0,
   generation: 0,
+  utc: localStorage.getItem("logpond-utc") === "1",
+  mark: undefined,
 };
+// For the console and the browser test: the page's state, read-only by convention.
+globalThis.logpond = { state };
 
 const api = (path, init = {}) => fetch(path, { ...init, headers: { ...init.headers, authorization: `Bearer ${state.token}` } });
+const isoMicro = (ms) => new Date(ms).toISOString().replace("Z", "000Z");
+/** The last microsecond before `ms`. */
+const microBefore = (ms) => new Date(ms - 1).toISOString().replace("Z", "999Z");
+const msOf = (dt) => Date.parse(`${dt.slice(0, 23)}Z`);
+
+const histogram = createHistogram({
+  box: $("histogram"),
+  plot: $("histogram-plot"),
+  axis: $("histogram-axis"),
+  total: $("histogram-total"),
+  legend: $("legend"),
+  onZoom: zoom,
+});
 
 function setState(kind, text) {
   $("state").className = `state ${kind}`;
   $("state").textContent = text;
 }
 
+// ── token and sources ──────────────────────────────────────────────────────────────────────────
+
 async function connect() {
   state.token = $("token").value.trim();
   if (!state.token) return;
   sessionStorage.setItem("logpond-token", state.token);
   $("forget").hidden = false;
+  setState("connecting", "connecting…");
   const sources = [];
   let next = "/api/v1/sources?per_page=250";
   while (next) {
-    const response = await api(next);
+    let response;
+    try {
+      response = await api(next);
+    } catch {
+      return setState("failed", "logpond did not answer");
+    }
     if (response.status === 401) {
       $("sources-note").textContent = "That token was not accepted.";
-      setState("failed", "token not accepted");
-      return;
+      state.connected = false;
+      return setState("failed", "token not accepted");
     }
     const body = await response.json();
     sources.push(...body.data);
     next = body.pagination.next;
   }
-  state.sources = new Map(sources.map((s) => [s.id, { name: s.attributes.name, pattern: s.attributes.live_tail_pattern }]));
+  state.connected = true;
+  state.sources = new Map(sources.map((s) => [s.id, { name: s.attributes.name, pattern: s.attributes.live_tail_pattern, paused: s.attributes.ingesting_paused }]));
+  for (const id of state.selected) if (!state.sources.has(id)) state.selected.delete(id);
   renderSources();
+  restart();
+}
+
+function forget() {
+  sessionStorage.removeItem("logpond-token");
+  Object.assign(state, { token: "", connected: false, sources: new Map(), selected: new Set() });
+  $("token").value = "";
+  $("forget").hidden = true;
+  $("sources").replaceChildren();
+  $("sources-note").textContent = "Enter the API token to list sources.";
+  restart();
 }
 
 function renderSources() {
@@ -61,17 +120,26 @@ function renderSources() {
       input.checked ? state.selected.add(id) : state.selected.delete(id);
       restart();
     });
-    const name = document.createElement("span");
-    name.textContent = source.name;
-    const pattern = Object.assign(document.createElement("span"), { className: "pattern", textContent: source.pattern });
-    name.append(pattern);
+    const name = Object.assign(document.createElement("span"), { className: "name", textContent: source.name });
+    const text = document.createElement("span");
+    text.append(name);
+    if (source.paused) {
+      name.append(Object.assign(document.createElement("span"), { className: "badge paused", textContent: "paused" }));
+    }
+    text.append(Object.assign(document.createElement("span"), { className: "pattern", textContent: source.pattern }));
     const label = document.createElement("label");
-    label.append(input, name);
+    label.append(input, text);
     const item = document.createElement("li");
+    if (source.paused) {
+      item.className = "paused";
+      item.title = "Ingestion is paused for this source (ingesting_paused): events sent to it are dropped, so no new rows will arrive.";
+    }
     item.append(label);
     list.append(item);
   }
 }
+
+// ── views ──────────────────────────────────────────────────────────────────────────────────────
 
 function params(extra = {}) {
   const search = new URLSearchParams({ source_ids: [...state.selected].join(","), ...extra });
@@ -79,25 +147,125 @@ function params(extra = {}) {
   return search;
 }
 
-/** A fresh view: new sources or query. Starts live, then shows the newest stored page above. */
+/** A fresh view: new sources, query or range. */
 function restart() {
   state.stream?.abort();
-  state.generation++;
-  state.lastEventId = "";
-  state.olderNext = undefined;
+  state.stream = undefined;
+  const generation = ++state.generation;
+  Object.assign(state, { lastEventId: "", segments: [], dropped: 0, window: undefined, mark: marker(searchedWords(state.query)) });
   state.shown.clear();
-  state.rows = 0;
-  state.dropped = 0;
   $("list").replaceChildren();
-  updateCounts();
+  $("list").classList.toggle("single", state.selected.size === 1);
+  timeWidth = 0;
+  fitTime("00:00:00.000");
   $("query-error").hidden = true;
   $("older").hidden = true;
-  $("empty").hidden = state.selected.size > 0;
-  if (state.selected.size === 0) return setState("idle", "no source picked");
-  if (state.paused) return setState("paused", "paused");
-  void stream(state.generation);
-  void loadOlder(state.generation);
+  histogram.clear();
+  updateCounts();
+  scheduleFields();
+  const live = state.range === "live";
+  $("pause").hidden = !live || state.selected.size === 0;
+  if (!state.connected) {
+    setState("idle", "not connected");
+    return showEmpty("Enter the API token above to list the sources.");
+  }
+  if (state.selected.size === 0) {
+    setState("idle", "connected — pick a source");
+    updateWindowText();
+    return showEmpty("Pick a source on the left to see its events.");
+  }
+  showEmpty("Loading…");
+  if (live) {
+    const from = Date.now() - LIVE_MS;
+    // The first stretch leaves `to` to the server's clock, where the stream starts: no gap between them.
+    state.segments = [{ from: isoMicro(from) }, { from: EARLIEST, to: microBefore(from) }];
+    void loadHistogram(generation, { from: "now-30m" });
+    if (state.paused) setState("paused", "paused");
+    else void stream(generation);
+  } else {
+    const now = Date.now();
+    state.window = state.range === "custom" ? state.custom : { from: isoMicro(now - RANGE_MS[state.range]), to: isoMicro(now) };
+    state.segments = [{ ...state.window }, { from: EARLIEST, to: microBefore(msOf(state.window.from)), before: true }];
+    setState("stored", "stored events");
+    void loadHistogram(generation, state.window);
+  }
+  updateWindowText();
+  void loadOlder(generation);
 }
+
+function setRange(range) {
+  state.range = range;
+  for (const button of document.querySelectorAll("#ranges button")) button.setAttribute("aria-checked", String(button.dataset.range === range));
+  $("custom").hidden = range !== "custom";
+  if (range !== "custom") return restart();
+  // Custom opens on the window shown (or the last hour) and waits for Show.
+  fillCustom(state.window ?? { from: isoMicro(Date.now() - 3_600_000), to: isoMicro(Date.now()) });
+}
+
+function fillCustom({ from, to }) {
+  $("custom-from").value = inputValue(msOf(from));
+  $("custom-to").value = inputValue(msOf(to));
+}
+
+/** The histogram's zoom (a drag or a click on a bar): that stretch becomes the custom window. */
+function zoom(from, toExcluded) {
+  state.custom = { from: isoMicro(from), to: microBefore(toExcluded) };
+  setRange("custom");
+  fillCustom(state.custom);
+  restart();
+}
+
+/** datetime-local's value for an instant, in the zone the page shows. */
+function inputValue(ms) {
+  const date = new Date(state.utc ? ms : ms - new Date(ms).getTimezoneOffset() * 60_000);
+  return date.toISOString().slice(0, 19);
+}
+
+function inputInstant(value) {
+  if (!value) return undefined;
+  const ms = Date.parse(state.utc ? `${value}Z` : value);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+function updateWindowText() {
+  const text = $("window-text");
+  const zone = state.utc ? "UTC" : zoneName();
+  $("zone").textContent = state.utc ? "UTC" : `local time (${zone})`;
+  if (!state.selected.size) return (text.textContent = "");
+  if (state.range === "live") return (text.textContent = "last 30 min, then live");
+  const { from, to } = state.window;
+  const span = windowSpan(from, to);
+  text.textContent = state.range === "custom" ? span : `${RANGE_NAME[state.range]} (${span})`;
+  text.title = `${from} – ${to} (UTC)`;
+}
+
+/** "Nov 23 23:41:26 – Nov 24 23:41:26", the second date left out when it is the first one's. */
+function windowSpan(from, to) {
+  const [a, b] = [from, to].map((dt) => formatTime(dt, state.utc, new Date(), true).replace(/\.\d{3}$/, ""));
+  const [dayA, dayB] = [a, b].map((t) => t.slice(0, t.lastIndexOf(" ")));
+  return `${a} – ${dayA === dayB ? b.slice(b.lastIndexOf(" ") + 1) : b}${state.utc ? " UTC" : ""}`;
+}
+
+async function loadHistogram(generation, window) {
+  const width = $("rows").clientWidth || 1000;
+  const buckets = String(Math.max(20, Math.min(240, Math.floor(width / 8))));
+  const extra = { buckets, from: window.from, ...(window.to ? { to: window.to } : {}) };
+  let response;
+  try {
+    response = await api(`/api/v2/query/histogram?${params(extra)}`);
+  } catch {
+    return;
+  }
+  if (generation !== state.generation) return;
+  if (!response.ok) {
+    const body = await response.json().catch(() => ({ errors: `HTTP ${response.status}` }));
+    return showError(`histogram: ${body.errors}`);
+  }
+  histogram.show(await response.json());
+  histogram.setUtc(state.utc);
+}
+
+// ── the live stream ────────────────────────────────────────────────────────────────────────────
 
 async function stream(generation) {
   const controller = new AbortController();
@@ -112,19 +280,8 @@ async function stream(generation) {
   }
   if (!response.ok) return refused(response);
   setState("live", "live");
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
   try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += value;
-      let end;
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        handle(buffer.slice(0, end));
-        buffer = buffer.slice(end + 2);
-      }
-    }
+    await readEvents(response, handle);
   } catch {}
   retry(generation, controller);
 }
@@ -138,21 +295,15 @@ function retry(generation, controller) {
 async function refused(response) {
   const body = await response.json().catch(() => ({ errors: `HTTP ${response.status}` }));
   setState("failed", response.status === 401 ? "token not accepted" : "stopped");
-  $("query-error").textContent = body.errors;
+  showError(body.errors);
+}
+
+function showError(text) {
+  $("query-error").textContent = text;
   $("query-error").hidden = false;
 }
 
-function handle(block) {
-  let id = "", event = "message", data = "";
-  for (const line of block.split("\n")) {
-    if (line.startsWith(":")) continue;
-    const colon = line.indexOf(":");
-    const field = colon < 0 ? line : line.slice(0, colon);
-    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-    if (field === "id") id = value;
-    else if (field === "event") event = value;
-    else if (field === "data") data += data ? `\n${value}` : value;
-  }
+function handle({ id, event, data }) {
   if (event === "dropped") {
     state.dropped += JSON.parse(data).count || 0;
     return updateCounts();
@@ -160,95 +311,178 @@ function handle(block) {
   // Per SSE, an id without data still moves the position (the server sends one at the live start).
   if (id) state.lastEventId = id;
   if (event !== "message" || !data) return;
-  addRow(JSON.parse(data), "bottom");
+  const row = JSON.parse(data);
+  if (addRow(row, "bottom")) histogram.add(row.dt, row.level);
 }
+
+// ── rows ───────────────────────────────────────────────────────────────────────────────────────
 
 async function loadOlder(generation) {
-  const search = params({ batch: "100" });
-  const first = !state.olderNext;
-  if (state.olderNext) search.set("cursor", state.olderNext);
-  const response = await api(`/api/v2/query/live-tail?${search}`);
-  if (generation !== state.generation) return;
-  if (!response.ok) return refused(response);
-  const body = await response.json();
-  const box = $("rows");
-  const fromBottom = box.scrollHeight - box.scrollTop;
-  for (const row of body.data) addRow(row, "top");
-  // The first page opens at the newest row (else the view sat on the oldest and live rows arrived
-  // out of sight); an older page keeps the rows the reader was looking at in place.
-  box.scrollTop = first ? box.scrollHeight : box.scrollHeight - fromBottom;
-  state.olderNext = body.pagination.next ? new URL(body.pagination.next).searchParams.get("cursor") : undefined;
-  $("older").hidden = !state.olderNext;
+  const segment = state.segments[0];
+  if (!segment || state.loadingOlder === generation) return;
+  state.loadingOlder = generation;
+  $("older").disabled = true;
+  $("older").textContent = "Loading…";
+  try {
+    const search = params({ batch: String(PAGE), from: segment.from });
+    if (segment.to) search.set("to", segment.to);
+    if (segment.cursor) search.set("cursor", segment.cursor);
+    const response = await api(`/api/v2/query/live-tail?${search}`);
+    if (generation !== state.generation) return;
+    if (!response.ok) return showError((await response.json().catch(() => ({ errors: `HTTP ${response.status}` }))).errors);
+    const body = await response.json();
+    const box = $("rows");
+    const opening = state.shown.size === 0;
+    const fromBottom = box.scrollHeight - box.scrollTop;
+    if (segment.before && !segment.started && body.data.length) {
+      $("list").prepend(divider(`before ${formatTime(state.window.from, state.utc).replace(/\.\d{3}$/, "")} — outside the window`));
+    }
+    const firstPage = !segment.started;
+    segment.started = true;
+    for (const row of body.data) addRow(row, "top");
+    segment.cursor = body.pagination.next ? new URL(body.pagination.next).searchParams.get("cursor") : undefined;
+    if (!segment.cursor) state.segments.shift();
+    if (!state.segments.length) $("list").prepend(divider("start of the stored events"));
+    // The view opens at the newest row; an older page keeps the rows the reader was looking at in place.
+    box.scrollTop = opening ? box.scrollHeight : box.scrollHeight - fromBottom;
+    if (firstPage && body.meta?.empty_window && state.shown.size === 0) emptyWindow(body.meta, generation);
+    else if (state.shown.size === 0 && !state.segments.length) showEmpty(state.range === "live" ? "Nothing stored yet — new events appear here as they arrive." : "No events, here or before.");
+  } catch (error) {
+    if (generation === state.generation) showError(`could not load rows: ${error.message}`);
+  } finally {
+    if (state.loadingOlder === generation) state.loadingOlder = undefined;
+    if (generation === state.generation) updateOlder();
+  }
 }
 
+/** An empty first page: say so, and where the newest older event is (meta.older_dt). */
+function emptyWindow(meta, generation) {
+  const where = state.range === "live" ? "in the last 30 minutes" : "in this window";
+  if (meta.older === false) return showEmpty(`No events ${where}, and none before.${state.range === "live" ? " New events appear here as they arrive." : ""}`);
+  const when = meta.older_dt ? ` The newest older one is from ${formatTime(meta.older_dt, state.utc)}.` : "";
+  showEmpty(`No events ${where}.${when}`);
+  // Live: go on to the newest stored rows, so a quiet source still opens on its latest events
+  // (once the page that found nothing has finished).
+  if (state.range === "live" && meta.older) queueMicrotask(() => loadOlder(generation));
+}
+
+function updateOlder() {
+  const button = $("older");
+  const segment = state.segments[0];
+  button.disabled = false;
+  button.hidden = !segment;
+  if (segment) button.textContent = segment.before && !segment.started ? `Load older — before ${formatTime(state.window.from, state.utc).replace(/\.\d{3}$/, "")}` : "Load older";
+}
+
+function divider(text) {
+  return Object.assign(document.createElement("li"), { className: "divider", textContent: text });
+}
+
+function showEmpty(text) {
+  $("empty").textContent = text;
+  $("empty").hidden = false;
+}
+
+/** Adds a row unless it is shown already; false when it was. */
 function addRow(row, where) {
-  if (state.shown.has(row.id)) return;
-  state.shown.add(row.id);
+  if (state.shown.has(row.id)) return false;
+  state.shown.set(row.id, row);
   const box = $("rows");
   const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
   const item = render(row);
   const list = $("list");
   if (where === "top") list.prepend(item);
   else {
-    item.className = "fresh";
+    item.classList.add("fresh");
     list.append(item);
   }
-  state.rows++;
-  while (list.childElementCount > MAX_ROWS) list.firstElementChild.remove();
+  if (state.shown.size > MAX_ROWS) trim(where);
   $("empty").hidden = true;
   updateCounts();
+  scheduleFields();
   if (where === "bottom" && atBottom) box.scrollTop = box.scrollHeight;
+  return true;
+}
+
+/** Past MAX_ROWS, rows leave from the end away from where rows arrive. */
+function trim(where) {
+  const list = $("list");
+  const rows = list.querySelectorAll(":scope > li[data-id]");
+  const gone = where === "top" ? rows[rows.length - 1] : rows[0];
+  state.shown.delete(gone.dataset.id);
+  gone.remove();
+  if (where === "bottom") {
+    // Load older resumes from the new top row (rows sharing its dt are shown already, skipped by id).
+    const top = list.querySelector(":scope > li[data-id]");
+    state.segments = [{ from: EARLIEST, to: state.shown.get(top.dataset.id).dt }];
+    for (const mark of list.querySelectorAll(":scope > li.divider")) mark.remove();
+    updateOlder();
+  }
 }
 
 function render(row) {
   const source = state.sources.get(row.source_id);
   const item = document.createElement("li");
   item.dataset.id = row.id;
-  const time = Object.assign(document.createElement("span"), { className: "time", textContent: row.dt.slice(11, 23), title: row.dt });
+  const shown = formatTime(row.dt, state.utc);
+  fitTime(shown);
+  const time = Object.assign(document.createElement("span"), { className: "time", textContent: shown, title: timeTitle(row.dt) });
+  time.dataset.dt = row.dt;
   const name = Object.assign(document.createElement("span"), { className: "source", textContent: source ? source.name : `#${row.source_id}` });
-  const message = document.createElement("span");
-  message.className = "message";
-  message.append(...formatted(source ? source.pattern : "{level} {message}", row));
-  item.append(time, name, message);
-  item.addEventListener("click", () => {
-    const open = item.querySelector("pre");
-    if (open) return open.remove();
-    item.append(Object.assign(document.createElement("pre"), { textContent: JSON.stringify(row, null, 2) }));
-  });
+  const line = Object.assign(document.createElement("span"), { className: "line" });
+  line.append(...markNodes(lineNodes(source ? source.pattern : "{level} {message}", row), state.mark));
+  item.append(time, name, line);
   return item;
 }
 
-/** `{level} {message}` → text and spans; dotted paths allowed; a missing field is empty. */
-function formatted(pattern, row) {
-  const parts = [];
-  let last = 0;
-  for (const match of pattern.matchAll(/\{([^{}]+)\}/g)) {
-    if (match.index > last) parts.push(document.createTextNode(pattern.slice(last, match.index)));
-    const path = match[1].trim();
-    const value = path.split(".").reduce((object, key) => (object !== null && typeof object === "object" ? object[key] : undefined), row);
-    const text = value === undefined || value === null ? "" : typeof value === "object" ? JSON.stringify(value) : String(value);
-    if (/^(level|severity|log\.level)$/i.test(path)) {
-      parts.push(Object.assign(document.createElement("span"), { className: `level ${levelClass(text)}`, textContent: text }));
-    } else parts.push(document.createTextNode(text));
-    last = match.index + match[0].length;
-  }
-  if (last < pattern.length) parts.push(document.createTextNode(pattern.slice(last)));
-  return parts;
-}
-
-function levelClass(level) {
-  const l = level.toLowerCase();
-  if (/^(err|error|fatal|crit|critical|alert|emerg|panic)/.test(l)) return "error";
-  if (/^warn/.test(l)) return "warn";
-  if (/^(info|notice)/.test(l)) return "info";
-  return "debug";
+/** The time column is as wide as its longest cell ("14:03:07.125", "Nov 23 14:03:07.125", …), the same on every row. */
+let timeWidth = 0;
+function fitTime(text) {
+  if (text.length <= timeWidth) return;
+  timeWidth = text.length;
+  $("list").style.setProperty("--time-width", `${timeWidth}ch`);
 }
 
 function updateCounts() {
-  $("count").textContent = `${state.rows} row${state.rows === 1 ? "" : "s"}`;
+  const n = state.shown.size;
+  $("count").textContent = `${n.toLocaleString("en-US")} row${n === 1 ? "" : "s"}`;
   $("dropped").hidden = state.dropped === 0;
   $("dropped").textContent = `${state.dropped} dropped (too slow to keep up; reload older rows to see them)`;
 }
+
+// ── the field sidebar ──────────────────────────────────────────────────────────────────────────
+
+let fieldsTimer;
+function scheduleFields() {
+  if (fieldsTimer === undefined) fieldsTimer = setTimeout(renderFields, 150);
+}
+
+function renderFields() {
+  fieldsTimer = undefined;
+  const fields = topFields(state.shown.values());
+  $("fields-box").hidden = fields.length === 0;
+  $("fields").replaceChildren(
+    ...fields.map(({ path, present, values }) => {
+      const box = Object.assign(document.createElement("div"), { className: "field" });
+      box.append(Object.assign(document.createElement("div"), { className: "field-name", textContent: path }));
+      const list = document.createElement("ul");
+      for (const { value, n } of values) {
+        const button = Object.assign(document.createElement("button"), { type: "button", className: "facet", title: `${filterTerm(path, value)} (Alt-click: ${filterTerm(path, value, true)})` });
+        button.dataset.term = filterTerm(path, value);
+        button.dataset.exclude = filterTerm(path, value, true);
+        button.style.setProperty("--share", `${Math.round((n / present) * 100)}%`);
+        button.append(Object.assign(document.createElement("span"), { className: "value", textContent: value === "" ? '""' : String(value) }), Object.assign(document.createElement("span"), { className: "n", textContent: n.toLocaleString("en-US") }));
+        const item = document.createElement("li");
+        item.append(button);
+        list.append(item);
+      }
+      box.append(list);
+      return box;
+    }),
+  );
+}
+
+// ── wiring ─────────────────────────────────────────────────────────────────────────────────────
 
 $("token").value = state.token;
 $("forget").hidden = !state.token;
@@ -256,15 +490,24 @@ $("token-form").addEventListener("submit", (event) => {
   event.preventDefault();
   void connect();
 });
-$("forget").addEventListener("click", () => {
-  sessionStorage.removeItem("logpond-token");
-  state.token = "";
-  $("token").value = "";
-  $("forget").hidden = true;
-});
+$("forget").addEventListener("click", forget);
 $("query-form").addEventListener("submit", (event) => {
   event.preventDefault();
   state.query = $("query").value.trim();
+  restart();
+});
+$("ranges").addEventListener("click", (event) => {
+  const button = event.target.closest("button[data-range]");
+  if (button) setRange(button.dataset.range);
+});
+$("custom").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const from = inputInstant($("custom-from").value);
+  const to = inputInstant($("custom-to").value);
+  if (from === undefined || to === undefined) return showError("Custom: give both From and To.");
+  if (from > to) return showError("Custom: From is after To.");
+  // `To` as typed is a whole second: the window runs to its end.
+  state.custom = { from: isoMicro(from), to: microBefore(to + 1000) };
   restart();
 });
 $("pause").addEventListener("click", () => {
@@ -274,12 +517,41 @@ $("pause").addEventListener("click", () => {
   if (state.paused) {
     state.stream?.abort();
     setState("paused", "paused");
-  } else if (state.selected.size > 0) void stream(state.generation);
+  } else if (state.selected.size > 0 && state.range === "live") void stream(state.generation);
 });
-$("clear").addEventListener("click", () => {
-  $("list").replaceChildren();
-  state.rows = 0;
-  updateCounts();
+$("zone").addEventListener("click", () => {
+  state.utc = !state.utc;
+  localStorage.setItem("logpond-utc", state.utc ? "1" : "0");
+  timeWidth = 0;
+  fitTime("00:00:00.000");
+  for (const cell of document.querySelectorAll("#list .time")) fitTime((cell.textContent = formatTime(cell.dataset.dt, state.utc)));
+  histogram.setUtc(state.utc);
+  updateWindowText();
+  updateOlder();
 });
 $("older").addEventListener("click", () => loadOlder(state.generation));
+$("list").addEventListener("click", (event) => {
+  const item = event.target.closest("li[data-id]");
+  if (!item || event.target.closest("pre") || String(getSelection())) return;
+  const open = item.querySelector("pre");
+  item.classList.toggle("open", !open);
+  if (open) return open.remove();
+  item.append(Object.assign(document.createElement("pre"), { textContent: JSON.stringify(state.shown.get(item.dataset.id), null, 2) }));
+});
+$("fields").addEventListener("click", (event) => {
+  const button = event.target.closest("button.facet");
+  if (!button) return;
+  state.query = withTerm(state.query, event.altKey ? button.dataset.exclude : button.dataset.term);
+  $("query").value = state.query;
+  restart();
+});
+document.addEventListener("keydown", (event) => {
+  if (event.key === "/" && document.activeElement?.tagName !== "INPUT") {
+    event.preventDefault();
+    $("query").focus();
+  }
+});
+// Phones: the sources and fields start folded, so the rows get the screen.
+if (matchMedia("(max-width: 720px)").matches) $("fields-box").open = false;
+updateWindowText();
 if (state.token) void connect();
