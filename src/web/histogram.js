@@ -44,8 +44,16 @@ export function createHistogram({ box, plot, axis, total, legend, onZoom }) {
   function add(dt, level) {
     if (!buckets.length) return;
     const at = ms(dt);
+    // A row dated ahead of this clock (a client's skew) is left out rather than sliding the bars off.
+    if (at > Date.now() + 60_000) return;
     let index = Math.floor((at - buckets[0].start) / size);
     if (index < 0) return;
+    if (index >= 2 * buckets.length) {
+      // Quiet for longer than the histogram spans: every bar slides out; start again at this row.
+      const start = Math.floor(at / size) * size - (buckets.length - 1) * size;
+      buckets = buckets.map((_, i) => ({ start: start + i * size, count: 0, levels: new Map() }));
+      index = buckets.length - 1;
+    }
     while (index >= buckets.length) {
       buckets.push({ start: buckets[buckets.length - 1].start + size, count: 0, levels: new Map() });
       buckets.shift();

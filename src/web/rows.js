@@ -111,22 +111,30 @@ function compactNodes(row, skip) {
 
 /**
  * The bare words and phrases of a query (what it searches anywhere in the event), for marking:
- * not field terms (`level:error`), not the operators, not a term right after NOT.
+ * not field terms (`level:error`), not the operators, not a term that NOT negates (an even number
+ * of NOTs over it, counting those before its parentheses, leaves it searched).
  */
 export function searchedWords(query) {
   const words = [];
-  const pattern = /\s*(?:"((?:[^"\\]|\\.)*)"|([A-Za-z0-9_.@$-]+\s*(?:>=|<=|!=|!:|:|=|>|<)\s*(?:"(?:[^"\\]|\\.)*"|[^\s()]*))|([()])|([^\s()"]+))/gy;
-  let negated = false;
-  for (const match of query.matchAll(pattern)) {
-    const [, phrase, field, paren, word] = match;
-    if (word !== undefined && /^(and|or)$/i.test(word)) continue;
-    if (word !== undefined && /^not$/i.test(word)) {
-      negated = true;
-      continue;
+  const token = /\s*(?:"((?:[^"\\]|\\.)*)"|([A-Za-z0-9_.@$-]+\s*(?:>=|<=|!=|!:|:|=|>|<)\s*(?:"(?:[^"\\]|\\.)*"|[^\s()]*))|([()])|([^\s()"]+))/gy;
+  const negatedAt = [false]; // per open parenthesis: is what it holds negated?
+  let not = false; // NOTs just read, not yet applied (each one flips)
+  for (const [, phrase, field, paren, word] of query.matchAll(token)) {
+    if (paren === "(") {
+      negatedAt.push(negatedAt[negatedAt.length - 1] !== not);
+      not = false;
+    } else if (paren === ")") {
+      if (negatedAt.length > 1) negatedAt.pop();
+      not = false;
+    } else if (word !== undefined && /^not$/i.test(word)) {
+      not = !not;
+    } else if (word === undefined || !/^(and|or)$/i.test(word)) {
+      const negated = negatedAt[negatedAt.length - 1] !== not;
+      not = false;
+      if (negated || field !== undefined) continue;
+      const text = phrase !== undefined ? phrase.replace(/\\(.)/g, "$1") : word;
+      if (text !== "") words.push(text);
     }
-    if (!negated && phrase !== undefined && phrase !== "") words.push(phrase.replace(/\\(.)/g, "$1"));
-    if (!negated && word !== undefined) words.push(word);
-    if (field !== undefined || phrase !== undefined || word !== undefined || paren === ")") negated = false;
   }
   return [...new Set(words)];
 }
