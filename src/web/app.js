@@ -160,7 +160,7 @@ function restart() {
   fitTime("00:00:00.000");
   $("query-error").hidden = true;
   $("older").hidden = true;
-  histogram.clear();
+  histogram.clear(state.connected && state.selected.size > 0);
   updateCounts();
   scheduleFields();
   const live = state.range === "live";
@@ -198,8 +198,9 @@ function setRange(range) {
   for (const button of document.querySelectorAll("#ranges button")) button.setAttribute("aria-checked", String(button.dataset.range === range));
   $("custom").hidden = range !== "custom";
   if (range !== "custom") return restart();
-  // Custom opens on the window shown (or the last hour) and waits for Show.
-  fillCustom(state.window ?? { from: isoMicro(Date.now() - 3_600_000), to: isoMicro(Date.now()) });
+  // Custom opens on the window shown (or the last hour) and waits for Show (or Apply).
+  state.custom = state.window ?? { from: isoMicro(Date.now() - 3_600_000), to: isoMicro(Date.now()) };
+  fillCustom(state.custom);
 }
 
 function fillCustom({ from, to }) {
@@ -209,8 +210,8 @@ function fillCustom({ from, to }) {
 
 /** The histogram's zoom (a drag or a click on a bar): that stretch becomes the custom window. */
 function zoom(from, toExcluded) {
-  state.custom = { from: isoMicro(from), to: microBefore(toExcluded) };
   setRange("custom");
+  state.custom = { from: isoMicro(from), to: microBefore(toExcluded) };
   fillCustom(state.custom);
   restart();
 }
@@ -259,6 +260,8 @@ async function loadHistogram(generation, window) {
   if (generation !== state.generation) return;
   if (!response.ok) {
     const body = await response.json().catch(() => ({ errors: `HTTP ${response.status}` }));
+    histogram.clear(true);
+    $("histogram-total").textContent = "no histogram (see the message above)";
     return showError(`histogram: ${body.errors}`);
   }
   histogram.show(await response.json());
@@ -481,6 +484,16 @@ function renderFields() {
     }),
   );
 }
+
+// The view stays on the newest row while the reader is there, whatever changes the box's height.
+let pinned = true;
+$("rows").addEventListener("scroll", () => {
+  const box = $("rows");
+  pinned = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+});
+new ResizeObserver(() => {
+  if (pinned) $("rows").scrollTop = $("rows").scrollHeight;
+}).observe($("rows"));
 
 // ── wiring ─────────────────────────────────────────────────────────────────────────────────────
 

@@ -34,10 +34,15 @@ export function createHistogram({ box, plot, axis, total, legend, onZoom }) {
     draw();
   }
 
-  function clear() {
+  /** Empty; `waiting`: the box keeps its room (so the rows below do not jump when the bars come). */
+  function clear(waiting = false) {
     buckets = [];
-    box.hidden = true;
+    box.hidden = !waiting;
     delete total.dataset.total;
+    total.textContent = waiting ? "counting…" : "";
+    plot.replaceChildren(selection);
+    axis.replaceChildren();
+    legend.replaceChildren();
   }
 
   /** A live row: counted in its bar; bars slide right (oldest dropped) when time passes the last. */

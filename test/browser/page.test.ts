@@ -306,6 +306,20 @@ describe("the explorer", () => {
     expect(rows.every((dt: string) => dt >= window.from && dt <= window.to)).toBe(true);
   }, 60_000);
 
+  test("Custom: a from and a to typed in the browser's zone show that stretch", async () => {
+    const at = Date.parse(sent.older[0]!.dt as string); // "nightly report sent", 26 h ago
+    await page.click('#ranges button[data-range="custom"]');
+    await page.evaluate((ms: number) => {
+      const local = (t: number) => new Date(t - new Date(t).getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
+      document.querySelector("#custom-from").value = local(ms - 60_000);
+      document.querySelector("#custom-to").value = local(ms + 60_000);
+    }, at);
+    await page.click("#custom-show");
+    await settled();
+    expect(await rowTexts()).toEqual([expect.stringContaining("nightly report sent")]);
+    expect(await histogramTotal()).toBe(1);
+  }, 60_000);
+
   test("load older pages back past the window to the oldest stored event", async () => {
     await pick("1h");
     const all = sent.events.length + sent.older.length;
