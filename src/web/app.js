@@ -262,7 +262,9 @@ async function loadHistogram(generation, window) {
     const body = await response.json().catch(() => ({ errors: `HTTP ${response.status}` }));
     histogram.clear(true);
     $("histogram-total").textContent = "no histogram (see the message above)";
-    return showError(`histogram: ${body.errors}`);
+    // A 400 is the query's or the window's, and the rows' request says the same: say it once.
+    if (response.status !== 400) showError(`histogram: ${body.errors}`);
+    return;
   }
   histogram.show(await response.json());
   histogram.setUtc(state.utc);

@@ -261,6 +261,7 @@ describe("the explorer", () => {
     await page.click("#list li[data-id]");
     const opened = JSON.parse(await page.$eval("#list li[data-id] pre", (el) => el.textContent));
     expect(opened).toMatchObject({ user: "alice", action: "login", source_id: explorer.id });
+    await page.screenshot({ path: EXPLORER_SHOT("open") });
   }, 60_000);
 
   test("the query's words are marked in the rows, and the histogram counts only the matches", async () => {
@@ -304,6 +305,7 @@ describe("the explorer", () => {
     const rows = await page.evaluate(() => [...(globalThis as any).logpond.state.shown.values()].map((row: any) => row.dt));
     expect(rows.length).toBe(Math.min(200, inWindow.length));
     expect(rows.every((dt: string) => dt >= window.from && dt <= window.to)).toBe(true);
+    await page.screenshot({ path: EXPLORER_SHOT("zoom") });
   }, 60_000);
 
   test("Custom: a from and a to typed in the browser's zone show that stretch", async () => {
