@@ -2,55 +2,18 @@
 // rows, then streams new ones (SSE read with fetch; Pause closes the stream, Resume reconnects from
 // the last event id so nothing is lost). A range (15 min … 7 d, custom, or a zoom on the
 // histogram) shows the window's stored rows. Either way "Load older" walks the query API's cursor
-// back to the start of the stored events. Everything from the server is set as text, never HTML.
-import { filterTerm, topFields, withTerm } from "./fields.js";
-import { createHistogram, duration } from "./histogram.js";
-import { formatTime, lineNodes, marker, markNodes, searchedWords, timeTitle, zoneName } from "./rows.js";
+// back to the start of the stored events (list.js). Everything from the server is set as text.
+import { withTerm } from "./fields.js";
+import { createHistogram } from "./histogram.js";
+import { addRow, loadOlder, resetList, retime, updateCounts } from "./list.js";
+import { formatTime, marker, searchedWords, zoneName } from "./rows.js";
+import { $, api, EARLIEST, isoMicro, microBefore, msOf, params, setState, showEmpty, showError, state } from "./state.js";
 import { readEvents } from "./stream.js";
 
-const $ = (id) => document.getElementById(id);
-const MAX_ROWS = 5000;
-const PAGE = 200;
-/** "Before the window" reaches back to here: before any time ingestion accepts (years 1–9999). */
-const EARLIEST = "0001-01-01T00:00:00.000000Z";
 const RANGE_MS = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000 };
 const RANGE_NAME = { "15m": "last 15 minutes", "1h": "last hour", "24h": "last 24 hours", "7d": "last 7 days" };
 /** Live view: the stored rows and the histogram of this long before now, then the stream. */
 const LIVE_MS = 30 * 60_000;
-
-const state = {
-  token: sessionStorage.getItem("logpond-token") || "",
-  connected: false,
-  sources: new Map(),
-  selected: new Set(),
-  query: "",
-  range: "live",
-  /** The custom window: { from, to } as RFC 3339 with microseconds, both inclusive. */
-  custom: undefined,
-  /** The window shown (range views), as custom. */
-  window: undefined,
-  lastEventId: "",
-  stream: undefined,
-  paused: false,
-  /** Rows shown, by id (insertion order is not display order). */
-  shown: new Map(),
-  /** Stretches still to page back through, newest first: { from, to?, cursor?, before?, started? }. */
-  segments: [],
-  /** The generation whose older page is being read (one at a time). */
-  loadingOlder: undefined,
-  dropped: 0,
-  generation: 0,
-  utc: localStorage.getItem("logpond-utc") === "1",
-  mark: undefined,
-};
-// For the console and the browser test: the page's state, read-only by convention.
-globalThis.logpond = { state };
-
-const api = (path, init = {}) => fetch(path, { ...init, headers: { ...init.headers, authorization: `Bearer ${state.token}` } });
-const isoMicro = (ms) => new Date(ms).toISOString().replace("Z", "000Z");
-/** The last microsecond before `ms`. */
-const microBefore = (ms) => new Date(ms - 1).toISOString().replace("Z", "999Z");
-const msOf = (dt) => Date.parse(`${dt.slice(0, 23)}Z`);
 
 const histogram = createHistogram({
   box: $("histogram"),
@@ -60,11 +23,6 @@ const histogram = createHistogram({
   legend: $("legend"),
   onZoom: zoom,
 });
-
-function setState(kind, text) {
-  $("state").className = `state ${kind}`;
-  $("state").textContent = text;
-}
 
 // ── token and sources ──────────────────────────────────────────────────────────────────────────
 
@@ -141,28 +99,15 @@ function renderSources() {
 
 // ── views ──────────────────────────────────────────────────────────────────────────────────────
 
-function params(extra = {}) {
-  const search = new URLSearchParams({ source_ids: [...state.selected].join(","), ...extra });
-  if (state.query) search.set("query", state.query);
-  return search;
-}
-
 /** A fresh view: new sources, query or range. */
 function restart() {
   state.stream?.abort();
   state.stream = undefined;
   const generation = ++state.generation;
   Object.assign(state, { lastEventId: "", segments: [], dropped: 0, window: undefined, mark: marker(searchedWords(state.query)) });
-  state.shown.clear();
-  $("list").replaceChildren();
-  $("list").classList.toggle("single", state.selected.size === 1);
-  timeWidth = 0;
-  fitTime("00:00:00.000");
+  resetList();
   $("query-error").hidden = true;
-  $("older").hidden = true;
   histogram.clear(state.connected && state.selected.size > 0);
-  updateCounts();
-  scheduleFields();
   const live = state.range === "live";
   $("pause").hidden = !live || state.selected.size === 0;
   if (!state.connected) {
@@ -303,11 +248,6 @@ async function refused(response) {
   showError(body.errors);
 }
 
-function showError(text) {
-  $("query-error").textContent = text;
-  $("query-error").hidden = false;
-}
-
 function handle({ id, event, data }) {
   if (event === "dropped") {
     state.dropped += JSON.parse(data).count || 0;
@@ -319,183 +259,6 @@ function handle({ id, event, data }) {
   const row = JSON.parse(data);
   if (addRow(row, "bottom")) histogram.add(row.dt, row.level);
 }
-
-// ── rows ───────────────────────────────────────────────────────────────────────────────────────
-
-async function loadOlder(generation) {
-  const segment = state.segments[0];
-  if (!segment || state.loadingOlder === generation) return;
-  state.loadingOlder = generation;
-  $("older").disabled = true;
-  $("older").textContent = "Loading…";
-  try {
-    const search = params({ batch: String(PAGE), from: segment.from });
-    if (segment.to) search.set("to", segment.to);
-    if (segment.cursor) search.set("cursor", segment.cursor);
-    const response = await api(`/api/v2/query/live-tail?${search}`);
-    if (generation !== state.generation) return;
-    if (!response.ok) return showError((await response.json().catch(() => ({ errors: `HTTP ${response.status}` }))).errors);
-    const body = await response.json();
-    const box = $("rows");
-    const opening = state.shown.size === 0;
-    const fromBottom = box.scrollHeight - box.scrollTop;
-    if (segment.before && !segment.started && body.data.length) {
-      $("list").prepend(divider(`before ${formatTime(state.window.from, state.utc).replace(/\.\d{3}$/, "")} — outside the window`));
-    }
-    const firstPage = !segment.started;
-    segment.started = true;
-    for (const row of body.data) addRow(row, "top");
-    segment.cursor = body.pagination.next ? new URL(body.pagination.next).searchParams.get("cursor") : undefined;
-    if (!segment.cursor) state.segments.shift();
-    if (!state.segments.length) $("list").prepend(divider("start of the stored events"));
-    // The view opens at the newest row; an older page keeps the rows the reader was looking at in place.
-    box.scrollTop = opening ? box.scrollHeight : box.scrollHeight - fromBottom;
-    if (firstPage && body.meta?.empty_window && state.shown.size === 0) emptyWindow(body.meta, generation);
-    else if (state.shown.size === 0 && !state.segments.length) showEmpty(state.range === "live" ? "Nothing stored yet — new events appear here as they arrive." : "No events, here or before.");
-  } catch (error) {
-    if (generation === state.generation) showError(`could not load rows: ${error.message}`);
-  } finally {
-    if (state.loadingOlder === generation) state.loadingOlder = undefined;
-    if (generation === state.generation) updateOlder();
-  }
-}
-
-/** An empty first page: say so, and where the newest older event is (meta.older_dt). */
-function emptyWindow(meta, generation) {
-  const where = state.range === "live" ? "in the last 30 minutes" : "in this window";
-  if (meta.older === false) return showEmpty(`No events ${where}, and none before.${state.range === "live" ? " New events appear here as they arrive." : ""}`);
-  const when = meta.older_dt ? ` The newest older one is from ${formatTime(meta.older_dt, state.utc)}.` : "";
-  showEmpty(`No events ${where}.${when}`);
-  // Live: go on to the newest stored rows, so a quiet source still opens on its latest events
-  // (once the page that found nothing has finished).
-  if (state.range === "live" && meta.older) queueMicrotask(() => loadOlder(generation));
-}
-
-function updateOlder() {
-  const button = $("older");
-  const segment = state.segments[0];
-  button.disabled = false;
-  button.hidden = !segment;
-  if (segment) button.textContent = segment.before && !segment.started ? `Load older — before ${formatTime(state.window.from, state.utc).replace(/\.\d{3}$/, "")}` : "Load older";
-}
-
-function divider(text) {
-  return Object.assign(document.createElement("li"), { className: "divider", textContent: text });
-}
-
-function showEmpty(text) {
-  $("empty").textContent = text;
-  $("empty").hidden = false;
-}
-
-/** Adds a row unless it is shown already; false when it was. */
-function addRow(row, where) {
-  if (state.shown.has(row.id)) return false;
-  state.shown.set(row.id, row);
-  const box = $("rows");
-  const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
-  const item = render(row);
-  const list = $("list");
-  if (where === "top") list.prepend(item);
-  else {
-    item.classList.add("fresh");
-    list.append(item);
-  }
-  if (state.shown.size > MAX_ROWS) trim(where);
-  $("empty").hidden = true;
-  updateCounts();
-  scheduleFields();
-  if (where === "bottom" && atBottom) box.scrollTop = box.scrollHeight;
-  return true;
-}
-
-/** Past MAX_ROWS, rows leave from the end away from where rows arrive. */
-function trim(where) {
-  const list = $("list");
-  const rows = list.querySelectorAll(":scope > li[data-id]");
-  const gone = where === "top" ? rows[rows.length - 1] : rows[0];
-  state.shown.delete(gone.dataset.id);
-  gone.remove();
-  if (where === "bottom") {
-    // Load older resumes from the new top row (rows sharing its dt are shown already, skipped by id).
-    const top = list.querySelector(":scope > li[data-id]");
-    state.segments = [{ from: EARLIEST, to: state.shown.get(top.dataset.id).dt }];
-    for (const mark of list.querySelectorAll(":scope > li.divider")) mark.remove();
-    updateOlder();
-  }
-}
-
-function render(row) {
-  const source = state.sources.get(row.source_id);
-  const item = document.createElement("li");
-  item.dataset.id = row.id;
-  const shown = formatTime(row.dt, state.utc);
-  fitTime(shown);
-  const time = Object.assign(document.createElement("span"), { className: "time", textContent: shown, title: timeTitle(row.dt) });
-  time.dataset.dt = row.dt;
-  const name = Object.assign(document.createElement("span"), { className: "source", textContent: source ? source.name : `#${row.source_id}` });
-  const line = Object.assign(document.createElement("span"), { className: "line" });
-  line.append(...markNodes(lineNodes(source ? source.pattern : "{level} {message}", row), state.mark));
-  item.append(time, name, line);
-  return item;
-}
-
-/** The time column is as wide as its longest cell ("14:03:07.125", "Nov 23 14:03:07.125", …), the same on every row. */
-let timeWidth = 0;
-function fitTime(text) {
-  if (text.length <= timeWidth) return;
-  timeWidth = text.length;
-  $("list").style.setProperty("--time-width", `${timeWidth}ch`);
-}
-
-function updateCounts() {
-  const n = state.shown.size;
-  $("count").textContent = `${n.toLocaleString("en-US")} row${n === 1 ? "" : "s"}`;
-  $("dropped").hidden = state.dropped === 0;
-  $("dropped").textContent = `${state.dropped} dropped (too slow to keep up; reload older rows to see them)`;
-}
-
-// ── the field sidebar ──────────────────────────────────────────────────────────────────────────
-
-let fieldsTimer;
-function scheduleFields() {
-  if (fieldsTimer === undefined) fieldsTimer = setTimeout(renderFields, 150);
-}
-
-function renderFields() {
-  fieldsTimer = undefined;
-  const fields = topFields(state.shown.values());
-  $("fields-box").hidden = fields.length === 0;
-  $("fields").replaceChildren(
-    ...fields.map(({ path, present, values }) => {
-      const box = Object.assign(document.createElement("div"), { className: "field" });
-      box.append(Object.assign(document.createElement("div"), { className: "field-name", textContent: path }));
-      const list = document.createElement("ul");
-      for (const { value, n } of values) {
-        const button = Object.assign(document.createElement("button"), { type: "button", className: "facet", title: `${filterTerm(path, value)} (Alt-click: ${filterTerm(path, value, true)})` });
-        button.dataset.term = filterTerm(path, value);
-        button.dataset.exclude = filterTerm(path, value, true);
-        button.style.setProperty("--share", `${Math.round((n / present) * 100)}%`);
-        button.append(Object.assign(document.createElement("span"), { className: "value", textContent: value === "" ? '""' : String(value) }), Object.assign(document.createElement("span"), { className: "n", textContent: n.toLocaleString("en-US") }));
-        const item = document.createElement("li");
-        item.append(button);
-        list.append(item);
-      }
-      box.append(list);
-      return box;
-    }),
-  );
-}
-
-// The view stays on the newest row while the reader is there, whatever changes the box's height.
-let pinned = true;
-$("rows").addEventListener("scroll", () => {
-  const box = $("rows");
-  pinned = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
-});
-new ResizeObserver(() => {
-  if (pinned) $("rows").scrollTop = $("rows").scrollHeight;
-}).observe($("rows"));
 
 // ── wiring ─────────────────────────────────────────────────────────────────────────────────────
 
@@ -537,21 +300,9 @@ $("pause").addEventListener("click", () => {
 $("zone").addEventListener("click", () => {
   state.utc = !state.utc;
   localStorage.setItem("logpond-utc", state.utc ? "1" : "0");
-  timeWidth = 0;
-  fitTime("00:00:00.000");
-  for (const cell of document.querySelectorAll("#list .time")) fitTime((cell.textContent = formatTime(cell.dataset.dt, state.utc)));
+  retime();
   histogram.setUtc(state.utc);
   updateWindowText();
-  updateOlder();
-});
-$("older").addEventListener("click", () => loadOlder(state.generation));
-$("list").addEventListener("click", (event) => {
-  const item = event.target.closest("li[data-id]");
-  if (!item || event.target.closest("pre") || String(getSelection())) return;
-  const open = item.querySelector("pre");
-  item.classList.toggle("open", !open);
-  if (open) return open.remove();
-  item.append(Object.assign(document.createElement("pre"), { textContent: JSON.stringify(state.shown.get(item.dataset.id), null, 2) }));
 });
 $("fields").addEventListener("click", (event) => {
   const button = event.target.closest("button.facet");
@@ -566,7 +317,7 @@ document.addEventListener("keydown", (event) => {
     $("query").focus();
   }
 });
-// Phones: the sources and fields start folded, so the rows get the screen.
+// Phones: the field sidebar starts folded, so the rows get more of the screen.
 if (matchMedia("(max-width: 720px)").matches) $("fields-box").open = false;
 updateWindowText();
 if (state.token) void connect();
