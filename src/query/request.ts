@@ -106,6 +106,17 @@ function readInstant(url: URL, name: "from" | "to", now: Date): string | undefin
   return micros(parsed);
 }
 
+/**
+ * from/to as sent, or their defaults (to = now, from = to − 30 minutes), for routes without a
+ * cursor (the histogram); 400 when from is after to.
+ */
+export function readWindow(url: URL, clock: Date): { from: string; to: string } {
+  const to = readInstant(url, "to", clock) ?? micros(clock.toISOString());
+  const from = readInstant(url, "from", clock) ?? micros(new Date(Math.max(Date.parse(`${to.slice(0, 23)}Z`) - WINDOW_DEFAULT_MS, EARLIEST_MS)).toISOString());
+  if (from > to) throw badRequest(`from (${from}) is after to (${to})`);
+  return { from, to };
+}
+
 /** The whole request; `now` is injectable for tests. Source existence is checked by the caller. */
 export function readRequest(url: URL, now: () => Date = () => new Date()): ReadRequest & { malformed: string[] } {
   const { ids, malformed } = readSourceIds(url);
