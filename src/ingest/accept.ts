@@ -13,7 +13,7 @@ import type { SourceCache } from "../sources/cache";
 import { declaredLength, decompress, gzipSizeHint, identityBody, parseEncoding, readBody, type BodyLimits } from "./body";
 import { DecodeWorker, headerRefusal, OFFLOAD_FROM_BYTES } from "./offload";
 import { prepareBody, type PrepareLimits } from "./prepare";
-import { parseContentType } from "./content-type";
+import { parseContentType, sniffFormat } from "./content-type";
 import type { InFlight } from "./inflight";
 import type { GcPacer } from "./gcpace";
 import type { RateLimiter } from "./ratelimit";
@@ -67,7 +67,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
     if (wait > 0) return refuse(new AppError("rate_limited", "Rate limit of this source exceeded (INGEST_RATE_LIMIT events per second); retry after the time in Retry-After", { retryAfterSeconds: wait }), metrics);
   }
 
-  const format = parseContentType(request.headers.get("content-type"));
+  let format = parseContentType(request.headers.get("content-type"));
   if (format instanceof AppError) return refuse(format, metrics);
   const encoding = parseEncoding(request.headers.get("content-encoding"));
   if (encoding instanceof AppError) return refuse(encoding, metrics);
@@ -99,6 +99,10 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
     }
     const body = encoding === "identity" ? identityBody(raw, limits.maxDecompressedBytes) : await decompress(raw, encoding, limits.maxDecompressedBytes);
     if (body instanceof AppError) return refuse(body, metrics);
+    if (format === undefined) {
+      format = sniffFormat(body); // no Content-Type: the body's first byte tells, or 415
+      if (format instanceof AppError) return refuse(format, metrics);
+    }
     deps.gcPacer.handled(body.length);
     // A full buffer refuses a request before it is decoded, not after: near full, a 1000-event
     // @logtail/node body was decoded (8–10 ms) and then refused, 200–350 of them in 5 s of
