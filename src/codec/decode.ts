@@ -57,22 +57,19 @@ function decodeJson(body: Buffer): unknown[] | AppError {
   return Array.isArray(value) ? value : [value];
 }
 
-/** Values back to back: each is one event, parsed as one array (the piece at fault is looked for only on failure). */
+/**
+ * Values back to back: each is one event. Parsed one by one, not joined into one array text: a
+ * copy of the whole body more (a big one's memory is bounded at 4× its size), for ~20% speed.
+ */
 function decodeJsonValues(pieces: string[]): unknown[] | AppError {
+  const values: unknown[] = new Array(pieces.length);
+  let i = 0;
   try {
-    const values = parseJson(`[${pieces.join(",")}]`) as unknown[];
-    if (values.length === pieces.length) return values;
-    throw new SyntaxError("a piece is not one value");
-  } catch {
-    for (let i = 0; i < pieces.length; i++) {
-      try {
-        parseJson(pieces[i]!);
-      } catch (error) {
-        return new AppError("body_undecodable", `Couldn't parse JSON content: value ${i} of ${pieces.length} back to back (event ${i}): ${(error as Error).message}`);
-      }
-    }
-    return new AppError("body_undecodable", "Couldn't parse JSON content: values back to back that are not JSON together");
+    for (; i < pieces.length; i++) values[i] = parseJson(pieces[i]!);
+  } catch (error) {
+    return new AppError("body_undecodable", `Couldn't parse JSON content: value ${i} of ${pieces.length} back to back (event ${i}): ${(error as Error).message}`);
   }
+  return values;
 }
 
 /** Lines are found with one regex step per non-blank line, so a body of blank lines costs no strings. */
