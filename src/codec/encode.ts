@@ -55,12 +55,12 @@ export function encodeEvents(
       if (walk.problem) return failed(i);
       return new AppError("not_an_event", `event ${i} is not an object (got ${describe(event)}); send an object or an array of objects`);
     }
+    // Before normalising: a MessagePack timestamp is still a Date (read as is, not as its text).
+    const dt = eventTimeOf(event as TimeFields, receivedAt);
     if (deep ? normaliseObject(event as Record<string, unknown>, 1) : depthExceeds(event, 1, limits.maxDepth)) {
       if (!deep) walk.problemReason = "too_deep";
       return failed(i);
     }
-    // After normalising: a MessagePack time (a timestamp, an EventTime) is text by now, read like any dt.
-    const dt = eventTimeOf(event as TimeFields, receivedAt);
 
     let json = JSON.stringify(event);
     if (json.includes("\\u")) json = json.replace(JSONB_UNSAFE_ESCAPE, REPLACEMENT);
