@@ -4,7 +4,8 @@
 // 19 KB body of 20 million empty maps never becomes 20 million objects. Values back to back
 // (Fluent Bit, Fluentd, json_stream) count one event each. Reads bytes only: never decodes
 // strings, never allocates per value.
-import type { Format } from "./format";
+import type { Envelope, Format } from "./format";
+import { countAt } from "./protobuf";
 import { AppError } from "../errors";
 
 export interface CostLimits {
@@ -42,6 +43,7 @@ export function maxValues(limits: CostLimits): number {
  */
 export function measureBody(body: Uint8Array, format: Format, limits: CostLimits): number | undefined | AppError {
   const walk = body.length >= WALK_FROM_BYTES;
+  if (format !== "json" && format !== "ndjson" && format !== "msgpack") return measureEnvelope(body, format, limits, walk);
   const scan = format === "msgpack" ? scanMsgpack(body, limits, walk) : walk ? scanJson(body, format === "ndjson", limits) : undefined;
   if (typeof scan === "number" && scan > limits.maxEvents) return tooManyEvents(scan, limits.maxEvents);
   return scan;
@@ -355,4 +357,24 @@ function record(walk: Walk, firstId: number, depth: number): void {
   }
   count(walk, depth + 1);
   values(walk, structure.fields, depth + 1);
+}
+
+/** Where an envelope's records are: OTLP's resourceLogs → scopeLogs → logRecords, Loki's streams → entries. */
+const RECORDS_AT: Record<"otlp-proto" | "loki-proto", readonly number[]> = { "otlp-proto": [1, 2, 2], "loki-proto": [1, 2] };
+
+/**
+ * Another protocol's body. Protobuf: its records counted without reading them (a step per record),
+ * so a million records are refused before one is built; their values and nesting are bounded as
+ * they are decoded (otlp-proto.ts stops at maxValues). JSON, when big: the JSON walk bounds what
+ * JSON.parse builds (an AnyValue is four JSON levels deep); its records are counted once decoded.
+ */
+function measureEnvelope(body: Uint8Array, format: Envelope, limits: CostLimits, walk: boolean): number | undefined | AppError {
+  if (format === "otlp-proto" || format === "loki-proto") {
+    const buffer = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    const records = countAt(buffer, RECORDS_AT[format]);
+    return records !== undefined && records > limits.maxEvents ? tooManyEvents(records, limits.maxEvents) : records;
+  }
+  if (!walk) return undefined;
+  const scan = scanJson(body, false, { ...limits, maxDepth: limits.maxDepth * 4 + 8 });
+  return scan instanceof AppError ? scan : undefined;
 }

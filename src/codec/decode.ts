@@ -9,14 +9,19 @@
 // served 1.7× the requests and never stalls on many definitions. Plain maps keep the regular
 // build, 2.8× faster on them (bench/micro.ts). Several values back to back (Fluent Bit, Fluentd's
 // headerless maps, json_stream) are tried only once the single-value decode has refused the body.
+// Other protocols' bodies (format.ts's Envelope: OTLP, Loki) go to their own decoders, one event
+// per record.
 import { addExtension, Unpackr, type Options } from "msgpackr";
 import { addExtension as addNoEvalExtension, Unpackr as NoEvalUnpackr } from "msgpackr/unpack-no-eval";
-import { MAX_BIGINT_BYTES, MAX_BIGINT_BYTES_PER_REQUEST } from "./bounds";
+import { MAX_BIGINT_BYTES, MAX_BIGINT_BYTES_PER_REQUEST, maxValues, type CostLimits } from "./bounds";
 import { hasCandidate, holdsDoubtfulNumber, MAX_NUMERIC_DIGITS, needsExactNumbers } from "./numbers";
 import { AppError } from "../errors";
 import type { Format } from "./format";
 import { eventsOfEntries, isEntry, mayHoldEntries, unpackExtensionZero } from "./fluent";
 import { splitJsonValues } from "./sequence";
+import { isOtlpEnvelope, otlpJsonEvents } from "./otlp-json";
+import { decodeOtlpProto } from "./otlp-proto";
+import { decodeLokiProto, lokiJsonEvents } from "./loki";
 
 // int64AsType "auto": a double where exact, a BigInt beyond 2^53 (msgpackr supports it; its types lag).
 const MSGPACK_OPTIONS = { mapsAsObjects: true, int64AsType: "auto", structuredClone: false } as unknown as Options;
@@ -31,12 +36,27 @@ const RECORD_DEFINITION = Buffer.from([0xd4, 0x72]);
 const RECORD_DEFINITION_WIDE = Buffer.from([0xd5, 0x72]);
 const decoder = new TextDecoder();
 
+/** The contract's defaults, for callers that pass no limits (tests): envelopes' decoders are bounded by them. */
+const DEFAULT_LIMITS: CostLimits = { maxEvents: 100_000, maxDecompressedBytes: 100 * 1024 * 1024, maxDepth: 64, maxEventBytes: 1024 * 1024 };
+
 /** The events of a body: an array of whatever the body holds; `encode.ts` checks each is an event. */
-export function decodeBody(body: Buffer, format: Format): unknown[] | AppError {
+export function decodeBody(body: Buffer, format: Format, limits: CostLimits = DEFAULT_LIMITS): unknown[] | AppError {
   if (body.length === 0) return new AppError("body_empty", "Request body is empty; send one event or an array of events");
   switch (format) {
+    case "otlp-proto":
+      return decodeOtlpProto(body, { maxDepth: limits.maxDepth, maxValues: maxValues(limits) });
+    case "otlp-json": {
+      const value = parseEnvelope(body);
+      return value instanceof AppError ? value : otlpJsonEvents(value, limits);
+    }
+    case "loki-proto":
+      return decodeLokiProto(body);
+    case "loki-json": {
+      const value = parseEnvelope(body);
+      return value instanceof AppError ? value : lokiJsonEvents(value);
+    }
     case "json":
-      return decodeJson(body);
+      return decodeJson(body, limits);
     case "ndjson":
       return decodeNdjson(body);
     case "msgpack":
@@ -44,7 +64,7 @@ export function decodeBody(body: Buffer, format: Format): unknown[] | AppError {
   }
 }
 
-function decodeJson(body: Buffer): unknown[] | AppError {
+function decodeJson(body: Buffer, limits: CostLimits): unknown[] | AppError {
   const text = decoder.decode(body);
   let value: unknown;
   try {
@@ -54,7 +74,17 @@ function decodeJson(body: Buffer): unknown[] | AppError {
     if (pieces !== undefined) return decodeJsonValues(pieces);
     return new AppError("body_undecodable", `Couldn't parse JSON content: ${(error as Error).message}`);
   }
-  return Array.isArray(value) ? value : [value];
+  // An OTLP/JSON request sent to `/` (an exporter pointed at the bare URL) is its records, not one event.
+  return Array.isArray(value) ? value : isOtlpEnvelope(value) ? otlpJsonEvents(value, limits) : [value];
+}
+
+/** An envelope's JSON (OTLP/JSON, a Loki push): the value, or why it is not JSON. */
+function parseEnvelope(body: Buffer): unknown {
+  try {
+    return parseJson(decoder.decode(body));
+  } catch (error) {
+    return new AppError("body_undecodable", `Couldn't parse JSON content: ${(error as Error).message}`);
+  }
 }
 
 /**

@@ -3,7 +3,7 @@
 // output, so neither a large upload nor a decompression bomb costs more memory than the limits.
 import * as zlib from "node:zlib";
 import { AppError } from "../errors";
-import { snappyLength, unsnappy, unsnappyOffLoop } from "./snappy";
+import { checkSnappy, unsnappy, unsnappyOffLoop } from "./snappy";
 
 export interface BodyLimits {
   maxBodyBytes: number;
@@ -103,10 +103,9 @@ export async function decompress(body: Buffer, encoding: Encoding, maxBytes: num
 
 /** A snappy block, its stated length checked before it is allocated; a big one off the event loop. */
 async function snappyBody(body: Buffer, maxBytes: number): Promise<Buffer | AppError> {
-  const length = snappyLength(body);
-  if (typeof length === "number" && length > maxBytes) return decompressedTooLarge(maxBytes);
-  const output = typeof length !== "number" ? length : length < SYNC_DECOMPRESS_MAX_OUTPUT ? unsnappy(body) : await unsnappyOffLoop(body);
-  return typeof output === "string" ? new AppError("body_undecodable", `Body is not valid snappy data (Content-Encoding: snappy): ${output}`) : output;
+  const length = checkSnappy(body, maxBytes);
+  if (length instanceof AppError) return length;
+  return length < SYNC_DECOMPRESS_MAX_OUTPUT ? unsnappy(body, maxBytes) : unsnappyOffLoop(body, maxBytes);
 }
 
 /** Small bodies inflate synchronously (cheaper); large ones on zlib's thread pool, capped as they grow. */
