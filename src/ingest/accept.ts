@@ -14,7 +14,7 @@ import type { SourceCache } from "../sources/cache";
 import { declaredLength, decompress, gzipSizeHint, identityBody, parseEncoding, readBody, type BodyLimits } from "./body";
 import { DecodeWorker, headerRefusal, OFFLOAD_FROM_BYTES } from "./offload";
 import { prepareBody, type PrepareLimits } from "./prepare";
-import { parseContentType } from "./content-type";
+import { parseContentType, sniffFormat } from "./content-type";
 import type { InFlight } from "./inflight";
 import type { GcPacer } from "./gcpace";
 import type { RateLimiter } from "./ratelimit";
@@ -56,7 +56,11 @@ const ACCEPTED = new Response(null, { status: 202, headers: CORS_ORIGIN });
  */
 export interface Protocol {
   token(headers: Headers): string | undefined;
-  format(contentType: string | null): Format | AppError;
+  /**
+   * undefined: no Content-Type, told from the body once it is decompressed (sniffFormat). Only
+   * `/` answers so; OTLP and Loki name a format for a missing one (Loki's: protobuf).
+   */
+  format(contentType: string | null): Format | AppError | undefined;
   /** After Content-Encoding is undone: the body as the codec reads it. */
   unpack?(body: Buffer, format: Format, maxBytes: number): Buffer | AppError;
 }
@@ -100,7 +104,7 @@ export async function ingestRequest(request: Request, deps: IngestDeps, protocol
     if (wait > 0) return refuse(new AppError("rate_limited", "Rate limit of this source exceeded (INGEST_RATE_LIMIT events per second); retry after the time in Retry-After", { retryAfterSeconds: wait }), metrics);
   }
 
-  const format = protocol.format(request.headers.get("content-type"));
+  let format = protocol.format(request.headers.get("content-type"));
   if (format instanceof AppError) return refuse(format, metrics);
   const encoding = parseEncoding(request.headers.get("content-encoding"));
   if (encoding instanceof AppError) return refuse(encoding, metrics);
@@ -132,6 +136,10 @@ export async function ingestRequest(request: Request, deps: IngestDeps, protocol
     }
     let body = encoding === "identity" ? identityBody(raw, limits.maxDecompressedBytes) : await decompress(raw, encoding, limits.maxDecompressedBytes);
     if (body instanceof AppError) return refuse(body, metrics);
+    if (format === undefined) {
+      format = sniffFormat(body); // `/` with no Content-Type: the body's first byte tells, or 415
+      if (format instanceof AppError) return refuse(format, metrics);
+    }
     if (protocol.unpack) {
       body = protocol.unpack(body, format, limits.maxDecompressedBytes);
       if (body instanceof AppError) return refuse(body, metrics);

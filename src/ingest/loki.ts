@@ -23,7 +23,7 @@ function lokiFormat(contentType: string | null): Format | AppError {
 const LOKI: Protocol = {
   token: (headers) => bearerOrBasicToken(headers.get("authorization")),
   format: lokiFormat,
-  unpack: (body, format, maxBytes) => (format === "loki-proto" ? unsnappy(body, maxBytes) : body),
+  unpack: (body, format, maxBytes) => (format === "loki-proto" ? unsnappy(body, maxBytes, "Loki's protobuf is snappy-compressed") : body),
 };
 
 const NO_CONTENT = new Response(null, { status: 204, headers: CORS_ORIGIN });

@@ -84,7 +84,11 @@ class Thread {
         else if ("reason" in outcome) resolve(new AppError(outcome.reason, outcome.message));
         else resolve(new AppError("overloaded", "This request could not be decoded now; retry after the time in Retry-After"));
       });
-      worker.postMessage(job, [job.body.buffer as ArrayBuffer]);
+      try {
+        worker.postMessage(job, [job.body.buffer as ArrayBuffer]);
+      } catch {
+        worker.postMessage(job); // memory a native decoder owns (snappy's) cannot be transferred: sent as a copy
+      }
     });
   }
 

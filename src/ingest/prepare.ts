@@ -25,7 +25,8 @@ export function prepareBody(body: Uint8Array, format: Format, sourceId: number, 
   const buffer = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   const events = decodeBody(buffer, format, cost);
   if (events instanceof AppError) return events;
-  if (measured === undefined) {
+  // Unwalked MessagePack is measured by its first value's header: values back to back decode to more.
+  if (measured === undefined || events.length > measured) {
     const tooMany = checkEventCount(events.length, cost);
     if (tooMany) return tooMany;
     if (events.length > limits.bufferMaxEvents) return neverFits(`${events.length} events`, "BUFFER_MAX_EVENTS");
