@@ -1,6 +1,7 @@
 // The bench's report: the rows table (both corpora), the targets of issue 10 with ratio vs goal
-// and met / not met, and the micro-benchmarks. Printed, written to bench/results/<time>.json and,
-// for a full run (no --quick, no --only), to bench/RESULTS.md.
+// and met / not met, and the micro-benchmarks. Printed; the run's raw JSON goes to
+// bench/out/results/<time>.json (gitignored: per-run JSONs were 580 KB of history for figures
+// RESULTS.md already carries); a full run (no --quick, no --only) rewrites bench/RESULTS.md.
 import { mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { fmt, type Row } from "./lib";
@@ -88,7 +89,7 @@ export function render(input: ReportInput, when: string): string {
     lines.push("", "## Micro-benchmarks (bench/micro.ts, one core, no I/O)", "", "| hop | events/s | µs per body |", "|---|---|---|");
     for (const m of micro) lines.push(`| ${m.name} | ${fmt(m.eventsPerSecond)} | ${fmt(m.microsecondsPerBody, 1)} |`);
   }
-  lines.push("", "Every figure is from one `npm run bench`; ratios compare rows of the same run. Raw runs: `bench/results/`.", "");
+  lines.push("", "Every figure is from one `npm run bench`; ratios compare rows of the same run. Raw runs: `bench/out/results/` (not committed).", "");
   return lines.join("\n");
 }
 
@@ -96,7 +97,7 @@ export function writeReport(input: ReportInput): string {
   const when = new Date().toISOString();
   const text = render(input, when);
   console.log(`\n${text}`);
-  const dir = path.join(import.meta.dir, "results");
+  const dir = path.join(import.meta.dir, "out", "results");
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, `${when.replace(/[:.]/g, "-")}.json`), `${JSON.stringify({ when, ...input }, null, 2)}\n`);
   if (!input.settings.quick && input.settings.only.length === 0) writeFileSync(path.join(import.meta.dir, "RESULTS.md"), text);

@@ -7,7 +7,8 @@
 // 3. Scenarios, per corpus (scenarios.ts) against `bun src/main.ts`, each `runs` times, medians;
 //    after each run the conservation check (PostgreSQL holds exactly the acknowledged events).
 // 4. Extra modules (EXTRA_MODULES below), then micro-benchmarks (micro.ts).
-// 5. Report (report.ts): stdout, bench/results/<time>.json, and bench/RESULTS.md on a full run.
+// 5. Report (report.ts): stdout, bench/out/results/<time>.json (not committed), and bench/RESULTS.md
+//    on a full run.
 import { spawnSync } from "node:child_process";
 import { rmSync } from "node:fs";
 import { cpus } from "node:os";

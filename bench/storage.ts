@@ -1,5 +1,5 @@
 // `bun bench/storage.ts [--rows 10000000] [--copy-rows 1000000] [--days 7] [--skip-sweep]`:
-// the numbers that chose the storage layout (README "Storage layout"). Standalone: its own
+// the numbers that chose the storage layout (docs/storage.md). Standalone: its own
 // embedded PostgreSQL in a temporary directory, or BENCH_DATABASE_URL (scratch tables bench_*,
 // and log_events is filled — use an empty database).
 // 1. Setting ids in a batch's tuples (codec/tuples.ts setIds): ns per event.

@@ -90,12 +90,21 @@ const JSON_TYPE = "application/json; charset=utf-8";
  * its reason has one. `headers`: the listener's own (ingestion's CORS Allow-Origin).
  */
 export function errorResponse(error: AppError, headers?: Readonly<Record<string, string>>): Response {
+  const { invalidAttributes } = error.extra;
+  const body = invalidAttributes ? { errors: error.message, invalid_attributes: invalidAttributes } : { errors: error.message };
+  return new Response(JSON.stringify(body), { status: error.status, headers: refusalHeaders(error, JSON_TYPE, headers) });
+}
+
+/**
+ * The headers of a refusal, whatever its body (other protocols write their own: OTLP's Status, Loki's
+ * text): its content type, the listener's own, `WWW-Authenticate: Bearer` on a 401, Retry-After where
+ * its reason has one.
+ */
+export function refusalHeaders(error: AppError, contentType: string, headers?: Readonly<Record<string, string>>): Record<string, string> {
   const { status, retryAfter } = REASONS[error.reason];
-  const all: Record<string, string> = { "content-type": JSON_TYPE, ...headers };
+  const all: Record<string, string> = { "content-type": contentType, ...headers };
   if (status === 401) all["www-authenticate"] = "Bearer";
   const wait = error.extra.retryAfterSeconds ?? retryAfter;
   if (wait !== undefined) all["retry-after"] = String(wait);
-  const { invalidAttributes } = error.extra;
-  const body = invalidAttributes ? { errors: error.message, invalid_attributes: invalidAttributes } : { errors: error.message };
-  return new Response(JSON.stringify(body), { status, headers: all });
+  return all;
 }

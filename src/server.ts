@@ -14,6 +14,8 @@ import { health } from "./http/health";
 import { assertPortsFree, EXCLUSIVE } from "./http/ports";
 import { acceptRequest, CORS_ORIGIN, type IngestDeps } from "./ingest/accept";
 import { InFlight } from "./ingest/inflight";
+import { acceptLoki } from "./ingest/loki";
+import { acceptOtlp } from "./ingest/otlp";
 import { GcPacer } from "./ingest/gcpace";
 import { DecodeWorker, OFFLOAD_FROM_BYTES } from "./ingest/offload";
 import { Metrics } from "./metrics";
@@ -129,8 +131,12 @@ export function ingestApp(deps: IngestDeps & { store: Store; log: (line: string)
   return new Elysia({ name: "logpond/ingest" })
     .use(errorHandler(deps.log))
     .use(health(() => deps.store.ping()))
-    .post("/", ({ request }) => acceptRequest(request, deps, "better_stack"), { parse: "none" })
-    .options("/", () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS }));
+    .post("/", ({ request }) => acceptRequest(request, deps), { parse: "none" })
+    .options("/", () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS }))
+    // Other shippers' protocols, on the same path from the token to the ring (README, Shippers).
+    .post("/v1/logs", ({ request }) => acceptOtlp(request, deps), { parse: "none" })
+    .options("/v1/logs", () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS }))
+    .post("/loki/api/v1/push", ({ request }) => acceptLoki(request, deps), { parse: "none" });
 }
 
 export async function startLogpond(config: Config, log: (line: string) => void): Promise<Logpond> {

@@ -1,9 +1,11 @@
 // What decoding a body would cost, measured before a single object is built (CONTRACT
 // §3.1). One pass over the bytes counts events and values (every map, array and element), checks
 // nesting and the size of MessagePack BigInts; past a bound the request is refused here, so a
-// 19 KB body of 20 million empty maps never becomes 20 million objects. Reads bytes only: never
-// decodes strings, never allocates per value.
-import type { Format } from "./format";
+// 19 KB body of 20 million empty maps never becomes 20 million objects. Values back to back
+// (Fluent Bit, Fluentd, json_stream) count one event each. Reads bytes only: never decodes
+// strings, never allocates per value.
+import type { Envelope, Format } from "./format";
+import { countAt } from "./protobuf";
 import { AppError } from "../errors";
 
 export interface CostLimits {
@@ -41,6 +43,7 @@ export function maxValues(limits: CostLimits): number {
  */
 export function measureBody(body: Uint8Array, format: Format, limits: CostLimits): number | undefined | AppError {
   const walk = body.length >= WALK_FROM_BYTES;
+  if (format !== "json" && format !== "ndjson" && format !== "msgpack") return measureEnvelope(body, format, limits, walk);
   const scan = format === "msgpack" ? scanMsgpack(body, limits, walk) : walk ? scanJson(body, format === "ndjson", limits) : undefined;
   if (typeof scan === "number" && scan > limits.maxEvents) return tooManyEvents(scan, limits.maxEvents);
   return scan;
@@ -93,6 +96,8 @@ function scanJson(body: Uint8Array, ndjson: boolean, limits: CostLimits): number
   let values = 0;
   let depth = 0;
   let events = 0;
+  /** Top-level values: more than one is values back to back, an event each (JSON, not NDJSON's lines). */
+  let tops = 0;
   let topArray = false;
   let sawTop = false;
   let lineHasValue = false;
@@ -106,8 +111,10 @@ function scanJson(body: Uint8Array, ndjson: boolean, limits: CostLimits): number
         const end = endOfString(body, i + 1);
         if (end - i - 1 > limits.maxEventBytes * JSON_ESCAPE_RATIO) return stringTooLarge(end - i - 1, limits.maxEventBytes);
         i = end;
-        if (depth === 0) lineHasValue = true;
-        else if (depth === 1 && topArray && events === 0) events = 1;
+        if (depth === 0) {
+          lineHasValue = true;
+          if (++tops > limits.maxEvents && !ndjson) return tooManyEvents(tops, limits.maxEvents, "more than ");
+        } else if (depth === 1 && topArray && events === 0) events = 1;
         sawTop = true;
         break;
       }
@@ -115,6 +122,7 @@ function scanJson(body: Uint8Array, ndjson: boolean, limits: CostLimits): number
         if (depth === 0) {
           if (!sawTop && !ndjson && body[i] === OPEN_ARRAY) topArray = true;
           lineHasValue = true;
+          if (++tops > limits.maxEvents && !ndjson) return tooManyEvents(tops, limits.maxEvents, "more than ");
         } else if (depth === 1 && topArray && events === 0) events = 1;
         sawTop = true;
         if (++depth > depthLimit) return tooDeep(limits.maxDepth);
@@ -135,12 +143,16 @@ function scanJson(body: Uint8Array, ndjson: boolean, limits: CostLimits): number
         }
         break;
       default: // a scalar's byte at depth 0 or 1
-        if (depth === 0) lineHasValue = true;
-        else if (topArray && events === 0) events = 1;
+        if (depth === 0) {
+          lineHasValue = true;
+          while (i + 1 < length && JSON_BYTE[body[i + 1]!] === SCALAR) i++; // the rest of a top-level scalar
+          if (++tops > limits.maxEvents && !ndjson) return tooManyEvents(tops, limits.maxEvents, "more than ");
+        } else if (topArray && events === 0) events = 1;
         sawTop = true;
     }
   }
   if (ndjson) return events + (lineHasValue ? 1 : 0);
+  if (tops > 1) return tops;
   return topArray ? events : 1;
 }
 
@@ -187,7 +199,9 @@ interface Walk {
 
 /**
  * MessagePack: a top-level array's header says how many events, so that is decided first (no
- * walk at all for 20 million); then one walk over the values, msgpackr records included.
+ * walk at all for 20 million); then one walk over the values, msgpackr records included. Unwalked,
+ * the header's count holds for a body of one value: prepare.ts counts again what was decoded.
+ * Fluent Bit's one entry [time, record] is counted as its two elements (a bound).
  */
 function scanMsgpack(body: Uint8Array, limits: CostLimits, walkAll: boolean): number | AppError {
   const first = body[0]!;
@@ -204,10 +218,25 @@ function scanMsgpack(body: Uint8Array, limits: CostLimits, walkAll: boolean): nu
   };
   try {
     value(walk, 0);
+    if (walk.at < body.length) events = sequence(walk, limits.maxEvents);
   } catch (error) {
     if (error !== UNREADABLE && !(error instanceof RangeError)) throw error;
   }
   return walk.refusal ?? events;
+}
+
+/**
+ * Values back to back after the first (Fluent Bit's entries, Fluentd's maps): an event each
+ * (Fluent Bit's group markers too: a bound, not an exact count), refused past the limit as they
+ * are counted, so millions of tiny maps are a 413 before any is built.
+ */
+function sequence(walk: Walk, maxEvents: number): number {
+  let events = 1;
+  while (walk.at < walk.body.length) {
+    if (++events > maxEvents) fail(walk, tooManyEvents(events, maxEvents, "more than "));
+    value(walk, 0);
+  }
+  return events;
 }
 
 function count(walk: Walk, depth: number): void {
@@ -328,4 +357,24 @@ function record(walk: Walk, firstId: number, depth: number): void {
   }
   count(walk, depth + 1);
   values(walk, structure.fields, depth + 1);
+}
+
+/** Where an envelope's records are: OTLP's resourceLogs → scopeLogs → logRecords, Loki's streams → entries. */
+const RECORDS_AT: Record<"otlp-proto" | "loki-proto", readonly number[]> = { "otlp-proto": [1, 2, 2], "loki-proto": [1, 2] };
+
+/**
+ * Another protocol's body. Protobuf: its records counted without reading them (a step per record),
+ * so a million records are refused before one is built; their values and nesting are bounded as
+ * they are decoded (otlp-proto.ts stops at maxValues). JSON, when big: the JSON walk bounds what
+ * JSON.parse builds (an AnyValue is four JSON levels deep); its records are counted once decoded.
+ */
+function measureEnvelope(body: Uint8Array, format: Envelope, limits: CostLimits, walk: boolean): number | undefined | AppError {
+  if (format === "otlp-proto" || format === "loki-proto") {
+    const buffer = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    const records = countAt(buffer, RECORDS_AT[format]);
+    return records !== undefined && records > limits.maxEvents ? tooManyEvents(records, limits.maxEvents) : records;
+  }
+  if (!walk) return undefined;
+  const scan = scanJson(body, false, { ...limits, maxDepth: limits.maxDepth * 4 + 8 });
+  return scan instanceof AppError ? scan : undefined;
 }

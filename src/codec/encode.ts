@@ -7,6 +7,7 @@ import type { Format } from "./format";
 import { MAX_NUMERIC_DIGITS } from "./numbers";
 import { AppError } from "../errors";
 import { dateText, eventMicros, type PgMicros } from "./time";
+import { EventTime } from "./fluent";
 
 export interface EncodeLimits {
   maxEventBytes: number;
@@ -17,6 +18,9 @@ export interface Encoded {
   /** The tuples: a view of this thread's scratch buffer, which the next call reuses (copy it first). */
   rows: Uint8Array;
   count: number;
+  /** OTLP only (partial success): records left out one by one, and why the first one was. */
+  refused?: number;
+  refusal?: string;
 }
 
 /** Tuples are written here and copied once by the caller (into the ring's slab or a chunk of their own). */
@@ -44,6 +48,11 @@ export function encodeEvents(
   const maxBytes = limits.maxEventBytes;
   walk.maxDepth = limits.maxDepth;
   const deep = format === "msgpack";
+  // OTLP answers records refused one by one with a partial success: a record too deep or too big
+  // is left out and counted, the others are stored. Every other format refuses the whole request.
+  const partial = format === "otlp-proto" || format === "otlp-json";
+  let refused = 0;
+  let refusal = "";
   let at = 0;
   if (scratch.length > SCRATCH_KEEP_BYTES) scratch = Buffer.allocUnsafe(SCRATCH_BYTES); // a refused big body's
 
@@ -54,25 +63,47 @@ export function encodeEvents(
       if (walk.problem) return failed(i);
       return new AppError("not_an_event", `event ${i} is not an object (got ${describe(event)}); send an object or an array of objects`);
     }
-    const dt = eventMicros((event as { dt?: unknown }).dt) ?? receivedAt;
+    // Before normalising: a MessagePack timestamp is still a Date (read as is, not as its text).
+    const dt = eventTimeOf(event as TimeFields, receivedAt);
     if (deep ? normaliseObject(event as Record<string, unknown>, 1) : depthExceeds(event, 1, limits.maxDepth)) {
       if (!deep) walk.problemReason = "too_deep";
+      if (partial) {
+        leaveOut(failed(i).message);
+        continue;
+      }
       return failed(i);
     }
 
     let json = JSON.stringify(event);
     if (json.includes("\\u")) json = json.replace(JSONB_UNSAFE_ESCAPE, REPLACEMENT);
     // Bytes are at least characters: a longer text is refused before it is written anywhere.
-    if (json.length > maxBytes) return tooLarge(i, Buffer.byteLength(json));
+    if (json.length > maxBytes) {
+      if (partial) {
+        leaveOut(tooLarge(i, Buffer.byteLength(json)).message);
+        continue;
+      }
+      return tooLarge(i, Buffer.byteLength(json));
+    }
     const need = at + TUPLE_HEAD + json.length * 3; // a character is at most 3 UTF-8 bytes
     if (need > scratch.length) grow(at, need);
     const length = writeTuple(scratch, at, head, dt, json);
-    if (length - TUPLE_HEAD > maxBytes) return tooLarge(i, length - TUPLE_HEAD);
+    if (length - TUPLE_HEAD > maxBytes) {
+      if (partial) {
+        leaveOut(tooLarge(i, length - TUPLE_HEAD).message);
+        continue; // `at` not moved: the next tuple overwrites this one
+      }
+      return tooLarge(i, length - TUPLE_HEAD);
+    }
     at += length;
   }
   const rows = scratch.subarray(0, at);
   if (scratch.length > SCRATCH_KEEP_BYTES) scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
+  if (refused > 0) return { rows, count: events.length - refused, refused, refusal: `${refused} of ${events.length} log records were refused; the first: ${refusal}` };
   return { rows, count: events.length };
+
+  function leaveOut(why: string): void {
+    if (refused++ === 0) refusal = why;
+  }
 
   function tooLarge(i: number, bytes: number): AppError {
     return new AppError("event_too_large", `event ${i} is ${bytes} bytes as stored; the limit is ${maxBytes} bytes (INGEST_MAX_EVENT_BYTES)`);
@@ -83,6 +114,23 @@ export function encodeEvents(
     walk.problem = "";
     return new AppError(walk.problemReason, message);
   }
+}
+
+interface TimeFields {
+  dt?: unknown;
+  timestamp?: unknown;
+  date?: unknown;
+}
+
+/**
+ * The event time: `dt`; an event without one (the field absent) takes the first of `timestamp`
+ * (Vector's) and `date` (Fluent Bit's json formats) that reads as a time; else the reception time.
+ * The fields stay in the event as sent.
+ */
+function eventTimeOf(event: TimeFields, receivedAt: PgMicros): PgMicros {
+  const dt = event.dt;
+  if (dt !== undefined) return eventMicros(dt) ?? receivedAt;
+  return eventMicros(event.timestamp) ?? eventMicros(event.date) ?? receivedAt;
 }
 
 /** The last source's tuple head, kept: building one per request was 0.6% of a json-1 profile. */
@@ -173,6 +221,7 @@ function normaliseValue(value: unknown, depth: number, at: string | number): unk
     return object === undefined || normaliseObject(object, depth) ? FAILED : object;
   }
   if (Buffer.isBuffer(value)) return value.toString("base64");
+  if (value instanceof EventTime) return value.text();
   if (value instanceof Date) {
     if (!Number.isNaN(value.getTime())) return dateText(value);
     walk.problem = `field ${JSON.stringify(at)} is an invalid MessagePack timestamp`;

@@ -1,9 +1,10 @@
 // The event time column (`dt`) from an event's `dt` field, per the contract: numbers by magnitude
 // (s / ms / µs / ns), RFC 3339 / ISO 8601 strings (with `T` or a space), digit strings as
-// numbers, MessagePack timestamps as Dates. Returns the time as PostgreSQL's binary timestamptz
-// (eventMicros: µs since 2000-01-01, what the encoder writes) or as its text (eventTime: µs
-// precision, what the query API reads), or undefined when the value cannot be read: the caller then
-// uses the reception time and keeps the event's own `dt` untouched. Never throws.
+// numbers, MessagePack timestamps as Dates, Fluent's EventTime. Returns the time as PostgreSQL's
+// binary timestamptz (eventMicros: µs since 2000-01-01, what the encoder writes) or as its text
+// (eventTime: µs precision, what the query API reads), or undefined when the value cannot be read:
+// the caller then uses the reception time and keeps the event's own `dt` untouched. Never throws.
+import { EventTime } from "./fluent";
 
 // Not Date.UTC(1, 0, 1): Date.UTC maps years 0–99 to 1900–1999, which made every dt before 1901
 // (and every `from` before 1901 in the query API) unreadable.
@@ -66,6 +67,7 @@ function read(dt: unknown): boolean {
       return fromString(dt);
     case "object":
       if (dt instanceof Date) return fromMicros(dt.getTime() * 1000);
+      if (dt instanceof EventTime) return fromParts(dt.seconds * 1000 + Math.floor(dt.nanoseconds / 1e6), Math.floor(dt.nanoseconds / 1000) % 1000);
       // An integer beyond 2^53 that the JSON decoder kept exact.
       return dt !== null && JSON.isRawJSON(dt) && fromString((dt as { rawJSON: string }).rawJSON);
     default:

@@ -6,7 +6,7 @@
 // A tuple, big-endian: int16 4 (fields), then each field as int32 length and its bytes:
 //   id bigint (8) | source_id bigint (8) | dt timestamptz (8: µs since 2000-01-01) |
 //   raw jsonb (1 + n: version byte 1, then the JSON text, which PostgreSQL parses as for text).
-// Why binary (README "Storage layout"): PostgreSQL spends 14.0–14.6 µs of backend CPU per
+// Why binary (docs/storage.md): PostgreSQL spends 14.0–14.6 µs of backend CPU per
 // realistic row read this way against 17.1–18.3 µs as COPY text (no line and field scanning, no
 // de-escaping, no timestamp parsing), and the encoder no longer escapes backslashes.
 import { eventMicros, microsText, type PgMicros } from "./time";

@@ -24,6 +24,19 @@ export function bearerToken(authorization: string | null | undefined): string | 
   return token.length > 0 ? token : undefined;
 }
 
+/**
+ * The token of `Authorization: Bearer <token>`, or of `Basic <base64(user:password)>`: the password,
+ * or the user when the password is empty. Shippers that can only send basic auth (pino-loki, Grafana
+ * Alloy's basic_auth, the OpenTelemetry Collector's basicauth) carry the source token that way.
+ */
+export function bearerOrBasicToken(authorization: string | null | undefined): string | undefined {
+  if (!authorization || authorization.indexOf(" ") !== 5 || authorization.slice(0, 5).toLowerCase() !== "basic") return bearerToken(authorization);
+  const decoded = Buffer.from(authorization.slice(6).trim(), "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  const token = (colon < 0 ? decoded : decoded.slice(colon + 1) || decoded.slice(0, colon)).trim();
+  return token.length > 0 ? token : undefined;
+}
+
 export function digest(token: string): Buffer {
   return createHash("sha256").update(token).digest();
 }

@@ -1,23 +1,25 @@
 // The ingestion path for one request, hop by hop: authenticate → admission gate → body (capped,
 // decompressed) → in-flight memory budget → prepare (bounds, decode, encode: all or nothing; on a
-// worker thread for big bodies) → ring buffer. Returns the response; a refusal is an AppError value,
-// counted and rendered (errors.ts) here, with CORS's Allow-Origin on every answer.
+// worker thread for big bodies) → ring buffer, for every protocol of the ingest listener (`/`, OTLP,
+// Loki: see Protocol). A refusal is an AppError value, counted here; `/` renders it (errors.ts) with
+// CORS's Allow-Origin on every answer, the other protocols in their routes (otlp.ts, loki.ts).
 // 202 means: in the ring (buffered mode) or committed to PostgreSQL (durable mode).
 import type { Chunk, Ring } from "../buffer/ring";
 import type { Flusher } from "../buffer/flusher";
 import type { AckMode } from "../config";
 import { AppError, errorResponse } from "../errors";
 import { bearerToken } from "../http/auth";
-import type { IngestRequest, Metrics, Protocol } from "../metrics";
+import type { IngestRequest, Metrics, Protocol as ProtocolName } from "../metrics";
 import type { SourceCache } from "../sources/cache";
 import { declaredLength, decompress, gzipSizeHint, identityBody, parseEncoding, readBody, type BodyLimits } from "./body";
 import { DecodeWorker, headerRefusal, OFFLOAD_FROM_BYTES } from "./offload";
 import { prepareBody, type PrepareLimits } from "./prepare";
-import { parseContentType } from "./content-type";
+import { parseContentType, sniffFormat } from "./content-type";
 import type { InFlight } from "./inflight";
 import type { GcPacer } from "./gcpace";
 import type { RateLimiter } from "./ratelimit";
 import { microsOfMillis, type PgMicros } from "../codec/time";
+import type { Format } from "../codec/format";
 
 export interface IngestDeps {
   cache: SourceCache;
@@ -48,16 +50,55 @@ export const CORS_ORIGIN = { "access-control-allow-origin": "*" } as const;
 const ACCEPTED = new Response(null, { status: 202, headers: CORS_ORIGIN });
 
 /**
+ * What differs between the protocols the ingest listener speaks (Better Stack's `/`, OTLP, Loki):
+ * where the source token is, which Content-Types name which body format, and (Loki's snappy) a
+ * compression of the protocol's own. Everything else is the one path below.
+ */
+export interface Protocol {
+  /** The `protocol` label of its requests' metrics. */
+  name: ProtocolName;
+  token(headers: Headers): string | undefined;
+  /**
+   * undefined: no Content-Type, told from the body once it is decompressed (sniffFormat). Only
+   * `/` answers so; OTLP and Loki name a format for a missing one (Loki's: protobuf).
+   */
+  format(contentType: string | null): Format | AppError | undefined;
+  /** After Content-Encoding is undone: the body as the codec reads it. */
+  unpack?(body: Buffer, format: Format, maxBytes: number): Buffer | AppError;
+}
+
+/** What an accepted request held: events stored (or dropped as paused), and OTLP's records refused one by one. */
+export interface Ingested {
+  events: number;
+  refused: number;
+  refusal: string | undefined;
+}
+
+const BETTER_STACK: Protocol = {
+  name: "better_stack",
+  token: (headers) => bearerToken(headers.get("authorization")),
+  format: parseContentType,
+};
+
+/** POST / (Better Stack's ingestion): 202, or the contract's `{"errors": …}`. */
+export async function acceptRequest(request: Request, deps: IngestDeps): Promise<Response> {
+  const outcome = await ingest(request, deps, BETTER_STACK);
+  return outcome instanceof AppError ? errorResponse(outcome, CORS_ORIGIN) : (ACCEPTED.clone() as Response);
+}
+
+/**
  * One async frame per request (the in-flight charge is a local released in `finally`, no closures):
  * every hop before and after the body is synchronous, so a request awaits only its body, big
- * inflations, the decode worker, and (durable mode) its commit.
+ * inflations, the decode worker, and (durable mode) its commit. Counted and timed in the metrics
+ * here, once, under the protocol's name (`metrics.ingestRequest`'s tally); each protocol's route
+ * renders the outcome.
  */
-export async function acceptRequest(request: Request, deps: IngestDeps, protocol: Protocol = "better_stack"): Promise<Response> {
+export async function ingest(request: Request, deps: IngestDeps, protocol: Protocol): Promise<Ingested | AppError> {
   const { cache, ring, limits } = deps;
-  // This request's tally: every answer below counts it once, by protocol and source, and times it.
-  const metrics = deps.metrics.ingestRequest(protocol);
+  // This request's tally: every outcome below counts it once, by protocol and source, and times it.
+  const metrics = deps.metrics.ingestRequest(protocol.name);
 
-  const token = bearerToken(request.headers.get("authorization"));
+  const token = protocol.token(request.headers);
   if (token === undefined) return refuse(new AppError("missing_token", "Unauthorized"), metrics);
   const source = cache.lookup(token);
   if (source === undefined) return refuse(new AppError("invalid_token", "Unauthorized"), metrics);
@@ -70,7 +111,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps, protocol
     if (wait > 0) return refuse(new AppError("rate_limited", "Rate limit of this source exceeded (INGEST_RATE_LIMIT events per second); retry after the time in Retry-After", { retryAfterSeconds: wait }), metrics);
   }
 
-  const format = parseContentType(request.headers.get("content-type"));
+  let format = protocol.format(request.headers.get("content-type"));
   if (format instanceof AppError) return refuse(format, metrics);
   const encoding = parseEncoding(request.headers.get("content-encoding"));
   if (encoding instanceof AppError) return refuse(encoding, metrics);
@@ -100,8 +141,16 @@ export async function acceptRequest(request: Request, deps: IngestDeps, protocol
       if (!ring.roomFor(hint)) return refuse(bufferFull(), metrics);
       if (hint >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body is inflated
     }
-    const body = encoding === "identity" ? identityBody(raw, limits.maxDecompressedBytes) : await decompress(raw, encoding, limits.maxDecompressedBytes);
+    let body = encoding === "identity" ? identityBody(raw, limits.maxDecompressedBytes) : await decompress(raw, encoding, limits.maxDecompressedBytes);
     if (body instanceof AppError) return refuse(body, metrics);
+    if (format === undefined) {
+      format = sniffFormat(body); // `/` with no Content-Type: the body's first byte tells, or 415
+      if (format instanceof AppError) return refuse(format, metrics);
+    }
+    if (protocol.unpack) {
+      body = protocol.unpack(body, format, limits.maxDecompressedBytes);
+      if (body instanceof AppError) return refuse(body, metrics);
+    }
     deps.gcPacer.handled(body.length);
     // A full buffer refuses a request before it is decoded, not after: near full, a 1000-event
     // @logtail/node body was decoded (8–10 ms) and then refused, 200–350 of them in 5 s of
@@ -126,36 +175,38 @@ export async function acceptRequest(request: Request, deps: IngestDeps, protocol
     if (encoded instanceof AppError) return refuse(encoded, metrics);
     deps.gcPacer.handled(encoded.rows.length); // the rows' garbage: compact bodies (records) make far more than their size
 
-    if (encoded.count === 0) return accepted(metrics, 0, rawBytes);
+    const { refused = 0, refusal } = encoded as { refused?: number; refusal?: string };
+    if (encoded.count === 0) return accepted(metrics, 0, rawBytes, refused, refusal);
     if (limiter.enabled) limiter.spend(source.id, encoded.count);
-    if (source.paused) return accepted(metrics, encoded.count, rawBytes, true);
+    if (source.paused) return accepted(metrics, encoded.count, rawBytes, refused, refusal, true);
 
     // Deleted while this request was read (a slow upload): nothing of it may land after the purge.
     if (!cache.has(source.id)) return refuse(new AppError("invalid_token", "Unauthorized"), metrics);
     if (deps.ackMode === "buffered") {
       if (!ring.append(encoded.rows, encoded.count)) return refuse(bufferFull(), metrics);
       deps.flusher.pushed();
-      return accepted(metrics, encoded.count, rawBytes);
+      return accepted(metrics, encoded.count, rawBytes, refused, refusal);
     }
     // The request's objects are gone once its chunk is in the ring: waiting costs no memory.
     deps.inFlight.release(charged);
     charged = undefined;
-    return await durable(encoded.rows, encoded.count, rawBytes, deps, metrics);
+    return await durable(encoded.rows, encoded.count, rawBytes, deps, metrics, refused, refusal);
   } finally {
     if (charged !== undefined) deps.inFlight.release(charged);
   }
 }
 
-function accepted(metrics: IngestRequest, events: number, rawBytes: number, droppedPaused = false): Response {
+/** `events` are the records kept: OTLP's refused one by one (`refused`) are not counted as received. */
+function accepted(metrics: IngestRequest, events: number, rawBytes: number, refused = 0, refusal?: string, droppedPaused = false): Ingested {
   metrics.accepted(events, rawBytes, droppedPaused);
-  return ACCEPTED.clone() as Response;
+  return { events, refused, refusal };
 }
 
 /**
  * Durable: answer when the flush holding these events has committed (group commit). Past the
  * deadline the chunk is abandoned; if the flusher already holds it, its answer decides.
  */
-async function durable(encodedRows: Uint8Array, count: number, rawBytes: number, deps: IngestDeps, metrics: IngestRequest): Promise<Response> {
+async function durable(encodedRows: Uint8Array, count: number, rawBytes: number, deps: IngestDeps, metrics: IngestRequest, refused: number, refusal: string | undefined): Promise<Ingested | AppError> {
   const { ring } = deps;
   let settle!: (error?: Error) => void;
   const committed = new Promise<Error | undefined>((resolve) => (settle = resolve));
@@ -172,7 +223,7 @@ async function durable(encodedRows: Uint8Array, count: number, rawBytes: number,
     outcome = ring.abandon(chunk) ? new Error("abandoned") : await committed;
   }
   if (outcome) return refuse(new AppError("storage_unavailable", "Storage did not commit this request in time (DURABLE_TIMEOUT_MS); nothing of it was or will be stored, retry later"), metrics);
-  return accepted(metrics, count, rawBytes);
+  return accepted(metrics, count, rawBytes, refused, refusal);
 }
 
 function receptionTime(): PgMicros {
@@ -189,7 +240,7 @@ function rowBytes(rows: Uint8Array): Uint8Array {
 }
 
 /** A body refused unread still arrives, into memory Bun frees with its Request: the collector is paced by it too. */
-function refuseUnread(refusal: AppError, declared: number, deps: IngestDeps, metrics: IngestRequest): Response {
+function refuseUnread(refusal: AppError, declared: number, deps: IngestDeps, metrics: IngestRequest): AppError {
   deps.gcPacer.handled(declared);
   return refuse(refusal, metrics);
 }
@@ -198,7 +249,7 @@ function bufferFull(): AppError {
   return new AppError("buffer_full", "Ingestion buffer is full (BUFFER_MAX_EVENTS / BUFFER_MAX_BYTES); retry after a moment");
 }
 
-function refuse(refusal: AppError, metrics: IngestRequest): Response {
+function refuse(refusal: AppError, metrics: IngestRequest): AppError {
   metrics.reject(refusal.reason);
-  return errorResponse(refusal, CORS_ORIGIN);
+  return refusal;
 }

@@ -3,13 +3,14 @@
 // output, so neither a large upload nor a decompression bomb costs more memory than the limits.
 import * as zlib from "node:zlib";
 import { AppError } from "../errors";
+import { checkSnappy, unsnappy, unsnappyOffLoop } from "./snappy";
 
 export interface BodyLimits {
   maxBodyBytes: number;
   maxDecompressedBytes: number;
 }
 
-export const ENCODINGS = ["gzip", "deflate", "br", "zstd", "identity"] as const;
+export const ENCODINGS = ["gzip", "deflate", "br", "zstd", "snappy", "identity"] as const;
 /** Below this, decompressing on the event loop is cheaper than a hop to the thread pool… */
 const SYNC_DECOMPRESS_BELOW_BYTES = 256 * 1024;
 /**
@@ -78,6 +79,7 @@ export function identityBody(body: Buffer, maxBytes: number): Buffer | AppError 
 
 export async function decompress(body: Buffer, encoding: Encoding, maxBytes: number): Promise<Buffer | AppError> {
   if (encoding === "identity") return identityBody(body, maxBytes);
+  if (encoding === "snappy") return snappyBody(body, maxBytes);
   // HTTP's "deflate" is zlib-wrapped, but some clients send raw deflate: the first byte tells.
   const kind = encoding === "deflate" && (body.length < 2 || (body[0]! & 0x0f) !== 8) ? "deflateRaw" : encoding;
   if (kind === "zstd") {
@@ -97,6 +99,13 @@ export async function decompress(body: Buffer, encoding: Encoding, maxBytes: num
     }
     return new AppError("body_undecodable", `Body is not valid ${encoding} data (Content-Encoding: ${encoding}): ${(error as Error).message}`);
   }
+}
+
+/** A snappy block, its stated length checked before it is allocated; a big one off the event loop. */
+async function snappyBody(body: Buffer, maxBytes: number): Promise<Buffer | AppError> {
+  const length = checkSnappy(body, maxBytes);
+  if (length instanceof AppError) return length;
+  return length < SYNC_DECOMPRESS_MAX_OUTPUT ? unsnappy(body, maxBytes) : unsnappyOffLoop(body, maxBytes);
 }
 
 /** Small bodies inflate synchronously (cheaper); large ones on zlib's thread pool, capped as they grow. */

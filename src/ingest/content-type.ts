@@ -1,5 +1,6 @@
 // Content-Type → the codec's body format (CONTRACT §3): parameters ignored, case-insensitive;
-// anything else is a 415 naming the supported types.
+// anything else is a 415 naming the supported types. A missing one (pino-http-send's NDJSON mode)
+// is told from the body's first byte when that is unambiguous.
 import type { Format } from "../codec/format";
 import { AppError } from "../errors";
 
@@ -18,15 +19,36 @@ export const CONTENT_TYPES: Record<string, Format> = {
  */
 const FORMATS = new Map(Object.entries(CONTENT_TYPES));
 
-export function parseContentType(header: string | null): Format | AppError {
-  const exact = header === null ? undefined : FORMATS.get(header);
+/** The body's format; undefined when the header is missing or blank: sniffFormat() tells it from the body. */
+export function parseContentType(header: string | null): Format | AppError | undefined {
+  if (header === null) return undefined;
+  const exact = FORMATS.get(header);
   if (exact !== undefined) return exact;
-  const mediaType = (header ?? "").split(";", 1)[0]!.trim().toLowerCase();
+  const mediaType = header.split(";", 1)[0]!.trim().toLowerCase();
   const format = FORMATS.get(mediaType);
   if (format !== undefined) return format;
+  if (mediaType === "") return undefined;
+  return new AppError("unsupported_content_type", `Content-Type ${JSON.stringify(mediaType.slice(0, 64))} is not supported; use one of: ${supported()}`);
+}
+
+/**
+ * A body with no Content-Type, by its first byte: a MessagePack map or array header (never the
+ * first byte of JSON text), or `{` / `[` after blanks (JSON; NDJSON and values back to back decode
+ * as JSON too). Anything else cannot be told apart: 415.
+ */
+export function sniffFormat(body: Uint8Array): Format | AppError {
+  const first = body[0] ?? 0;
+  if ((first >= 0x80 && first <= 0x9f) || (first >= 0xdc && first <= 0xdf)) return "msgpack";
+  let at = first === 0xef && body[1] === 0xbb && body[2] === 0xbf ? 3 : 0; // a UTF-8 byte order mark
+  while (body[at] === 0x20 || body[at] === 0x0a || body[at] === 0x0d || body[at] === 0x09) at++;
+  if (body[at] === 0x7b || body[at] === 0x5b) return "json";
   return new AppError(
     "unsupported_content_type",
-    `Content-Type ${header ? JSON.stringify(mediaType.slice(0, 64)) : "is missing and"} is not supported; use one of: ${Object.keys(CONTENT_TYPES).join(", ")}`,
+    `Content-Type is missing and the body is neither JSON (an object or array) nor MessagePack (a map or array); send Content-Type: one of ${supported()}`,
   );
+}
+
+function supported(): string {
+  return Object.keys(CONTENT_TYPES).join(", ");
 }
 

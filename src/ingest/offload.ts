@@ -29,6 +29,8 @@ const WORKERS = Math.min(4, Math.max(1, availableParallelism()));
 export interface Prepared {
   rows: Uint8Array;
   count: number;
+  refused?: number;
+  refusal?: string;
 }
 
 /** A MessagePack array header that refuses the body by itself (too many events), read without a hop. */
@@ -78,11 +80,15 @@ class Thread {
     const worker = this.worker ?? this.spawn();
     return new Promise((resolve) => {
       this.pending.set(job.id, (outcome) => {
-        if ("rows" in outcome) resolve({ rows: outcome.rows, count: outcome.count } satisfies Prepared);
+        if ("rows" in outcome) resolve({ rows: outcome.rows, count: outcome.count, refused: outcome.refused, refusal: outcome.refusal } satisfies Prepared);
         else if ("reason" in outcome) resolve(new AppError(outcome.reason, outcome.message));
         else resolve(new AppError("overloaded", "This request could not be decoded now; retry after the time in Retry-After"));
       });
-      worker.postMessage(job, [job.body.buffer as ArrayBuffer]);
+      try {
+        worker.postMessage(job, [job.body.buffer as ArrayBuffer]);
+      } catch {
+        worker.postMessage(job); // memory a native decoder owns (snappy's) cannot be transferred: sent as a copy
+      }
     });
   }
 

@@ -23,9 +23,10 @@ export function prepareBody(body: Uint8Array, format: Format, sourceId: number, 
   if (measured instanceof AppError) return measured;
   if (measured !== undefined && measured > limits.bufferMaxEvents) return neverFits(`${measured} events`, "BUFFER_MAX_EVENTS");
   const buffer = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  const events = decodeBody(buffer, format);
+  const events = decodeBody(buffer, format, cost);
   if (events instanceof AppError) return events;
-  if (measured === undefined) {
+  // Unwalked MessagePack is measured by its first value's header: values back to back decode to more.
+  if (measured === undefined || events.length > measured) {
     const tooMany = checkEventCount(events.length, cost);
     if (tooMany) return tooMany;
     if (events.length > limits.bufferMaxEvents) return neverFits(`${events.length} events`, "BUFFER_MAX_EVENTS");

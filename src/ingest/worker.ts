@@ -18,7 +18,7 @@ export interface Job {
   limits: PrepareLimits;
 }
 
-export type Outcome = { id: number; rows: Uint8Array; count: number } | { id: number; reason: Reason; message: string } | { id: number; failed: true };
+export type Outcome = { id: number; rows: Uint8Array; count: number; refused?: number; refusal?: string } | { id: number; reason: Reason; message: string } | { id: number; failed: true };
 
 declare const self: Worker;
 
@@ -65,7 +65,7 @@ function answer(job: Job): void {
       // A Buffer this size has an ArrayBuffer of its own (the pool is for small ones): transfer it.
       const own = rows.byteOffset === 0 && rows.buffer.byteLength === rows.length;
       const bytes = own ? new Uint8Array(rows.buffer) : new Uint8Array(rows);
-      self.postMessage({ id, rows: bytes, count: prepared.count } satisfies Outcome, [bytes.buffer]);
+      self.postMessage({ id, rows: bytes, count: prepared.count, refused: prepared.refused, refusal: prepared.refusal } satisfies Outcome, [bytes.buffer]);
       return;
     }
   } catch {

@@ -127,8 +127,55 @@ export async function readDeadLetters(
   return { rows: kept.map((r) => r.row), nextId: more ? kept[kept.length - 1]?.id : undefined };
 }
 
+/** Probed before `from`, nearest first: most windows with older data find it in the first slice. */
+const OLDER_SLICE_MS = [3_600_000, 86_400_000, 604_800_000, 2_592_000_000];
+
+/**
+ * An empty page's "is there older data?": the dt of the newest event before `from` that the
+ * request would match, or null when there is none. Slices step back from `from` (1 h, 1 d, 7 d,
+ * 30 d, then the rest), so the common case scans one short slice; the worst case (nothing older
+ * matches) is a scan of everything before `from`, cancelled at `timeoutMs` → undefined (unknown).
+ */
+export async function newestBefore(sql: Sql, request: ReadRequest, timeoutMs: number): Promise<string | null | undefined> {
+  if (timeoutMs < 1) return undefined; // statement_timeout 0 would mean none
+  const params: unknown[] = ["", "", request.sourceIds];
+  const conditions = ["source_id = any($3::bigint[])"];
+  if (request.query) {
+    const condition = compileQuery(request.query, params.length + 1);
+    params.push(...condition.params);
+    conditions.push(condition.text);
+  }
+  const from = Date.parse(`${request.from.slice(0, 23)}Z`);
+  const bounds = [...OLDER_SLICE_MS.map((width) => micros(new Date(from - width).toISOString())), undefined];
+  try {
+    const deadline = performance.now() + timeoutMs;
+    return await timed(sql, timeoutMs, async (tx) => {
+      let upper = request.from;
+      for (const lower of bounds) {
+        const left = Math.floor(deadline - performance.now());
+        if (left < 1) return undefined;
+        await tx`select set_config('statement_timeout', ${String(left)}, true)`;
+        params[0] = upper;
+        params[1] = lower ?? "-infinity";
+        const found = await tx.unsafe<{ dt: string }[]>(
+          `select ${DT_TEXT} as dt from log_events where dt < $1::timestamptz and dt >= $2::timestamptz ` +
+            `and ${conditions.join(" and ")} order by log_events.dt desc limit 1`,
+          params as never[],
+        );
+        if (found[0]) return found[0].dt;
+        if (lower === undefined) break;
+        upper = lower;
+      }
+      return null;
+    });
+  } catch (error) {
+    if (error instanceof AppError && error.reason === "query_timeout") return undefined;
+    throw error;
+  }
+}
+
 /** Runs `work` in a transaction whose statements are cancelled after `timeoutMs`. */
-async function timed<T>(sql: Sql, timeoutMs: number, work: (tx: Sql) => Promise<T>): Promise<T> {
+export async function timed<T>(sql: Sql, timeoutMs: number, work: (tx: Sql) => Promise<T>): Promise<T> {
   try {
     return (await sql.begin(async (tx) => {
       await tx`select set_config('statement_timeout', ${String(timeoutMs)}, true)`;

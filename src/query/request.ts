@@ -86,14 +86,35 @@ export function micros(iso: string): string {
   return iso.length === 24 ? `${iso.slice(0, 23)}000Z` : iso;
 }
 
-function readInstant(url: URL, name: "from" | "to"): string | undefined {
+/** `now`, or `now-<n><unit>` with s, m, h, d or w (`now-15m`, `now-24h`, `now-7d`). */
+const RELATIVE = /^now(?:\s*-\s*(\d{1,9})\s*([smhdw]))?$/i;
+const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+
+/** A `from`/`to` as sent: RFC 3339, or relative to `now` (one clock reading per request). */
+function readInstant(url: URL, name: "from" | "to", now: Date): string | undefined {
   const raw = url.searchParams.get(name);
   if (raw === null || raw === "") return undefined;
+  const relative = RELATIVE.exec(raw.trim());
+  if (relative) {
+    const back = relative[1] === undefined ? 0 : Number(relative[1]) * UNIT_MS[relative[2]!.toLowerCase()]!;
+    return micros(new Date(Math.max(now.getTime() - back, EARLIEST_MS)).toISOString());
+  }
   const parsed = /^\d{4}-\d{2}-\d{2}/.test(raw.trim()) ? eventTime(raw) : undefined;
   if (parsed === undefined) {
-    throw badRequest(`${name} must be an RFC 3339 / ISO 8601 time such as 2026-11-22T10:00:00Z (got ${JSON.stringify(raw.slice(0, 64))})`);
+    throw badRequest(`${name} must be an RFC 3339 / ISO 8601 time such as 2026-11-22T10:00:00Z, or relative to now such as now-15m, now-24h, now-7d (got ${JSON.stringify(raw.slice(0, 64))})`);
   }
   return micros(parsed);
+}
+
+/**
+ * from/to as sent, or their defaults (to = now, from = to − 30 minutes), for routes without a
+ * cursor (the histogram); 400 when from is after to.
+ */
+export function readWindow(url: URL, clock: Date): { from: string; to: string } {
+  const to = readInstant(url, "to", clock) ?? micros(clock.toISOString());
+  const from = readInstant(url, "from", clock) ?? micros(new Date(Math.max(Date.parse(`${to.slice(0, 23)}Z`) - WINDOW_DEFAULT_MS, EARLIEST_MS)).toISOString());
+  if (from > to) throw badRequest(`from (${from}) is after to (${to})`);
+  return { from, to };
 }
 
 /** The whole request; `now` is injectable for tests. Source existence is checked by the caller. */
@@ -102,16 +123,19 @@ export function readRequest(url: URL, now: () => Date = () => new Date()): ReadR
   const batch = readBatch(url);
   const order = readOrder(url);
   const query = readQuery(url);
-  const fromGiven = readInstant(url, "from");
-  const toGiven = readInstant(url, "to");
-  const binding = bind(ids, url.searchParams.get("query") ?? "", order, fromGiven, toGiven);
+  const clock = now();
+  const fromGiven = readInstant(url, "from", clock);
+  const toGiven = readInstant(url, "to", clock);
+  // Bound to from/to as sent: a relative time resolves anew on every page, while the cursor
+  // carries the window the first page resolved.
+  const binding = bind(ids, url.searchParams.get("query") ?? "", order, url.searchParams.get("from") ?? undefined, url.searchParams.get("to") ?? undefined);
 
   let from: string, to: string, after: Position | undefined;
   const cursor = url.searchParams.get("cursor");
   if (cursor !== null && cursor !== "") {
     ({ from, to, after } = openCursor(cursor, binding));
   } else {
-    to = toGiven ?? micros(now().toISOString());
+    to = toGiven ?? micros(clock.toISOString());
     from = fromGiven ?? micros(new Date(Math.max(Date.parse(`${to.slice(0, 23)}Z`) - WINDOW_DEFAULT_MS, EARLIEST_MS)).toISOString());
     after = undefined;
   }

@@ -1,13 +1,15 @@
-// The management listener's /api/v2/query routes (CONTRACT §7): read the parameters
+// The management listener's /api/v2/query routes (CONTRACT §7, §9): read the parameters
 // (query/request.ts), check the sources exist, read a page (query/read.ts), answer
-// `{"data":[…],"pagination":{"next":…}}` with absolute links. API token required.
+// `{"data":[…],"pagination":{"next":…}}` with absolute links (and `meta` on an empty page); the
+// histogram (query/histogram.ts) takes the same parameters. API token required.
 import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
 import { AppError } from "../errors";
 import { requireApiToken } from "../http/auth";
 import type { Metrics, QueryRoute } from "../metrics";
 import type { Sql } from "../store/db";
-import { readDeadLetters, readEvents } from "./read";
+import { readHistogram, readHistogramRequest } from "./histogram";
+import { newestBefore, readDeadLetters, readEvents } from "./read";
 import { checkSources, makeCursor, nextLink, readBatch, readOrder, readRequest, readSourceIds } from "./request";
 
 export interface QueryRoutesDeps {
@@ -20,8 +22,9 @@ export interface QueryRoutesDeps {
 
 const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
 
-function page(rows: string[], next: string | null): Response {
-  return new Response(`{"data":[${rows.join(",")}],"pagination":{"next":${JSON.stringify(next)}}}`, { headers: JSON_HEADERS });
+function page(rows: string[], next: string | null, meta?: Record<string, unknown>): Response {
+  const tail = meta === undefined ? "" : `,"meta":${JSON.stringify(meta)}`;
+  return new Response(`{"data":[${rows.join(",")}],"pagination":{"next":${JSON.stringify(next)}}${tail}}`, { headers: JSON_HEADERS });
 }
 
 export function queryRoutes({ sql, apiTokenDigest, queryTimeoutMs, metrics }: QueryRoutesDeps) {
@@ -31,8 +34,19 @@ export function queryRoutes({ sql, apiTokenDigest, queryTimeoutMs, metrics }: Qu
       const url = new URL(request.url);
       const read = readRequest(url);
       await checkSources(sql, read.sourceIds, read.malformed);
+      const started = performance.now();
       const result = await readEvents(sql, read, queryTimeoutMs);
-      return page(result.rows, result.next ? nextLink(url, makeCursor(read, result.next)) : null);
+      const next = result.next ? nextLink(url, makeCursor(read, result.next)) : null;
+      if (result.rows.length > 0) return page(result.rows, next);
+      // An empty page says whether anything older matches, and where the newest of it is, so a
+      // client can step back to it instead of widening the window blindly. Within the same budget.
+      const older = await newestBefore(sql, read, queryTimeoutMs - Math.ceil(performance.now() - started));
+      return page([], next, { empty_window: true, older: older === undefined ? null : older !== null, older_dt: older ?? null });
+    }))
+    .get("/histogram", timed(metrics, "/api/v2/query/histogram", async ({ request }) => {
+      const read = readHistogramRequest(new URL(request.url));
+      await checkSources(sql, read.sourceIds, read.malformed);
+      return new Response(JSON.stringify(await readHistogram(sql, read, queryTimeoutMs)), { headers: JSON_HEADERS });
     }))
     .get("/dead-letters", timed(metrics, "/api/v2/query/dead-letters", async ({ request }) => {
       const url = new URL(request.url);

@@ -97,7 +97,7 @@ export function openFlushConnection(url: string, deadlineMs: number): FlushConne
         let seq: number | null = null;
         if (ids) {
           // Last statement before COMMIT: the counter row stays locked until the commit, so the
-          // order of seq is the order of commits (measured cost: README "Storage layout").
+          // order of seq is the order of commits (measured cost: docs/storage.md).
           const [taken] = await current<{ seq: string }[]>`
             with next as (
               update logpond_counters set value = value + 1 where name = 'commit_seq' returning value

@@ -2,7 +2,7 @@
 // Under load the event loop that answers requests comes round only every 150–350 ms (wrk -c64 with
 // 1000-event @logtail/node bodies: 64 bodies read, inflated and decoded per turn), and each of a
 // batch's seven round trips to PostgreSQL waited for a turn: the first commit came 3.5 s into the
-// load and PostgreSQL sat half idle (bench/timeline.ts). On this thread those round trips are
+// load and PostgreSQL sat half idle (bench/probe.ts timeline). On this thread those round trips are
 // answered at once; the main thread hears back twice per batch (its ids, its commit). Rows in the
 // ring's shared slabs are read there in place (the ring reuses a slab only after the commit);
 // other rows are copied and the copy transferred. A thread that fails, stops or stops answering is

@@ -33,7 +33,7 @@ export const logEvents = pgTable(
     dt: timestamp("dt", { withTimezone: true, precision: 6 }).notNull(),
     raw: jsonb("raw").notNull(),
   },
-  // BRIN only (bench/storage.ts, README "Storage layout"): a btree on (source_id, dt) cost 35% of
+  // BRIN only (bench/storage.ts, docs/storage.md): a btree on (source_id, dt) cost 35% of
   // COPY speed; BRIN on dt and on id cost ~5% together, since rows arrive in dt and id order.
   (table) => [index("log_events_dt_brin").using("brin", table.dt), index("log_events_id_brin").using("brin", table.id)],
 );

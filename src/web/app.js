@@ -1,53 +1,70 @@
-// The live-tail page: reads the SSE stream with fetch (so the API token travels in the
-// Authorization header, never in a URL), formats rows with each source's live_tail_pattern,
-// pauses by closing the stream and resumes from the last event id (the server replays the gap),
-// and pages back with the query API's cursor. Everything from the server is set as text, never HTML.
-"use strict";
+// The log explorer page: token → sources → a view. "Live" (the default) shows the newest stored
+// rows, then streams new ones (SSE read with fetch; Pause closes the stream, Resume reconnects from
+// the last event id so nothing is lost). A range (15 min … 7 d, custom, or a zoom on the
+// histogram) shows the window's stored rows. Either way "Load older" walks the query API's cursor
+// back to the start of the stored events (list.js). Everything from the server is set as text.
+import { withTerm } from "./fields.js";
+import { createHistogram } from "./histogram.js";
+import { addRow, loadOlder, resetList, retime, updateCounts } from "./list.js";
+import { formatTime, marker, searchedWords, zoneName } from "./rows.js";
+import { $, api, EARLIEST, isoMicro, microBefore, msOf, params, setState, showEmpty, showError, state } from "./state.js";
+import { readEvents } from "./stream.js";
 
-const $ = (id) => document.getElementById(id);
-const MAX_ROWS = 5000;
-const state = {
-  token: sessionStorage.getItem("logpond-token") || "",
-  sources: new Map(),
-  selected: new Set(),
-  query: "",
-  lastEventId: "",
-  stream: undefined,
-  paused: false,
-  shown: new Set(),
-  olderNext: undefined,
-  dropped: 0,
-  rows: 0,
-  generation: 0,
-};
+const RANGE_MS = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000 };
+const RANGE_NAME = { "15m": "last 15 minutes", "1h": "last hour", "24h": "last 24 hours", "7d": "last 7 days" };
+/** Live view: the stored rows and the histogram of this long before now, then the stream. */
+const LIVE_MS = 30 * 60_000;
 
-const api = (path, init = {}) => fetch(path, { ...init, headers: { ...init.headers, authorization: `Bearer ${state.token}` } });
+const histogram = createHistogram({
+  box: $("histogram"),
+  plot: $("histogram-plot"),
+  axis: $("histogram-axis"),
+  total: $("histogram-total"),
+  legend: $("legend"),
+  onZoom: zoom,
+});
 
-function setState(kind, text) {
-  $("state").className = `state ${kind}`;
-  $("state").textContent = text;
-}
+// ── token and sources ──────────────────────────────────────────────────────────────────────────
 
 async function connect() {
   state.token = $("token").value.trim();
   if (!state.token) return;
   sessionStorage.setItem("logpond-token", state.token);
   $("forget").hidden = false;
+  setState("connecting", "connecting…");
   const sources = [];
   let next = "/api/v1/sources?per_page=250";
   while (next) {
-    const response = await api(next);
+    let response;
+    try {
+      response = await api(next);
+    } catch {
+      return setState("failed", "logpond did not answer");
+    }
     if (response.status === 401) {
       $("sources-note").textContent = "That token was not accepted.";
-      setState("failed", "token not accepted");
-      return;
+      state.connected = false;
+      return setState("failed", "token not accepted");
     }
     const body = await response.json();
     sources.push(...body.data);
     next = body.pagination.next;
   }
-  state.sources = new Map(sources.map((s) => [s.id, { name: s.attributes.name, pattern: s.attributes.live_tail_pattern }]));
+  state.connected = true;
+  state.sources = new Map(sources.map((s) => [s.id, { name: s.attributes.name, pattern: s.attributes.live_tail_pattern, paused: s.attributes.ingesting_paused }]));
+  for (const id of state.selected) if (!state.sources.has(id)) state.selected.delete(id);
   renderSources();
+  restart();
+}
+
+function forget() {
+  sessionStorage.removeItem("logpond-token");
+  Object.assign(state, { token: "", connected: false, sources: new Map(), selected: new Set() });
+  $("token").value = "";
+  $("forget").hidden = true;
+  $("sources").replaceChildren();
+  $("sources-note").textContent = "Enter the API token to list sources.";
+  restart();
 }
 
 function renderSources() {
@@ -61,43 +78,144 @@ function renderSources() {
       input.checked ? state.selected.add(id) : state.selected.delete(id);
       restart();
     });
-    const name = document.createElement("span");
-    name.textContent = source.name;
-    const pattern = Object.assign(document.createElement("span"), { className: "pattern", textContent: source.pattern });
-    name.append(pattern);
+    const name = Object.assign(document.createElement("span"), { className: "name", textContent: source.name });
+    const text = document.createElement("span");
+    text.append(name);
+    if (source.paused) {
+      name.append(Object.assign(document.createElement("span"), { className: "badge paused", textContent: "paused" }));
+    }
+    text.append(Object.assign(document.createElement("span"), { className: "pattern", textContent: source.pattern }));
     const label = document.createElement("label");
-    label.append(input, name);
+    label.append(input, text);
     const item = document.createElement("li");
+    if (source.paused) {
+      item.className = "paused";
+      item.title = "Ingestion is paused for this source (ingesting_paused): events sent to it are dropped, so no new rows will arrive.";
+    }
     item.append(label);
     list.append(item);
   }
 }
 
-function params(extra = {}) {
-  const search = new URLSearchParams({ source_ids: [...state.selected].join(","), ...extra });
-  if (state.query) search.set("query", state.query);
-  return search;
-}
+// ── views ──────────────────────────────────────────────────────────────────────────────────────
 
-/** A fresh view: new sources or query. Starts live, then shows the newest stored page above. */
+/** A fresh view: new sources, query or range. */
 function restart() {
   state.stream?.abort();
-  state.generation++;
-  state.lastEventId = "";
-  state.olderNext = undefined;
-  state.shown.clear();
-  state.rows = 0;
-  state.dropped = 0;
-  $("list").replaceChildren();
-  updateCounts();
+  state.stream = undefined;
+  const generation = ++state.generation;
+  Object.assign(state, { lastEventId: "", segments: [], dropped: 0, window: undefined, mark: marker(searchedWords(state.query)) });
+  resetList();
   $("query-error").hidden = true;
-  $("older").hidden = true;
-  $("empty").hidden = state.selected.size > 0;
-  if (state.selected.size === 0) return setState("idle", "no source picked");
-  if (state.paused) return setState("paused", "paused");
-  void stream(state.generation);
-  void loadOlder(state.generation);
+  histogram.clear(state.connected && state.selected.size > 0);
+  const live = state.range === "live";
+  $("pause").hidden = !live || state.selected.size === 0;
+  if (!state.connected) {
+    setState("idle", "not connected");
+    return showEmpty("Enter the API token above to list the sources.");
+  }
+  if (state.selected.size === 0) {
+    setState("idle", "connected — pick a source");
+    updateWindowText();
+    return showEmpty("Pick a source on the left to see its events.");
+  }
+  showEmpty("Loading…");
+  if (live) {
+    const from = Date.now() - LIVE_MS;
+    // The first stretch leaves `to` to the server's clock, where the stream starts: no gap between them.
+    state.segments = [{ from: isoMicro(from) }, { from: EARLIEST, to: microBefore(from) }];
+    void loadHistogram(generation, { from: "now-30m" });
+    if (state.paused) setState("paused", "paused");
+    else void stream(generation);
+  } else {
+    const now = Date.now();
+    state.window = state.range === "custom" ? state.custom : { from: isoMicro(now - RANGE_MS[state.range]), to: isoMicro(now) };
+    state.segments = [{ ...state.window }, { from: EARLIEST, to: microBefore(msOf(state.window.from)), before: true }];
+    setState("stored", "stored events");
+    void loadHistogram(generation, state.window);
+  }
+  updateWindowText();
+  void loadOlder(generation);
 }
+
+function setRange(range) {
+  state.range = range;
+  for (const button of document.querySelectorAll("#ranges button")) button.setAttribute("aria-checked", String(button.dataset.range === range));
+  $("custom").hidden = range !== "custom";
+  if (range !== "custom") return restart();
+  // Custom opens on the window shown (or the last hour) and waits for Show (or Apply).
+  state.custom = state.window ?? { from: isoMicro(Date.now() - 3_600_000), to: isoMicro(Date.now()) };
+  fillCustom(state.custom);
+}
+
+function fillCustom({ from, to }) {
+  $("custom-from").value = inputValue(msOf(from));
+  $("custom-to").value = inputValue(msOf(to));
+}
+
+/** The histogram's zoom (a drag or a click on a bar): that stretch becomes the custom window. */
+function zoom(from, toExcluded) {
+  setRange("custom");
+  state.custom = { from: isoMicro(from), to: microBefore(toExcluded) };
+  fillCustom(state.custom);
+  restart();
+}
+
+/** datetime-local's value for an instant, in the zone the page shows. */
+function inputValue(ms) {
+  const date = new Date(state.utc ? ms : ms - new Date(ms).getTimezoneOffset() * 60_000);
+  return date.toISOString().slice(0, 19);
+}
+
+function inputInstant(value) {
+  if (!value) return undefined;
+  const ms = Date.parse(state.utc ? `${value}Z` : value);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+function updateWindowText() {
+  const text = $("window-text");
+  const zone = state.utc ? "UTC" : zoneName();
+  $("zone").textContent = state.utc ? "UTC" : `local time (${zone})`;
+  if (!state.selected.size) return (text.textContent = "");
+  if (state.range === "live") return (text.textContent = "last 30 min, then live");
+  const { from, to } = state.window;
+  const span = windowSpan(from, to);
+  text.textContent = state.range === "custom" ? span : `${RANGE_NAME[state.range]} (${span})`;
+  text.title = `${from} – ${to} (UTC)`;
+}
+
+/** "Nov 23 23:41:26 – Nov 24 23:41:26", the second date left out when it is the first one's. */
+function windowSpan(from, to) {
+  const [a, b] = [from, to].map((dt) => formatTime(dt, state.utc, new Date(), true).replace(/\.\d{3}$/, ""));
+  const [dayA, dayB] = [a, b].map((t) => t.slice(0, t.lastIndexOf(" ")));
+  return `${a} – ${dayA === dayB ? b.slice(b.lastIndexOf(" ") + 1) : b}${state.utc ? " UTC" : ""}`;
+}
+
+async function loadHistogram(generation, window) {
+  const width = $("rows").clientWidth || 1000;
+  const buckets = String(Math.max(20, Math.min(240, Math.floor(width / 8))));
+  const extra = { buckets, from: window.from, ...(window.to ? { to: window.to } : {}) };
+  let response;
+  try {
+    response = await api(`/api/v2/query/histogram?${params(extra)}`);
+  } catch {
+    return;
+  }
+  if (generation !== state.generation) return;
+  if (!response.ok) {
+    const body = await response.json().catch(() => ({ errors: `HTTP ${response.status}` }));
+    histogram.clear(true);
+    $("histogram-total").textContent = "no histogram (see the message above)";
+    // A 400 is the query's or the window's, and the rows' request says the same: say it once.
+    if (response.status !== 400) showError(`histogram: ${body.errors}`);
+    return;
+  }
+  histogram.show(await response.json());
+  histogram.setUtc(state.utc);
+}
+
+// ── the live stream ────────────────────────────────────────────────────────────────────────────
 
 async function stream(generation) {
   const controller = new AbortController();
@@ -112,19 +230,8 @@ async function stream(generation) {
   }
   if (!response.ok) return refused(response);
   setState("live", "live");
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
   try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += value;
-      let end;
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        handle(buffer.slice(0, end));
-        buffer = buffer.slice(end + 2);
-      }
-    }
+    await readEvents(response, handle);
   } catch {}
   retry(generation, controller);
 }
@@ -138,21 +245,10 @@ function retry(generation, controller) {
 async function refused(response) {
   const body = await response.json().catch(() => ({ errors: `HTTP ${response.status}` }));
   setState("failed", response.status === 401 ? "token not accepted" : "stopped");
-  $("query-error").textContent = body.errors;
-  $("query-error").hidden = false;
+  showError(body.errors);
 }
 
-function handle(block) {
-  let id = "", event = "message", data = "";
-  for (const line of block.split("\n")) {
-    if (line.startsWith(":")) continue;
-    const colon = line.indexOf(":");
-    const field = colon < 0 ? line : line.slice(0, colon);
-    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-    if (field === "id") id = value;
-    else if (field === "event") event = value;
-    else if (field === "data") data += data ? `\n${value}` : value;
-  }
+function handle({ id, event, data }) {
   if (event === "dropped") {
     state.dropped += JSON.parse(data).count || 0;
     return updateCounts();
@@ -160,95 +256,11 @@ function handle(block) {
   // Per SSE, an id without data still moves the position (the server sends one at the live start).
   if (id) state.lastEventId = id;
   if (event !== "message" || !data) return;
-  addRow(JSON.parse(data), "bottom");
+  const row = JSON.parse(data);
+  if (addRow(row, "bottom")) histogram.add(row.dt, row.level);
 }
 
-async function loadOlder(generation) {
-  const search = params({ batch: "100" });
-  const first = !state.olderNext;
-  if (state.olderNext) search.set("cursor", state.olderNext);
-  const response = await api(`/api/v2/query/live-tail?${search}`);
-  if (generation !== state.generation) return;
-  if (!response.ok) return refused(response);
-  const body = await response.json();
-  const box = $("rows");
-  const fromBottom = box.scrollHeight - box.scrollTop;
-  for (const row of body.data) addRow(row, "top");
-  // The first page opens at the newest row (else the view sat on the oldest and live rows arrived
-  // out of sight); an older page keeps the rows the reader was looking at in place.
-  box.scrollTop = first ? box.scrollHeight : box.scrollHeight - fromBottom;
-  state.olderNext = body.pagination.next ? new URL(body.pagination.next).searchParams.get("cursor") : undefined;
-  $("older").hidden = !state.olderNext;
-}
-
-function addRow(row, where) {
-  if (state.shown.has(row.id)) return;
-  state.shown.add(row.id);
-  const box = $("rows");
-  const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
-  const item = render(row);
-  const list = $("list");
-  if (where === "top") list.prepend(item);
-  else {
-    item.className = "fresh";
-    list.append(item);
-  }
-  state.rows++;
-  while (list.childElementCount > MAX_ROWS) list.firstElementChild.remove();
-  $("empty").hidden = true;
-  updateCounts();
-  if (where === "bottom" && atBottom) box.scrollTop = box.scrollHeight;
-}
-
-function render(row) {
-  const source = state.sources.get(row.source_id);
-  const item = document.createElement("li");
-  item.dataset.id = row.id;
-  const time = Object.assign(document.createElement("span"), { className: "time", textContent: row.dt.slice(11, 23), title: row.dt });
-  const name = Object.assign(document.createElement("span"), { className: "source", textContent: source ? source.name : `#${row.source_id}` });
-  const message = document.createElement("span");
-  message.className = "message";
-  message.append(...formatted(source ? source.pattern : "{level} {message}", row));
-  item.append(time, name, message);
-  item.addEventListener("click", () => {
-    const open = item.querySelector("pre");
-    if (open) return open.remove();
-    item.append(Object.assign(document.createElement("pre"), { textContent: JSON.stringify(row, null, 2) }));
-  });
-  return item;
-}
-
-/** `{level} {message}` → text and spans; dotted paths allowed; a missing field is empty. */
-function formatted(pattern, row) {
-  const parts = [];
-  let last = 0;
-  for (const match of pattern.matchAll(/\{([^{}]+)\}/g)) {
-    if (match.index > last) parts.push(document.createTextNode(pattern.slice(last, match.index)));
-    const path = match[1].trim();
-    const value = path.split(".").reduce((object, key) => (object !== null && typeof object === "object" ? object[key] : undefined), row);
-    const text = value === undefined || value === null ? "" : typeof value === "object" ? JSON.stringify(value) : String(value);
-    if (/^(level|severity|log\.level)$/i.test(path)) {
-      parts.push(Object.assign(document.createElement("span"), { className: `level ${levelClass(text)}`, textContent: text }));
-    } else parts.push(document.createTextNode(text));
-    last = match.index + match[0].length;
-  }
-  if (last < pattern.length) parts.push(document.createTextNode(pattern.slice(last)));
-  return parts;
-}
-
-function levelClass(level) {
-  const l = level.toLowerCase();
-  if (/^(err|error|fatal|crit|critical|alert|emerg|panic)/.test(l)) return "error";
-  if (/^warn/.test(l)) return "warn";
-  if (/^(info|notice)/.test(l)) return "info";
-  return "debug";
-}
-
-function updateCounts() {
-  $("count").textContent = `${state.rows} row${state.rows === 1 ? "" : "s"}`;
-  $("dropped").hidden = state.dropped === 0;
-  $("dropped").textContent = `${state.dropped} dropped (too slow to keep up; reload older rows to see them)`;
-}
+// ── wiring ─────────────────────────────────────────────────────────────────────────────────────
 
 $("token").value = state.token;
 $("forget").hidden = !state.token;
@@ -256,15 +268,24 @@ $("token-form").addEventListener("submit", (event) => {
   event.preventDefault();
   void connect();
 });
-$("forget").addEventListener("click", () => {
-  sessionStorage.removeItem("logpond-token");
-  state.token = "";
-  $("token").value = "";
-  $("forget").hidden = true;
-});
+$("forget").addEventListener("click", forget);
 $("query-form").addEventListener("submit", (event) => {
   event.preventDefault();
   state.query = $("query").value.trim();
+  restart();
+});
+$("ranges").addEventListener("click", (event) => {
+  const button = event.target.closest("button[data-range]");
+  if (button) setRange(button.dataset.range);
+});
+$("custom").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const from = inputInstant($("custom-from").value);
+  const to = inputInstant($("custom-to").value);
+  if (from === undefined || to === undefined) return showError("Custom: give both From and To.");
+  if (from > to) return showError("Custom: From is after To.");
+  // `To` as typed is a whole second: the window runs to its end.
+  state.custom = { from: isoMicro(from), to: microBefore(to + 1000) };
   restart();
 });
 $("pause").addEventListener("click", () => {
@@ -274,12 +295,29 @@ $("pause").addEventListener("click", () => {
   if (state.paused) {
     state.stream?.abort();
     setState("paused", "paused");
-  } else if (state.selected.size > 0) void stream(state.generation);
+  } else if (state.selected.size > 0 && state.range === "live") void stream(state.generation);
 });
-$("clear").addEventListener("click", () => {
-  $("list").replaceChildren();
-  state.rows = 0;
-  updateCounts();
+$("zone").addEventListener("click", () => {
+  state.utc = !state.utc;
+  localStorage.setItem("logpond-utc", state.utc ? "1" : "0");
+  retime();
+  histogram.setUtc(state.utc);
+  updateWindowText();
 });
-$("older").addEventListener("click", () => loadOlder(state.generation));
+$("fields").addEventListener("click", (event) => {
+  const button = event.target.closest("button.facet");
+  if (!button) return;
+  state.query = withTerm(state.query, event.altKey ? button.dataset.exclude : button.dataset.term);
+  $("query").value = state.query;
+  restart();
+});
+document.addEventListener("keydown", (event) => {
+  if (event.key === "/" && document.activeElement?.tagName !== "INPUT") {
+    event.preventDefault();
+    $("query").focus();
+  }
+});
+// Phones: the field sidebar starts folded, so the rows get more of the screen.
+if (matchMedia("(max-width: 720px)").matches) $("fields-box").open = false;
+updateWindowText();
 if (state.token) void connect();

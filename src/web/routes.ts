@@ -1,5 +1,6 @@
-// GET / on the management listener: the live-tail page (CONTRACT §8). Plain files read once at
-// start and served as they are: no build step, no external assets. The page holds no secret; it
+// GET / on the management listener: the log explorer page (CONTRACT §8, §9). Plain files (ES
+// modules, CSS, an SVG icon) read once at start and served as they are: no build step, no
+// external assets. The page holds no secret; it
 // asks for the API token and sends it in the Authorization header of its own fetches.
 import { Elysia } from "elysia";
 import * as path from "node:path";
@@ -7,7 +8,14 @@ import * as path from "node:path";
 const FILES: Record<string, { file: string; type: string }> = {
   "/": { file: "index.html", type: "text/html; charset=utf-8" },
   "/web/app.js": { file: "app.js", type: "text/javascript; charset=utf-8" },
+  "/web/fields.js": { file: "fields.js", type: "text/javascript; charset=utf-8" },
+  "/web/histogram.js": { file: "histogram.js", type: "text/javascript; charset=utf-8" },
+  "/web/list.js": { file: "list.js", type: "text/javascript; charset=utf-8" },
+  "/web/rows.js": { file: "rows.js", type: "text/javascript; charset=utf-8" },
+  "/web/state.js": { file: "state.js", type: "text/javascript; charset=utf-8" },
+  "/web/stream.js": { file: "stream.js", type: "text/javascript; charset=utf-8" },
   "/web/style.css": { file: "style.css", type: "text/css; charset=utf-8" },
+  "/web/favicon.svg": { file: "favicon.svg", type: "image/svg+xml" },
 };
 
 export async function webRoutes() {

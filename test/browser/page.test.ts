@@ -1,8 +1,10 @@
-// The live-tail page in a real headless Chromium (helpers/browser.ts, driven by puppeteer-core):
-// enter the token, pick a source, see rows ingested while the page watches, filter with a query,
-// pause and resume without losing rows. Saves a screenshot: docs/live-tail.png (the README's) when
+// The page in a real headless Chromium (helpers/browser.ts, driven by puppeteer-core): enter the
+// token, pick a source, see rows ingested while the page watches, filter with a query, pause and
+// resume without losing rows; then the explorer: time ranges, the histogram and its zoom, load
+// older to the first stored event, compact rows, marked words, the field sidebar, a phone screen.
+// Saves screenshots: docs/live-tail.png and docs/explorer.png (the README's) when
 // LIVE_TAIL_SCREENSHOT=1, else in the temporary directory (so a test run leaves the tree clean).
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { Browser, Page } from "puppeteer-core";
@@ -72,6 +74,8 @@ test("token → sources → live rows → query → pause/resume", async () => {
   await page.waitForFunction(() => document.querySelector("#state")?.textContent === "live");
   await send(web, [{ level: "info", message: "quiet row", http: { status: 200 } }, { level: "error", message: "payment declined", http: { method: "POST", path: "/api/pay", status: 500 } }]);
   await waitForRow("payment declined");
+  // The stored page is read beside the stream: on a loaded machine it can come after the live row.
+  await waitForRow("upstream failed");
   await lp.flusher.flush();
   const filtered = await rowTexts();
   expect(filtered.some((t) => t.includes("quiet row"))).toBe(false);
@@ -98,7 +102,7 @@ test("token → sources → live rows → query → pause/resume", async () => {
   await waitForRow("while paused");
   await send(worker, [{ level: "info", job: "invoice-44", message: "invoice paid" }, { level: "error", job: "invoice-45", message: "card expired" }]);
   await waitForRow("card expired");
-  const ids = await page.$$eval("#list li", (items) => items.map((item) => (item as any).dataset.id));
+  const ids = await page.$$eval("#list li[data-id]", (items) => items.map((item) => (item as any).dataset.id));
   expect(new Set(ids).size).toBe(ids.length);
 
   await page.screenshot({ path: SCREENSHOT });
@@ -111,7 +115,7 @@ test("pause before any live row arrived, resume: the rows sent meanwhile appear"
   await page.type("#query", "paused-gap");
   await page.click("#apply");
   await page.waitForFunction(() => document.querySelector("#state")?.textContent === "live");
-  await page.waitForFunction("state.lastEventId !== ''", { timeout: 20_000 });
+  await page.waitForFunction("logpond.state.lastEventId !== ''", { timeout: 20_000 });
   await page.click("#pause");
   await send(web, [{ level: "warn", message: "paused-gap row", http: { method: "GET", path: "/gap", status: 200 } }]);
   await lp.flusher.flush();
@@ -143,3 +147,277 @@ test("a source with more rows than fit opens at the newest row, and live rows ar
   await waitForRow("chatty live");
   expect(await inView("chatty live")).toBe(true);
 }, 60_000);
+
+// ── The explorer: ranges, histogram, zoom, load older, rows, sidebar ──────────────────────────
+
+const HOUR = 3_600_000;
+const SERVICES = ["checkout", "billing", "search", "auth"];
+const EXPLORER_SHOT = (name: string) =>
+  process.env.LIVE_TAIL_SCREENSHOT === "1" && name === "24h" ? path.join(import.meta.dir, "..", "..", "docs", "explorer.png") : path.join(tmpdir(), `logpond-explorer-${name}.png`);
+
+/** A day of a small service's events (seeded, so every run sends the same), a burst of errors six hours ago, and three older events. */
+function day(now: number) {
+  let seed = 7;
+  const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+  const events: Record<string, unknown>[] = [];
+  for (let i = 0; i < 360; i++) {
+    const dt = new Date(now - 60_000 - Math.floor((i / 360) * 23 * HOUR) - Math.floor(random() * 60_000)).toISOString();
+    const service = SERVICES[i % SERVICES.length]!;
+    if (i % 30 === 7) {
+      events.push({ dt, user: "alice", action: "login", ip: "10.0.0.7" }); // no message, no level
+      continue;
+    }
+    const r = random();
+    const level = r < 0.05 ? "error" : r < 0.15 ? "warn" : r < 0.3 ? "debug" : "info";
+    const status = level === "error" ? 502 : level === "warn" ? 429 : 200;
+    const message = level === "error" ? `upstream timeout after ${1000 + (i % 9) * 250} ms` : `${["GET", "POST"][i % 2]} /api/${service}/${i % 17} served in ${5 + (i % 40)} ms`;
+    events.push({ dt, level, message, service, host: `web-${1 + (i % 3)}`, http: { method: ["GET", "POST"][i % 2], status } });
+  }
+  for (let i = 0; i < 60; i++) {
+    events.push({ dt: new Date(now - 6 * HOUR + i * 5_000).toISOString(), level: "error", message: `payment provider timeout #${i}`, service: "billing", host: "web-2", http: { method: "POST", status: 504 } });
+  }
+  const older = [
+    { dt: new Date(now - 26 * HOUR).toISOString(), level: "info", message: "nightly report sent", service: "billing" },
+    { dt: new Date(now - 50 * HOUR).toISOString(), level: "warn", message: "disk 85% full", service: "search", host: "web-3" },
+    { dt: new Date(now - 74 * HOUR).toISOString(), level: "info", message: "the very first event", service: "auth" },
+  ];
+  return { events, older };
+}
+
+describe("the explorer", () => {
+  let explorer: TestSource;
+  let paused: TestSource;
+  let sent: { events: Record<string, unknown>[]; older: Record<string, unknown>[] };
+  const settled = () =>
+    page.waitForFunction(() => (globalThis as any).logpond.state.loadingOlder === undefined && document.querySelector("#histogram-total[data-total]") && (document.querySelector("#empty").hidden || document.querySelector("#empty").textContent !== "Loading…"), { timeout: 20_000 });
+  const histogramTotal = () => page.$eval("#histogram-total", (el) => Number((el as any).dataset.total));
+  const barsTotal = () => page.$$eval("#histogram-plot g", (groups) => groups.reduce((sum, g) => sum + Number((g as any).dataset.count), 0));
+  const shownIds = () => page.$$eval("#list li[data-id]", (items) => items.map((item) => (item as any).dataset.id as string));
+  const pick = async (range: string) => {
+    await page.click(`#ranges button[data-range="${range}"]`);
+    await settled();
+  };
+  const apply = async (query: string) => {
+    await page.$eval("#query", (input, q) => ((input as any).value = q), query);
+    await page.click("#apply");
+    await settled();
+  };
+
+  beforeAll(async () => {
+    explorer = await lp.createSource({ name: "api gateway", live_tail_pattern: "{level} {message}" });
+    paused = await lp.createSource({ name: "legacy cron", ingesting_paused: true });
+    sent = day(Date.now());
+    await send(explorer, [...sent.events, ...sent.older]);
+    await lp.flusher.flush();
+  });
+
+  test("connect says connected; the favicon is there; a paused source is marked", async () => {
+    // A fresh tab: the token typed once (it stays in sessionStorage for the tests after this one).
+    await page.evaluate(() => sessionStorage.clear()).catch(() => {});
+    await page.goto(lp.apiUrl, { waitUntil: "domcontentloaded" });
+    expect(await page.$eval("#state", (el) => el.textContent)).toBe("not connected");
+    await page.type("#token", API_TOKEN);
+    await page.click("#connect");
+    await page.waitForSelector(`input[data-source-id="${explorer.id}"]`);
+    expect(await page.$eval("#state", (el) => el.textContent)).toBe("connected — pick a source");
+    const icon = await page.$eval("link[rel=icon]", (el) => (el as any).href as string);
+    const served = await fetch(icon);
+    expect([served.status, served.headers.get("content-type")]).toEqual([200, "image/svg+xml"]);
+    expect(await served.text()).toContain("<svg");
+    const marked = await page.$eval(`input[data-source-id="${paused.id}"]`, (input) => {
+      const item = input.closest("li");
+      return { paused: item.classList.contains("paused"), badge: item.querySelector(".badge")?.textContent, title: item.title };
+    });
+    expect(marked).toEqual({ paused: true, badge: "paused", title: expect.stringContaining("ingesting_paused") });
+    expect(await page.$eval(`input[data-source-id="${explorer.id}"]`, (input) => input.closest("li").classList.contains("paused"))).toBe(false);
+  }, 60_000);
+
+  test("24 h: stored rows, not live; the histogram's bars add up to the events of the day", async () => {
+    await page.click(`input[data-source-id="${explorer.id}"]`);
+    await page.waitForFunction(() => document.querySelector("#state")?.textContent === "live");
+    await pick("24h");
+    expect(await page.$eval("#state", (el) => el.textContent)).toBe("stored events");
+    expect(await page.evaluate(() => (globalThis as any).logpond.state.stream)).toBeUndefined();
+    expect(await page.$eval("#pause", (el) => el.hidden)).toBe(true);
+    const inDay = sent.events.length;
+    expect(await histogramTotal()).toBe(inDay);
+    expect(await barsTotal()).toBe(inDay);
+    expect(await page.$$eval("#histogram-plot rect.bar.error", (bars) => bars.length)).toBeGreaterThan(0);
+    expect(await page.$$eval("#histogram-axis span", (labels) => labels.length)).toBeGreaterThan(3);
+    // The newest page of the window, oldest at the top: 200 of the day's rows.
+    expect((await shownIds()).length).toBe(200);
+    const texts = await rowTexts();
+    expect(texts.some((t) => t.includes("served in"))).toBe(true);
+    // Rows are one line each, all the same height.
+    const heights = await page.$$eval("#list li[data-id]", (items) => [...new Set(items.map((item) => Math.round(item.getBoundingClientRect().height)))]);
+    expect(heights).toHaveLength(1);
+    await page.screenshot({ path: EXPLORER_SHOT("24h") });
+  }, 60_000);
+
+  test("an event with no message or level shows in a compact form; a click opens it whole", async () => {
+    await apply("action:login");
+    const texts = await rowTexts();
+    expect(texts.length).toBe(sent.events.filter((e) => e.action === "login").length);
+    // jsonb keeps keys shortest first, so the pairs come in that order.
+    expect(texts.every((t) => t.includes("ip=10.0.0.7 user=alice action=login"))).toBe(true);
+    await page.click("#list li[data-id]");
+    const opened = JSON.parse(await page.$eval("#list li[data-id] pre", (el) => el.textContent));
+    expect(opened).toMatchObject({ user: "alice", action: "login", source_id: explorer.id });
+    await page.screenshot({ path: EXPLORER_SHOT("open") });
+  }, 60_000);
+
+  test("the query's words are marked in the rows, and the histogram counts only the matches", async () => {
+    await apply('timeout service:billing "payment provider"');
+    const marks = await page.$$eval("#list li[data-id]", (items) => items.map((item) => [...item.querySelectorAll("mark")].map((m) => m.textContent)));
+    expect(marks.length).toBe(60);
+    expect(marks.every((m) => m.includes("timeout") && m.includes("payment provider") && !m.includes("billing"))).toBe(true);
+    expect(await histogramTotal()).toBe(60);
+  }, 60_000);
+
+  test("a click on a field value in the sidebar adds field=value to the query", async () => {
+    await apply("");
+    // The sidebar follows the rows a moment later (it is recomputed at most every 150 ms).
+    await page.waitForFunction(() => [...document.querySelectorAll("#fields .field-name")].some((n: any) => n.textContent === "service"), { timeout: 20_000 });
+    const fields = await page.$$eval("#fields .field-name", (names) => names.map((n) => n.textContent));
+    expect(fields).toEqual(expect.arrayContaining(["level", "service", "http.status", "host"]));
+    await page.$$eval("#fields button.facet", (buttons) => buttons.find((b) => (b as any).dataset.term === "service=billing").click());
+    await settled();
+    expect(await page.$eval("#query", (el) => el.value)).toBe("service=billing");
+    const billing = sent.events.filter((e) => e.service === "billing").length;
+    expect(await histogramTotal()).toBe(billing);
+    const services = await page.evaluate(() => [...(globalThis as any).logpond.state.shown.values()].map((row: any) => row.service));
+    expect(new Set(services)).toEqual(new Set(["billing"]));
+  }, 60_000);
+
+  test("dragging across the histogram zooms the window to that stretch", async () => {
+    await apply("");
+    const box = (await (await page.$("#histogram-plot"))!.boundingBox())!;
+    const from = box.x + 0.7 * box.width, to = box.x + 0.8 * box.width;
+    await page.mouse.move(from, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(to, box.y + box.height / 2, { steps: 8 });
+    await page.mouse.up();
+    await settled();
+    expect(await page.$eval('#ranges button[data-range="custom"]', (el) => el.getAttribute("aria-checked"))).toBe("true");
+    const window = await page.evaluate(() => (globalThis as any).logpond.state.window);
+    const span = Date.parse(window.to.slice(0, 23) + "Z") - Date.parse(window.from.slice(0, 23) + "Z");
+    expect(span).toBeGreaterThan(1.5 * HOUR); // a tenth of the 24 h histogram (its bars end on round times)
+    expect(span).toBeLessThan(3.5 * HOUR);
+    const inWindow = sent.events.filter((e) => (e.dt as string) >= window.from.slice(0, 23) && (e.dt as string) <= window.to.slice(0, 23) + "Z");
+    expect(await histogramTotal()).toBe(inWindow.length);
+    const rows = await page.evaluate(() => [...(globalThis as any).logpond.state.shown.values()].map((row: any) => row.dt));
+    expect(rows.length).toBe(Math.min(200, inWindow.length));
+    expect(rows.every((dt: string) => dt >= window.from && dt <= window.to)).toBe(true);
+    await page.screenshot({ path: EXPLORER_SHOT("zoom") });
+  }, 60_000);
+
+  test("Custom: a from and a to typed in the browser's zone show that stretch", async () => {
+    const at = Date.parse(sent.older[0]!.dt as string); // "nightly report sent", 26 h ago
+    await page.click('#ranges button[data-range="custom"]');
+    await page.evaluate((ms: number) => {
+      const local = (t: number) => new Date(t - new Date(t).getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
+      document.querySelector("#custom-from").value = local(ms - 60_000);
+      document.querySelector("#custom-to").value = local(ms + 60_000);
+    }, at);
+    await page.click("#custom-show");
+    await settled();
+    expect(await rowTexts()).toEqual([expect.stringContaining("nightly report sent")]);
+    expect(await histogramTotal()).toBe(1);
+  }, 60_000);
+
+  test("load older pages back past the window to the oldest stored event", async () => {
+    await pick("1h");
+    const all = sent.events.length + sent.older.length;
+    for (let clicks = 0; clicks < 20 && !(await page.$("#older[hidden]")); clicks++) {
+      await page.click("#older");
+      await settled();
+    }
+    expect(await page.$eval("#list li.divider", (el) => el.textContent)).toBe("start of the stored events");
+    const ids = await shownIds();
+    expect(ids.length).toBe(all);
+    expect(new Set(ids).size).toBe(all);
+    const texts = await rowTexts();
+    expect(texts.findIndex((t) => t.includes("the very first event"))).toBe(1); // right under the start marker
+    expect(texts.some((t) => t.includes("outside the window"))).toBe(true);
+  }, 60_000);
+
+  test("rows carry the date when not today and both zones on hover; the zone toggles to UTC", async () => {
+    const cell = () => page.evaluate(() => {
+      const li = [...document.querySelectorAll("#list li[data-id]")].find((item: any) => item.textContent.includes("the very first event")) as any;
+      const time = li.querySelector(".time");
+      return { text: time.textContent as string, title: time.title as string, dt: time.dataset.dt as string };
+    });
+    const before = await cell();
+    expect(before.text).toMatch(/^[A-Z][a-z]{2} \d{2} \d{2}:\d{2}:\d{2}\.\d{3}$/);
+    expect(before.title).toContain(`${before.dt} (UTC)`);
+    expect(before.title).toContain("(local)");
+    await page.click("#zone");
+    expect(await page.$eval("#zone", (el) => el.textContent)).toBe("UTC");
+    const utc = new Date(before.dt.slice(0, 23) + "Z");
+    expect((await cell()).text).toEndWith(`${String(utc.getUTCHours()).padStart(2, "0")}:${String(utc.getUTCMinutes()).padStart(2, "0")}:${String(utc.getUTCSeconds()).padStart(2, "0")}.${before.dt.slice(20, 23)}`);
+    await page.click("#zone");
+    expect(await page.$eval("#zone", (el) => el.textContent)).toStartWith("local time");
+  }, 60_000);
+
+  test("a quiet source: live opens on its newest stored rows; an empty window says where the older ones are", async () => {
+    const quiet = await lp.createSource({ name: "quiet batch" });
+    await send(quiet, [{ dt: new Date(Date.now() - 50 * HOUR).toISOString(), level: "info", message: "weekly export done" }]);
+    await lp.flusher.flush();
+    await pick("live");
+    await page.click("#connect"); // Connect again lists the sources anew
+    await page.waitForSelector(`input[data-source-id="${quiet.id}"]`);
+    for (const id of [explorer.id, quiet.id]) await page.click(`input[data-source-id="${id}"]`); // untick one, tick the other
+    await waitForRow("weekly export done");
+    await page.waitForFunction(() => document.querySelector("#state")?.textContent === "live", { timeout: 20_000 });
+    await pick("1h");
+    expect(await page.$eval("#empty", (el) => el.textContent)).toMatch(/^No events in this window\. The newest older one is from [A-Z][a-z]{2} \d{2} \d{2}:\d{2}:\d{2}\.\d{3}\.$/);
+    expect(await page.$eval("#older", (el) => el.textContent)).toStartWith("Load older — before ");
+    await page.click("#older");
+    await waitForRow("weekly export done");
+    for (const id of [quiet.id, explorer.id]) await page.click(`input[data-source-id="${id}"]`);
+    await settled();
+  }, 60_000);
+
+  test("Pause and Resume take the same room: the controls around them do not move", async () => {
+    await pick("live");
+    await page.waitForFunction(() => document.querySelector("#state")?.textContent === "live");
+    const layout = () => page.evaluate(() => ["#pause", "#query", "#count", "#ranges"].map((s) => JSON.stringify(document.querySelector(s).getBoundingClientRect())));
+    const running = await layout();
+    await page.click("#pause");
+    expect(await page.$eval("#pause", (el) => el.textContent)).toBe("Resume");
+    expect(await layout()).toEqual(running);
+    await page.click("#pause");
+    await page.waitForFunction(() => document.querySelector("#state")?.textContent === "live");
+  }, 60_000);
+
+  test("a phone-sized screen: nothing wider than the screen, controls do not overlap", async () => {
+    await page.setViewport({ width: 390, height: 844 });
+    try {
+      await pick("24h");
+      await page.screenshot({ path: EXPLORER_SHOT("phone") });
+      // Row lines are cut at the edge by design (ellipsis); everything else must fit.
+      const wide = await page.evaluate(() =>
+        [...document.querySelectorAll("body *")].filter((el: any) => !el.closest("#list li") && el.getBoundingClientRect().right > 390.5).map((el: any) => `${el.tagName}#${el.id}.${el.className}`),
+      );
+      expect(wide).toEqual([]);
+      expect(await page.$eval("#rows", (el) => el.scrollWidth <= el.clientWidth)).toBe(true);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      const boxes = await page.evaluate(() =>
+        ["#query", "#apply", "#ranges", "#state", "#count", "#zone", "#histogram", "#rows"].map((s) => {
+          const r = document.querySelector(s).getBoundingClientRect();
+          return { s, left: r.left, right: r.right, top: r.top, bottom: r.bottom };
+        }),
+      );
+      for (const a of boxes) {
+        expect(a.right).toBeLessThanOrEqual(390);
+        for (const b of boxes) {
+          if (a.s >= b.s) continue;
+          const overlap = a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+          expect({ pair: [a.s, b.s], overlap }).toEqual({ pair: [a.s, b.s], overlap: false });
+        }
+      }
+    } finally {
+      await page.setViewport({ width: 1280, height: 720 });
+    }
+  }, 60_000);
+});

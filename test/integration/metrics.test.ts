@@ -1,4 +1,4 @@
-// /metrics over real HTTP against the real PostgreSQL: ingest into two sources (and be refused),
+// /metrics over real HTTP against the real PostgreSQL: ingest into two sources (and be refused; OTLP and Loki too),
 // query, then read the exposition back with a strict parser (test/helpers/prometheus.ts): the
 // per-protocol, per-source counters hold exactly what was sent, each histogram's _count is the
 // requests made (buckets cumulative, checked by the parser), counters are typed counters, the
@@ -25,6 +25,7 @@ const INGEST_COUNT = "logpond_ingest_request_duration_seconds_count";
 const QUERY_COUNT = "logpond_query_request_duration_seconds_count";
 const LIVE = "/api/v2/query/live-tail";
 const DEAD = "/api/v2/query/dead-letters";
+const HISTOGRAM = "/api/v2/query/histogram";
 
 test("per protocol and source: requests, events, bytes and refusals by reason; every answer timed once", async () => {
   const a = await lp.createSource();
@@ -45,6 +46,7 @@ test("per protocol and source: requests, events, bytes and refusals by reason; e
   expect((await lp.api("GET", `${LIVE}?source_ids=${a.id},${b.id}`)).status).toBe(200);
   expect((await lp.api("GET", `${LIVE}?source_ids=${a.id}&from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`)).status).toBe(400);
   expect((await lp.api("GET", `${DEAD}?source_ids=${a.id}`)).status).toBe(200);
+  expect((await lp.api("GET", `${HISTOGRAM}?source_ids=${a.id}&from=now-1h&to=now&buckets=6`)).status).toBe(200);
   expect((await fetch(`${lp.apiUrl}${LIVE}?source_ids=${a.id}`)).status).toBe(401); // no token: no query, not timed
 
   const after = await scrape();
@@ -68,10 +70,40 @@ test("per protocol and source: requests, events, bytes and refusals by reason; e
   expect(count(after, INGEST_COUNT, { protocol: "otlp" })).toBe(0);
   expect(count(after, QUERY_COUNT, { route: LIVE }) - count(before, QUERY_COUNT, { route: LIVE })).toBe(2);
   expect(count(after, QUERY_COUNT, { route: DEAD }) - count(before, QUERY_COUNT, { route: DEAD })).toBe(1);
+  expect(count(after, QUERY_COUNT, { route: HISTOGRAM }) - count(before, QUERY_COUNT, { route: HISTOGRAM })).toBe(1);
   // Cumulative buckets ending at _count are the parser's check; the +Inf one is the count here too.
   const buckets = samples(after, "logpond_ingest_request_duration_seconds_bucket", { protocol: "better_stack" }).map((s) => s.value);
   expect(buckets.at(-1)).toBe(count(after, INGEST_COUNT, { protocol: "better_stack" }));
   expect(buckets).toEqual([...buckets].sort((x, y) => x - y));
+});
+
+test("OTLP and Loki requests are counted and timed under their protocol; OTLP's partial success counts the records kept", async () => {
+  const source = await lp.createSource();
+  const before = await scrape();
+  const of = (protocol: string) => ({ protocol, source_id: source.id });
+  const post = (path: string, body: string) =>
+    fetch(`${lp.ingestUrl}${path}`, { method: "POST", headers: { authorization: `Bearer ${source.token}`, "content-type": "application/json" }, body });
+
+  // The middle record is over INGEST_MAX_EVENT_BYTES (1 MiB): refused alone, the other two kept.
+  const otlp = JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: ["kept 1", "x".repeat(1_100_000), "kept 2"].map((m) => ({ body: { stringValue: m } })) }] }] });
+  const answer = await post("/v1/logs", otlp);
+  expect(answer.status).toBe(200);
+  expect(await answer.json()).toMatchObject({ partialSuccess: { rejectedLogRecords: "1" } });
+  const loki = JSON.stringify({ streams: [{ stream: { job: "metrics" }, values: [[`${Date.now()}000000`, "one"], [`${Date.now()}000000`, "two"], [`${Date.now()}000000`, "three"]] }] });
+  expect((await post("/loki/api/v1/push", loki)).status).toBe(204);
+  expect((await post("/loki/api/v1/push", "{")).status).toBe(400);
+
+  const after = await scrape();
+  expect(sampleValue(after, "logpond_ingest_requests_accepted_total", of("otlp"))).toBe(1);
+  expect(sampleValue(after, "logpond_ingest_events_received_total", of("otlp"))).toBe(2);
+  expect(sampleValue(after, "logpond_ingest_bytes_received_total", of("otlp"))).toBe(otlp.length);
+  expect(sampleValue(after, "logpond_ingest_requests_accepted_total", of("loki"))).toBe(1);
+  expect(sampleValue(after, "logpond_ingest_events_received_total", of("loki"))).toBe(3);
+  expect(sampleValue(after, "logpond_ingest_bytes_received_total", of("loki"))).toBe(loki.length);
+  expect(samples(after, "logpond_ingest_requests_rejected_total", of("loki")).map((s) => [s.labels.reason, s.value])).toEqual([["body_undecodable", 1]]);
+  expect(sampleValue(after, "logpond_ingest_events_received_total", of("better_stack"))).toBeUndefined();
+  const delta = (protocol: string) => sampleValue(after, INGEST_COUNT, { protocol })! - sampleValue(before, INGEST_COUNT, { protocol })!;
+  expect([delta("better_stack"), delta("otlp"), delta("loki")]).toEqual([0, 1, 2]);
 });
 
 test("flush duration is a histogram counting every committed flush; monotonic counters are counters", async () => {

@@ -134,7 +134,7 @@ const cases: Case[] = [
   { name: "GET on the ingestion path", status: 404, send: () => raw(request(okJson(), "", "GET / HTTP/1.1")) },
   // Encodings
   { name: "unsupported Content-Type", status: 415, errors: /application\/json/, send: () => raw(request({ ...okJson(), "content-type": "text/plain" }, "{}")) },
-  { name: "no Content-Type", status: 415, send: () => raw(request({ authorization: bearer() }, "{}")) },
+  { name: "no Content-Type, a body neither JSON nor MessagePack", status: 415, errors: /missing/, send: () => raw(request({ authorization: bearer() }, "hello")) },
   { name: "unsupported Content-Encoding", status: 415, errors: /gzip/, send: () => raw(request(okJson({ "content-encoding": "compress" }), "{}")) },
   { name: "stacked Content-Encoding", status: 415, send: () => raw(request(okJson({ "content-encoding": "gzip, br" }), zlib.brotliCompressSync(zlib.gzipSync("{}")))) },
   { name: "gzip header on a plain body", status: 406, send: () => raw(request(okJson({ "content-encoding": "gzip" }), '{"plain":true}')) },

@@ -3,11 +3,12 @@
 // Each shape is built once (some take a second of compression) and sent as is.
 import { Packr } from "msgpackr";
 import * as zlib from "node:zlib";
+import { compressSync } from "snappy";
 
 export interface Shape {
   name: string;
   contentType: string;
-  encoding?: "gzip";
+  encoding?: "gzip" | "snappy";
   body: Uint8Array;
   /** Statuses the contract allows for it (after the fix). */
   expect: number[];
@@ -70,6 +71,17 @@ export function buildShapes(options: { maxDecompressedBytes: number; events?: nu
   const ndCount = Math.min(events, Math.floor(limit / 3));
   shapes.push({ name: `NDJSON {}\\n × ${ndCount} (gzip)`, contentType: "application/x-ndjson", encoding: "gzip", body: gzip(repeat(b(""), b("{}\n"), ndCount, b(""))), expect: [413] });
   shapes.push({ name: `NDJSON of ${limit - 8} blank lines and one {} (gzip)`, contentType: "application/x-ndjson", encoding: "gzip", body: gzip(repeat(b("{}"), b("\n"), limit - 8, b(""))), expect: [202, 413], events: 1 });
+
+  // Values back to back (Fluent Bit, Fluentd, json_stream): no array header says how many.
+  const backToBack = Math.min(events, limit - 8);
+  shapes.push({ name: `MessagePack ${backToBack} empty maps back to back, no array header (gzip)`, contentType: "application/msgpack", encoding: "gzip", body: gzip(Buffer.alloc(backToBack, 0x80)), expect: [413] });
+  const entry = Buffer.from([0x92, 0x92, 0xd7, 0x00, 0x6b, 0x01, 0x8f, 0xb1, 0, 0, 0, 0, 0x80, 0x80]); // [[EventTime, {}], {}]
+  const entries = Math.min(events, Math.floor((limit - 8) / entry.length));
+  shapes.push({ name: `Fluent Bit entries [[EventTime, {}], {}] × ${entries} back to back (gzip)`, contentType: "application/msgpack", encoding: "gzip", body: gzip(repeat(b(""), entry, entries, b(""))), expect: [413] });
+  const objects = Math.min(events, Math.floor((limit - 8) / 2));
+  shapes.push({ name: `JSON {}{}{}… × ${objects} back to back (json_stream, gzip)`, contentType: "application/json", encoding: "gzip", body: gzip(repeat(b(""), b("{}"), objects, b(""))), expect: [413] });
+  shapes.push({ name: `snappy block of ${backToBack} empty maps back to back`, contentType: "application/msgpack", encoding: "snappy", body: compressSync(Buffer.alloc(backToBack, 0x80)), expect: [413] });
+  shapes.push({ name: "snappy block inflating one byte over the limit", contentType: "application/json", encoding: "snappy", body: compressSync(repeat(b("{}"), b(" "), limit - 1, b(""))), expect: [413] });
 
   // Many record definitions: every event a new key set, so every event defines a record.
   const records = new Packr({ useRecords: true, maxSharedStructures: 0 } as ConstructorParameters<typeof Packr>[0]);

@@ -1,0 +1,48 @@
+// The query API's `from`/`to`: RFC 3339 or relative to now (`now-15m`, `now-24h`, `now-7d`),
+// resolved against one clock reading per request; a cursor keeps the window its first page
+// resolved, so a relative window does not slide under a walk.
+import { expect, test } from "bun:test";
+import { AppError } from "../../src/errors";
+import { makeCursor, readRequest } from "../../src/query/request";
+
+const NOW = new Date("2026-11-24T12:00:00.000Z");
+const at = (ms: number) => new Date(NOW.getTime() - ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+const read = (query: string, now = NOW) => readRequest(new URL(`http://x/api/v2/query/live-tail?source_ids=1&${query}`), () => now);
+
+test.each([
+  ["now-15m", 15 * 60_000],
+  ["now-24h", 24 * 3_600_000],
+  ["now-7d", 7 * 86_400_000],
+  ["now-2w", 14 * 86_400_000],
+  ["now-30s", 30_000],
+  ["NOW - 1H", 3_600_000],
+  ["now", 0],
+])("from=%s is that long before now", (from, back) => {
+  const request = read(`from=${encodeURIComponent(from)}`);
+  expect(request.from).toBe(at(back));
+  expect(request.to).toBe(at(0));
+});
+
+test("to=now-1h with from=now-2h: the hour before the last", () => {
+  const request = read("from=now-2h&to=now-1h");
+  expect([request.from, request.to]).toEqual([at(7_200_000), at(3_600_000)]);
+});
+
+test.each(["now-1y", "now+1h", "now-", "now-1.5h", "now-1hour", "today"])("from=%s → 400 naming the forms", (from) => {
+  let error: unknown;
+  try {
+    read(`from=${encodeURIComponent(from)}`);
+  } catch (caught) {
+    error = caught;
+  }
+  expect(error).toBeInstanceOf(AppError);
+  expect((error as AppError).status).toBe(400);
+  expect((error as AppError).message).toContain("now-15m, now-24h, now-7d");
+});
+
+test("a cursor made under from=now-1h is accepted a minute later and keeps its window", () => {
+  const first = read("from=now-1h");
+  const cursor = makeCursor(first, { dt: first.to, id: "1" });
+  const later = read(`from=now-1h&cursor=${cursor}`, new Date(NOW.getTime() + 60_000));
+  expect([later.from, later.to]).toEqual([first.from, first.to]);
+});
