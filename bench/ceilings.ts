@@ -48,7 +48,7 @@ export async function copyCeilings(ctx: BenchContext, corpus: Corpus, events: nu
     const started = performance.now();
     await Promise.all(
       parts.map(async (list) => {
-        const commands = list.flatMap((f) => ["-c", `\\copy log_events (id, source_id, dt, raw) from '${f}'`]);
+        const commands = list.flatMap((f) => ["-c", `\\copy log_hot (id, source_id, dt, raw) from '${f}'`]);
         const proc = Bun.spawn([psql, ctx.url, "-X", "-q", "-v", "ON_ERROR_STOP=1", ...commands], { stdout: "ignore", stderr: "pipe" });
         const err = await new Response(proc.stderr as ReadableStream).text();
         if ((await proc.exited) !== 0) throw new Error(`psql \\copy failed: ${err}`);

@@ -54,7 +54,7 @@ async function main(): Promise<boolean> {
   const embedded = !process.env.DATABASE_URL;
   const sql = postgres(url, { max: 2, onnotice: () => {} });
   const clear = async () => {
-    if (embedded) await sql`truncate log_events, flush_batches`;
+    if (embedded) await sql`truncate log_hot, log_blocks, flush_batches`;
   };
   const wrk = findWrk(progress);
   progress(wrk.note);

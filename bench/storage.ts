@@ -121,7 +121,7 @@ async function main() {
     for (let round = 0; round < ROUNDS; round++) {
       for (const [variant, indexes] of Object.entries(VARIANTS)) {
         const table = "bench_copy";
-        await sql.unsafe(`drop table if exists ${table}; create table ${table} (like log_events) partition by range (dt);
+        await sql.unsafe(`drop table if exists ${table}; create table ${table} (like log_hot) partition by range (dt);
           create table ${table}_default partition of ${table} default;
           create table ${table}_today partition of ${table} for values from ('${new Date(now - DAY_MS).toISOString()}') to ('${new Date(now + DAY_MS).toISOString()}');`);
         for (const statement of indexes) await sql.unsafe(statement.replace("%T", table));
@@ -151,14 +151,14 @@ async function main() {
     console.log(`id block reservation: ${median(reservations).toFixed(2)} ms per batch (median of 200 round trips)`);
     const streams = [postgres(url, { max: 1, onnotice: () => {} }), postgres(url, { max: 1, onnotice: () => {} })];
     const twoStreams = async (withSeq: boolean) => {
-      await sql`truncate log_events`;
+      await sql`truncate log_hot, log_blocks`;
       const started = performance.now();
       await Promise.all(streams.map(async (stream, k) => {
         for (let i = k; i < copyBatchesData.length; i += 2) {
           await stream.begin(async (tx) => {
             const batchId = crypto.randomUUID();
             await tx`insert into flush_batches (id) values (${batchId})`;
-            await copyInto(await tx`copy log_events (id, source_id, dt, raw) from stdin (format binary)`.writable(), copyBatchesData[i]!);
+            await copyInto(await tx`copy log_hot (id, source_id, dt, raw) from stdin (format binary)`.writable(), copyBatchesData[i]!);
             if (withSeq) {
               await tx`with next as (update logpond_counters set value = value + 1 where name = 'commit_seq' returning value),
                 stamped as (update flush_batches set seq = next.value from next where flush_batches.id = ${batchId} returning next.value as seq)
@@ -175,7 +175,7 @@ async function main() {
       seqTimes.with!.push(await twoStreams(true));
     }
     await Promise.all(streams.map((stream) => stream.end()));
-    await sql`truncate log_events, flush_batches`;
+    await sql`truncate log_hot, log_blocks, flush_batches`;
     console.log(`two streams, ${COPY_ROWS} rows: with the commit-seq statement ÷ without = ${(median(seqTimes.without!) / median(seqTimes.with!)).toFixed(3)} (medians), ${(Math.min(...seqTimes.without!) / Math.min(...seqTimes.with!)).toFixed(3)} (best runs) (ms with: ${seqTimes.with!.map((t) => t.toFixed(0)).join(", ")}; without: ${seqTimes.without!.map((t) => t.toFixed(0)).join(", ")})`);
     }
 
@@ -185,11 +185,11 @@ async function main() {
     for (let i = 0, id = 1; i < ROWS; i += BATCH, id += BATCH) {
       const n = Math.min(BATCH, ROWS - i);
       const start = now - span + (span * i) / ROWS;
-      await copyBatches(sql, "log_events", [withIds(batchLines(n, start, (span * n) / ROWS, i), n, id)]);
+      await copyBatches(sql, "log_hot", [withIds(batchLines(n, start, (span * n) / ROWS, i), n, id)]);
     }
     await sql`update logpond_counters set value = ${ROWS + 1} where name = 'event_id'`;
-    await sql`vacuum analyze log_events`;
-    console.log(`loaded ${ROWS} rows over ${DAYS} days (${((ROWS / DAYS / 48) | 0)} per 30 minutes) in ${((performance.now() - load) / 1000).toFixed(0)} s; table ${(await sql`select pg_size_pretty(sum(pg_total_relation_size(c.oid))) as s from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'log_events'::regclass`)[0]!.s}`);
+    await sql`vacuum analyze log_hot`;
+    console.log(`loaded ${ROWS} rows over ${DAYS} days (${((ROWS / DAYS / 48) | 0)} per 30 minutes) in ${((performance.now() - load) / 1000).toFixed(0)} s; table ${(await sql`select pg_size_pretty(sum(pg_total_relation_size(c.oid))) as s from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'log_hot'::regclass`)[0]!.s}`);
     const latencies: number[] = [];
     let plan = "";
     for (let q = 0; q < 40; q++) {

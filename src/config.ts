@@ -32,6 +32,7 @@ export interface Config {
   readonly bufferMaxEvents: number;
   readonly shutdownTimeoutMs: number;
   readonly retentionSweepIntervalMs: number;
+  readonly sealIntervalMs: number;
   readonly logLevel: "info" | "silent";
   readonly queryTimeoutMs: number;
   readonly tailHeartbeatMs: number;
@@ -65,6 +66,7 @@ export const DEFAULTS = {
   BUFFER_MAX_EVENTS: 1_000_000,
   SHUTDOWN_TIMEOUT_MS: 30_000,
   RETENTION_SWEEP_INTERVAL_MS: 3_600_000,
+  SEAL_INTERVAL_MS: 60_000,
   LOG_LEVEL: "info",
   QUERY_TIMEOUT_MS: 5_000,
   TAIL_HEARTBEAT_MS: 10_000,
@@ -136,6 +138,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: int("SHUTDOWN_TIMEOUT_MS", 100, 3_600_000),
     // At most a day: each sweep also creates the daily partitions ahead (retention/sweep.ts).
     retentionSweepIntervalMs: int("RETENTION_SWEEP_INTERVAL_MS", 100, 86_400_000),
+    sealIntervalMs: int("SEAL_INTERVAL_MS", 100, 600_000),
     logLevel: oneOf("LOG_LEVEL", ["info", "silent"] as const),
     queryTimeoutMs: int("QUERY_TIMEOUT_MS", 100, 600_000),
     tailHeartbeatMs: int("TAIL_HEARTBEAT_MS", 100, 15_000),

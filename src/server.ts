@@ -28,6 +28,7 @@ import { openFlushConnection } from "./store/copy";
 import { openFlushStreams } from "./store/flush-thread";
 import { openStore, type Store } from "./store/db";
 import { DAY_MS, ensurePartitions } from "./store/partitions";
+import { type Sealer, startSealer } from "./store/sealer";
 import { tupleCount } from "./codec/tuples";
 import { DAYS_AHEAD } from "./retention/sweep";
 import { queryRoutes } from "./query/routes";
@@ -46,6 +47,8 @@ export interface Logpond {
   readonly tail: TailHub;
   /** Retention sweeps: at start, every RETENTION_SWEEP_INTERVAL_MS, and after a deletion. */
   readonly retention: Retention;
+  /** Moves committed events into compressed blocks every SEAL_INTERVAL_MS. */
+  readonly sealer: Sealer;
   /**
    * Stop accepting, drain the buffer, close storage. Resolves true when nothing was left behind;
    * false when some events went to a spill file (`spilled` says how many) or were lost.
@@ -157,7 +160,7 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   await cache.loadAll(store.db);
   const following = await cache.follow(store.sql, store.db, log);
 
-  // Today's and the next days' partitions exist before the first COPY (the sweep keeps them ahead).
+  // Today's and the next days' block partitions exist before the first seal (the sweep keeps them ahead).
   await ensurePartitions(store.sql, new Date(Date.now() - DAY_MS), new Date(Date.now() + DAYS_AHEAD * DAY_MS), log);
   const ringBytes = ringMaxBytes(config.bufferMaxBytes);
   const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: ringBytes, chunkMaxEvents: config.flushMaxEvents });
@@ -182,10 +185,12 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   } finally {
     await replay.close();
   }
+  const sealer = startSealer({ sql: store.sql, intervalMs: config.sealIntervalMs, log });
   const retention = startRetention({
     sql: store.sql,
     intervalMs: config.retentionSweepIntervalMs,
     flush: () => flusher.flush(),
+    seal: () => sealer.sealNow(),
     metrics,
     log,
   });
@@ -299,12 +304,14 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
     metrics,
     tail,
     retention,
+    sealer,
     async stop() {
       accepting = false;
       clearInterval(rssSampler);
       const deadline = Date.now() + config.shutdownTimeoutMs;
       const left = () => Math.max(0, deadline - Date.now());
       const sweepStopped = retention.stop(); // aborts a running sweep between two statements
+      const sealStopped = sealer.stop(); // aborts between two moves; a move is one statement
       // In-flight requests get a third of the time to finish (their events land in the ring);
       // then slow uploads are cut off, so a client cannot hold the stop.
       const finished = await within(ingest.server!.stop(false), config.shutdownTimeoutMs / 3);
@@ -323,6 +330,7 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
       await within(tail.stop(), 1_000);
       await within(management.server!.stop(true), 1_000);
       await within(sweepStopped, Math.max(100, left() - 1_000));
+      await within(sealStopped, Math.max(100, left() - 1_000));
       await within(following.unlisten().catch(() => {}), 1_000);
       await within(Promise.allSettled(streams.map((stream) => stream.close())), 1_000);
       // A frozen PostgreSQL must not hold the stop past its deadline: an embedded one left running

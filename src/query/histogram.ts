@@ -1,5 +1,5 @@
 // GET /api/v2/query/histogram: how many events of some sources match a query in each time bucket
-// of a window, split by level. One statement over log_events with the query API's own window,
+// of a window, split by level. One statement over both tiers (log_events_between) with the query API's own window,
 // source and query rules (query/request.ts, query/sql.ts) and its statement timeout. Only this
 // file knows how the counts are found, so a storage with block metadata changes this file alone.
 import { AppError } from "../errors";
@@ -84,7 +84,7 @@ export async function readHistogram(sql: Sql, request: HistogramRequest, timeout
   // many distinct levels the events carry. The bucket is an epoch index, exact to the microsecond.
   const text =
     `with counted as (select floor(extract(epoch from dt) / $3::int)::bigint as bucket, ` +
-    `nullif(lower(left(raw->>'level', ${LEVEL_MAX_CHARS})), '') as level, count(*) as n from log_events ` +
+    `nullif(lower(left(raw->>'level', ${LEVEL_MAX_CHARS})), '') as level, count(*) as n from log_events_between($4::bigint[], $1::timestamptz, $2::timestamptz) ` +
     `where dt >= $1::timestamptz and dt <= $2::timestamptz and source_id = any($4::bigint[])${filter} group by 1, 2), ` +
     `top as (select level from counted where level is not null group by level order by sum(n) desc, level limit ${LEVELS_MAX}) ` +
     `select bucket::text as bucket, case when counted.level is null then null when counted.level in (select level from top) then counted.level else 'other' end as level, ` +

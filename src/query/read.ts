@@ -33,16 +33,17 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
     conditions.push(condition.text);
   }
   params.push(request.sourceIds);
-  conditions.push(`source_id = any($${params.length}::bigint[])`);
+  const sources = `$${params.length}::bigint[]`;
+  conditions.push(`source_id = any(${sources})`);
   const direction = newest ? "desc" : "asc";
   // The row text is built outside the ordered, limited subquery: PostgreSQL computes a select
   // list before the sort, so inline it was built for every row of the window (a newest page over
   // 600,000 rows ran past 5 s; bench/read.ts). ORDER BY names the table's columns: bare `id` and
-  // `dt` would be the text outputs. One scan for all sources: log_events is indexed by dt (BRIN),
-  // not by source, so a subquery per source would scan the window once per source.
+  // `dt` would be the text outputs. log_events_between reads both tiers: hot rows of the window and
+  // the lines of the blocks whose time range meets it (drizzle/0005_sealed_blocks.sql).
   const query = (lowerOp: string, upperOp: string) =>
     `select id::text as id, ${DT_TEXT} as dt, (raw || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', source_id::text, 'id', id::text))::text as row ` +
-    `from (select id, source_id, dt, raw from log_events where dt ${lowerOp} $1::timestamptz and dt ${upperOp} $2::timestamptz and ${conditions.join(" and ")} ` +
+    `from (select id, source_id, dt, raw from log_events_between(${sources}, $1::timestamptz, $2::timestamptz) where dt ${lowerOp} $1::timestamptz and dt ${upperOp} $2::timestamptz and ${conditions.join(" and ")} ` +
     `order by dt ${direction}, id ${direction} limit $3) page order by page.dt ${direction}, page.id ${direction}`;
 
   const wanted = request.batch + 1;
@@ -158,8 +159,8 @@ export async function newestBefore(sql: Sql, request: ReadRequest, timeoutMs: nu
         params[0] = upper;
         params[1] = lower ?? "-infinity";
         const found = await tx.unsafe<{ dt: string }[]>(
-          `select ${DT_TEXT} as dt from log_events where dt < $1::timestamptz and dt >= $2::timestamptz ` +
-            `and ${conditions.join(" and ")} order by log_events.dt desc limit 1`,
+          `select ${DT_TEXT} as dt from log_events_between($3::bigint[], $2::timestamptz, $1::timestamptz) e where dt < $1::timestamptz and dt >= $2::timestamptz ` +
+            `and ${conditions.join(" and ")} order by e.dt desc limit 1`,
           params as never[],
         );
         if (found[0]) return found[0].dt;

@@ -1,5 +1,5 @@
 // One flush stream's connection to PostgreSQL, and the only code that writes log events.
-// A batch is one transaction: BEGIN; its id into flush_batches; COPY log_events FROM STDIN (binary
+// A batch is one transaction: BEGIN; its id into flush_batches; COPY log_hot FROM STDIN (binary
 // format: codec/tuples.ts, ids already set); one statement that takes the next commit
 // seq (the counter row's lock is held until COMMIT, so seq follows commit order across streams
 // and processes), records seq and the id range in flush_batches and NOTIFYs logpond_batches; COMMIT. Every operation has a deadline; past it the connection is destroyed (never
@@ -210,7 +210,7 @@ async function reserveIds(count: number): Promise<number> {
 }
 
 async function copy(sql: Sql, rows: readonly Uint8Array[]): Promise<void> {
-  const query = sql`copy log_events (id, source_id, dt, raw) from stdin (format binary)`;
+  const query = sql`copy log_hot (id, source_id, dt, raw) from stdin (format binary)`;
   const refused = refusalOf(query);
   const stream = await query.writable();
   const broken = Promise.race([once(stream, "error").then(([error]) => Promise.reject(error as Error)), refused]);

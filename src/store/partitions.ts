@@ -1,5 +1,6 @@
-// log_events' daily range partitions (UTC days, named log_events_pYYYYMMDD), created ahead by
-// logpond; log_events_default takes any dt outside them, so a COPY never fails for its dt.
+// log_blocks' daily range partitions by max_dt (UTC days, named log_blocks_pYYYYMMDD), created
+// ahead by logpond; log_blocks_default takes any block outside them, so sealing never fails for a
+// block's time. A day goes whole when every source has outlived it (retention/sweep.ts).
 // Invariants: idempotent and safe with several instances (advisory lock, existence re-checked
 // under it); every DDL runs under a short lock_timeout so it never queues in front of a COPY
 // for longer than that. Never DROPs a partition (retention/ does, by the same lock rules).
@@ -10,7 +11,7 @@ export const DAY_MS = 86_400_000;
 export const PARTITION_LOCK = 73_615_402;
 /** How long a DDL statement may wait for a lock (and so hold up a COPY queued behind it). */
 export const DDL_LOCK_TIMEOUT = "20ms";
-const NAME = /^log_events_p(\d{4})(\d{2})(\d{2})$/;
+const NAME = /^log_blocks_p(\d{4})(\d{2})(\d{2})$/;
 
 export interface Partition {
   name: string;
@@ -22,14 +23,14 @@ export interface Partition {
 export function partitionFor(day: Date): Partition {
   const from = new Date(Math.floor(day.getTime() / DAY_MS) * DAY_MS);
   const iso = from.toISOString();
-  return { name: `log_events_p${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}`, from, to: new Date(from.getTime() + DAY_MS) };
+  return { name: `log_blocks_p${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}`, from, to: new Date(from.getTime() + DAY_MS) };
 }
 
 /** The daily partitions attached now, oldest first (tables of other names are not ours). */
 export async function listPartitions(sql: Sql): Promise<Partition[]> {
   const rows = await sql<{ name: string }[]>`
     select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
-    where i.inhparent = 'log_events'::regclass`;
+    where i.inhparent = 'log_blocks'::regclass`;
   const days: Partition[] = [];
   for (const { name } of rows) {
     const match = NAME.exec(name);
@@ -41,7 +42,7 @@ export async function listPartitions(sql: Sql): Promise<Partition[]> {
 /**
  * Makes sure a partition exists for every UTC day touching [from, to]. Returns the names created.
  * A day that cannot get its locks within DDL_LOCK_TIMEOUT is skipped (the next call retries);
- * its events meanwhile land in the default partition.
+ * its blocks meanwhile land in the default partition.
  */
 export async function ensurePartitions(sql: Sql, from: Date, to: Date, log: (line: string) => void = () => {}): Promise<string[]> {
   const existing = new Set((await listPartitions(sql)).map((p) => p.name));
@@ -60,10 +61,9 @@ export async function ensurePartitions(sql: Sql, from: Date, to: Date, log: (lin
 }
 
 /**
- * One day: a standalone table, the default partition's rows of that day moved into it, then
- * ATTACH (SHARE UPDATE EXCLUSIVE on log_events: COPY goes on). The default partition is locked
- * (ATTACH needs that anyway to re-check it) so no row of that day can slip in between; that only
- * holds up a COPY carrying an event outside the prepared days, and only for this transaction.
+ * One day: a standalone table, the default partition's blocks of that day moved into it, then
+ * ATTACH (SHARE UPDATE EXCLUSIVE on log_blocks: sealing goes on). The default partition is locked
+ * (ATTACH needs that anyway to re-check it) so no block of that day can slip in between.
  */
 async function createPartition(sql: Sql, partition: Partition): Promise<boolean> {
   const { name, from, to } = partition;
@@ -74,21 +74,21 @@ async function createPartition(sql: Sql, partition: Partition): Promise<boolean>
     if (already) return false;
     await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
     await tx.unsafe(`drop table if exists ${name}`); // a leftover of an interrupted attempt, never attached
-    // ATTACH refuses a table that lacks a CHECK constraint of log_events or has a plain column where
-    // log_events has a generated one: an operator's own (README) would stop every new day.
-    await tx.unsafe(`create table ${name} (like log_events including defaults including constraints including generated)`);
+    // ATTACH refuses a table that lacks a CHECK constraint of log_blocks or has a plain column where
+    // log_blocks has a generated one: an operator's own would stop every new day.
+    await tx.unsafe(`create table ${name} (like log_blocks including defaults including constraints including generated including storage including compression)`);
     // Lets ATTACH skip scanning the new table; dropped once attached (the bound says the same).
-    await tx.unsafe(`alter table ${name} add constraint ${name}_range check (dt >= '${from.toISOString()}' and dt < '${to.toISOString()}')`);
-    await tx.unsafe(`lock table log_events_default in access exclusive mode`);
+    await tx.unsafe(`alter table ${name} add constraint ${name}_range check (max_dt >= '${from.toISOString()}' and max_dt < '${to.toISOString()}')`);
+    await tx.unsafe(`lock table log_blocks_default in access exclusive mode`);
     // By name, and without generated columns (PostgreSQL computes those; it refuses values for them).
-    const [{ columns } = { columns: "id, source_id, dt, raw" }] = await tx<{ columns: string }[]>`
+    const [{ columns } = { columns: "*" }] = await tx<{ columns: string }[]>`
       select string_agg(quote_ident(attname), ', ' order by attnum) as columns from pg_attribute
-      where attrelid = 'log_events'::regclass and attnum > 0 and not attisdropped and attgenerated = ''`;
+      where attrelid = 'log_blocks'::regclass and attnum > 0 and not attisdropped and attgenerated = ''`;
     await tx.unsafe(`
       with moved as (
-        delete from log_events_default where dt >= '${from.toISOString()}' and dt < '${to.toISOString()}' returning ${columns}
+        delete from log_blocks_default where max_dt >= '${from.toISOString()}' and max_dt < '${to.toISOString()}' returning ${columns}
       ) insert into ${name} (${columns}) select ${columns} from moved`);
-    await tx.unsafe(`alter table log_events attach partition ${name} ${range}`);
+    await tx.unsafe(`alter table log_blocks attach partition ${name} ${range}`);
     await tx.unsafe(`alter table ${name} drop constraint ${name}_range`);
     return true;
   });

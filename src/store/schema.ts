@@ -1,6 +1,7 @@
 // The drizzle schema: the only description of the tables. Migrations under drizzle/ are generated
-// from it (`npm run db:generate`) and applied at start. `log_events` is part of the public
-// contract (users query it with SQL): source_id, dt and raw keep their names and types.
+// from it (`npm run db:generate`) and applied at start. `log_events` (a view over log_hot and
+// log_blocks, drizzle/0005) is part of the public contract: id, source_id, dt and raw keep their
+// names and types.
 import { sql } from "drizzle-orm";
 import { bigint, boolean, index, integer, jsonb, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
 
@@ -18,15 +19,15 @@ export const sources = pgTable("sources", {
 });
 
 /**
- * One row per stored event. No foreign key: a deleted source's events are purged in the background.
- * In PostgreSQL it is PARTITION BY RANGE (dt) with daily partitions and a DEFAULT one
- * (drizzle/0002_storage_v2.sql; store/partitions.ts creates them); drizzle-kit cannot express
- * that, so this is the parent's shape only. `id` comes from blocks the flusher reserves
- * (logpond_counters 'event_id'); no unique index (ids are unique by construction, and any unique
- * index would have to include source_id to stay Citus-distributable).
+ * The hot tier: one row per event, as COPY writes it (drizzle/0005_sealed_blocks.sql). In
+ * PostgreSQL it is PARTITION BY RANGE (id) in generations (log_hot_g<first id>) and a DEFAULT
+ * partition; store/sealer.ts closes a generation, moves its rows into log_blocks and drops it.
+ * drizzle-kit cannot express that, so this is the parent's shape only. `id` comes from blocks the
+ * flusher reserves (logpond_counters 'event_id'); no unique index (unique by construction).
+ * Users read `log_events`, a view over both tiers, never this table.
  */
-export const logEvents = pgTable(
-  "log_events",
+export const logHot = pgTable(
+  "log_hot",
   {
     id: bigint("id", { mode: "number" }).notNull(),
     sourceId: bigint("source_id", { mode: "number" }).notNull(),
@@ -35,7 +36,28 @@ export const logEvents = pgTable(
   },
   // BRIN only (bench/storage.ts, docs/storage.md): a btree on (source_id, dt) cost 35% of
   // COPY speed; BRIN on dt and on id cost ~5% together, since rows arrive in dt and id order.
-  (table) => [index("log_events_dt_brin").using("brin", table.dt), index("log_events_id_brin").using("brin", table.id)],
+  (table) => [index("log_hot_dt_brin").using("brin", table.dt), index("log_hot_id_brin").using("brin", table.id)],
+);
+
+/**
+ * The sealed tier: up to BLOCK_EVENTS events of one source, time-ordered across blocks, in one
+ * row. `body` is their JSON texts one per line (TOAST-compressed by PostgreSQL); `ids[i]` and
+ * `dts[i]` belong to line i. PARTITION BY RANGE (max_dt), daily (store/partitions.ts).
+ */
+export const logBlocks = pgTable(
+  "log_blocks",
+  {
+    sourceId: bigint("source_id", { mode: "number" }).notNull(),
+    minDt: timestamp("min_dt", { withTimezone: true, precision: 6 }).notNull(),
+    maxDt: timestamp("max_dt", { withTimezone: true, precision: 6 }).notNull(),
+    minId: bigint("min_id", { mode: "number" }).notNull(),
+    maxId: bigint("max_id", { mode: "number" }).notNull(),
+    n: integer("n").notNull(),
+    ids: bigint("ids", { mode: "number" }).array().notNull(),
+    dts: timestamp("dts", { withTimezone: true, precision: 6 }).array().notNull(),
+    body: text("body").notNull(),
+  },
+  (table) => [index("log_blocks_source_id_max_dt_idx").on(table.sourceId, table.maxDt), index("log_blocks_max_id_idx").on(table.maxId)],
 );
 
 /**

@@ -1,6 +1,6 @@
 // Reads live-tail rows back from PostgreSQL: one batch by its seq (a batch another instance wrote)
 // and a client's catch-up after a resume point, both through flush_batches' id range of each
-// batch. Read-only; the management pool only. The query's condition is the compiled SQL one.
+// batch, from either tier (log_events_by_id). Read-only; the management pool only. The query's condition is the compiled SQL one.
 import type { Node } from "../query/parse";
 import { DT_TEXT } from "../query/read";
 import { compileQuery } from "../query/sql";
@@ -16,7 +16,7 @@ interface StoredRow {
 }
 
 const SELECT = `select b.seq::text as seq, e.id::text as id, e.source_id::text as source_id, to_char(e.dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt, e.raw::text as raw
-  from flush_batches b join log_events e on e.id between b.first_id and b.last_id`;
+  from flush_batches b cross join lateral log_events_by_id(b.first_id, b.last_id) e`;
 
 const toRow = (row: StoredRow): TailRow => ({ seq: Number(row.seq), id: row.id, sourceId: Number(row.source_id), dt: row.dt, raw: row.raw });
 

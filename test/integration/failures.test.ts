@@ -21,11 +21,11 @@ const json = (value: unknown) => JSON.stringify(value);
 const count = async (sourceId: string | number) =>
   Number((await admin`select count(*)::int as n from log_events where source_id = ${Number(sourceId)}`)[0]!.n);
 
-/** Holds a SHARE lock on log_events (COPY waits for it) until the returned function is called. */
+/** Holds a SHARE lock on log_hot (COPY waits for it) until the returned function is called. */
 async function lockLogEvents(): Promise<() => Promise<void>> {
   const connection = await admin.reserve();
   await connection`begin`;
-  await connection`lock table log_events in share mode`;
+  await connection`lock table log_hot in share mode`;
   return async () => {
     await connection`rollback`;
     connection.release();
@@ -42,10 +42,10 @@ describe("poison isolation", () => {
   beforeAll(async () => {
     lp = await startTestLogpond();
     // A user's constraint is the most honest way to make PostgreSQL refuse particular rows.
-    await admin`alter table log_events add constraint no_poison check (raw->>'poison' is null) not valid`;
+    await admin`alter table log_hot add constraint no_poison check (raw->>'poison' is null) not valid`;
   });
   afterAll(async () => {
-    await admin`alter table log_events drop constraint if exists no_poison`;
+    await admin`alter table log_hot drop constraint if exists no_poison`;
     await lp.stop();
   });
 
@@ -207,7 +207,7 @@ describe("exactly once when a COMMIT's answer is lost", () => {
     expect(ids).toEqual([Number(batch!.first_id), Number(batch!.first_id) + 1, Number(batch!.last_id)]);
     expect(committed).toEqual([{ seq: Number(batch!.seq), firstId: ids[0]!, lastId: ids[2]!, lines: 3 }]);
     expect(logs.join("\n")).toContain("not known to be");
-    await admin`delete from log_events where source_id = ${sourceId}`;
+    await admin`delete from log_hot where source_id = ${sourceId}`;
     await connection.close();
   });
 
@@ -221,7 +221,7 @@ describe("exactly once when a COMMIT's answer is lost", () => {
     await connection.write(id, rows);
     expect(await connection.committed(id)).toEqual({ seq: expect.any(Number) });
     expect(await count(sourceId)).toBe(1);
-    await admin`delete from log_events where source_id = ${sourceId}`;
+    await admin`delete from log_hot where source_id = ${sourceId}`;
     await connection.close();
   });
 });

@@ -1,6 +1,7 @@
 // The query language: the parser's errors and positions, and every operator compiled to SQL and
 // run in the real PostgreSQL against the JavaScript matcher the live stream uses, on random events
-// and random queries (fast-check, seeded: QUERY_SEED replays, QUERY_RUNS sizes the run).
+// and random queries (fast-check, seeded: QUERY_SEED replays, QUERY_RUNS sizes the run), over a
+// plain jsonb column and over the same events as a sealed block (log_events_between).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import postgres from "postgres";
@@ -12,11 +13,14 @@ const RUNS = Number(process.env.QUERY_RUNS ?? 300);
 const SEED = Number(process.env.QUERY_SEED ?? Math.floor(Math.random() * 2 ** 31));
 
 const sql = postgres(process.env.LOGPOND_TEST_DATABASE_URL!, { max: 1, onnotice: () => {} });
+/** A source id no test creates: this file's blocks. */
+const BLOCK_SOURCE = -4_242;
 beforeAll(async () => {
   await sql`create table if not exists query_language_events (n int primary key, raw jsonb not null)`;
 });
 afterAll(async () => {
   await sql`drop table if exists query_language_events`;
+  await sql`delete from log_blocks where source_id = ${BLOCK_SOURCE}`;
   await sql.end({ timeout: 5 });
 });
 
@@ -143,6 +147,13 @@ test(`SQL and the live matcher agree on random events and queries (seed ${SEED},
       await sql`insert into query_language_events ${sql(events.map((raw, n) => ({ n, raw: sql.json(raw as postgres.JSONValue) })))}`;
       const stored = await sql<{ n: number; text: string }[]>`select n, raw::text as text from query_language_events order by n`;
       for (const row of stored) expect(jsonbText(JSON.parse(JSON.stringify(events[row.n])))).toBe(row.text);
+      // One block of this source holding every event, line n with id n, as the sealer writes them.
+      await sql`delete from log_blocks where source_id = ${BLOCK_SOURCE}`;
+      await sql`
+        insert into log_blocks (source_id, min_dt, max_dt, min_id, max_id, n, ids, dts, body)
+        select ${BLOCK_SOURCE}, now(), now(), min(n), max(n), count(*), array_agg(n order by n), array_agg(now() order by n),
+          string_agg(raw::text, E'\n' order by n)
+        from query_language_events`;
       for (const generated of trees) {
         const query = render(generated);
         const node = parseQuery(query)!;
@@ -151,6 +162,12 @@ test(`SQL and the live matcher agree on random events and queries (seed ${SEED},
         const match = compileMatcher(node);
         const expected = events.flatMap((e, n) => (match(JSON.parse(JSON.stringify(e))) ? [n] : []));
         expect({ query, matched: rows.map((r) => r.n) }).toEqual({ query, matched: expected });
+        // The same events as a sealed block, read back through log_events_between (both tiers).
+        const sealed = await sql.unsafe<{ n: number }[]>(
+          `select id::int as n from log_events_between(array[${BLOCK_SOURCE}]::bigint[], '-infinity', 'infinity') where ${condition.text} order by id`,
+          condition.params as never[],
+        );
+        expect({ query, tier: "blocks", matched: sealed.map((r) => r.n) }).toEqual({ query, tier: "blocks", matched: expected });
       }
     }),
     { seed: SEED, numRuns: RUNS },

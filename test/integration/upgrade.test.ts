@@ -1,6 +1,7 @@
 // In-place upgrade (CONTRACT §5.1): a database made by the first version (migrations 0000 and
-// 0001 only: plain log_events, no id) with events in it is upgraded by logpond's start; every
-// event is still there, byte for byte, each with a unique id, and new events get larger ids.
+// 0001 only: plain log_events, no id) with events in it is upgraded by logpond's start, through
+// storage v2 (dt partitions) to v3 (hot generations and sealed blocks); every event is still
+// there, byte for byte, each with a unique id, before and after sealing; new events get larger ids.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { drizzle } from "drizzle-orm/postgres-js";
 import { migrate } from "drizzle-orm/postgres-js/migrator";
@@ -57,9 +58,13 @@ test("a first-version database keeps every event through the upgrade, each with 
     expect(new Set(ids).size).toBe(n);
     expect(Math.min(...ids)).toBe(1);
     expect(Math.max(...ids)).toBe(n);
-    // Today's events moved out of the default partition into today's.
-    const [today] = await db.sql`select count(*)::int as c from log_events_default where dt > now() - interval '1 hour' and dt <= now()`;
-    expect(today!.c).toBe(0);
+    // The old table is log_hot's first generation; sealed, every event is still there, once.
+    expect((await db.sql`select 1 from pg_class where relname = 'log_hot_legacy'`).length).toBe(1);
+    const stats = await lp.sealer.sealNow();
+    expect(stats.sealed).toBe(n);
+    expect((await db.sql`select 1 from pg_class where relname = 'log_hot_legacy'`).length).toBe(0);
+    const sealed = await db.sql`select id, source_id, dt, raw::text as raw from log_events order by source_id, dt, raw::text`;
+    expect(sealed).toEqual(after);
 
     const source = await lp.createSource();
     expect((await lp.ingest(source.token, '{"after": "upgrade"}')).status).toBe(202);

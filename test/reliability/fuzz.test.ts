@@ -29,7 +29,8 @@ const BASE_SOURCE = 1_500_000_000;
 const url = process.env.LOGPOND_TEST_DATABASE_URL!;
 const sql = postgres(url, { max: 1, onnotice: () => {} });
 afterAll(async () => {
-  await sql`delete from log_events where source_id >= ${BASE_SOURCE}`;
+  await sql`delete from log_hot where source_id >= ${BASE_SOURCE}`;
+  await sql`delete from log_blocks where source_id >= ${BASE_SOURCE}`;
   await sql.end({ timeout: 5 });
 });
 

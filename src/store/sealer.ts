@@ -1,0 +1,265 @@
+// The sealer: moves committed rows from the hot tier (log_hot) into compressed blocks (log_blocks)
+// and gives the hot tier's space back by dropping whole partitions (docs/storage.md).
+// May touch: log_hot's partitions, log_blocks, logpond_counters 'event_id' (to close a generation).
+// Invariants:
+// - One move is one statement (DELETE … RETURNING feeding INSERT): a row leaves log_hot in the
+//   transaction that writes its block, so a reader, a crash or a restart sees it exactly once.
+// - Generations: log_hot is partitioned by id. The open generation (log_hot_g<first id>, the one
+//   with the highest ids) takes new batches; closing it attaches the next one and moves the id
+//   counter there, so ids keep increasing but skip. A closed generation is sealed page range by
+//   page range, then dropped once empty (checked under its lock). A batch that reserved ids before
+//   a close and writes after its generation is gone lands in log_hot_default, sealed the same way.
+// - Rows of deleted sources and rows past their source's retention are not sealed (dropped).
+// - DDL waits at most DDL_LOCK_TIMEOUT for a lock (and so holds up a COPY at most that long).
+import type { Sql } from "./db";
+import { DDL_LOCK_TIMEOUT } from "./partitions";
+
+/** Ids per generation: more than any ingest rate reaches between two closes (2^53 lasts 2^25 closes). */
+export const GENERATION_IDS = 2 ** 28;
+/** Events per block, at most (docs/storage.md: 1,000 measured against 4,000). */
+export const BLOCK_EVENTS = 1_000;
+/** Heap pages one move statement reads (8 KiB each): bounded work, memory and transaction size. */
+const PAGES_PER_MOVE = 4_096;
+const SEAL_LOCK = 73_615_404;
+const GENERATION = /^log_hot_g(\d+)$/;
+const LOCK_NOT_AVAILABLE = "55P03";
+const UNDEFINED_TABLE = "42P01";
+const DROP_TRIES = 10;
+
+export interface SealStats {
+  /** Rows taken out of log_hot. */
+  moved: number;
+  /** Of those, rows written into blocks (the others were expired or of deleted sources). */
+  sealed: number;
+  blocks: number;
+  /** Hot partitions dropped (or the default one truncated). */
+  dropped: number;
+}
+
+interface Part {
+  name: string;
+  /** Has no partitions of its own. */
+  leaf: boolean;
+  children: number;
+}
+
+async function parts(sql: Sql): Promise<Part[]> {
+  return sql<Part[]>`
+    select c.relname as name, t.isleaf as leaf,
+      (select count(*)::int from pg_inherits i where i.inhparent = t.relid) as children
+    from pg_partition_tree('log_hot') t join pg_class c on c.oid = t.relid where t.level > 0`;
+}
+
+/** The first id of the generation new batches go to (the highest one), or undefined when none. */
+function openStart(all: Part[]): number | undefined {
+  let open: number | undefined;
+  for (const part of all) {
+    const match = GENERATION.exec(part.name);
+    if (match && (open === undefined || Number(match[1]) > open)) open = Number(match[1]);
+  }
+  return open;
+}
+
+/**
+ * Closes the open generation when it holds rows (or `force`): attaches the next one and moves the
+ * id counter to its first id. Returns false when there was nothing to close or a lock was busy.
+ */
+export async function closeGeneration(sql: Sql, force = false): Promise<boolean> {
+  try {
+    return await sql.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(${SEAL_LOCK})`;
+      const open = openStart(await parts(tx as unknown as Sql));
+      if (open !== undefined && !force) {
+        const rows = await tx.unsafe(`select 1 from log_hot_g${open} limit 1`);
+        if (rows.length === 0) return false;
+      }
+      const [counter] = await tx<{ value: string }[]>`select value::text as value from logpond_counters where name = 'event_id'`;
+      if (!counter) throw new Error("logpond_counters has no 'event_id' row (migrations not applied?)");
+      const next = Math.max(open === undefined ? 0 : open + GENERATION_IDS, Number(counter.value));
+      await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
+      await tx.unsafe(`create table log_hot_g${next} (like log_hot including defaults including constraints)`);
+      // SHARE UPDATE EXCLUSIVE on log_hot (COPY goes on); the default partition is re-checked.
+      await tx.unsafe(`alter table log_hot attach partition log_hot_g${next} for values from (${next}) to (${next + GENERATION_IDS})`);
+      await tx`update logpond_counters set value = greatest(value, ${next}::bigint) where name = 'event_id'`;
+      return true;
+    });
+  } catch (error) {
+    if ((error as { code?: string }).code === LOCK_NOT_AVAILABLE) return false;
+    throw error;
+  }
+}
+
+/** Seals every closed generation and the default partition, dropping what it emptied. */
+export async function sealClosed(sql: Sql, signal?: AbortSignal): Promise<SealStats> {
+  const stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0 };
+  const all = await parts(sql);
+  const open = openStart(all);
+  for (const part of all) {
+    if (!part.leaf || part.name === `log_hot_g${open}`) continue;
+    signal?.throwIfAborted();
+    await sealTable(sql, part.name, stats, signal);
+    if (await dropIfEmpty(sql, part.name, signal)) stats.dropped++;
+  }
+  // Upgraded layouts: log_hot_legacy once its daily partitions are gone.
+  for (const part of await parts(sql)) {
+    if (!part.leaf && part.children === 0 && (await dropIfEmpty(sql, part.name, signal))) stats.dropped++;
+  }
+  return stats;
+}
+
+/** Closes the open generation and seals everything: all committed rows are in blocks after it. */
+export async function sealAll(sql: Sql): Promise<SealStats> {
+  await closeGeneration(sql);
+  return sealClosed(sql);
+}
+
+async function sealTable(sql: Sql, table: string, stats: SealStats, signal: AbortSignal | undefined): Promise<void> {
+  let pages: number;
+  try {
+    const [size] = await sql.unsafe<{ pages: number }[]>(`select (pg_relation_size('${table}') / current_setting('block_size')::int)::int as pages`);
+    pages = size?.pages ?? 0;
+  } catch (error) {
+    if ((error as { code?: string }).code === UNDEFINED_TABLE) return; // dropped by another instance
+    throw error;
+  }
+  for (let first = 0; first < pages; first += PAGES_PER_MOVE) {
+    signal?.throwIfAborted();
+    const [moved] = await sql.begin(async (tx) => {
+      await tx.unsafe(`set local work_mem = '256MB'`);
+      return tx.unsafe<{ moved: number; sealed: number; blocks: number }[]>(moveStatement(table, first, first + PAGES_PER_MOVE), [BLOCK_EVENTS]);
+    });
+    stats.moved += moved?.moved ?? 0;
+    stats.sealed += moved?.sealed ?? 0;
+    stats.blocks += moved?.blocks ?? 0;
+  }
+}
+
+/**
+ * One move: the committed rows of heap pages [first, end) out of `table`, into blocks of at most
+ * $1 events of one source and one UTC day (so a day's partition of log_blocks holds exactly that
+ * day's events, and retention drops it whole). Blocks are cut in (dt, id) order, so a source's
+ * blocks from one move do not overlap in time; inside a block the lines are ordered by event shape (the set of top-level
+ * keys), then (dt, id): PostgreSQL's pglz finds repeats only 4 KiB back, and neighbours of the
+ * same shape repeat most (docs/storage.md: 249 → 206 bytes per event).
+ */
+function moveStatement(table: string, first: number, end: number): string {
+  return `
+    with moved as (
+      delete from ${table} where ctid >= '(${first},0)'::tid and ctid < '(${end},0)'::tid returning id, source_id, dt, raw
+    ), kept as (
+      select m.* from moved m left join sources s on s.id = m.source_id
+      where not exists (select 1 from source_deletions d where d.source_id = m.source_id)
+        and (s.id is null or m.dt >= now() - make_interval(days => s.logs_retention))
+    ), dated as (
+      select k.*, date_trunc('day', k.dt at time zone 'UTC') as day from kept k
+    ), numbered as (
+      select d.*, row_number() over (partition by d.source_id, d.day order by d.dt, d.id) - 1 as rn,
+        count(*) over (partition by d.source_id, d.day) as cnt,
+        (select string_agg(key, ',') from jsonb_object_keys(d.raw) key) as shape
+      from dated d
+    ), blocks as (
+      insert into log_blocks (source_id, min_dt, max_dt, min_id, max_id, n, ids, dts, body)
+      select source_id, min(dt), max(dt), min(id), max(id), count(*),
+        array_agg(id order by shape, dt, id), array_agg(dt order by shape, dt, id),
+        string_agg(raw::text, E'\\n' order by shape, dt, id)
+      from numbered group by source_id, day, (rn * ceil(cnt / $1::float8)::bigint) / cnt
+      returning n
+    )
+    select (select count(*) from moved)::int as moved, (select coalesce(sum(n), 0) from blocks)::int as sealed,
+      (select count(*) from blocks)::int as blocks`;
+}
+
+/**
+ * Drops a hot partition that holds no row (truncates the default one), under its lock so no row
+ * can arrive in between. Dropping a partition also locks log_hot: waited for at most
+ * DDL_LOCK_TIMEOUT, between COPYs, a few times.
+ */
+async function dropIfEmpty(sql: Sql, table: string, signal: AbortSignal | undefined): Promise<boolean> {
+  for (let attempt = 0; attempt < DROP_TRIES; attempt++) {
+    signal?.throwIfAborted();
+    try {
+      return await sql.begin(async (tx) => {
+        await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
+        await tx.unsafe(`lock table log_hot in access exclusive mode`);
+        const exists = await tx`select 1 from pg_class where relname = ${table}`;
+        if (exists.length === 0) return false;
+        const rows = await tx.unsafe(`select 1 from ${table} limit 1`);
+        if (rows.length > 0) return false;
+        if (table === "log_hot_default") {
+          const [size] = await tx.unsafe<{ bytes: number }[]>(`select pg_relation_size('${table}')::float8 as bytes`);
+          if ((size?.bytes ?? 0) === 0) return false;
+          await tx.unsafe(`truncate ${table}`);
+        } else {
+          await tx.unsafe(`drop table ${table}`);
+        }
+        return true;
+      });
+    } catch (error) {
+      if ((error as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw error;
+      // COPYs hold log_hot: wait for a gap between them rather than queue in front of them.
+      await Bun.sleep(50 + Math.random() * 100);
+    }
+  }
+  return false;
+}
+
+export interface Sealer {
+  /** Closes the open generation and seals everything now (tests, benchmarks, a stop). */
+  sealNow(): Promise<SealStats>;
+  stop(): Promise<void>;
+  readonly totals: SealStats;
+  /** When the last pass finished (ms since epoch; 0: none yet). */
+  readonly lastPassAt: number;
+}
+
+/**
+ * Runs the sealer: every `intervalMs` the open generation closes (if it has rows), and closed ones
+ * are sealed at once. An event is in a block about `intervalMs` plus one pass after its commit.
+ */
+export function startSealer(options: { sql: Sql; intervalMs: number; log: (line: string) => void }): Sealer {
+  const { sql, intervalMs, log } = options;
+  const abort = new AbortController();
+  const totals: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0 };
+  let lastPassAt = 0;
+  let running: Promise<unknown> = Promise.resolve();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  const add = (stats: SealStats) => {
+    for (const key of Object.keys(totals) as (keyof SealStats)[]) totals[key] += stats[key];
+    lastPassAt = Date.now();
+    return stats;
+  };
+  const pass = (close: boolean): Promise<SealStats> => {
+    const next = running.then(async () => {
+      if (close) await closeGeneration(sql);
+      return add(await sealClosed(sql, abort.signal));
+    });
+    running = next.catch(() => {});
+    return next;
+  };
+  const tick = async () => {
+    timer = undefined;
+    try {
+      await pass(true);
+    } catch (error) {
+      if (!abort.signal.aborted) log(`sealer: pass failed: ${(error as Error).message} (retried in ${intervalMs} ms)`);
+    }
+    if (!abort.signal.aborted) timer = setTimeout(tick, intervalMs);
+  };
+  timer = setTimeout(tick, intervalMs);
+
+  return {
+    sealNow: () => pass(true),
+    async stop() {
+      abort.abort();
+      if (timer) clearTimeout(timer);
+      await running;
+    },
+    get totals() {
+      return totals;
+    },
+    get lastPassAt() {
+      return lastPassAt;
+    },
+  };
+}

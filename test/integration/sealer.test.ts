@@ -1,0 +1,205 @@
+// The sealer (store/sealer.ts) on a database of the test's own: every event reads the same from
+// the hot tier and from blocks (the view, the query API, a cursor walk, the tail's catch-up, the
+// histogram); hot partitions are dropped once sealed; a batch that writes into a generation already
+// gone is sealed from the default partition; expired rows and deleted sources are not sealed.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { runMigrations } from "../../src/store/db";
+import { BLOCK_EVENTS, closeGeneration, sealClosed } from "../../src/store/sealer";
+import { latestSeq, readCatchUp } from "../../src/tail/storage";
+import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
+import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
+
+let db: ScratchDatabase;
+let lp: TestLogpond;
+beforeAll(async () => {
+  db = await createScratchDatabase("sealer");
+  await runMigrations(db.url);
+  // The timer never fires during a test: the tests seal when they choose.
+  lp = await startTestLogpond({ DATABASE_URL: db.url, SEAL_INTERVAL_MS: "600000" });
+});
+afterAll(async () => {
+  await lp.stop();
+  await db.drop();
+});
+
+/** A small seeded generator (Math.imul: a plain product loses bits past 2^53). */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
+/** Events of several shapes, with the characters JSON escapes, numbers jsonb keeps as written, nesting. */
+function events(count: number, seed: number, base: number): Record<string, unknown>[] {
+  const next = random(seed);
+  const out: Record<string, unknown>[] = [];
+  for (let i = 0; i < count; i++) {
+    const dt = new Date(base - Math.floor(next() * 3_600_000)).toISOString();
+    const id = Math.floor(next() * 2 ** 32).toString(16).padStart(8, "0");
+    switch (i % 5) {
+      case 0:
+        out.push({ dt, level: ["info", "warn", "error"][i % 3], message: `request ${id} done`, status: 200 + (i % 4) * 100, ms: 1.5 + i });
+        break;
+      case 1:
+        out.push({ dt, message: `line\nwith "quotes", a tab\t, a backslash \\ and ünïcödé ✓ ${id}`, tags: ["a", id] });
+        break;
+      case 2:
+        out.push({ dt, http: { method: "GET", path: `/users/${id}`, headers: { "x-id": id } }, big: 12345678901234567890, small: 1.50 });
+        break;
+      case 3:
+        out.push({ dt, level: "debug", nothing: null, flag: i % 2 === 0, empty: {}, list: [] });
+        break;
+      default:
+        out.push({ dt, message: id });
+    }
+  }
+  return out;
+}
+
+async function ingest(source: TestSource, batch: Record<string, unknown>[]) {
+  const response = await lp.ingest(source.token, JSON.stringify(batch));
+  expect(response.status).toBe(202);
+}
+
+/** Every stored event of these sources through the view, as text. */
+async function snapshot(sourceIds: string[]) {
+  await lp.flusher.flush();
+  return db.sql<{ id: string; source_id: string; dt: string; raw: string }[]>`
+    select id::text, source_id::text, dt::text, raw::text from log_events where source_id = any(${sourceIds.map(Number)}::bigint[]) order by id`;
+}
+
+async function walk(sourceId: string, query: string): Promise<string[]> {
+  const ids: string[] = [];
+  const from = new Date(Date.now() - 2 * 3_600_000).toISOString();
+  let url = `/api/v2/query/live-tail?source_ids=${sourceId}&batch=97&from=${from}&query=${encodeURIComponent(query)}`;
+  for (;;) {
+    const response = await lp.api("GET", url);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { data: { id: string }[]; pagination: { next: string | null } };
+    ids.push(...body.data.map((row) => row.id));
+    if (!body.pagination.next) return ids;
+    url = new URL(body.pagination.next).pathname + new URL(body.pagination.next).search;
+  }
+}
+
+const hotRows = async () => Number((await db.sql<{ n: string }[]>`select count(*) as n from log_hot`)[0]!.n);
+const hotLeaves = async () =>
+  (await db.sql<{ name: string }[]>`select c.relname as name from pg_partition_tree('log_hot') t join pg_class c on c.oid = t.relid where t.isleaf order by 1`).map((r) => r.name);
+
+test("sealed events read the same as hot ones: the view, the query API, the tail's catch-up, the histogram", async () => {
+  const a = await lp.createSource();
+  const b = await lp.createSource();
+  const now = Date.now();
+  for (let i = 0; i < 5; i++) await ingest(a, events(700, 10 + i, now));
+  await ingest(b, events(150, 99, now));
+
+  const before = await snapshot([a.id, b.id]);
+  expect(before.length).toBe(3_650);
+  const queries = ["", "level=error", "status>=300", "quotes", "NOT level:info", "http.method=GET"];
+  const pagesBefore = await Promise.all(queries.map((q) => walk(a.id, q)));
+  const seq = await latestSeq(db.sql as never);
+  const tailBefore = await readCatchUp(db.sql as never, { seq: 0, id: "" }, seq, [Number(a.id), Number(b.id)], undefined, 100_000);
+  const histogramUrl = `/api/v2/query/histogram?source_ids=${a.id}&from=${new Date(now - 2 * 3_600_000).toISOString()}&to=${new Date(now).toISOString()}&buckets=24`;
+  const histogramBefore = await (await lp.api("GET", histogramUrl)).json();
+
+  const stats = await lp.sealer.sealNow();
+  expect(stats.sealed).toBeGreaterThanOrEqual(3_650);
+  expect(await hotRows()).toBe(0);
+  const blocks = await db.sql<{ source_id: string; n: number; min_dt: Date; max_dt: Date }[]>`
+    select source_id::text, n, min_dt, max_dt from log_blocks where source_id = any(${[Number(a.id), Number(b.id)]}::bigint[]) order by source_id, min_dt`;
+  expect(blocks.filter((x) => x.source_id === a.id).length).toBeGreaterThanOrEqual(Math.ceil(3_500 / BLOCK_EVENTS));
+  for (const block of blocks) expect(block.n).toBeLessThanOrEqual(BLOCK_EVENTS);
+
+  expect(await snapshot([a.id, b.id])).toEqual(before);
+  expect(await Promise.all(queries.map((q) => walk(a.id, q)))).toEqual(pagesBefore);
+  expect(await readCatchUp(db.sql as never, { seq: 0, id: "" }, seq, [Number(a.id), Number(b.id)], undefined, 100_000)).toEqual(tailBefore);
+  expect(await (await lp.api("GET", histogramUrl)).json()).toEqual(histogramBefore);
+  // The closed generation is gone: the open one and the default partition are left.
+  const leaves = await hotLeaves();
+  expect(leaves.length).toBe(2);
+  expect(leaves).toContain("log_hot_default");
+}, 60_000);
+
+test("a cursor walk is exactly-once while generations close and seal between its pages", async () => {
+  const source = await lp.createSource();
+  const now = Date.now();
+  for (let i = 0; i < 4; i++) await ingest(source, events(500, 200 + i, now));
+  await lp.flusher.flush();
+  const expected = (await snapshot([source.id])).length;
+  const seen: string[] = [];
+  const from = new Date(now - 2 * 3_600_000).toISOString();
+  let url = `/api/v2/query/live-tail?source_ids=${source.id}&batch=150&from=${from}`;
+  let pages = 0;
+  for (;;) {
+    const response = await lp.api("GET", url);
+    const body = (await response.json()) as { data: { id: string; dt: string }[]; pagination: { next: string | null } };
+    seen.push(...body.data.map((row) => row.id));
+    if (!body.pagination.next) break;
+    // Between pages: half the time more events arrive, every time a seal moves rows under the cursor.
+    if (pages++ % 2 === 0) await ingest(source, events(50, 300 + pages, now - 3 * 3_600_000));
+    await lp.flusher.flush();
+    await lp.sealer.sealNow();
+    url = new URL(body.pagination.next).pathname + new URL(body.pagination.next).search;
+  }
+  expect(new Set(seen).size).toBe(seen.length);
+  expect(seen.length).toBe(expected); // the later events are older than the window
+  expect(pages).toBeGreaterThan(5);
+}, 60_000);
+
+test("a batch written after its generation was sealed and dropped lands in the default partition and is sealed from there", async () => {
+  const source = await lp.createSource();
+  // Ids reserved before a close, written after it (as a batch that took its ids, then stalled).
+  const [counter] = await db.sql<{ first: string }[]>`
+    update logpond_counters set value = value + 3 where name = 'event_id' returning (value - 3)::text as first`;
+  expect(await closeGeneration(db.sql as never, true)).toBe(true);
+  await sealClosed(db.sql as never);
+  const reserved = Number(counter!.first);
+  await db.sql`insert into log_hot (id, source_id, dt, raw) select ${reserved}::bigint + i, ${Number(source.id)}, now(), jsonb_build_object('late', i) from generate_series(0, 2) i`;
+  const [inDefault] = await db.sql<{ n: string }[]>`select count(*)::text as n from log_hot_default`;
+  expect(inDefault!.n).toBe("3");
+  const stats = await sealClosed(db.sql as never);
+  expect(stats.sealed).toBe(3);
+  expect((await db.sql`select 1 from log_hot_default`).length).toBe(0);
+  const stored = await snapshot([source.id]);
+  expect(stored.map((r) => Number(r.id))).toEqual([reserved, reserved + 1, reserved + 2]);
+  expect(stored.map((r) => JSON.parse(r.raw).late)).toEqual([0, 1, 2]);
+}, 60_000);
+
+test("rows past their source's retention and rows of a deleted source are not sealed", async () => {
+  const short = await lp.createSource({ logs_retention: 1 });
+  const gone = await lp.createSource();
+  const now = Date.now();
+  await ingest(short, [
+    { dt: new Date(now - 3 * 86_400_000).toISOString(), message: "expired" },
+    { dt: new Date(now - 60_000).toISOString(), message: "kept" },
+  ]);
+  await ingest(gone, [{ message: "of a deleted source" }]);
+  await lp.flusher.flush();
+  await db.sql`insert into source_deletions (source_id) values (${Number(gone.id)})`;
+  const stats = await lp.sealer.sealNow();
+  expect(stats.moved - stats.sealed).toBeGreaterThanOrEqual(2);
+  expect((await snapshot([short.id])).map((r) => JSON.parse(r.raw).message)).toEqual(["kept"]);
+  expect(await snapshot([gone.id])).toHaveLength(0);
+  await db.sql`delete from source_deletions where source_id = ${Number(gone.id)}`;
+}, 60_000);
+
+test("log_events_between reads a time range of some sources from both tiers", async () => {
+  const source = await lp.createSource();
+  const now = Date.now();
+  await ingest(source, events(300, 400, now));
+  await lp.flusher.flush();
+  await lp.sealer.sealNow();
+  await ingest(source, events(300, 401, now)); // these stay hot
+  await lp.flusher.flush();
+  const from = new Date(now - 1_800_000).toISOString();
+  const to = new Date(now).toISOString();
+  const through = await db.sql<{ id: string }[]>`
+    select id::text from log_events_between(${[Number(source.id)]}::bigint[], ${from}::timestamptz, ${to}::timestamptz) order by id`;
+  const view = await db.sql<{ id: string }[]>`
+    select id::text from log_events where source_id = ${Number(source.id)} and dt >= ${from}::timestamptz and dt <= ${to}::timestamptz order by id`;
+  expect(through.length).toBeGreaterThan(100);
+  expect(through).toEqual(view);
+  expect(await hotRows()).toBe(300);
+}, 60_000);
