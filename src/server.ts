@@ -87,6 +87,7 @@ export function managementApp(deps: {
   cache: SourceCache;
   inFlight?: InFlight;
   retention?: Retention;
+  sealer: Sealer;
   routes: Parameters<typeof sourceRoutes>[0];
   read: { tail: TailHub; queryTimeoutMs: number; tailLimits: { maxRows: number; maxBytes: number } };
   web: Awaited<ReturnType<typeof webRoutes>>;
@@ -106,7 +107,7 @@ export function managementApp(deps: {
             logpond_ingest_inflight_bytes: { help: "Memory charged to requests being decoded (INGEST_INFLIGHT_MAX_BYTES).", value: deps.inFlight?.bytes ?? 0 },
             logpond_flush_streams_busy: { help: "COPY streams writing now.", value: deps.flusher.streamsBusy },
             logpond_sources: { help: "Sources known to ingestion.", value: deps.cache.size },
-            logpond_storage_partitions: { help: "log_events partitions (daily ones and the default), as of the last retention sweep.", value: deps.retention?.last?.partitions ?? 0 },
+            logpond_storage_partitions: { help: "log_blocks partitions (daily ones and the default), as of the last retention sweep.", value: deps.retention?.last?.partitions ?? 0 },
             logpond_storage_oldest_event_timestamp_seconds: {
               help: "dt of the oldest stored event (Unix seconds; 0: none), as of the last retention sweep.",
               value: (deps.retention?.last?.oldestEvent?.getTime() ?? 0) / 1000,
@@ -114,8 +115,13 @@ export function managementApp(deps: {
             logpond_process_resident_bytes: { help: "Resident memory of the process (RSS).", value: process.memoryUsage.rss() },
             logpond_process_heap_bytes: { help: "JavaScript heap in use.", value: process.memoryUsage().heapUsed },
             logpond_tail_streams: { help: "Live-tail streams open.", value: deps.read.tail.size },
+            logpond_sealer_last_pass_timestamp_seconds: { help: "When the sealer last finished a pass (Unix seconds; 0: none yet).", value: deps.sealer.lastPassAt / 1000 },
           }, {
             counters: {
+              logpond_sealer_events_sealed_total: { help: "Events the sealer moved from the hot tier into compressed blocks.", value: deps.sealer.totals.sealed },
+              logpond_sealer_events_dropped_total: { help: "Hot rows the sealer dropped instead (past their source's retention, or of a deleted source).", value: deps.sealer.totals.moved - deps.sealer.totals.sealed },
+              logpond_sealer_blocks_written_total: { help: "Blocks the sealer wrote.", value: deps.sealer.totals.blocks },
+              logpond_sealer_partitions_dropped_total: { help: "Sealed hot-tier partitions dropped (their space given back).", value: deps.sealer.totals.dropped },
               logpond_tail_batches_read_back_total: { help: "Committed batches the live tail read back from PostgreSQL (another instance's, or ours when its NOTIFY came first).", value: deps.read.tail.readBack },
             },
             sourceExists: (id) => deps.cache.has(id),
@@ -264,7 +270,7 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   ingestingHost = publicIngestHost(config, ingest.server!.port!);
 
   const management = managementApp({
-    store, metrics, ring, flusher, cache, inFlight, retention, log,
+    store, metrics, ring, flusher, cache, inFlight, retention, sealer, log,
     read: { tail, queryTimeoutMs: config.queryTimeoutMs, tailLimits: { maxRows: config.tailQueueMaxRows, maxBytes: config.tailQueueMaxBytes } },
     web: await webRoutes(),
     routes: {
