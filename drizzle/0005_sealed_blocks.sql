@@ -36,7 +36,11 @@ CREATE TABLE "log_blocks" (
 	"n" integer NOT NULL,
 	"ids" bigint[] NOT NULL,
 	"dts" timestamp (6) with time zone[] NOT NULL,
-	"body" text NOT NULL
+	"body" text NOT NULL,
+	"bloom" bytea,
+	"hist_minutes" integer[] NOT NULL,
+	"hist_levels" text[] NOT NULL,
+	"hist_counts" integer[] NOT NULL
 ) PARTITION BY RANGE ("max_dt");
 --> statement-breakpoint
 CREATE INDEX "log_blocks_source_id_max_dt_idx" ON "log_blocks" USING btree ("source_id", "max_dt");--> statement-breakpoint
@@ -71,4 +75,23 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	SELECT e."id", b."source_id", e."dt", e."line"::jsonb
 	FROM "log_blocks" b CROSS JOIN LATERAL unnest(b."ids", b."dts", string_to_array(b."body", E'\n')) AS e("id", "dt", "line")
 	WHERE b."max_id" >= first_id AND b."min_id" <= last_id AND e."id" >= first_id AND e."id" <= last_id
+$$;--> statement-breakpoint
+-- log_events_between, for a query: a block is opened only when its Bloom filter has every gram in
+-- `grams` (store/blocks.ts: bit h mod size) and its text has every needle (lowered, as ILIKE lowers in
+-- a C ctype); a line is parsed only when it has every needle. Both are necessary conditions of the
+-- query (query/prefilter.ts), so the caller's condition on raw still decides.
+CREATE FUNCTION "log_events_matching"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz, grams bigint[], needles text[])
+RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+	SELECT h."id", h."source_id", h."dt", h."raw" FROM "log_hot" h
+	WHERE h."source_id" = ANY(source_ids) AND h."dt" >= from_dt AND h."dt" <= to_dt
+	UNION ALL
+	SELECT e."id", b."source_id", e."dt", e."line"::jsonb
+	FROM "log_blocks" b CROSS JOIN LATERAL unnest(b."ids", b."dts", string_to_array(b."body", E'\n')) AS e("id", "dt", "line")
+	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt
+		AND (b."bloom" IS NULL OR NOT EXISTS (
+			SELECT 1 FROM unnest(grams) g WHERE get_bit(b."bloom", (g % (octet_length(b."bloom")::bigint * 8))::int) = 0))
+		AND NOT EXISTS (SELECT 1 FROM unnest(needles) n WHERE strpos(lower(b."body"), n) = 0)
+		AND e."dt" >= from_dt AND e."dt" <= to_dt
+		AND NOT EXISTS (SELECT 1 FROM unnest(needles) n WHERE strpos(lower(e."line"), n) = 0)
 $$;

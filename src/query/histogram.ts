@@ -1,10 +1,12 @@
 // GET /api/v2/query/histogram: how many events of some sources match a query in each time bucket
-// of a window, split by level. One statement over both tiers (log_events_between) with the query API's own window,
-// source and query rules (query/request.ts, query/sql.ts) and its statement timeout. Only this
-// file knows how the counts are found, so a storage with block metadata changes this file alone.
+// of a window, split by level. One statement over both tiers with the query API's own window,
+// source and query rules (query/request.ts, query/sql.ts) and its statement timeout. Without a
+// query, sealed blocks inside the window are counted from their per-minute counts and never
+// opened; with one, blocks are skipped by their filters (query/prefilter.ts) and scanned.
 import { AppError } from "../errors";
+import { LEVEL_MAX_CHARS } from "../store/blocks";
 import type { Sql } from "../store/db";
-import { timed } from "./read";
+import { tiers, timed } from "./read";
 import { micros, readQuery, readSourceIds, readWindow } from "./request";
 import type { Node } from "./parse";
 import { compileQuery } from "./sql";
@@ -16,7 +18,6 @@ export const BUCKET_SECONDS = [1, 5, 10, 30, 60, 300, 900, 1800, 3600, 10_800, 2
 /** Levels named in the answer (the most frequent in the window); the rest count as "other". */
 export const LEVELS_MAX = 6;
 /** A level longer than this is cut before counting, so one odd event cannot make a huge key. */
-const LEVEL_MAX_CHARS = 40;
 
 export interface HistogramRequest {
   sourceIds: number[];
@@ -79,13 +80,28 @@ export async function readHistogram(sql: Sql, request: HistogramRequest, timeout
     params.push(...condition.params);
     filter = ` and ${condition.text}`;
   }
+  const events = request.query ? tiers(params, "$4::bigint[]", "$1::timestamptz", "$2::timestamptz", request.query) : "";
   // Counts per (bucket, level) first, then the window's most frequent levels keep their names and
   // the rest fold into 'other': at most buckets × (LEVELS_MAX + 2) rows leave PostgreSQL, however
   // many distinct levels the events carry. The bucket is an epoch index, exact to the microsecond.
+  const level = (raw: string) => `nullif(lower(left(${raw}->>'level', ${LEVEL_MAX_CHARS})), '')`;
+  const counted = request.query
+    ? `select floor(extract(epoch from dt) / $3::int)::bigint as bucket, ${level("raw")} as level, count(*) as n from ${events} ` +
+      `where dt >= $1::timestamptz and dt <= $2::timestamptz and source_id = any($4::bigint[])${filter} group by 1, 2`
+    : // No query: hot rows one by one; a block inside the window by its counts per minute (exact when
+      // a bucket is whole minutes), without opening it; a block across the window's edge line by line.
+      `select floor(extract(epoch from dt) / $3::int)::bigint as bucket, ${level("raw")} as level, count(*) as n from log_hot ` +
+      `where dt >= $1::timestamptz and dt <= $2::timestamptz and source_id = any($4::bigint[]) group by 1, 2 ` +
+      `union all select floor(h.minute::bigint * 60 / $3::int)::bigint, h.level, sum(h.n) from log_blocks b ` +
+      `cross join lateral unnest(b.hist_minutes, b.hist_levels, b.hist_counts) as h(minute, level, n) ` +
+      `where b.source_id = any($4::bigint[]) and b.min_dt >= $1::timestamptz and b.max_dt <= $2::timestamptz and $3::int % 60 = 0 group by 1, 2 ` +
+      `union all select floor(extract(epoch from e.dt) / $3::int)::bigint, ${level("e.line::jsonb")}, count(*) from log_blocks b ` +
+      `cross join lateral unnest(b.dts, string_to_array(b.body, E'\n')) as e(dt, line) ` +
+      `where b.source_id = any($4::bigint[]) and b.max_dt >= $1::timestamptz and b.min_dt <= $2::timestamptz ` +
+      `and not (b.min_dt >= $1::timestamptz and b.max_dt <= $2::timestamptz and $3::int % 60 = 0) ` +
+      `and e.dt >= $1::timestamptz and e.dt <= $2::timestamptz group by 1, 2`;
   const text =
-    `with counted as (select floor(extract(epoch from dt) / $3::int)::bigint as bucket, ` +
-    `nullif(lower(left(raw->>'level', ${LEVEL_MAX_CHARS})), '') as level, count(*) as n from log_events_between($4::bigint[], $1::timestamptz, $2::timestamptz) ` +
-    `where dt >= $1::timestamptz and dt <= $2::timestamptz and source_id = any($4::bigint[])${filter} group by 1, 2), ` +
+    `with counted as (${counted}), ` +
     `top as (select level from counted where level is not null group by level order by sum(n) desc, level limit ${LEVELS_MAX}) ` +
     `select bucket::text as bucket, case when counted.level is null then null when counted.level in (select level from top) then counted.level else 'other' end as level, ` +
     `sum(n)::text as n from counted group by 1, 2`;

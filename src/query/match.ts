@@ -3,7 +3,10 @@
 // (key order, spacing, numeric notation) and ILIKE's folding, which in the embedded database's C
 // ctype lowers ASCII letters only. Checked against PostgreSQL on random events (test/integration/query-language.test.ts).
 import type { Node } from "./parse";
+import { asciiLower } from "../codec/grams";
 import { jsonEscape } from "./sql";
+
+export { asciiLower };
 
 export type Predicate = (event: Record<string, unknown>) => boolean;
 
@@ -88,10 +91,6 @@ export function lookup(value: unknown, path: readonly string[]): unknown {
 }
 
 /** ILIKE's case folding under a C ctype: ASCII letters only. */
-export function asciiLower(text: string): string {
-  return /[^\x00-\x7f]/.test(text) ? text.replace(/[A-Z]+/g, (s) => s.toLowerCase()) : text.toLowerCase();
-}
-
 /** The text PostgreSQL prints for a jsonb value (`raw::text`, `#>>` of an object). */
 export function jsonbText(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);

@@ -5,6 +5,8 @@
 import { AppError } from "../errors";
 import type { Sql } from "../store/db";
 import { micros, type Position, type ReadRequest } from "./request";
+import type { Node } from "./parse";
+import { prefilter } from "./prefilter";
 import { compileQuery } from "./sql";
 
 /** Event time as rows show it: RFC 3339 UTC, six fraction digits. */
@@ -35,15 +37,15 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   params.push(request.sourceIds);
   const sources = `$${params.length}::bigint[]`;
   conditions.push(`source_id = any(${sources})`);
+  const events = tiers(params, sources, "$1::timestamptz", "$2::timestamptz", request.query);
   const direction = newest ? "desc" : "asc";
   // The row text is built outside the ordered, limited subquery: PostgreSQL computes a select
   // list before the sort, so inline it was built for every row of the window (a newest page over
   // 600,000 rows ran past 5 s; bench/read.ts). ORDER BY names the table's columns: bare `id` and
-  // `dt` would be the text outputs. log_events_between reads both tiers: hot rows of the window and
-  // the lines of the blocks whose time range meets it (drizzle/0005_sealed_blocks.sql).
+  // `dt` would be the text outputs. Both tiers are read (tiers() below).
   const query = (lowerOp: string, upperOp: string) =>
     `select id::text as id, ${DT_TEXT} as dt, (raw || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', source_id::text, 'id', id::text))::text as row ` +
-    `from (select id, source_id, dt, raw from log_events_between(${sources}, $1::timestamptz, $2::timestamptz) where dt ${lowerOp} $1::timestamptz and dt ${upperOp} $2::timestamptz and ${conditions.join(" and ")} ` +
+    `from (select id, source_id, dt, raw from ${events} where dt ${lowerOp} $1::timestamptz and dt ${upperOp} $2::timestamptz and ${conditions.join(" and ")} ` +
     `order by dt ${direction}, id ${direction} limit $3) page order by page.dt ${direction}, page.id ${direction}`;
 
   const wanted = request.batch + 1;
@@ -146,6 +148,7 @@ export async function newestBefore(sql: Sql, request: ReadRequest, timeoutMs: nu
     params.push(...condition.params);
     conditions.push(condition.text);
   }
+  const events = tiers(params, "$3::bigint[]", "$2::timestamptz", "$1::timestamptz", request.query);
   const from = Date.parse(`${request.from.slice(0, 23)}Z`);
   const bounds = [...OLDER_SLICE_MS.map((width) => micros(new Date(from - width).toISOString())), undefined];
   try {
@@ -159,7 +162,7 @@ export async function newestBefore(sql: Sql, request: ReadRequest, timeoutMs: nu
         params[0] = upper;
         params[1] = lower ?? "-infinity";
         const found = await tx.unsafe<{ dt: string }[]>(
-          `select ${DT_TEXT} as dt from log_events_between($3::bigint[], $2::timestamptz, $1::timestamptz) e where dt < $1::timestamptz and dt >= $2::timestamptz ` +
+          `select ${DT_TEXT} as dt from ${events} e where dt < $1::timestamptz and dt >= $2::timestamptz ` +
             `and ${conditions.join(" and ")} order by e.dt desc limit 1`,
           params as never[],
         );
@@ -173,6 +176,18 @@ export async function newestBefore(sql: Sql, request: ReadRequest, timeoutMs: nu
     if (error instanceof AppError && error.reason === "query_timeout") return undefined;
     throw error;
   }
+}
+
+/**
+ * The set-returning function that reads both tiers for these sources and window: hot rows, and the
+ * lines of the blocks whose time range meets it; with a query, only blocks (and lines) that hold
+ * what the query needs (query/prefilter.ts; drizzle/0005_sealed_blocks.sql). Adds its parameters.
+ */
+export function tiers(params: unknown[], sources: string, from: string, to: string, query: Node | undefined): string {
+  const needs = prefilter(query);
+  if (needs.needles.length === 0) return `log_events_between(${sources}, ${from}, ${to})`;
+  params.push(needs.grams, needs.needles);
+  return `log_events_matching(${sources}, ${from}, ${to}, $${params.length - 1}::bigint[], $${params.length}::text[])`;
 }
 
 /** Runs `work` in a transaction whose statements are cancelled after `timeoutMs`. */

@@ -3,7 +3,9 @@
 // log_blocks, drizzle/0005) is part of the public contract: id, source_id, dt and raw keep their
 // names and types.
 import { sql } from "drizzle-orm";
-import { bigint, boolean, index, integer, jsonb, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import { bigint, boolean, customType, index, integer, jsonb, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
+
+const bytea = customType<{ data: Uint8Array }>({ dataType: () => "bytea" });
 
 export const sources = pgTable("sources", {
   id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
@@ -40,9 +42,10 @@ export const logHot = pgTable(
 );
 
 /**
- * The sealed tier: up to BLOCK_EVENTS events of one source, time-ordered across blocks, in one
- * row. `body` is their JSON texts one per line (TOAST-compressed by PostgreSQL); `ids[i]` and
- * `dts[i]` belong to line i. PARTITION BY RANGE (max_dt), daily (store/partitions.ts).
+ * The sealed tier: up to BLOCK_EVENTS events of one source and one UTC day, time-ordered across
+ * blocks, in one row (store/blocks.ts). `body` is their JSON texts one per line (TOAST-compressed
+ * by PostgreSQL); `ids[i]` and `dts[i]` belong to line i. PARTITION BY RANGE (max_dt), daily
+ * (store/partitions.ts).
  */
 export const logBlocks = pgTable(
   "log_blocks",
@@ -56,6 +59,12 @@ export const logBlocks = pgTable(
     ids: bigint("ids", { mode: "number" }).array().notNull(),
     dts: timestamp("dts", { withTimezone: true, precision: 6 }).array().notNull(),
     body: text("body").notNull(),
+    /** Bloom filter of the lines' grams (codec/grams.ts); null: none (every search opens the block). */
+    bloom: bytea("bloom"),
+    /** Events per (minute since the epoch, level), for the histogram without opening the block. */
+    histMinutes: integer("hist_minutes").array().notNull(),
+    histLevels: text("hist_levels").array().notNull(),
+    histCounts: integer("hist_counts").array().notNull(),
   },
   (table) => [index("log_blocks_source_id_max_dt_idx").on(table.sourceId, table.maxDt), index("log_blocks_max_id_idx").on(table.maxId)],
 );

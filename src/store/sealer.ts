@@ -2,8 +2,9 @@
 // and gives the hot tier's space back by dropping whole partitions (docs/storage.md).
 // May touch: log_hot's partitions, log_blocks, logpond_counters 'event_id' (to close a generation).
 // Invariants:
-// - One move is one statement (DELETE … RETURNING feeding INSERT): a row leaves log_hot in the
-//   transaction that writes its block, so a reader, a crash or a restart sees it exactly once.
+// - One move is one transaction (DELETE … RETURNING, then the INSERTs of its blocks): a row leaves
+//   log_hot in the transaction that writes its block, so a reader, a crash or a restart sees it
+//   exactly once.
 // - Generations: log_hot is partitioned by id. The open generation (log_hot_g<first id>, the one
 //   with the highest ids) takes new batches; closing it attaches the next one and moves the id
 //   counter there, so ids keep increasing but skip. A closed generation is sealed page range by
@@ -11,6 +12,7 @@
 //   a close and writes after its generation is gone lands in log_hot_default, sealed the same way.
 // - Rows of deleted sources and rows past their source's retention are not sealed (dropped).
 // - DDL waits at most DDL_LOCK_TIMEOUT for a lock (and so holds up a COPY at most that long).
+import { type Block, buildBlocks, LEVEL_MAX_CHARS, type MovedRow, textArray } from "./blocks";
 import type { Sql } from "./db";
 import { DDL_LOCK_TIMEOUT } from "./partitions";
 
@@ -18,6 +20,7 @@ import { DDL_LOCK_TIMEOUT } from "./partitions";
 export const GENERATION_IDS = 2 ** 28;
 /** Events per block, at most (docs/storage.md: 1,000 measured against 4,000). */
 export const BLOCK_EVENTS = 1_000;
+const DT_TEXT = `to_char(m.dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 /** Heap pages one move statement reads (8 KiB each): bounded work, memory and transaction size. */
 const PAGES_PER_MOVE = 4_096;
 const SEAL_LOCK = 73_615_404;
@@ -124,49 +127,51 @@ async function sealTable(sql: Sql, table: string, stats: SealStats, signal: Abor
   }
   for (let first = 0; first < pages; first += PAGES_PER_MOVE) {
     signal?.throwIfAborted();
-    const [moved] = await sql.begin(async (tx) => {
-      await tx.unsafe(`set local work_mem = '256MB'`);
-      return tx.unsafe<{ moved: number; sealed: number; blocks: number }[]>(moveStatement(table, first, first + PAGES_PER_MOVE), [BLOCK_EVENTS]);
-    });
-    stats.moved += moved?.moved ?? 0;
-    stats.sealed += moved?.sealed ?? 0;
-    stats.blocks += moved?.blocks ?? 0;
+    const moved = await move(sql, table, first, first + PAGES_PER_MOVE);
+    stats.moved += moved.moved;
+    stats.sealed += moved.sealed;
+    stats.blocks += moved.blocks;
   }
 }
 
 /**
- * One move: the committed rows of heap pages [first, end) out of `table`, into blocks of at most
- * $1 events of one source and one UTC day (so a day's partition of log_blocks holds exactly that
- * day's events, and retention drops it whole). Blocks are cut in (dt, id) order, so a source's
- * blocks from one move do not overlap in time; inside a block the lines are ordered by event shape (the set of top-level
- * keys), then (dt, id): PostgreSQL's pglz finds repeats only 4 KiB back, and neighbours of the
- * same shape repeat most (docs/storage.md: 249 → 206 bytes per event).
+ * One move, one transaction: the committed rows of heap pages [first, end) leave `table` (DELETE …
+ * RETURNING, row locks held until COMMIT) and their blocks are written (store/blocks.ts); rows of
+ * deleted sources and past their source's retention are dropped. If anything fails, the
+ * transaction rolls back and the rows are still hot.
  */
-function moveStatement(table: string, first: number, end: number): string {
-  return `
-    with moved as (
-      delete from ${table} where ctid >= '(${first},0)'::tid and ctid < '(${end},0)'::tid returning id, source_id, dt, raw
-    ), kept as (
-      select m.* from moved m left join sources s on s.id = m.source_id
-      where not exists (select 1 from source_deletions d where d.source_id = m.source_id)
-        and (s.id is null or m.dt >= now() - make_interval(days => s.logs_retention))
-    ), dated as (
-      select k.*, date_trunc('day', k.dt at time zone 'UTC') as day from kept k
-    ), numbered as (
-      select d.*, row_number() over (partition by d.source_id, d.day order by d.dt, d.id) - 1 as rn,
-        count(*) over (partition by d.source_id, d.day) as cnt,
-        (select string_agg(key, ',') from jsonb_object_keys(d.raw) key) as shape
-      from dated d
-    ), blocks as (
-      insert into log_blocks (source_id, min_dt, max_dt, min_id, max_id, n, ids, dts, body)
-      select source_id, min(dt), max(dt), min(id), max(id), count(*),
-        array_agg(id order by shape, dt, id), array_agg(dt order by shape, dt, id),
-        string_agg(raw::text, E'\\n' order by shape, dt, id)
-      from numbered group by source_id, day, (rn * ceil(cnt / $1::float8)::bigint) / cnt
-      returning n
-    )
-    select (select count(*) from moved)::int as moved, (select coalesce(sum(n), 0) from blocks)::int as sealed,
-      (select count(*) from blocks)::int as blocks`;
+async function move(sql: Sql, table: string, first: number, end: number): Promise<{ moved: number; sealed: number; blocks: number }> {
+  return sql.begin(async (tx) => {
+    const rows = await tx.unsafe<(MovedRow & { keep: boolean })[]>(`
+      with moved as (
+        delete from ${table} where ctid >= '(${first},0)'::tid and ctid < '(${end},0)'::tid returning id, source_id, dt, raw
+      )
+      select m.id::text as id, m.source_id::text as source_id, (extract(epoch from m.dt) * 1000000)::bigint::text as us,
+        ${DT_TEXT} as dt, m.raw::text as line,
+        case jsonb_typeof(m.raw) when 'object' then (select coalesce(string_agg(key, ','), '') from jsonb_object_keys(m.raw) key) else '' end as shape,
+        nullif(lower(left(m.raw->>'level', ${LEVEL_MAX_CHARS})), '') as level,
+        (d.source_id is null and (s.id is null or m.dt >= now() - make_interval(days => s.logs_retention))) as keep
+      from moved m left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id`);
+    const blocks = buildBlocks(rows.filter((row) => row.keep), BLOCK_EVENTS);
+    await writeBlocks(tx as unknown as Sql, blocks);
+    return { moved: rows.length, sealed: blocks.reduce((sum, b) => sum + b.n, 0), blocks: blocks.length };
+  });
+}
+
+/** INSERTs blocks into log_blocks (one statement each: a body is up to a few MB of text). */
+export async function writeBlocks(sql: Sql, blocks: readonly Block[]): Promise<void> {
+  for (const block of blocks) {
+    await sql.unsafe(
+      `insert into log_blocks (source_id, min_dt, max_dt, min_id, max_id, n, ids, dts, body, bloom, hist_minutes, hist_levels, hist_counts)
+       values ($1::bigint, $2::timestamptz, $3::timestamptz, $4::bigint, $5::bigint, $6::int, $7::text::bigint[], $8::text::timestamptz[], $9::text, $10::bytea,
+         $11::text::int[], $12::text::text[], $13::text::int[])`,
+      [
+        block.sourceId, block.minDt, block.maxDt, block.minId, block.maxId, block.n, `{${block.ids.join(",")}}`, `{${block.dts.join(",")}}`,
+        block.body, block.bloom ? Buffer.from(block.bloom.buffer, block.bloom.byteOffset, block.bloom.byteLength) : null,
+        `{${block.histMinutes.join(",")}}`, textArray(block.histLevels), `{${block.histCounts.join(",")}}`,
+      ] as never[],
+    );
+  }
 }
 
 /**

@@ -24,8 +24,8 @@ const sourceId = 880_000_000 + Math.floor(Math.random() * 1_000_000);
 test("concurrent callers create each day once; the default partition's blocks of that day move into it", async () => {
   const sql = db.sql;
   const day = new Date(Date.now() + 200 * DAY_MS);
-  await sql`insert into log_blocks (source_id, min_dt, max_dt, min_id, max_id, n, ids, dts, body)
-    values (${sourceId}, ${day.toISOString()}::timestamptz, ${day.toISOString()}::timestamptz, 7, 7, 1, '{7}', array[${day.toISOString()}::timestamptz], '{"moved": true}')`;
+  await sql`insert into log_blocks (source_id, min_dt, max_dt, min_id, max_id, n, ids, dts, body, hist_minutes, hist_levels, hist_counts)
+    values (${sourceId}, ${day.toISOString()}::timestamptz, ${day.toISOString()}::timestamptz, 7, 7, 1, '{7}', array[${day.toISOString()}::timestamptz], '{"moved": true}', '{}', '{}', '{}')`;
   expect(await sql`select 1 from log_blocks_default where source_id = ${sourceId}`).toHaveLength(1);
 
   const created = await Promise.all(Array.from({ length: 4 }, () => ensurePartitions(sql, day, day)));

@@ -1,13 +1,16 @@
 // The query language: the parser's errors and positions, and every operator compiled to SQL and
 // run in the real PostgreSQL against the JavaScript matcher the live stream uses, on random events
 // and random queries (fast-check, seeded: QUERY_SEED replays, QUERY_RUNS sizes the run), over a
-// plain jsonb column and over the same events as a sealed block (log_events_between).
+// plain jsonb column and over the same events sealed into blocks, read through their Bloom filters.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import postgres from "postgres";
 import { compileMatcher, jsonbText } from "../../src/query/match";
 import { parseQuery, QueryError, type Node } from "../../src/query/parse";
+import { tiers } from "../../src/query/read";
 import { compileQuery } from "../../src/query/sql";
+import { buildBlocks, type MovedRow } from "../../src/store/blocks";
+import { writeBlocks } from "../../src/store/sealer";
 
 const RUNS = Number(process.env.QUERY_RUNS ?? 300);
 const SEED = Number(process.env.QUERY_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -91,6 +94,8 @@ describe("parser", () => {
 const KEYS = ["level", "msg", "n", "http", "tags", "ok", "Level", "id"];
 const text = fc.oneof(
   fc.constantFrom("error", "ERROR", "Warn", "disk full", "a%b", "a_b", 'say "hi"', "back\\slash", "tab\there", "Éclair", "éclair", "😀", "500", "1.5", "true", ""),
+  // Long enough for the blocks' gram filters (6 characters): whole ids, parts of them, phrases.
+  fc.constantFrom("req-7F3a9c2e41", "7f3a9c2e", "3a9c2e41x", "connection refused", "Connection", "timeout=30s", "(paren)thesis", "quote\"inside", "123456789.125"),
   fc.string({ maxLength: 6, unit: fc.constantFrom("a", "B", "%", "_", "\\", '"', " ", "é", "1", ":") }),
 );
 const number = fc.oneof(
@@ -147,13 +152,15 @@ test(`SQL and the live matcher agree on random events and queries (seed ${SEED},
       await sql`insert into query_language_events ${sql(events.map((raw, n) => ({ n, raw: sql.json(raw as postgres.JSONValue) })))}`;
       const stored = await sql<{ n: number; text: string }[]>`select n, raw::text as text from query_language_events order by n`;
       for (const row of stored) expect(jsonbText(JSON.parse(JSON.stringify(events[row.n])))).toBe(row.text);
-      // One block of this source holding every event, line n with id n, as the sealer writes them.
+      // The same events sealed as the sealer seals them (blocks of up to 4, with their Bloom filters),
+      // event n with id n.
       await sql`delete from log_blocks where source_id = ${BLOCK_SOURCE}`;
-      await sql`
-        insert into log_blocks (source_id, min_dt, max_dt, min_id, max_id, n, ids, dts, body)
-        select ${BLOCK_SOURCE}, now(), now(), min(n), max(n), count(*), array_agg(n order by n), array_agg(now() order by n),
-          string_agg(raw::text, E'\n' order by n)
+      const moved = await sql<MovedRow[]>`
+        select n::text as id, ${String(BLOCK_SOURCE)} as source_id, ((extract(epoch from now()) * 1000000)::bigint + n)::text as us,
+          to_char((now() + make_interval(secs => n / 1000000.0)) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt,
+          raw::text as line, '' as shape, null as level
         from query_language_events`;
+      await writeBlocks(sql as never, buildBlocks(moved, 4));
       for (const generated of trees) {
         const query = render(generated);
         const node = parseQuery(query)!;
@@ -162,11 +169,11 @@ test(`SQL and the live matcher agree on random events and queries (seed ${SEED},
         const match = compileMatcher(node);
         const expected = events.flatMap((e, n) => (match(JSON.parse(JSON.stringify(e))) ? [n] : []));
         expect({ query, matched: rows.map((r) => r.n) }).toEqual({ query, matched: expected });
-        // The same events as a sealed block, read back through log_events_between (both tiers).
-        const sealed = await sql.unsafe<{ n: number }[]>(
-          `select id::int as n from log_events_between(array[${BLOCK_SOURCE}]::bigint[], '-infinity', 'infinity') where ${condition.text} order by id`,
-          condition.params as never[],
-        );
+        // Read back from the blocks as the query API reads them: skipped by the Bloom filters and
+        // needles the query implies (query/prefilter.ts), then the full condition.
+        const params = [...condition.params];
+        const sealedTiers = tiers(params, `array[${BLOCK_SOURCE}]::bigint[]`, "'-infinity'::timestamptz", "'infinity'::timestamptz", node);
+        const sealed = await sql.unsafe<{ n: number }[]>(`select id::int as n from ${sealedTiers} where ${condition.text} order by id`, params as never[]);
         expect({ query, tier: "blocks", matched: sealed.map((r) => r.n) }).toEqual({ query, tier: "blocks", matched: expected });
       }
     }),

@@ -101,8 +101,19 @@ test("sealed events read the same as hot ones: the view, the query API, the tail
   const pagesBefore = await Promise.all(queries.map((q) => walk(a.id, q)));
   const seq = await latestSeq(db.sql as never);
   const tailBefore = await readCatchUp(db.sql as never, { seq: 0, id: "" }, seq, [Number(a.id), Number(b.id)], undefined, 100_000);
-  const histogramUrl = `/api/v2/query/histogram?source_ids=${a.id}&from=${new Date(now - 2 * 3_600_000).toISOString()}&to=${new Date(now).toISOString()}&buckets=24`;
-  const histogramBefore = await (await lp.api("GET", histogramUrl)).json();
+  // Whole-minute buckets (blocks inside the window are counted from their summaries), a window whose
+  // edges cut through blocks, 10-second buckets (every block line by line), and with a query.
+  const window = (from: number, to: number, buckets: number, query = "") =>
+    `/api/v2/query/histogram?source_ids=${a.id}&from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}&buckets=${buckets}&query=${query}`;
+  const histogramUrls = [
+    window(now - 2 * 3_600_000, now, 24),
+    window(now - 2_233_000, now - 300_000, 50),
+    window(now - 600_000, now, 60),
+    window(now - 2 * 3_600_000, now, 24, "level%3Derror"),
+  ];
+  const histograms = async () => Promise.all(histogramUrls.map(async (url) => (await lp.api("GET", url)).json()));
+  const histogramBefore = await histograms();
+  expect((histogramBefore[0] as { meta: { total: number } }).meta.total).toBe(3_500);
 
   const stats = await lp.sealer.sealNow();
   expect(stats.sealed).toBeGreaterThanOrEqual(3_650);
@@ -115,7 +126,7 @@ test("sealed events read the same as hot ones: the view, the query API, the tail
   expect(await snapshot([a.id, b.id])).toEqual(before);
   expect(await Promise.all(queries.map((q) => walk(a.id, q)))).toEqual(pagesBefore);
   expect(await readCatchUp(db.sql as never, { seq: 0, id: "" }, seq, [Number(a.id), Number(b.id)], undefined, 100_000)).toEqual(tailBefore);
-  expect(await (await lp.api("GET", histogramUrl)).json()).toEqual(histogramBefore);
+  expect(await histograms()).toEqual(histogramBefore);
   // The closed generation is gone: the open one and the default partition are left.
   const leaves = await hotLeaves();
   expect(leaves.length).toBe(2);

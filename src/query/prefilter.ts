@@ -1,0 +1,56 @@
+// What a query needs to find in a sealed block's text before any of its lines can match: needles
+// (lowered substrings every matching event's JSON text contains) and their grams, which the
+// block's Bloom filter must all hold (codec/grams.ts). Only necessary conditions are derived — a
+// block or line that passes still goes through the query's full condition (query/sql.ts) — so a
+// search by the index returns exactly the rows a scan would. Derived from the terms a match needs
+// in every case: the terms of an AND; none from OR, NOT, != or comparisons. A needle with a
+// character outside ASCII is left out (ILIKE may fold it in ways the C-ctype lowering here does not).
+import { asciiLower, termGrams } from "../codec/grams";
+import type { Node } from "./parse";
+import { jsonEscape } from "./sql";
+
+export interface Prefilter {
+  /** Lowered texts every match contains (as strpos(lower(text), needle) finds them). */
+  needles: string[];
+  /** Gram hashes of the needles: a block's filter must hold every one. */
+  grams: number[];
+}
+
+/** A number as PostgreSQL prints every numeric equal to it, up to trailing zeros. */
+const CANONICAL_NUMBER = /^-?(0|[1-9][0-9]*)(\.[0-9]*[1-9])?$/;
+const SEPARATORS = /[\s()"]+/;
+
+export function prefilter(node: Node | undefined): Prefilter {
+  const needles = new Set<string>();
+  if (node) collect(node, needles);
+  const grams = new Set<number>();
+  for (const needle of needles) for (const piece of needle.split(SEPARATORS)) for (const gram of termGrams(piece)) grams.add(gram);
+  return { needles: [...needles], grams: [...grams] };
+}
+
+function collect(node: Node, needles: Set<string>): void {
+  const add = (text: string) => {
+    if (text !== "" && !/[^\x00-\x7f]/.test(text)) needles.add(asciiLower(text));
+  };
+  switch (node.kind) {
+    case "and":
+      for (const child of node.nodes) collect(child, needles);
+      return;
+    case "text":
+      add(jsonEscape(node.text)); // raw::text ILIKE %escaped%
+      return;
+    case "field":
+      if (node.op === ":") {
+        // A string field holds the value JSON-escaped in the event's text, an object or array field
+        // as it is: only a value that escaping leaves alone is the same needle either way.
+        if (jsonEscape(node.value) === node.value) add(node.value);
+      } else if (node.op === "=") {
+        // A string equal to the value, true/false, or a number equal to it (printed without an
+        // exponent, maybe with trailing zeros: the canonical form is a prefix of every such text).
+        if (node.number === undefined || CANONICAL_NUMBER.test(node.value)) add(jsonEscape(node.value));
+      }
+      return;
+    default:
+      return;
+  }
+}
