@@ -9,25 +9,35 @@
 /** Characters per gram. Terms shorter than this skip no block (they are found by scanning). */
 export const GRAM = 6;
 
-const SEPARATOR = /[\s()"]/;
-
-/** The 32-bit hashes of the grams of `text` (already lowered), each gram once per occurrence. */
+/**
+ * Calls `out` with the 32-bit hash of every gram of `text`, ASCII letters lowered on the way
+ * (so a line need not be lowered first), each gram once per occurrence.
+ */
 export function gramHashes(text: string, out: (hash: number) => void): void {
   let run = 0; // characters since the last separator
   let h = 0;
   // Rolling polynomial hash of the last GRAM code units: h = Σ c[i]·B^(GRAM-1-i) mod 2^32.
   for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 32 || c === 34 || c === 40 || c === 41 || c === 9 || c === 10 || c === 13 || (c < 32 && SEPARATOR.test(text[i]!)) || (c > 127 && SEPARATOR.test(text[i]!))) {
+    const c = lowered(text.charCodeAt(i));
+    if (separates(c)) {
       run = 0;
       h = 0;
       continue;
     }
-    if (run >= GRAM) h = (h - Math.imul(text.charCodeAt(i - GRAM), TOP)) | 0;
+    if (run >= GRAM) h = (h - Math.imul(lowered(text.charCodeAt(i - GRAM)), TOP)) | 0;
     h = (Math.imul(h, BASE) + c) | 0;
     run++;
     if (run >= GRAM) out(mix(h));
   }
+}
+
+const lowered = (c: number) => (c >= 65 && c <= 90 ? c + 32 : c);
+
+/** What ends a bare word of the query language (query/parse.ts: JavaScript's \s, parentheses, "). */
+function separates(c: number): boolean {
+  if (c > 32 && c < 127) return c === 34 || c === 40 || c === 41;
+  if (c <= 32) return c === 32 || (c >= 9 && c <= 13);
+  return c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
 }
 
 const BASE = 0x01000193;
@@ -75,7 +85,7 @@ export function bloom(lines: readonly string[]): Uint8Array | undefined {
   if (count === 0) return undefined;
   const hashes = scratch(count);
   let n = 0;
-  for (const line of lines) gramHashes(asciiLower(line), (h) => (hashes[n++] = h));
+  for (const line of lines) gramHashes(line, (h) => (hashes[n++] = h));
   if (n === 0) return undefined;
   // Distinct grams, estimated by linear counting over a bitmap 8× the gram count (exact enough to size by).
   const probeBits = Math.max(64, 2 ** Math.ceil(Math.log2(n * 8)));

@@ -54,6 +54,11 @@ interface Item {
 }
 
 export function buildBlocks(rows: readonly MovedRow[], maxEvents: number): Block[] {
+  return [...blocksOf(rows, maxEvents)];
+}
+
+/** The blocks one at a time: each costs a few ms to build, so a caller can yield between them. */
+export function* blocksOf(rows: readonly MovedRow[], maxEvents: number): Generator<Block> {
   const groups = new Map<string, Item[]>();
   for (const row of rows) {
     const us = Number(row.us);
@@ -62,16 +67,13 @@ export function buildBlocks(rows: readonly MovedRow[], maxEvents: number): Block
     if (!group) groups.set(key, (group = []));
     group.push({ row, us, id: Number(row.id) });
   }
-  const blocks: Block[] = [];
   for (const group of groups.values()) {
     group.sort((a, b) => a.us - b.us || a.id - b.id);
     const count = Math.ceil(group.length / maxEvents);
     for (let k = 0; k < count; k++) {
-      const slice = group.slice(Math.floor((k * group.length) / count), Math.floor(((k + 1) * group.length) / count));
-      blocks.push(block(slice));
+      yield block(group.slice(Math.floor((k * group.length) / count), Math.floor(((k + 1) * group.length) / count)));
     }
   }
-  return blocks;
 }
 
 function block(timeOrdered: Item[]): Block {

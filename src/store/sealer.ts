@@ -12,7 +12,7 @@
 //   a close and writes after its generation is gone lands in log_hot_default, sealed the same way.
 // - Rows of deleted sources and rows past their source's retention are not sealed (dropped).
 // - DDL waits at most DDL_LOCK_TIMEOUT for a lock (and so holds up a COPY at most that long).
-import { type Block, buildBlocks, LEVEL_MAX_CHARS, type MovedRow, textArray } from "./blocks";
+import { type Block, blocksOf, LEVEL_MAX_CHARS, type MovedRow, textArray } from "./blocks";
 import type { Sql } from "./db";
 import { DDL_LOCK_TIMEOUT } from "./partitions";
 
@@ -21,8 +21,11 @@ export const GENERATION_IDS = 2 ** 28;
 /** Events per block, at most (docs/storage.md: 1,000 measured against 4,000). */
 export const BLOCK_EVENTS = 1_000;
 const DT_TEXT = `to_char(m.dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-/** Heap pages one move statement reads (8 KiB each): bounded work, memory and transaction size. */
-const PAGES_PER_MOVE = 4_096;
+/**
+ * Heap pages one move reads (8 KiB each, about 10,000 realistic rows): bounded work, transaction
+ * size, and memory in this process (the rows' text is held while their blocks are built).
+ */
+const PAGES_PER_MOVE = 1_024;
 const SEAL_LOCK = 73_615_404;
 const GENERATION = /^log_hot_g(\d+)$/;
 const LOCK_NOT_AVAILABLE = "55P03";
@@ -152,9 +155,15 @@ async function move(sql: Sql, table: string, first: number, end: number): Promis
         nullif(lower(left(m.raw->>'level', ${LEVEL_MAX_CHARS})), '') as level,
         (d.source_id is null and (s.id is null or m.dt >= now() - make_interval(days => s.logs_retention))) as keep
       from moved m left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id`);
-    const blocks = buildBlocks(rows.filter((row) => row.keep), BLOCK_EVENTS);
-    await writeBlocks(tx as unknown as Sql, blocks);
-    return { moved: rows.length, sealed: blocks.reduce((sum, b) => sum + b.n, 0), blocks: blocks.length };
+    let sealed = 0;
+    let blocks = 0;
+    // Built and written one at a time: the event loop serves requests between two blocks.
+    for (const block of blocksOf(rows.filter((row) => row.keep), BLOCK_EVENTS)) {
+      await writeBlocks(tx as unknown as Sql, [block]);
+      sealed += block.n;
+      blocks++;
+    }
+    return { moved: rows.length, sealed, blocks };
   });
 }
 
