@@ -53,7 +53,9 @@ CREATE VIEW "log_events" AS
 	FROM "log_blocks" b CROSS JOIN LATERAL unnest(b."ids", b."dts", string_to_array(b."body", E'\n')) AS e("id", "dt", "line");
 --> statement-breakpoint
 -- The events of some sources with from_dt <= dt <= to_dt, from both tiers: only blocks whose time
--- range meets the window are opened, and only their lines in the window are parsed. Inlined by
+-- range meets the window and that hold an event in it (their dts, read without the body, tell;
+-- blocks overlap in time after a backfill sent out of order) are opened, and only their lines in
+-- the window are parsed. Inlined by
 -- the planner (one SELECT, STABLE), so a caller's WHERE, ORDER BY and LIMIT apply inside it.
 CREATE FUNCTION "log_events_between"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz)
 RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb)
@@ -63,7 +65,9 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	UNION ALL
 	SELECT e."id", b."source_id", e."dt", e."line"::jsonb
 	FROM "log_blocks" b CROSS JOIN LATERAL unnest(b."ids", b."dts", string_to_array(b."body", E'\n')) AS e("id", "dt", "line")
-	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt AND e."dt" >= from_dt AND e."dt" <= to_dt
+	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt
+		AND (b."min_dt" >= from_dt AND b."max_dt" <= to_dt OR EXISTS (SELECT 1 FROM unnest(b."dts") d WHERE d >= from_dt AND d <= to_dt))
+		AND e."dt" >= from_dt AND e."dt" <= to_dt
 $$;--> statement-breakpoint
 -- The events with first_id <= id <= last_id (a batch's range, for the live tail), from both tiers.
 CREATE FUNCTION "log_events_by_id"(first_id bigint, last_id bigint)
@@ -89,6 +93,7 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	SELECT e."id", b."source_id", e."dt", e."line"::jsonb
 	FROM "log_blocks" b CROSS JOIN LATERAL unnest(b."ids", b."dts", string_to_array(b."body", E'\n')) AS e("id", "dt", "line")
 	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt
+		AND (b."min_dt" >= from_dt AND b."max_dt" <= to_dt OR EXISTS (SELECT 1 FROM unnest(b."dts") d WHERE d >= from_dt AND d <= to_dt))
 		AND (b."bloom" IS NULL OR NOT EXISTS (
 			SELECT 1 FROM unnest(grams) g WHERE get_bit(b."bloom", (g % (octet_length(b."bloom")::bigint * 8))::int) = 0))
 		AND NOT EXISTS (SELECT 1 FROM unnest(needles) n WHERE strpos(lower(b."body"), n) = 0)
