@@ -38,7 +38,7 @@ CREATE TABLE "log_blocks" (
 	"dts" timestamp (6) with time zone[] NOT NULL,
 	"body" text NOT NULL,
 	"bloom" bytea,
-	"hist_minutes" integer[] NOT NULL,
+	"hist_minutes" bigint[] NOT NULL,
 	"hist_levels" text[] NOT NULL,
 	"hist_counts" integer[] NOT NULL
 ) PARTITION BY RANGE ("max_dt");

@@ -196,7 +196,6 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
     sql: store.sql,
     intervalMs: config.retentionSweepIntervalMs,
     flush: () => flusher.flush(),
-    seal: () => sealer.sealNow(),
     metrics,
     log,
   });

@@ -31,7 +31,12 @@ export function gramHashes(text: string, out: (hash: number) => void): void {
   }
 }
 
-const lowered = (c: number) => (c >= 65 && c <= 90 ? c + 32 : c);
+/**
+ * ASCII letters lowered, and the two capitals whose lowercase is ASCII in Unicode (KELVIN SIGN → k,
+ * I WITH DOT ABOVE → i): a database of another ctype than C folds them so in ILIKE and lower(), and
+ * a filter must hold every gram such a database could match (an extra one only opens a block more).
+ */
+const lowered = (c: number) => (c >= 65 && c <= 90 ? c + 32 : c === 0x212a ? 107 : c === 0x130 ? 105 : c);
 
 /** What ends a bare word of the query language (query/parse.ts: JavaScript's \s, parentheses, "). */
 function separates(c: number): boolean {

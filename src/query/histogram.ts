@@ -80,26 +80,26 @@ export async function readHistogram(sql: Sql, request: HistogramRequest, timeout
     params.push(...condition.params);
     filter = ` and ${condition.text}`;
   }
-  const events = request.query ? tiers(params, "$4::bigint[]", "$1::timestamptz", "$2::timestamptz", request.query) : "";
+  const events = request.query ? tiers(params, "$4::bigint[]", "$1::text::timestamptz", "$2::text::timestamptz", request.query) : "";
   // Counts per (bucket, level) first, then the window's most frequent levels keep their names and
   // the rest fold into 'other': at most buckets × (LEVELS_MAX + 2) rows leave PostgreSQL, however
   // many distinct levels the events carry. The bucket is an epoch index, exact to the microsecond.
   const level = (raw: string) => `nullif(lower(left(${raw}->>'level', ${LEVEL_MAX_CHARS})), '')`;
   const counted = request.query
     ? `select floor(extract(epoch from dt) / $3::int)::bigint as bucket, ${level("raw")} as level, count(*) as n from ${events} ` +
-      `where dt >= $1::timestamptz and dt <= $2::timestamptz and source_id = any($4::bigint[])${filter} group by 1, 2`
+      `where dt >= $1::text::timestamptz and dt <= $2::text::timestamptz and source_id = any($4::bigint[])${filter} group by 1, 2`
     : // No query: hot rows one by one; a block inside the window by its counts per minute (exact when
       // a bucket is whole minutes), without opening it; a block across the window's edge line by line.
       `select floor(extract(epoch from dt) / $3::int)::bigint as bucket, ${level("raw")} as level, count(*) as n from log_hot ` +
-      `where dt >= $1::timestamptz and dt <= $2::timestamptz and source_id = any($4::bigint[]) group by 1, 2 ` +
-      `union all select floor(h.minute::bigint * 60 / $3::int)::bigint, h.level, sum(h.n) from log_blocks b ` +
+      `where dt >= $1::text::timestamptz and dt <= $2::text::timestamptz and source_id = any($4::bigint[]) group by 1, 2 ` +
+      `union all select floor(h.minute::numeric * 60 / $3::int)::bigint, h.level, sum(h.n) from log_blocks b ` +
       `cross join lateral unnest(b.hist_minutes, b.hist_levels, b.hist_counts) as h(minute, level, n) ` +
-      `where b.source_id = any($4::bigint[]) and b.min_dt >= $1::timestamptz and b.max_dt <= $2::timestamptz and $3::int % 60 = 0 group by 1, 2 ` +
+      `where b.source_id = any($4::bigint[]) and b.min_dt >= $1::text::timestamptz and b.max_dt <= $2::text::timestamptz and $3::int % 60 = 0 group by 1, 2 ` +
       `union all select floor(extract(epoch from e.dt) / $3::int)::bigint, ${level("e.line::jsonb")}, count(*) from log_blocks b ` +
       `cross join lateral unnest(b.dts, string_to_array(b.body, E'\n')) as e(dt, line) ` +
-      `where b.source_id = any($4::bigint[]) and b.max_dt >= $1::timestamptz and b.min_dt <= $2::timestamptz ` +
-      `and not (b.min_dt >= $1::timestamptz and b.max_dt <= $2::timestamptz and $3::int % 60 = 0) ` +
-      `and e.dt >= $1::timestamptz and e.dt <= $2::timestamptz group by 1, 2`;
+      `where b.source_id = any($4::bigint[]) and b.max_dt >= $1::text::timestamptz and b.min_dt <= $2::text::timestamptz ` +
+      `and not (b.min_dt >= $1::text::timestamptz and b.max_dt <= $2::text::timestamptz and $3::int % 60 = 0) ` +
+      `and e.dt >= $1::text::timestamptz and e.dt <= $2::text::timestamptz group by 1, 2`;
   const text =
     `with counted as (${counted}), ` +
     `top as (select level from counted where level is not null group by level order by sum(n) desc, level limit ${LEVELS_MAX}) ` +

@@ -46,8 +46,9 @@ function collect(node: Node, needles: Set<string>): void {
         if (jsonEscape(node.value) === node.value) add(node.value);
       } else if (node.op === "=") {
         // A string equal to the value, true/false, or a number equal to it (printed without an
-        // exponent, maybe with trailing zeros: the canonical form is a prefix of every such text).
-        if (node.number === undefined || CANONICAL_NUMBER.test(node.value)) add(jsonEscape(node.value));
+        // exponent, maybe with trailing zeros: the canonical form is a prefix of every such text;
+        // not -0, which equals 0 and is printed 0).
+        if (node.number === undefined || (CANONICAL_NUMBER.test(node.value) && node.value !== "-0")) add(jsonEscape(node.value));
       }
       return;
     default:

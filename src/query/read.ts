@@ -27,7 +27,7 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
     params.push(request.after.dt, request.after.id);
     // The plain dt bound lets the dt index skip what is behind the cursor; the row comparison
     // breaks ties between equal dts by id.
-    conditions.push(newest ? "dt <= $4::timestamptz and (dt, id) < ($4::timestamptz, $5::bigint)" : "dt >= $4::timestamptz and (dt, id) > ($4::timestamptz, $5::bigint)");
+    conditions.push(newest ? "dt <= $4::text::timestamptz and (dt, id) < ($4::text::timestamptz, $5::bigint)" : "dt >= $4::text::timestamptz and (dt, id) > ($4::text::timestamptz, $5::bigint)");
   }
   if (request.query) {
     const condition = compileQuery(request.query, params.length + 1);
@@ -37,7 +37,7 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   params.push(request.sourceIds);
   const sources = `$${params.length}::bigint[]`;
   conditions.push(`source_id = any(${sources})`);
-  const events = tiers(params, sources, "$1::timestamptz", "$2::timestamptz", request.query);
+  const events = tiers(params, sources, "$1::text::timestamptz", "$2::text::timestamptz", request.query);
   const direction = newest ? "desc" : "asc";
   // The row text is built outside the ordered, limited subquery: PostgreSQL computes a select
   // list before the sort, so inline it was built for every row of the window (a newest page over
@@ -45,7 +45,7 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   // `dt` would be the text outputs. Both tiers are read (tiers() below).
   const query = (lowerOp: string, upperOp: string) =>
     `select id::text as id, ${DT_TEXT} as dt, (raw || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', source_id::text, 'id', id::text))::text as row ` +
-    `from (select id, source_id, dt, raw from ${events} where dt ${lowerOp} $1::timestamptz and dt ${upperOp} $2::timestamptz and ${conditions.join(" and ")} ` +
+    `from (select id, source_id, dt, raw from ${events} where dt ${lowerOp} $1::text::timestamptz and dt ${upperOp} $2::text::timestamptz and ${conditions.join(" and ")} ` +
     `order by dt ${direction}, id ${direction} limit $3) page order by page.dt ${direction}, page.id ${direction}`;
 
   const wanted = request.batch + 1;
@@ -148,7 +148,7 @@ export async function newestBefore(sql: Sql, request: ReadRequest, timeoutMs: nu
     params.push(...condition.params);
     conditions.push(condition.text);
   }
-  const events = tiers(params, "$3::bigint[]", "$2::timestamptz", "$1::timestamptz", request.query);
+  const events = tiers(params, "$3::bigint[]", "$2::text::timestamptz", "$1::text::timestamptz", request.query);
   const from = Date.parse(`${request.from.slice(0, 23)}Z`);
   const bounds = [...OLDER_SLICE_MS.map((width) => micros(new Date(from - width).toISOString())), undefined];
   try {
@@ -162,7 +162,7 @@ export async function newestBefore(sql: Sql, request: ReadRequest, timeoutMs: nu
         params[0] = upper;
         params[1] = lower ?? "-infinity";
         const found = await tx.unsafe<{ dt: string }[]>(
-          `select ${DT_TEXT} as dt from ${events} e where dt < $1::timestamptz and dt >= $2::timestamptz ` +
+          `select ${DT_TEXT} as dt from ${events} e where dt < $1::text::timestamptz and dt >= $2::text::timestamptz ` +
             `and ${conditions.join(" and ")} order by e.dt desc limit 1`,
           params as never[],
         );

@@ -1,8 +1,7 @@
 // When sweeps run: at start, every RETENTION_SWEEP_INTERVAL_MS, and soon after a source is
 // deleted (kick). One sweep at a time per process, and one across instances (a session advisory
 // lock; an instance that finds it taken skips that turn). Before a sweep that removes a deleted
-// source, this process's buffer is flushed and the hot tier sealed, so its own events of that
-// source are not left behind.
+// source, this process's buffer is flushed, so its own events of that source are not left behind.
 // stop() aborts a running sweep between two statements and waits for it: shutdown stays bounded.
 import type { Metrics } from "../metrics";
 import type { Sql } from "../store/db";
@@ -26,12 +25,10 @@ export function startRetention(options: {
   sql: Sql;
   intervalMs: number;
   flush: () => Promise<void>;
-  /** Seals every committed event (before a sweep for a deleted source). */
-  seal?: () => Promise<unknown>;
   metrics: Metrics;
   log: (line: string) => void;
 }): Retention {
-  const { sql, intervalMs, flush, seal, metrics, log } = options;
+  const { sql, intervalMs, flush, metrics, log } = options;
   const abort = new AbortController();
   let running: Promise<void> | undefined;
   let again = false;
@@ -45,11 +42,7 @@ export function startRetention(options: {
       if (!lock?.got) return; // another instance is sweeping
       try {
         const [pending] = await connection<{ n: number }[]>`select count(*)::int as n from source_deletions`;
-        if (pending!.n > 0) {
-          await Promise.race([flush(), Bun.sleep(FLUSH_WAIT_MS), aborted]);
-          // The sealer drops a deleted source's hot rows as it seals them; blocks are swept below.
-          await Promise.race([seal?.().catch(() => {}), aborted]);
-        }
+        if (pending!.n > 0) await Promise.race([flush(), Bun.sleep(FLUSH_WAIT_MS), aborted]);
         abort.signal.throwIfAborted();
         const started = performance.now();
         const result = await sweep(sql, abort.signal, log, new Date());

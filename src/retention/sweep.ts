@@ -1,8 +1,8 @@
 // One retention sweep (CONTRACT §5.1) over the sealed tier: block partitions ahead are created;
 // daily block partitions every source has outlived are detached and dropped; the blocks of
 // shorter-lived sources and of deleted sources are deleted through log_blocks' (source_id, max_dt)
-// index; dead letters too. The hot tier needs no sweep: the sealer does not seal rows that are
-// expired or of deleted sources (store/sealer.ts), and seals before a sweep that follows a deletion.
+// index; dead letters too; a deleted source's rows still in the hot tier. Expired hot rows need
+// no sweep: the sealer does not seal rows that are expired or of deleted sources (store/sealer.ts).
 // A block goes when its newest event has expired, so an event may outlive its retention by the
 // time span of its block (seconds to minutes at a steady rate; docs/storage.md).
 // Invariants: no statement holds a lock a COPY or a seal needs for longer than DDL_LOCK_TIMEOUT;
@@ -74,6 +74,7 @@ export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) =
   }
   const gone = [...cutoffs, ...deleted.map((sourceId) => ({ sourceId, before: new Date(8.64e15) }))];
   for (const cutoff of gone) await deleteBlocks(sql, cutoff, result, signal);
+  await deleteHotRows(sql, deleted, result, signal);
   await deleteDeadLetters(sql, deleted, result, signal, now);
 
   // Every block of the deleted sources is gone: those past their grace period are done.
@@ -117,6 +118,24 @@ async function dropPartition(sql: Sql, partition: Partition, result: SweepResult
   }
   log(`retention: ${partition.name} could not be detached (log_blocks busy ${DETACH_TRIES} times); deleting its blocks instead`);
   return false;
+}
+
+/**
+ * A deleted source's rows not sealed yet, at once rather than at the next seal (the sealer drops
+ * them too): one DELETE per hot partition, which holds a minute or so of events; row locks only.
+ */
+async function deleteHotRows(sql: Sql, deleted: number[], result: SweepResult, signal: AbortSignal): Promise<void> {
+  if (deleted.length === 0) return;
+  const leaves = await sql<{ name: string }[]>`
+    select c.relname as name from pg_partition_tree('log_hot') t join pg_class c on c.oid = t.relid where t.isleaf`;
+  for (const { name } of leaves) {
+    signal.throwIfAborted();
+    const removed = await sql.unsafe(`delete from ${name} where source_id = any($1::bigint[])`, [pgArray(deleted)]).catch((error) => {
+      if ((error as { code?: string }).code === UNDEFINED_TABLE) return { count: 0 }; // sealed and dropped meanwhile
+      throw error;
+    });
+    result.rowsRemoved += removed.count;
+  }
 }
 
 /** A source's blocks whose newest event is before its cutoff, BLOCKS_PER_STATEMENT at a time (index on (source_id, max_dt)). */
@@ -171,7 +190,7 @@ async function deleteDeadLetters(sql: Sql, deleted: number[], result: SweepResul
       delete from dead_letters where id = any(array(
         select d.id from dead_letters d left join sources s on s.id = d.source_id
         where d.source_id = any(${pgArray(deleted)}::bigint[])
-           or (s.id is not null and d.failed_at < ${now.toISOString()}::timestamptz - make_interval(days => s.logs_retention))
+           or (s.id is not null and d.failed_at < ${now.toISOString()}::timestamptz - make_interval(secs => s.logs_retention * 86400))
         limit ${DEAD_LETTERS_PER_STATEMENT}))`;
     result.deadLettersRemoved += gone.count;
     if (gone.count < DEAD_LETTERS_PER_STATEMENT) return;

@@ -1,8 +1,9 @@
-// Rows leaving the hot tier → sealed blocks (the rows of log_blocks, drizzle/0005 and 0006). Pure:
+// Rows leaving the hot tier → sealed blocks (the rows of log_blocks, drizzle/0005). Pure:
 // the sealer (store/sealer.ts) reads the rows and writes the blocks in one transaction.
-// A block holds up to `maxEvents` events of one source and one UTC day; a source's day is cut into
-// blocks in (dt, id) order, as evenly as its count allows, so blocks do not overlap in time and a
-// day's partition holds exactly that day. Inside a block the lines are ordered by event shape (the
+// A block holds up to `maxEvents` events (and BLOCK_MAX_BYTES of text) of one source and one UTC
+// day; a source's day is cut into blocks in (dt, id) order, as evenly as its count allows, so
+// blocks do not overlap in time and a day's partition holds exactly that day. Times are compared
+// as their fixed-width RFC 3339 text, exact to the microsecond for every year logpond accepts. Inside a block the lines are ordered by event shape (the
 // set of top-level keys), then (dt, id): PostgreSQL's pglz finds repeats only 4 KiB back, and
 // neighbours of one shape repeat most (docs/storage.md). Beside the lines: a Bloom filter of their
 // grams (codec/grams.ts) and the count of events per minute and level (the histogram's input).
@@ -12,9 +13,7 @@ import { bloom } from "../codec/grams";
 export interface MovedRow {
   id: string;
   source_id: string;
-  /** dt as microseconds since the epoch (exact in a double until the year 2255). */
-  us: string;
-  /** dt as RFC 3339 text with six fraction digits (what goes back into timestamptz, exactly). */
+  /** dt as RFC 3339 UTC text with six fraction digits: sorts as dt does, and goes back into timestamptz exactly. */
   dt: string;
   /** raw::text */
   line: string;
@@ -43,15 +42,15 @@ export interface Block {
 
 /** The histogram's level is lower(left(raw->>'level', this)), for hot rows (query/histogram.ts) and blocks alike. */
 export const LEVEL_MAX_CHARS = 40;
-
-const DAY_US = 86_400_000_000;
-const MINUTE_US = 60_000_000;
+/** Text per block, at most: a few 1 MiB events make a block of their own (PostgreSQL caps a value at 1 GB). */
+export const BLOCK_MAX_BYTES = 16 * 1024 * 1024;
 
 interface Item {
   row: MovedRow;
-  us: number;
   id: number;
 }
+
+const byTime = (a: Item, b: Item) => (a.row.dt < b.row.dt ? -1 : a.row.dt > b.row.dt ? 1 : a.id - b.id);
 
 export function buildBlocks(rows: readonly MovedRow[], maxEvents: number): Block[] {
   return [...blocksOf(rows, maxEvents)];
@@ -61,17 +60,29 @@ export function buildBlocks(rows: readonly MovedRow[], maxEvents: number): Block
 export function* blocksOf(rows: readonly MovedRow[], maxEvents: number): Generator<Block> {
   const groups = new Map<string, Item[]>();
   for (const row of rows) {
-    const us = Number(row.us);
-    const key = `${row.source_id} ${Math.floor(us / DAY_US)}`;
+    const key = `${row.source_id} ${row.dt.slice(0, 10)}`;
     let group = groups.get(key);
     if (!group) groups.set(key, (group = []));
-    group.push({ row, us, id: Number(row.id) });
+    group.push({ row, id: Number(row.id) });
   }
   for (const group of groups.values()) {
-    group.sort((a, b) => a.us - b.us || a.id - b.id);
+    group.sort(byTime);
     const count = Math.ceil(group.length / maxEvents);
     for (let k = 0; k < count; k++) {
-      yield block(group.slice(Math.floor((k * group.length) / count), Math.floor(((k + 1) * group.length) / count)));
+      const slice = group.slice(Math.floor((k * group.length) / count), Math.floor(((k + 1) * group.length) / count));
+      // Cut again where the text would pass BLOCK_MAX_BYTES (events of up to a few MB).
+      let from = 0;
+      let bytes = 0;
+      for (let i = 0; i < slice.length; i++) {
+        const size = slice[i]!.row.line.length * 3; // UTF-8 bytes, at most
+        if (i > from && bytes + size > BLOCK_MAX_BYTES) {
+          yield block(slice.slice(from, i));
+          from = i;
+          bytes = 0;
+        }
+        bytes += size;
+      }
+      yield block(slice.slice(from));
     }
   }
 }
@@ -85,13 +96,13 @@ function block(timeOrdered: Item[]): Block {
   for (const item of timeOrdered) {
     if (item.id < minId) minId = item.id;
     if (item.id > maxId) maxId = item.id;
-    const minute = Math.floor(item.us / MINUTE_US);
+    const minute = Date.parse(`${item.row.dt.slice(0, 16)}:00Z`) / 60_000;
     const key = `${minute} ${item.row.level ?? "\u0000"}`;
     const bucket = hist.get(key);
     if (bucket) bucket.n++;
     else hist.set(key, { minute, level: item.row.level, n: 1 });
   }
-  const lines = [...timeOrdered].sort((a, b) => (a.row.shape < b.row.shape ? -1 : a.row.shape > b.row.shape ? 1 : a.us - b.us || a.id - b.id));
+  const lines = [...timeOrdered].sort((a, b) => (a.row.shape < b.row.shape ? -1 : a.row.shape > b.row.shape ? 1 : byTime(a, b)));
   const texts = lines.map((item) => item.row.line);
   const summary = [...hist.values()];
   return {

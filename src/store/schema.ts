@@ -62,7 +62,7 @@ export const logBlocks = pgTable(
     /** Bloom filter of the lines' grams (codec/grams.ts); null: none (every search opens the block). */
     bloom: bytea("bloom"),
     /** Events per (minute since the epoch, level), for the histogram without opening the block. */
-    histMinutes: integer("hist_minutes").array().notNull(),
+    histMinutes: bigint("hist_minutes", { mode: "number" }).array().notNull(),
     histLevels: text("hist_levels").array().notNull(),
     histCounts: integer("hist_counts").array().notNull(),
   },

@@ -26,6 +26,10 @@ const DT_TEXT = `to_char(m.dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"
  * size, and memory in this process (the rows' text is held while their blocks are built).
  */
 const PAGES_PER_MOVE = 1_024;
+/** Stored bytes of rows one move takes, at most (one row whatever its size): bounds the text held here. */
+const MOVE_MAX_BYTES = 32 * 1024 * 1024;
+/** A partition bigger than this is not read under log_hot's lock to see that it is empty (a later pass, after VACUUM). */
+const DROP_CHECK_MAX_PAGES = 64;
 const SEAL_LOCK = 73_615_404;
 const GENERATION = /^log_hot_g(\d+)$/;
 const LOCK_NOT_AVAILABLE = "55P03";
@@ -96,20 +100,31 @@ export async function closeGeneration(sql: Sql, force = false): Promise<boolean>
 }
 
 /** Seals every closed generation and the default partition, dropping what it emptied. */
-export async function sealClosed(sql: Sql, signal?: AbortSignal): Promise<SealStats> {
+export async function sealClosed(sql: Sql, signal?: AbortSignal, log: (line: string) => void = () => {}): Promise<SealStats> {
   const stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0 };
   const all = await parts(sql);
   const open = openStart(all);
+  let failure: unknown;
   for (const part of all) {
     if (!part.leaf || part.name === `log_hot_g${open}`) continue;
     signal?.throwIfAborted();
-    await sealTable(sql, part.name, stats, signal);
-    if (await dropIfEmpty(sql, part.name, signal)) stats.dropped++;
+    // One table's failure (a lock, a row PostgreSQL refuses to turn into a block) must not hold up
+    // the others: it is logged, the rest are sealed, and the pass fails at its end.
+    try {
+      await sealTable(sql, part.name, stats, signal);
+      if (await dropIfEmpty(sql, part.name, signal)) stats.dropped++;
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      if ((error as { code?: string }).code === UNDEFINED_TABLE) continue; // sealed and dropped by another instance
+      log(`sealer: ${part.name}: ${(error as Error).message}`);
+      failure ??= error;
+    }
   }
   // Upgraded layouts: log_hot_legacy once its daily partitions are gone.
   for (const part of await parts(sql)) {
     if (!part.leaf && part.children === 0 && (await dropIfEmpty(sql, part.name, signal))) stats.dropped++;
   }
+  if (failure) throw failure;
   return stats;
 }
 
@@ -129,12 +144,20 @@ async function sealTable(sql: Sql, table: string, stats: SealStats, signal: Abor
     throw error;
   }
   for (let first = 0; first < pages; first += PAGES_PER_MOVE) {
-    signal?.throwIfAborted();
-    const moved = await move(sql, table, first, first + PAGES_PER_MOVE);
-    stats.moved += moved.moved;
-    stats.sealed += moved.sealed;
-    stats.blocks += moved.blocks;
+    for (;;) {
+      signal?.throwIfAborted();
+      const moved = await move(sql, table, first, first + PAGES_PER_MOVE);
+      stats.moved += moved.moved;
+      stats.sealed += moved.sealed;
+      stats.blocks += moved.blocks;
+      if (moved.whole) break; // else the byte budget cut the range: the rest of it next
+    }
   }
+  // Dead rows pruned and the emptied pages cut off, without blocking COPY, so the drop's check
+  // under its lock reads (almost) nothing. Rows an older snapshot still sees stay until a later pass.
+  if (pages > 0) await sql.unsafe(`vacuum (truncate true) ${table}`).catch((error) => {
+    if ((error as { code?: string }).code !== UNDEFINED_TABLE) throw error;
+  });
 }
 
 /**
@@ -143,18 +166,25 @@ async function sealTable(sql: Sql, table: string, stats: SealStats, signal: Abor
  * deleted sources and past their source's retention are dropped. If anything fails, the
  * transaction rolls back and the rows are still hot.
  */
-async function move(sql: Sql, table: string, first: number, end: number): Promise<{ moved: number; sealed: number; blocks: number }> {
+async function move(sql: Sql, table: string, first: number, end: number): Promise<{ moved: number; sealed: number; blocks: number; whole: boolean }> {
   return sql.begin(async (tx) => {
+    // The rows of the range in physical order while their stored size stays within the budget
+    // (always the first): a page can hold hundreds of TOASTed events of up to 1 MiB each.
+    const [picked] = await tx.unsafe<{ ctids: string; whole: boolean }[]>(
+      `select coalesce(array_agg(ctid) filter (where running <= $1::bigint or rn = 1), '{}')::text as ctids, bool_and(running <= $1::bigint or rn = 1) is not false as whole
+       from (select ctid, sum(pg_column_size(raw)) over w as running, row_number() over w as rn
+             from ${table} where ctid >= '(${first},0)'::tid and ctid < '(${end},0)'::tid window w as (order by ctid)) x`,
+      [MOVE_MAX_BYTES],
+    );
     const rows = await tx.unsafe<(MovedRow & { keep: boolean })[]>(`
       with moved as (
-        delete from ${table} where ctid >= '(${first},0)'::tid and ctid < '(${end},0)'::tid returning id, source_id, dt, raw
+        delete from ${table} where ctid = any($1::text::tid[]) returning id, source_id, dt, raw
       )
-      select m.id::text as id, m.source_id::text as source_id, (extract(epoch from m.dt) * 1000000)::bigint::text as us,
-        ${DT_TEXT} as dt, m.raw::text as line,
+      select m.id::text as id, m.source_id::text as source_id, ${DT_TEXT} as dt, m.raw::text as line,
         case jsonb_typeof(m.raw) when 'object' then (select coalesce(string_agg(key, ','), '') from jsonb_object_keys(m.raw) key) else '' end as shape,
         nullif(lower(left(m.raw->>'level', ${LEVEL_MAX_CHARS})), '') as level,
-        (d.source_id is null and (s.id is null or m.dt >= now() - make_interval(days => s.logs_retention))) as keep
-      from moved m left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id`);
+        (d.source_id is null and (s.id is null or m.dt >= now() - make_interval(secs => s.logs_retention * 86400))) as keep
+      from moved m left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id`, [picked?.ctids ?? "{}"]);
     let sealed = 0;
     let blocks = 0;
     // Built and written one at a time: the event loop serves requests between two blocks.
@@ -163,7 +193,7 @@ async function move(sql: Sql, table: string, first: number, end: number): Promis
       sealed += block.n;
       blocks++;
     }
-    return { moved: rows.length, sealed, blocks };
+    return { moved: rows.length, sealed, blocks, whole: picked?.whole ?? true };
   });
 }
 
@@ -172,8 +202,8 @@ export async function writeBlocks(sql: Sql, blocks: readonly Block[]): Promise<v
   for (const block of blocks) {
     await sql.unsafe(
       `insert into log_blocks (source_id, min_dt, max_dt, min_id, max_id, n, ids, dts, body, bloom, hist_minutes, hist_levels, hist_counts)
-       values ($1::bigint, $2::timestamptz, $3::timestamptz, $4::bigint, $5::bigint, $6::int, $7::text::bigint[], $8::text::timestamptz[], $9::text, $10::bytea,
-         $11::text::int[], $12::text::text[], $13::text::int[])`,
+       values ($1::bigint, $2::text::timestamptz, $3::text::timestamptz, $4::bigint, $5::bigint, $6::int, $7::text::bigint[], $8::text::timestamptz[], $9::text, $10::bytea,
+         $11::text::bigint[], $12::text::text[], $13::text::int[])`,
       [
         block.sourceId, block.minDt, block.maxDt, block.minId, block.maxId, block.n, `{${block.ids.join(",")}}`, `{${block.dts.join(",")}}`,
         block.body, block.bloom ? Buffer.from(block.bloom.buffer, block.bloom.byteOffset, block.bloom.byteLength) : null,
@@ -195,13 +225,14 @@ async function dropIfEmpty(sql: Sql, table: string, signal: AbortSignal | undefi
       return await sql.begin(async (tx) => {
         await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
         await tx.unsafe(`lock table log_hot in access exclusive mode`);
-        const exists = await tx`select 1 from pg_class where relname = ${table}`;
-        if (exists.length === 0) return false;
+        const [found] = await tx<{ pages: number }[]>`
+          select (pg_relation_size(oid) / current_setting('block_size')::int)::int as pages from pg_class where relname = ${table}`;
+        // Everything here blocks COPY and readers: read at most a few pages (VACUUM cut the rest).
+        if (!found || found.pages > DROP_CHECK_MAX_PAGES) return false;
         const rows = await tx.unsafe(`select 1 from ${table} limit 1`);
         if (rows.length > 0) return false;
         if (table === "log_hot_default") {
-          const [size] = await tx.unsafe<{ bytes: number }[]>(`select pg_relation_size('${table}')::float8 as bytes`);
-          if ((size?.bytes ?? 0) === 0) return false;
+          if (found.pages === 0) return false;
           await tx.unsafe(`truncate ${table}`);
         } else {
           await tx.unsafe(`drop table ${table}`);
@@ -246,7 +277,7 @@ export function startSealer(options: { sql: Sql; intervalMs: number; log: (line:
   const pass = (close: boolean): Promise<SealStats> => {
     const next = running.then(async () => {
       if (close) await closeGeneration(sql);
-      return add(await sealClosed(sql, abort.signal));
+      return add(await sealClosed(sql, abort.signal, log));
     });
     running = next.catch(() => {});
     return next;

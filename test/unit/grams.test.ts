@@ -37,6 +37,12 @@ describe("Bloom filter of a block", () => {
     expect(passed).toBeLessThan(150);
   });
 
+  test("folds KELVIN SIGN and I WITH DOT ABOVE to k and i, as a database of another ctype may", () => {
+    const folded = bloom(['{"msg": "\u212Aelvin \u0130nside"}'])!;
+    expect(has(folded, termGrams("kelvin"))).toBe(true);
+    expect(has(folded, termGrams("inside"))).toBe(true);
+  });
+
   test("is about 1.44 bits per distinct gram, and none for text without a gram", () => {
     expect(filter.length).toBeLessThan(lines.join("").length / 4);
     expect(bloom(['{"a": 1}'])).toBeUndefined();
@@ -56,6 +62,7 @@ describe("what a query needs from a block", () => {
     ["status=500", ["500"]],
     ["ms=1.50", []], // not canonical: 1.5 is printed 1.5, which does not contain 1.50
     ["ms=1.5", ["1.5"]],
+    ["n=-0", []], // equals 0, printed 0
     ["éclair", []],
     ['msg:"say \\"hi\\""', []], // escaped in a string field, not in an object field's text
     ['"say \\"hi\\""', ['say \\"hi\\"']],
