@@ -12,17 +12,22 @@ export interface GeneratorOptions {
   batch: number;
   /** Pause between one worker's requests. */
   pauseMs: number;
+  /** The first number (default 0): a second generator after a restart goes on from the first's `next`. */
+  first?: number;
 }
 
 export class Generator {
-  private next = 0;
+  /** The next number to send. */
+  next: number;
   private running = false;
   private workers: Promise<void>[] = [];
   /** Acknowledged numbers, as [first, count] ranges (one per 202). */
   readonly acked: [number, number][] = [];
   readonly statuses = new Map<string, number>();
 
-  constructor(private readonly options: GeneratorOptions) {}
+  constructor(private readonly options: GeneratorOptions) {
+    this.next = options.first ?? 0;
+  }
 
   start(): void {
     this.running = true;

@@ -1,0 +1,125 @@
+// Faults in the middle of a move (store/sealer.ts) and the checks after them. A move is one
+// statement: DELETE from a hot partition … RETURNING, feeding INSERT INTO log_blocks. Holding a
+// SHARE lock on every partition of log_blocks stops the next move after its DELETE, before its
+// first block is written: its rows are deleted, uncommitted, and it waits. That is the moment a
+// fault is injected (kill -9, SIGTERM, a restart of PostgreSQL, its backend terminated), found
+// from pg_stat_activity and pg_locks, not from timing.
+import postgres from "postgres";
+
+/** Matched against pg_stat_activity.query; built so the statement that looks for it does not contain it. */
+const MOVE_TEXT = ["insert into log", "_blocks"];
+
+export interface StalledMove {
+  /** The backend running the move. */
+  pid: number;
+  /** Its transaction. */
+  xid: string;
+  /** Ids of the hot rows it has deleted and not committed (read as xmax from another session). */
+  ids: string[];
+}
+
+export interface BlockWrites {
+  /** Waits (up to `timeoutMs`, a guard) for a move that has deleted rows and waits for our lock. */
+  stalledMove(timeoutMs?: number): Promise<StalledMove>;
+  /** Commits the lock's transaction (the move goes on, if its backend still can); idempotent. */
+  release(): Promise<void>;
+}
+
+/**
+ * Locks every partition of log_blocks in SHARE mode on a connection of its own (COPY, readers and
+ * the hot tier are untouched; moves and block deletions wait). Returns once the lock is held.
+ */
+export async function holdBlockWrites(url: string): Promise<BlockWrites> {
+  const lockSql = postgres(url, { max: 1, onnotice: () => {}, idle_timeout: 0 });
+  const watch = postgres(url, { max: 1, onnotice: () => {} });
+  let released = false;
+  let finish: () => void = () => {};
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  let locked: () => void = () => {};
+  let failed: (error: unknown) => void = () => {};
+  const holding = new Promise<void>((resolve, reject) => ((locked = resolve), (failed = reject)));
+  const transaction = lockSql
+    .begin(async (tx) => {
+      const leaves = await tx<{ name: string }[]>`
+        select c.relname as name from pg_partition_tree('log_blocks') t join pg_class c on c.oid = t.relid where t.isleaf`;
+      await tx.unsafe(`lock table ${leaves.map((leaf) => leaf.name).join(", ")} in share mode`);
+      locked();
+      await finished;
+    })
+    .catch((error) => failed(error)); // a restart of PostgreSQL ends it: that releases the lock too
+  await holding;
+
+  return {
+    async stalledMove(timeoutMs = 20_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const [move] = await watch<{ pid: number; xid: string | null }[]>`
+          select a.pid, a.backend_xid::text as xid from pg_stat_activity a
+          where a.pid <> pg_backend_pid() and a.state = 'active' and a.wait_event_type = 'Lock'
+            and a.query like ${"%" + MOVE_TEXT.join("") + "%"} and a.backend_xid is not null`;
+        if (move?.xid) {
+          // Rows the move deleted are still visible to us (not committed), with its xid as xmax.
+          const rows = await watch<{ id: string }[]>`select id::text as id from log_hot where xmax::text = ${move.xid} order by id`;
+          if (rows.length > 0) return { pid: move.pid, xid: move.xid, ids: rows.map((r) => r.id) };
+        }
+        if (Date.now() > deadline) throw new Error("no move stalled on the lock of log_blocks within the guard");
+        await Bun.sleep(20);
+      }
+    },
+    async release() {
+      if (!released) {
+        released = true;
+        finish();
+        await transaction;
+      }
+      await Promise.all([lockSql.end({ timeout: 5 }), watch.end({ timeout: 5 })]);
+    },
+  };
+}
+
+/** Waits (up to a 20 s guard) until a backend is gone: a move whose client died ends when it next talks to it. */
+export async function backendGone(sql: postgres.Sql, pid: number): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while ((await sql`select 1 from pg_stat_activity where pid = ${pid}`).length > 0) {
+    if (Date.now() > deadline) throw new Error(`backend ${pid} still there after the guard`);
+    await Bun.sleep(20);
+  }
+}
+
+export interface Tiers {
+  /** The source's rows in log_hot. */
+  hot: number;
+  /** The source's events in blocks (sum of n). */
+  sealed: number;
+  /** Its blocks. */
+  blocks: number;
+  /** Distinct ids among the hot rows and the blocks' ids. */
+  distinctIds: number;
+  /** Blocks whose ids, dts and lines do not all count n. */
+  badBlocks: number;
+}
+
+/**
+ * One source's tiers: hot rows + block lines must equal its distinct ids (no id twice, within a tier
+ * or across the two), and every block's arrays and lines must agree with its n.
+ */
+export async function tiers(sql: postgres.Sql, sourceId: number): Promise<Tiers> {
+  const [row] = await sql<Tiers[]>`
+    select (select count(*) from log_hot where source_id = ${sourceId})::float8 as hot,
+      (select coalesce(sum(n), 0) from log_blocks where source_id = ${sourceId})::float8 as sealed,
+      (select count(*) from log_blocks where source_id = ${sourceId})::float8 as blocks,
+      (select count(distinct id) from (select id from log_hot where source_id = ${sourceId}
+        union all select unnest(ids) from log_blocks where source_id = ${sourceId}) ids)::float8 as "distinctIds",
+      (select count(*) from log_blocks where source_id = ${sourceId} and (cardinality(ids) <> n or cardinality(dts) <> n
+        or cardinality(string_to_array(body, E'\\n')) <> n))::float8 as "badBlocks"`;
+  return row!;
+}
+
+/** How many times each of these ids is stored, in either tier (log_events_by_id over their range). */
+export async function copiesOf(sql: postgres.Sql, ids: string[]): Promise<Map<string, number>> {
+  const sorted = [...ids].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+  const rows = await sql<{ id: string; n: number }[]>`
+    select id::text as id, count(*)::int as n from log_events_by_id(${sorted[0]!}::bigint, ${sorted.at(-1)!}::bigint)
+    where id = any(${ids}::bigint[]) group by id`;
+  return new Map(rows.map((r) => [r.id, r.n]));
+}
