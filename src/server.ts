@@ -122,6 +122,7 @@ export function managementApp(deps: {
               logpond_sealer_events_dropped_total: { help: "Hot rows the sealer dropped instead (past their source's retention, or of a deleted source).", value: deps.sealer.totals.moved - deps.sealer.totals.sealed },
               logpond_sealer_blocks_written_total: { help: "Blocks the sealer wrote.", value: deps.sealer.totals.blocks },
               logpond_sealer_partitions_dropped_total: { help: "Sealed hot-tier partitions dropped (their space given back).", value: deps.sealer.totals.dropped },
+              logpond_sealer_closes_busy_total: { help: "Closes of the open hot generation that did not get their locks in time (a long transaction on log_hot holds them off).", value: deps.sealer.totals.closesBusy },
               logpond_tail_batches_read_back_total: { help: "Committed batches the live tail read back from PostgreSQL (another instance's, or ours when its NOTIFY came first).", value: deps.read.tail.readBack },
             },
             sourceExists: (id) => deps.cache.has(id),

@@ -44,6 +44,8 @@ export interface SealStats {
   blocks: number;
   /** Hot partitions dropped (or the default one truncated). */
   dropped: number;
+  /** Closes that did not get their locks in time (retried at the next pass). */
+  closesBusy: number;
 }
 
 interface Part {
@@ -72,16 +74,18 @@ function openStart(all: Part[]): number | undefined {
 
 /**
  * Closes the open generation when it holds rows (or `force`): attaches the next one and moves the
- * id counter to its first id. Returns false when there was nothing to close or a lock was busy.
+ * id counter to its first id. "busy": a lock was not granted within DDL_LOCK_TIMEOUT (ATTACH
+ * re-checks the default partition under ACCESS EXCLUSIVE; a long transaction that read log_hot
+ * holds it off), tried again at the next pass.
  */
-export async function closeGeneration(sql: Sql, force = false): Promise<boolean> {
+export async function closeGeneration(sql: Sql, force = false): Promise<"closed" | "empty" | "busy"> {
   try {
     return await sql.begin(async (tx) => {
       await tx`select pg_advisory_xact_lock(${SEAL_LOCK})`;
       const open = openStart(await parts(tx as unknown as Sql));
       if (open !== undefined && !force) {
         const rows = await tx.unsafe(`select 1 from log_hot_g${open} limit 1`);
-        if (rows.length === 0) return false;
+        if (rows.length === 0) return "empty";
       }
       const [counter] = await tx<{ value: string }[]>`select value::text as value from logpond_counters where name = 'event_id'`;
       if (!counter) throw new Error("logpond_counters has no 'event_id' row (migrations not applied?)");
@@ -91,17 +95,24 @@ export async function closeGeneration(sql: Sql, force = false): Promise<boolean>
       // SHARE UPDATE EXCLUSIVE on log_hot (COPY goes on); the default partition is re-checked.
       await tx.unsafe(`alter table log_hot attach partition log_hot_g${next} for values from (${next}) to (${next + GENERATION_IDS})`);
       await tx`update logpond_counters set value = greatest(value, ${next}::bigint) where name = 'event_id'`;
-      return true;
+      return "closed";
     });
   } catch (error) {
-    if ((error as { code?: string }).code === LOCK_NOT_AVAILABLE) return false;
+    if ((error as { code?: string }).code === LOCK_NOT_AVAILABLE) return "busy";
     throw error;
   }
 }
 
-/** Seals every closed generation and the default partition, dropping what it emptied. */
-export async function sealClosed(sql: Sql, signal?: AbortSignal, log: (line: string) => void = () => {}): Promise<SealStats> {
-  const stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0 };
+/**
+ * Seals every closed generation and the default partition, dropping what it emptied. Counts into
+ * `stats` as it goes, so what a failed or stopped pass did is counted too.
+ */
+export async function sealClosed(
+  sql: Sql,
+  signal?: AbortSignal,
+  log: (line: string) => void = () => {},
+  stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 },
+): Promise<SealStats> {
   const all = await parts(sql);
   const open = openStart(all);
   let failure: unknown;
@@ -130,8 +141,10 @@ export async function sealClosed(sql: Sql, signal?: AbortSignal, log: (line: str
 
 /** Closes the open generation and seals everything: all committed rows are in blocks after it. */
 export async function sealAll(sql: Sql): Promise<SealStats> {
-  await closeGeneration(sql);
-  return sealClosed(sql);
+  const closed = await closeGeneration(sql);
+  const stats = await sealClosed(sql);
+  if (closed === "busy") stats.closesBusy++;
+  return stats;
 }
 
 async function sealTable(sql: Sql, table: string, stats: SealStats, signal: AbortSignal | undefined): Promise<void> {
@@ -264,20 +277,28 @@ export interface Sealer {
 export function startSealer(options: { sql: Sql; intervalMs: number; log: (line: string) => void }): Sealer {
   const { sql, intervalMs, log } = options;
   const abort = new AbortController();
-  const totals: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0 };
+  const totals: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 };
   let lastPassAt = 0;
+  let busyInARow = 0;
   let running: Promise<unknown> = Promise.resolve();
   let timer: ReturnType<typeof setTimeout> | undefined;
 
-  const add = (stats: SealStats) => {
-    for (const key of Object.keys(totals) as (keyof SealStats)[]) totals[key] += stats[key];
-    lastPassAt = Date.now();
-    return stats;
-  };
   const pass = (close: boolean): Promise<SealStats> => {
     const next = running.then(async () => {
-      if (close) await closeGeneration(sql);
-      return add(await sealClosed(sql, abort.signal, log));
+      const stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 };
+      try {
+        if (close && (await closeGeneration(sql)) === "busy") {
+          stats.closesBusy++;
+          if (++busyInARow === 3) log("sealer: the open generation could not be closed 3 times in a row (a long transaction holds log_hot?); new events stay hot until it can");
+        } else if (close) {
+          busyInARow = 0;
+        }
+        await sealClosed(sql, abort.signal, log, stats);
+        lastPassAt = Date.now();
+        return stats;
+      } finally {
+        for (const key of Object.keys(totals) as (keyof SealStats)[]) totals[key] += stats[key];
+      }
     });
     running = next.catch(() => {});
     return next;

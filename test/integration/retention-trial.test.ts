@@ -30,7 +30,7 @@ test("with a CHECK constraint added to log_hot, new generations keep it, its ref
   const now = new Date();
   await db.sql`alter table log_hot add constraint operator_check check (coalesce(raw->>'message', '') not like 'BAD%')`;
   try {
-    expect(await closeGeneration(db.sql, true)).toBe(true);
+    expect(await closeGeneration(db.sql, true)).toBe("closed");
     const source = await lp.createSource({ logs_retention: 1 });
     const old = new Date(now.getTime() - 3 * DAY_MS).toISOString();
     const far = new Date(now.getTime() + 6 * DAY_MS).toISOString();
