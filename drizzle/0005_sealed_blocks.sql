@@ -44,7 +44,7 @@ CREATE TABLE "log_blocks" (
 ) PARTITION BY RANGE ("max_dt");
 --> statement-breakpoint
 CREATE INDEX "log_blocks_source_id_max_dt_idx" ON "log_blocks" USING btree ("source_id", "max_dt");--> statement-breakpoint
-CREATE INDEX "log_blocks_max_id_idx" ON "log_blocks" USING btree ("max_id");--> statement-breakpoint
+CREATE INDEX "log_blocks_ids_idx" ON "log_blocks" USING gist (int8range("min_id", "max_id", '[]'));--> statement-breakpoint
 CREATE TABLE "log_blocks_default" PARTITION OF "log_blocks" DEFAULT;--> statement-breakpoint
 CREATE VIEW "log_events" AS
 	SELECT "id", "source_id", "dt", "raw" FROM "log_hot"
@@ -78,7 +78,7 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	UNION ALL
 	SELECT e."id", b."source_id", e."dt", e."line"::jsonb
 	FROM "log_blocks" b CROSS JOIN LATERAL unnest(b."ids", b."dts", string_to_array(b."body", E'\n')) AS e("id", "dt", "line")
-	WHERE b."max_id" >= first_id AND b."min_id" <= last_id AND e."id" >= first_id AND e."id" <= last_id
+	WHERE int8range(b."min_id", b."max_id", '[]') && int8range(first_id, last_id, '[]') AND e."id" >= first_id AND e."id" <= last_id
 $$;--> statement-breakpoint
 -- log_events_between, for a query: a block is opened only when its Bloom filter has every gram in
 -- `grams` (store/blocks.ts: bit h mod size) and its text has every needle (lowered, as ILIKE lowers in

@@ -66,7 +66,11 @@ export const logBlocks = pgTable(
     histLevels: text("hist_levels").array().notNull(),
     histCounts: integer("hist_counts").array().notNull(),
   },
-  (table) => [index("log_blocks_source_id_max_dt_idx").on(table.sourceId, table.maxDt), index("log_blocks_max_id_idx").on(table.maxId)],
+  (table) => [
+    index("log_blocks_source_id_max_dt_idx").on(table.sourceId, table.maxDt),
+    // The live tail's resume reads blocks by id range (log_events_by_id).
+    index("log_blocks_ids_idx").using("gist", sql`int8range(${table.minId}, ${table.maxId}, '[]')`),
+  ],
 );
 
 /**
