@@ -35,6 +35,7 @@ import { queryRoutes } from "./query/routes";
 import { TailHub } from "./tail/hub";
 import { tailRoutes } from "./tail/routes";
 import { webRoutes } from "./web/routes";
+import { within } from "./timers";
 
 export interface Logpond {
   readonly apiUrl: string;
@@ -349,17 +350,6 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
 
 /** Time kept back from the drain for writing the spill file and closing connections (at most a quarter). */
 const SPILL_RESERVE_MS = 2_000;
-
-/** Whether the work finished within ms (it keeps running either way). */
-async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, ms, false)));
-  try {
-    return await Promise.race([work.then(() => true), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * `ingesting_host`: PUBLIC_INGEST_URL without its scheme; else HOST:port, where a wildcard bind

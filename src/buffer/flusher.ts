@@ -1,47 +1,49 @@
 // When and how the ring is drained: every FLUSH_INTERVAL_MS, or as soon as FLUSH_MAX_EVENTS are
-// waiting, on FLUSH_STREAMS parallel streams (one connection each). In durable mode a free stream
-// writes whatever is waiting at once: requests that arrive while both streams are busy share the
-// next commit (group commit), so latency is one or two flushes, not an interval. What a stream does with a
-// failed write depends on how it failed (store/copy.ts says which):
-//   failed  → keep the batch, retry with capped exponential backoff and jitter; its events stay
-//             counted in the ring, so a long outage fills it and ingestion answers 503;
-//   unknown → before retrying, ask whether the batch's id committed (exactly once);
-//   data    → split the batch in halves until the refused events are alone; those go to the
-//             dead-letter table, the rest is stored. Never retried as is.
-// Durable mode: a request that gave up waiting has its chunk dropped at the next point where the
-// batch is known not to be stored, and its events are never written after that.
+// waiting, on FLUSH_STREAMS parallel streams (one connection each; store/copy.ts writes). In
+// durable mode a free stream writes whatever is waiting at once: requests that arrive while both
+// streams are busy share the next commit (group commit). Each stream carries one batch at a time
+// through this machine (schedule and release here, the states between in batch.ts):
+//
+//   schedule
+//      │
+//      ▼
+//   reserve ids ──── failed ──────────────────► backoff ◄──────── failed ────────┐
+//      │  ▲                                      │  │  │                         │
+//      │  └───────────── no ids yet ─────────────┘  │  └── answer lost ──────► probe
+//      ▼                                            │                            │
+//   write ◄────────────── retry ────────────────────┘                            │
+//      │  ▲ ▲                                                                    │
+//      │  │ └─────────────────────────── not committed ──────────────────────────┤
+//      │  └──── parts left ────┐                                                 │
+//      ├── committed ───────► committed ◄───────────────── committed already ─────┘
+//      ├── failed, answer lost ──► backoff      │
+//      ├── data ──► refused ──► write: its halves in turn; one event alone, its dead letter
+//      │               └──────► a refused dead letter: lost (logged, counted)
+//      ▼                                        ▼
+//   release ◄──── nothing left to write ────────┘
+//      │          (every request gave up; no part left)
+//      └──► schedule
+//
+//   schedule  a free stream takes up to FLUSH_MAX_EVENTS from the ring
+//   reserve   one block of ids for the batch, set in its tuples in place (once; not on the accept
+//             path); a batch whose every request gave up goes straight to release
+//   write     one transaction tagged with its batch id: the batch, a part of it, or a dead letter
+//   backoff   capped exponential with jitter; the batch's events stay counted in the ring, so a
+//             long outage fills it and ingestion answers 503
+//   probe     the last try's COMMIT answer was lost: ask whether its batch id committed (exactly once)
+//   refused   PostgreSQL refused the rows themselves: split until the refused events are alone;
+//             those go to dead_letters, the rest is stored. Never retried as is
+//   release   ring space freed, durable requests answered, waiting flushes woken, more taken
+//   halted    a drain missed its deadline: no try starts any more; handOver() gives what is held
+// Durable mode: a request that gave up waiting has its chunk dropped on the way into reserve or
+// write (the batch is known unstored there), and its events are never written after that.
 // Never drops a chunk it was given otherwise; never holds more than one batch per stream.
-// Ids: before a batch's first write attempt one block of ids is reserved and set in every tuple, in
-// place (once, here, not on the accept path); retries, the exactly-once probe and isolation parts
-// keep the batch id and the ids.
-import { WriteError, type Commit, type FlushConnection, type IdRange } from "../store/copy";
 import type { Metrics } from "../metrics";
-import { idOf, setIds, sourceOf, toText, tuplesOf } from "../codec/tuples";
-import type { Chunk, Ring, Rows } from "./ring";
+import { realClock, within, type Clock } from "../timers";
+import { BatchWriter, eventsOf, heldOf, newJob, type CommittedBatch, type HeldBatch, type Job, type Stream } from "./batch";
+import type { Ring } from "./ring";
 
-export type Stream = Pick<FlushConnection, "reserveIds" | "write" | "committed" | "deadLetter" | "forgetBatches">;
-
-/** A batch from take to commit, in a shape a spill file can serialise. */
-export interface Batch {
-  /** flush_batches key: the same for every try, so a lost COMMIT answer never stores it twice. */
-  readonly batchId: string;
-  /** The ring's chunks; a durable request that gave up is removed while the batch is unstored. */
-  chunks: Chunk[];
-  /**
-   * Reserved before the first write attempt and set in the chunks' tuples: [firstId, lastId]; ids
-   * of dropped chunks stay unused.
-   */
-  firstId?: number;
-  lastId?: number;
-}
-
-/** What a commit stored, for the live tail: rows are the tuples as written (ids set). */
-export interface CommittedBatch {
-  seq: number;
-  firstId: number;
-  lastId: number;
-  rows: readonly Uint8Array[];
-}
+export type { Batch, CommittedBatch, HeldBatch, Stream } from "./batch";
 
 export interface FlusherOptions {
   intervalMs: number;
@@ -50,29 +52,15 @@ export interface FlusherOptions {
   eager: boolean;
   metrics: Metrics;
   log: (line: string) => void;
+  /** Backoffs and the drain's deadline run on it; a test drives its own. */
+  clock?: Clock;
+  /** The backoff's jitter. */
+  random?: () => number;
 }
 
-const BACKOFF_FIRST_MS = 100;
-const BACKOFF_MAX_MS = 5_000;
 /** Batch ids are kept a day: far longer than any retry can be waiting to ask about one. */
 const FORGET_BATCHES_AFTER_HOURS = 24;
 const FORGET_EVERY_MS = 10 * 60_000;
-
-/** What a stopped flusher still holds, for the spill file (buffer/spill.ts). */
-export interface HeldBatch {
-  /** The id a write of it was (or may have been) tried under; fresh for chunks never taken. */
-  batchId: string;
-  events: number;
-  /** Tuples; their ids are set exactly when `ids` is. */
-  rows: Rows[];
-  ids?: IdRange;
-}
-
-/** Part of a refused batch being isolated, with the batch id it is written under. */
-interface Part {
-  id: string;
-  tuples: Uint8Array[];
-}
 
 interface Waiter {
   seq: number;
@@ -87,12 +75,12 @@ export class Flusher {
   private waiters: Waiter[] = [];
   private stopping = false;
   private halted = false;
-  private failures = 0;
-  private uncertain = 0;
-  private lastForget = Date.now();
+  private readonly clock: Clock;
+  private lastForget: number;
   private readonly listeners = new Set<(batch: CommittedBatch) => void>();
-  /** Each stream's batch while it is being written; during isolation, its parts not yet stored. */
-  private readonly holding = new Map<Stream, { batch: Batch; parts?: Set<Part> }>();
+  /** Each stream's job from schedule to release (or halt). */
+  private readonly holding = new Map<Stream, Job>();
+  private readonly writer: BatchWriter;
 
   constructor(
     private readonly ring: Ring,
@@ -100,19 +88,33 @@ export class Flusher {
     private readonly options: FlusherOptions,
   ) {
     this.idle = [...streams];
+    this.clock = options.clock ?? realClock;
+    this.lastForget = this.clock.now();
+    this.writer = new BatchWriter({
+      ring,
+      metrics: options.metrics,
+      log: options.log,
+      clock: this.clock,
+      random: options.random ?? Math.random,
+      halted: () => this.halted,
+      publish: (batch) => this.publish(batch),
+    });
   }
 
   start(): void {
-    this.timer ??= setInterval(() => {
-      this.kick("interval");
-      this.ring.shed(performance.now());
-    }, this.options.intervalMs);
+    this.timer ??= setInterval(() => this.tick(), this.options.intervalMs);
+  }
+
+  /** What the interval does: whatever is waiting goes out; the ring lets go of slabs it does not need. */
+  tick(): void {
+    this.schedule("interval");
+    this.ring.shed(this.clock.now());
   }
 
   /** Called after every push: a full batch's worth goes out at once (in durable mode, anything). */
   pushed(): void {
-    if (this.ring.pendingEvents >= this.options.maxEvents) this.kick("size");
-    else if (this.options.eager && this.idle.length > 0) this.kick("commit");
+    if (this.ring.pendingEvents >= this.options.maxEvents) this.schedule("size");
+    else if (this.options.eager && this.idle.length > 0) this.schedule("commit");
   }
 
   /** Resolves once every chunk pushed before the call is committed (or dead-lettered, or dropped). */
@@ -120,7 +122,7 @@ export class Flusher {
     const seq = this.ring.lastSeq;
     if (this.committedBelow() > seq) return Promise.resolve();
     const done = new Promise<void>((resolve) => this.waiters.push({ seq, resolve }));
-    this.kick("manual");
+    this.schedule("manual");
     return done;
   }
 
@@ -129,11 +131,8 @@ export class Flusher {
     this.stopping = true;
     clearInterval(this.timer);
     this.timer = undefined;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), deadlineMs)));
-    const drained = await Promise.race([this.flush().then(() => true as const), late]);
-    clearTimeout(timer);
-    if (!drained) this.halted = true; // retries stop; what is still held is reported lost
+    const drained = await within(this.flush(), deadlineMs, this.clock);
+    if (!drained) this.halted = true; // no try starts from now on; what is held is handed over
     return drained;
   }
 
@@ -145,23 +144,13 @@ export class Flusher {
 
   /**
    * After a drain that missed its deadline: everything not known stored, handed over once (the
-   * flusher writes none of it from now on). A batch being written keeps its batch id (and its ids
+   * flusher starts no try of it from now on). A batch being written keeps its batch id (and its ids
    * once it has them), so a try that commits after all is skipped at replay; so does each part of a
    * batch being split to isolate a refusal; chunks never taken get a fresh batch id.
    */
   handOver(): HeldBatch[] {
     this.halted = true;
-    const held: HeldBatch[] = [];
-    for (const { batch, parts } of this.holding.values()) {
-      if (parts) {
-        for (const part of parts) held.push({ batchId: part.id, events: part.tuples.length, rows: [Buffer.concat(part.tuples)], ids: rangeOf(part.tuples) });
-        continue;
-      }
-      const live = batch.chunks.filter((chunk) => !chunk.abandoned);
-      if (live.length === 0) continue;
-      const ids = batch.firstId !== undefined ? { firstId: batch.firstId, lastId: batch.lastId! } : undefined;
-      held.push({ batchId: batch.batchId, events: live.reduce((sum, chunk) => sum + chunk.events, 0), rows: live.map((chunk) => chunk.rows), ids });
-    }
+    const held = [...this.holding.values()].flatMap(heldOf);
     this.holding.clear();
     while (this.ring.pendingEvents > 0) {
       const chunks = this.ring.take(this.options.maxEvents);
@@ -175,67 +164,37 @@ export class Flusher {
     return this.streams.length - this.idle.length;
   }
 
-  private kick(reason: string): void {
+  /** schedule: each free stream takes a batch while any is waiting. */
+  private schedule(reason: string): void {
+    if (this.halted) return; // handOver takes what is waiting
     while (this.idle.length > 0 && this.ring.pendingEvents > 0) {
-      const batch = this.ring.take(this.options.maxEvents);
-      if (batch.length === 0) break;
-      const stream = this.idle.pop()!;
-      this.inFlight.add(batch[0]!.seq);
-      void this.run(stream, { batchId: crypto.randomUUID(), chunks: batch }, reason);
+      const chunks = this.ring.take(this.options.maxEvents);
+      if (chunks.length === 0) break;
+      const job = newJob(this.idle.pop()!, chunks, reason, this.clock.now());
+      this.inFlight.add(job.firstSeq);
+      this.holding.set(job.stream, job);
+      void this.run(job);
     }
   }
 
-  private async run(stream: Stream, batch: Batch, reason: string): Promise<void> {
-    const started = performance.now();
-    const firstSeq = batch.chunks[0]!.seq;
-    const events = () => batch.chunks.reduce((sum, chunk) => sum + chunk.events, 0);
-    const keepLive = () => {
-      this.dropAbandoned(batch);
-      return batch.chunks.length > 0;
-    };
-    const write = async (id: string) => {
-      if (batch.firstId === undefined) await this.assignIds(stream, batch);
-      return stream.write(id, rowsOf(batch), { firstId: batch.firstId!, lastId: batch.lastId! });
-    };
-    try {
-      this.holding.set(stream, { batch });
-      const outcome = await this.store(stream, batch.batchId, (id) => `${events()} events (batch ${id})`, keepLive, write);
-      if (outcome instanceof WriteError) {
-        const parts = new Set<Part>();
-        this.holding.set(stream, { batch, parts });
-        await this.isolate(stream, { id: batch.batchId, tuples: rowsOf(batch).flatMap((rows) => tuplesOf(rows)) }, outcome, parts);
-      } else if (outcome?.seq != null) {
-        this.publish({ seq: outcome.seq, firstId: batch.firstId!, lastId: batch.lastId!, rows: rowsOf(batch) });
-      }
-    } catch (error) {
-      if (error === HALTED) return; // shutdown gave up: the batch is neither stored nor released
-      throw error;
-    } finally {
-      this.holding.delete(stream);
-    }
-    if (batch.chunks.length > 0) this.options.metrics.flushed(reason, events(), (performance.now() - started) / 1000);
+  private async run(job: Job): Promise<void> {
+    if (await this.writer.run(job)) await this.release(job);
+    // else halted: the job stays held, for handOver
+  }
 
+  /** release: the batch's ring space is free, its durable requests are answered; more is taken. */
+  private async release(job: Job): Promise<void> {
+    const { batch, stream } = job;
+    this.holding.delete(stream);
+    if (batch.chunks.length > 0) this.options.metrics.flushed(job.reason, eventsOf(batch), (this.clock.now() - job.started) / 1000);
     this.ring.release(batch.chunks);
     for (const chunk of batch.chunks) chunk.settle?.();
-    this.inFlight.delete(firstSeq);
+    this.inFlight.delete(job.firstSeq);
     this.wakeWaiters();
     await this.forgetOldBatches(stream);
     this.idle.push(stream);
     // More waiting than one batch, a flush or a drain in progress, durable requests waiting: keep going.
-    if (this.ring.pendingEvents >= this.options.maxEvents || this.waiters.length > 0 || this.stopping || this.options.eager) this.kick(reason);
-  }
-
-  /** One block of ids for the batch, set in each chunk's tuples in place (one pass each). */
-  private async assignIds(stream: Stream, batch: Batch): Promise<void> {
-    const count = batch.chunks.reduce((sum, chunk) => sum + chunk.events, 0);
-    const firstId = await stream.reserveIds(count);
-    let next = firstId;
-    for (const chunk of batch.chunks) {
-      setIds(chunk.rows, chunk.events, next);
-      next += chunk.events;
-    }
-    batch.firstId = firstId;
-    batch.lastId = next - 1;
+    if (this.ring.pendingEvents >= this.options.maxEvents || this.waiters.length > 0 || this.stopping || this.options.eager) this.schedule(job.reason);
   }
 
   private publish(batch: CommittedBatch): void {
@@ -248,111 +207,9 @@ export class Flusher {
     }
   }
 
-  /**
-   * One transaction's worth, retried until it is stored; returns the refusal when PostgreSQL
-   * refuses the data itself, else the commit (undefined when nothing was left to write).
-   * `beforeWrite` runs whenever the rows are known not to be stored and may shrink them (false:
-   * nothing left to write).
-   */
-  private async store(
-    stream: Stream,
-    id: string,
-    what: (id: string) => string,
-    beforeWrite: () => boolean,
-    operation: (id: string) => Promise<Commit | void>,
-  ): Promise<WriteError | Commit | undefined> {
-    let uncertain = false;
-    let commit: Commit | undefined;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        if (uncertain) {
-          const earlier = await stream.committed(id);
-          if (earlier) {
-            commit = earlier;
-            break;
-          }
-          uncertain = false;
-          this.uncertain--;
-        }
-        if (!beforeWrite()) break;
-        commit = (await operation(id)) ?? { seq: null };
-        break;
-      } catch (caught) {
-        const error = caught as WriteError;
-        if (error.kind === "data") return error;
-        if (error.kind === "unknown" && !uncertain) {
-          uncertain = true;
-          this.uncertain++;
-        }
-        this.options.metrics.flushErrors++;
-        if (this.failures++ === 0 || this.failures % 50 === 0) {
-          this.options.log(
-            `flush: ${what(id)} not written${uncertain ? " or not known to be" : ""} (${error.message}); retrying, ${this.ring.heldEvents} events held`,
-          );
-        }
-        await Bun.sleep(backoff(attempt));
-        if (this.halted) throw HALTED;
-      }
-    }
-    if (uncertain) this.uncertain--;
-    if (this.failures > 0) this.options.log(`flush: storage is back after ${this.failures} failed attempts`);
-    this.failures = 0;
-    return commit;
-  }
-
-  /**
-   * Halves a refused part until each refused tuple is alone, then dead-letters it. `parts` holds
-   * the parts not yet stored, each with the batch id it is (or will be) written under, so a stop
-   * in the middle spills exactly what is left (handOver).
-   */
-  private async isolate(stream: Stream, refused: Part, refusal: WriteError, parts: Set<Part>): Promise<void> {
-    const tuples = refused.tuples;
-    if (tuples.length === 1) {
-      const tuple = tuples[0]!;
-      const source = sourceOf(tuple);
-      const letter: Part = { id: crypto.randomUUID(), tuples };
-      parts.add(letter);
-      const outcome = await this.store(stream, letter.id, () => "a dead letter", () => true, (id) => stream.deadLetter(id, tuple, refusal));
-      parts.delete(letter);
-      const deadLetterRefused = outcome instanceof WriteError ? outcome : undefined;
-      if (deadLetterRefused) {
-        // dead_letters holds text only, so this should not happen; if it does, say so loudly.
-        this.options.metrics.eventsLost++;
-        this.options.log(`flush: LOST an event of source ${source}: PostgreSQL refused it (${refusal.sqlstate} ${refusal.message}) and its dead letter (${deadLetterRefused.sqlstate} ${deadLetterRefused.message}); event: ${toText(tuple).slice(0, 2000)}`);
-        return;
-      }
-      this.options.metrics.eventsDeadLettered++;
-      this.options.log(`flush: an event of source ${source} was refused by PostgreSQL (${refusal.sqlstate} ${refusal.message}); kept in dead_letters`);
-      return;
-    }
-    this.options.metrics.isolationSplits++;
-    const middle = tuples.length >>> 1;
-    const halves: Part[] = [tuples.slice(0, middle), tuples.slice(middle)].map((half) => ({ id: crypto.randomUUID(), tuples: half }));
-    for (const half of halves) parts.add(half);
-    for (const half of halves) {
-      // A part is a contiguous run of the batch's tuples, so its ids are a contiguous range too.
-      const ids = rangeOf(half.tuples);
-      const outcome = await this.store(stream, half.id, (id) => `${half.tuples.length} events (batch ${id}, isolating a refusal)`, () => true, (id) => stream.write(id, half.tuples, ids));
-      parts.delete(half);
-      if (outcome instanceof WriteError) await this.isolate(stream, half, outcome, parts);
-      else if (outcome?.seq != null) this.publish({ seq: outcome.seq, ...ids, rows: half.tuples });
-    }
-  }
-
-  /** Chunks whose durable request gave up: released and told, while the batch is known unstored. */
-  private dropAbandoned(batch: Batch): void {
-    if (!batch.chunks.some((chunk) => chunk.abandoned)) return;
-    for (const chunk of batch.chunks) {
-      if (!chunk.abandoned) continue;
-      this.ring.release([chunk]);
-      chunk.settle?.(new Error("abandoned"));
-    }
-    batch.chunks = batch.chunks.filter((chunk) => !chunk.abandoned);
-  }
-
   private async forgetOldBatches(stream: Stream): Promise<void> {
-    if (this.uncertain > 0 || Date.now() - this.lastForget < FORGET_EVERY_MS) return;
-    this.lastForget = Date.now();
+    if (this.halted || this.writer.uncertain > 0 || this.clock.now() - this.lastForget < FORGET_EVERY_MS) return;
+    this.lastForget = this.clock.now();
     await stream.forgetBatches(FORGET_BATCHES_AFTER_HOURS).catch(() => {});
   }
 
@@ -363,26 +220,13 @@ export class Flusher {
   }
 
   private wakeWaiters(): void {
+    // Halted: what handOver took from the ring is neither written nor in flight any more; a flush
+    // waiting on it must not hear "done".
+    if (this.halted) return;
     const below = this.committedBelow();
     if (!this.waiters.some((w) => w.seq < below)) return;
     const still: Waiter[] = [];
     for (const waiter of this.waiters) (waiter.seq < below ? waiter.resolve() : still.push(waiter));
     this.waiters = still;
   }
-}
-
-const HALTED = Symbol("halted");
-
-function backoff(attempt: number): number {
-  const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** attempt);
-  return ceiling / 2 + Math.random() * (ceiling / 2);
-}
-
-function rowsOf(batch: Batch): Uint8Array[] {
-  return batch.chunks.map((chunk) => chunk.rows);
-}
-
-/** The ids of a contiguous run of tuples. */
-function rangeOf(tuples: Uint8Array[]): IdRange {
-  return { firstId: idOf(tuples[0]!), lastId: idOf(tuples[tuples.length - 1]!) };
 }

@@ -20,6 +20,7 @@ import type { GcPacer } from "./gcpace";
 import type { RateLimiter } from "./ratelimit";
 import { microsOfMillis, type PgMicros } from "../codec/time";
 import type { Format } from "../codec/format";
+import { timeout } from "../timers";
 
 export interface IngestDeps {
   cache: SourceCache;
@@ -214,10 +215,7 @@ async function durable(encodedRows: Uint8Array, count: number, rawBytes: number,
   const chunk: Chunk = { rows, events: count, bytes: rows.length, seq: 0, settle };
   if (!ring.push(chunk)) return refuse(bufferFull(), metrics);
   deps.flusher.pushed();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<"late">((resolve) => (timer = setTimeout(resolve, deps.durableTimeoutMs, "late")));
-  let outcome = await Promise.race([committed, late]);
-  clearTimeout(timer);
+  let outcome = await timeout(committed, deps.durableTimeoutMs, () => "late" as const);
   if (outcome === "late") {
     deps.metrics.durableTimeouts++;
     outcome = ring.abandon(chunk) ? new Error("abandoned") : await committed;

@@ -15,6 +15,7 @@ import type { PrepareLimits } from "./prepare";
 import type { PgMicros } from "../codec/time";
 import { AppError } from "../errors";
 import type { Job, Outcome } from "./worker";
+import { ThreadClient } from "../rpc";
 
 /** Decompressed bodies from this size go to the worker; below it the hop costs more than it saves. */
 export const OFFLOAD_FROM_BYTES = 1024 * 1024;
@@ -41,84 +42,42 @@ export function headerRefusal(body: Uint8Array, format: Format, limits: PrepareL
 }
 
 export class DecodeWorker {
-  private readonly threads: Thread[] = [];
-  private nextId = 1;
+  private readonly threads: ThreadClient<Job, Outcome, string>[] = [];
 
   /** Starts the threads (run() does so on first use). */
   start(): void {
-    while (this.threads.length < WORKERS) this.threads.push(new Thread());
+    while (this.threads.length < WORKERS) {
+      const thread = new ThreadClient<Job, Outcome, string>({
+        url: new URL("./worker.ts", import.meta.url).href,
+        name: "decode thread",
+        // The thread threw or died (out of memory, a bug): its requests get 503, the next one starts a new one.
+        answered: (message) => new Error(message),
+        lost: (reason) => new Error(reason),
+        unsent: (reason) => new Error(reason),
+      });
+      thread.start();
+      this.threads.push(thread);
+    }
   }
 
   /** The caller has checked headerRefusal first. */
-  run(body: Uint8Array, format: Format, sourceId: number, receivedAt: PgMicros, limits: PrepareLimits): Promise<Prepared | AppError> {
+  async run(body: Uint8Array, format: Format, sourceId: number, receivedAt: PgMicros, limits: PrepareLimits): Promise<Prepared | AppError> {
     this.start();
     const thread = this.threads.reduce((a, b) => (b.waiting < a.waiting ? b : a));
     const own = body.byteOffset === 0 && body.buffer.byteLength === body.byteLength;
     const sent = own ? body : new Uint8Array(body);
-    return thread.run({ id: this.nextId++, body: sent, format, sourceId, receivedAt, limits });
+    let outcome: Outcome;
+    try {
+      outcome = await thread.call({ body: sent, format, sourceId, receivedAt, limits }, [sent.buffer as ArrayBuffer]);
+    } catch {
+      return new AppError("overloaded", "This request could not be decoded now; retry after the time in Retry-After");
+    }
+    if ("rows" in outcome) return { rows: outcome.rows, count: outcome.count, refused: outcome.refused, refusal: outcome.refusal };
+    return new AppError(outcome.reason, outcome.message);
   }
 
   close(): void {
-    for (const thread of this.threads) thread.close();
+    for (const thread of this.threads) thread.close("the decode threads were closed");
     this.threads.length = 0;
-  }
-}
-
-class Thread {
-  private worker: Worker | undefined;
-  private readonly pending = new Map<number, (outcome: Outcome) => void>();
-
-  get waiting(): number {
-    return this.pending.size;
-  }
-
-  constructor() {
-    this.spawn();
-  }
-
-  run(job: Job): Promise<Prepared | AppError> {
-    const worker = this.worker ?? this.spawn();
-    return new Promise((resolve) => {
-      this.pending.set(job.id, (outcome) => {
-        if ("rows" in outcome) resolve({ rows: outcome.rows, count: outcome.count, refused: outcome.refused, refusal: outcome.refusal } satisfies Prepared);
-        else if ("reason" in outcome) resolve(new AppError(outcome.reason, outcome.message));
-        else resolve(new AppError("overloaded", "This request could not be decoded now; retry after the time in Retry-After"));
-      });
-      try {
-        worker.postMessage(job, [job.body.buffer as ArrayBuffer]);
-      } catch {
-        worker.postMessage(job); // memory a native decoder owns (snappy's) cannot be transferred: sent as a copy
-      }
-    });
-  }
-
-  close(): void {
-    this.worker?.terminate();
-    this.worker = undefined;
-    this.failAll();
-  }
-
-  private spawn(): Worker {
-    // smol: a smaller heap for the thread (it holds one body at a time).
-    const worker = new Worker(new URL("./worker.ts", import.meta.url).href, { smol: true });
-    worker.onmessage = (message: MessageEvent<Outcome>) => {
-      const settle = this.pending.get(message.data.id);
-      this.pending.delete(message.data.id);
-      settle?.(message.data);
-    };
-    // A crashed worker (out of memory, a bug): its requests get 503, the next one starts a new one.
-    worker.onerror = () => {
-      if (this.worker === worker) this.worker = undefined;
-      worker.terminate();
-      this.failAll();
-    };
-    worker.unref();
-    this.worker = worker;
-    return worker;
-  }
-
-  private failAll(): void {
-    for (const [id, settle] of this.pending) settle({ id, failed: true });
-    this.pending.clear();
   }
 }

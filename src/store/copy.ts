@@ -17,6 +17,7 @@ import { once } from "node:events";
 import postgres from "postgres";
 import { COPY_HEADER, COPY_TRAILER, fieldsOf, fromText, setIds, tupleCount } from "../codec/tuples";
 import { microsText } from "../codec/time";
+import { deadline } from "../timers";
 
 export type WriteFailure = "data" | "failed" | "unknown";
 
@@ -287,12 +288,6 @@ class DeadlineError extends Error {
   }
 }
 
-async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new DeadlineError(ms)), ms)));
-  try {
-    return await Promise.race([work, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  return deadline(work, ms, () => new DeadlineError(ms));
 }

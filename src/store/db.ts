@@ -7,6 +7,7 @@ import { migrate } from "drizzle-orm/postgres-js/migrator";
 import * as path from "node:path";
 import postgres from "postgres";
 import type { Config } from "../config";
+import { timeout } from "../timers";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded";
 import * as schema from "./schema";
 
@@ -64,7 +65,7 @@ export async function openStore(config: Config, log: (line: string) => void): Pr
     async ping() {
       // A paused or unreachable server must not hang a readiness probe.
       const probe = sql`select 1`.execute().then(() => true, () => false);
-      return Promise.race([probe, Bun.sleep(PING_TIMEOUT_MS).then(() => false)]);
+      return timeout(probe, PING_TIMEOUT_MS, () => false);
     },
     async close() {
       await sql.end({ timeout: 5 }).catch(() => {});

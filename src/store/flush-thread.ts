@@ -9,37 +9,44 @@
 // replaced: its calls fail as "unknown" (a COMMIT may have been sent: the flusher asks before
 // retrying). Decides nothing: the flusher still owns every batch.
 import { WriteError, type Commit, type FlushConnection } from "./copy";
-import type { Answer, Call, WireError } from "./flush-worker";
+import type { Call, WireError } from "./flush-worker";
+import { ThreadClient } from "../rpc";
 
-type Request = Call extends infer C ? (C extends Call ? Omit<C, "call" | "stream"> : never) : never;
+type Request = Call extends infer C ? (C extends Call ? Omit<C, "stream"> : never) : never;
 
 /** Past this, a call the thread has not answered fails as "unknown" and the thread is replaced. */
 const BACKSTOP_EXTRA_MS = 5_000;
 
-interface Pending {
-  resolve: (value: unknown) => void;
-  reject: (error: WriteError) => void;
-  worker: Worker;
-  timer: ReturnType<typeof setTimeout>;
-}
-
 class FlushThread {
-  private worker: Worker | undefined;
-  private nextCall = 1;
-  private readonly pending = new Map<number, Pending>();
+  private readonly thread: ThreadClient<Call, unknown, WireError>;
   private readonly open = new Set<number>();
-  private closed = false;
 
   constructor(
     private readonly url: string,
     private readonly deadlineMs: number,
-  ) {}
+  ) {
+    this.thread = new ThreadClient({
+      url: new URL("./flush-worker.ts", import.meta.url).href,
+      name: "flush thread",
+      answered: (error) => new WriteError(error.kind, error.message, error.sqlstate),
+      // A COMMIT may have been sent: the flusher asks before retrying.
+      lost: (reason) => new WriteError("unknown", reason),
+      unsent: (reason) => new WriteError("failed", reason),
+      // Every operation on the thread has its own deadline (store/copy.ts); this one only catches a
+      // thread that stopped answering at all, which must not hold a stream forever.
+      backstopMs: deadlineMs * 2 + BACKSTOP_EXTRA_MS,
+      // A new thread (after one died) opens the streams still open before any other call reaches it.
+      started: () => {
+        for (const index of this.open) this.sendOpen(index);
+      },
+    });
+  }
 
   stream(index: number): FlushConnection {
     this.open.add(index);
-    if (this.worker) this.sendOpen(this.worker, index);
-    else this.spawn(); // opens every stream in `open`
-    const call = <T>(request: Request, transfer: ArrayBuffer[] = []) => this.post(index, request, transfer) as Promise<T>;
+    if (this.thread.running) this.sendOpen(index);
+    else this.thread.start(); // opens every stream in `open`
+    const call = <T>(request: Request, transfer: ArrayBuffer[] = []) => this.thread.call({ ...request, stream: index } as Call, transfer) as Promise<T>;
     return {
       reserveIds: (count) => call<number>({ method: "reserveIds", count }),
       write: (batchId, rows, ids) => {
@@ -56,80 +63,14 @@ class FlushThread {
         if (!this.open.has(index)) return;
         await call<void>({ method: "close" }).catch(() => {});
         this.open.delete(index);
-        if (this.open.size === 0) this.stop();
+        if (this.open.size === 0) this.thread.close("the flush streams were closed");
       },
     };
   }
 
-  private post(stream: number, request: Request, transfer: ArrayBuffer[] = []): Promise<unknown> {
-    if (this.closed) return Promise.reject(new WriteError("failed", "the flush streams are closed"));
-    const worker = this.worker ?? this.spawn();
-    const call = this.nextCall++;
-    return new Promise((resolve, reject) => {
-      // Every operation on the thread has its own deadline (store/copy.ts); this one only catches a
-      // thread that stopped answering at all, which must not hold a stream forever.
-      const backstopMs = this.deadlineMs * 2 + BACKSTOP_EXTRA_MS;
-      const timer = setTimeout(() => this.replace(worker, `no answer from the flush thread within ${backstopMs} ms`), backstopMs);
-      timer.unref?.();
-      this.pending.set(call, { resolve, reject, worker, timer });
-      try {
-        worker.postMessage({ ...request, call, stream } as Call, transfer);
-      } catch (error) {
-        this.settle(call);
-        reject(new WriteError("failed", `could not hand the call to the flush thread: ${(error as Error).message}`));
-      }
-    });
-  }
-
-  /** The call's entry, taken out of `pending` with its timer stopped. */
-  private settle(call: number): Pending | undefined {
-    const entry = this.pending.get(call);
-    if (!entry) return undefined;
-    this.pending.delete(call);
-    clearTimeout(entry.timer);
-    return entry;
-  }
-
-  private spawn(): Worker {
-    const worker = new Worker(new URL("./flush-worker.ts", import.meta.url).href, { smol: true });
-    this.worker = worker;
-    worker.onmessage = (message: MessageEvent<Answer>) => {
-      const answer = message.data;
-      const entry = this.settle(answer.call);
-      if (!entry) return;
-      if ("error" in answer) entry.reject(new WriteError(answer.error.kind, answer.error.message, answer.error.sqlstate));
-      else entry.resolve(answer.value);
-    };
-    worker.onerror = (event) => this.replace(worker, `the flush thread failed (${event.message})`);
-    worker.addEventListener("close", () => this.replace(worker, "the flush thread stopped"));
-    worker.unref();
-    // A new thread (after one died) opens the streams still open before any other call reaches it.
-    for (const index of this.open) this.sendOpen(worker, index);
-    return worker;
-  }
-
   /** Opening cannot fail (postgres.js connects on the first query): its answer is not awaited. */
-  private sendOpen(worker: Worker, stream: number): void {
-    worker.postMessage({ method: "open", url: this.url, deadlineMs: this.deadlineMs, call: this.nextCall++, stream } satisfies Call);
-  }
-
-  /**
-   * A thread that failed, stopped or stopped answering: ended, and its calls (only its own) fail
-   * as "unknown" (a COMMIT may have been sent). The next call starts a new thread.
-   */
-  private replace(worker: Worker, reason: string): void {
-    if (this.worker === worker) this.worker = undefined;
-    worker.terminate();
-    for (const [call, entry] of this.pending) {
-      if (entry.worker !== worker) continue;
-      this.settle(call);
-      entry.reject(new WriteError("unknown", reason));
-    }
-  }
-
-  private stop(): void {
-    this.closed = true;
-    if (this.worker) this.replace(this.worker, "the flush streams were closed");
+  private sendOpen(stream: number): void {
+    this.thread.send({ method: "open", url: this.url, deadlineMs: this.deadlineMs, stream });
   }
 }
 

@@ -1,26 +1,24 @@
-// The flush thread's side (see flush-thread.ts): the flush streams' connections (store/copy.ts),
-// each call run as it comes and answered with its value or its WriteError's kind, message and
-// SQLSTATE. Holds no state of its own beyond the connections; decides nothing.
+// The flush thread's side (see flush-thread.ts; calls and answers through rpc.ts): the flush
+// streams' connections (store/copy.ts), each call run as it comes and answered with its value or
+// its WriteError's kind, message and SQLSTATE. Holds no state of its own beyond the connections;
+// decides nothing.
 import { openFlushConnection, WriteError, type FlushConnection } from "./copy";
+import { serve } from "../rpc";
 
 export type Call =
-  | { call: number; stream: number; method: "open"; url: string; deadlineMs: number }
-  | { call: number; stream: number; method: "reserveIds"; count: number }
-  | { call: number; stream: number; method: "write"; batchId: string; rows: (Uint8Array | string)[]; firstId?: number; lastId?: number }
-  | { call: number; stream: number; method: "committed"; batchId: string }
-  | { call: number; stream: number; method: "deadLetter"; batchId: string; tuple: Uint8Array; refusal: WireError }
-  | { call: number; stream: number; method: "forgetBatches"; olderThanHours: number }
-  | { call: number; stream: number; method: "close" };
+  | { stream: number; method: "open"; url: string; deadlineMs: number }
+  | { stream: number; method: "reserveIds"; count: number }
+  | { stream: number; method: "write"; batchId: string; rows: (Uint8Array | string)[]; firstId?: number; lastId?: number }
+  | { stream: number; method: "committed"; batchId: string }
+  | { stream: number; method: "deadLetter"; batchId: string; tuple: Uint8Array; refusal: WireError }
+  | { stream: number; method: "forgetBatches"; olderThanHours: number }
+  | { stream: number; method: "close" };
 
 export interface WireError {
   kind: WriteError["kind"];
   message: string;
   sqlstate: string;
 }
-
-export type Answer = { call: number; value: unknown } | { call: number; error: WireError };
-
-declare const self: Worker;
 
 const connections = new Map<number, FlushConnection>();
 
@@ -38,15 +36,12 @@ function collectAfter(rows: (Uint8Array | string)[]): void {
   Bun.gc(true);
 }
 
-self.onmessage = async (message: MessageEvent<Call>) => {
-  const request = message.data;
-  try {
-    self.postMessage({ call: request.call, value: await run(request) } satisfies Answer);
-  } catch (caught) {
+serve<Call, unknown, WireError>(run, {
+  wire(caught) {
     const error = caught instanceof WriteError ? caught : new WriteError("failed", (caught as Error)?.message ?? String(caught));
-    self.postMessage({ call: request.call, error: { kind: error.kind, message: error.message, sqlstate: error.sqlstate } } satisfies Answer);
-  }
-};
+    return { kind: error.kind, message: error.message, sqlstate: error.sqlstate };
+  },
+});
 
 async function run(request: Call): Promise<unknown> {
   if (request.method === "open") {

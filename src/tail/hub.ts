@@ -12,6 +12,7 @@ import { blockOf, eventOf, rowsOfBatch, type CommittedRows, type TailRow } from 
 
 const EMPTY = new Uint8Array(0);
 import { readBatchRows } from "./storage";
+import { within } from "../timers";
 
 /** Batches of this process waiting for their notification; more means NOTIFY is not arriving. */
 const MAX_LOCAL_WAITING = 256;
@@ -134,13 +135,7 @@ export class TailHub {
     while (!this.local.has(seq) && this.options.flushing()) {
       const left = until - performance.now();
       if (left <= 0) return;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
-        this.localArrived = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
+      await within(new Promise<void>((resolve) => (this.localArrived = resolve)), left);
       this.localArrived = undefined;
     }
   }

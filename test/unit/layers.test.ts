@@ -8,7 +8,7 @@ const SRC = path.join(import.meta.dir, "..", "..", "src");
 
 /** Lower layers first; a module may import its own layer or lower ones. */
 const LAYERS: Record<string, number> = {
-  "errors.ts": 0, "config.ts": 0, "metrics.ts": 0, "types.d.ts": 0, metrics: 0,
+  "errors.ts": 0, "config.ts": 0, "metrics.ts": 0, "types.d.ts": 0, metrics: 0, "timers.ts": 0, "rpc.ts": 0,
   codec: 1,
   store: 2,
   buffer: 3,
