@@ -24,20 +24,7 @@ try {
   process.exit(1);
 }
 
-console.log(
-  [
-    `logpond is running (started in ${Math.round(performance.now() - started)} ms)`,
-    `  management API  ${logpond.apiUrl}/api/v1/sources`,
-    `  live tail page  ${logpond.apiUrl}/`,
-    `  ingestion       ${logpond.ingestUrl}/`,
-    // The token in clear only the once it is made: banners end up in log collectors.
-    `  API token       ${logpond.apiToken.generated ? `${logpond.apiToken.token}  (generated now; kept in ${logpond.apiToken.origin})` : `in ${logpond.apiToken.origin}`}`,
-    `  database        ${logpond.store.description}`,
-    `  psql            ${logpond.store.psql}`,
-    `  acknowledgement ${config.ingestAck}; flush every ${config.flushIntervalMs} ms or ${config.flushMaxEvents} events`,
-  ].join("\n"),
-);
-
+// Signals before the banner: a supervisor may send SIGTERM as soon as it reads the banner.
 let stopping = false;
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
   process.on(signal, async () => {
@@ -52,3 +39,17 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.exit(drained ? 0 : 1);
   });
 }
+
+console.log(
+  [
+    `logpond is running (started in ${Math.round(performance.now() - started)} ms)`,
+    `  management API  ${logpond.apiUrl}/api/v1/sources`,
+    `  live tail page  ${logpond.apiUrl}/`,
+    `  ingestion       ${logpond.ingestUrl}/`,
+    // The token in clear only the once it is made: banners end up in log collectors.
+    `  API token       ${logpond.apiToken.generated ? `${logpond.apiToken.token}  (generated now; kept in ${logpond.apiToken.origin})` : `in ${logpond.apiToken.origin}`}`,
+    `  database        ${logpond.store.description}`,
+    `  psql            ${logpond.store.psql}`,
+    `  acknowledgement ${config.ingestAck}; flush every ${config.flushIntervalMs} ms or ${config.flushMaxEvents} events`,
+  ].join("\n"),
+);
