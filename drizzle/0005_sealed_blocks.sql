@@ -55,19 +55,27 @@ CREATE VIEW "log_events" AS
 -- The events of some sources with from_dt <= dt <= to_dt, from both tiers: only blocks whose time
 -- range meets the window and that hold an event in it (their dts, read without the body, tell;
 -- blocks overlap in time after a backfill sent out of order) are opened, and only their lines in
--- the window are parsed. Inlined by
--- the planner (one SELECT, STABLE), so a caller's WHERE, ORDER BY and LIMIT apply inside it.
-CREATE FUNCTION "log_events_between"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz)
-RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb)
+-- the window are parsed. Besides raw, `line` is the event's JSON text: the query API sorts and
+-- limits on (dt, id, line) and parses only the lines of its page (PostgreSQL computes only the
+-- columns a caller uses). Inlined by the planner (one SELECT, STABLE), so a caller's WHERE, ORDER
+-- BY and LIMIT apply inside it.
+CREATE FUNCTION "logpond_events_between"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz)
+RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb, "line" text)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-	SELECT h."id", h."source_id", h."dt", h."raw" FROM "log_hot" h
+	SELECT h."id", h."source_id", h."dt", h."raw", h."raw"::text FROM "log_hot" h
 	WHERE h."source_id" = ANY(source_ids) AND h."dt" >= from_dt AND h."dt" <= to_dt
 	UNION ALL
-	SELECT e."id", b."source_id", e."dt", e."line"::jsonb
+	SELECT e."id", b."source_id", e."dt", e."line"::jsonb, e."line"
 	FROM "log_blocks" b CROSS JOIN LATERAL unnest(b."ids", b."dts", string_to_array(b."body", E'\n')) AS e("id", "dt", "line")
 	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt
 		AND (b."min_dt" >= from_dt AND b."max_dt" <= to_dt OR EXISTS (SELECT 1 FROM unnest(b."dts") d WHERE d >= from_dt AND d <= to_dt))
 		AND e."dt" >= from_dt AND e."dt" <= to_dt
+$$;--> statement-breakpoint
+-- For SQL users: the same as log_events' columns.
+CREATE FUNCTION "log_events_between"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz)
+RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+	SELECT "id", "source_id", "dt", "raw" FROM "logpond_events_between"(source_ids, from_dt, to_dt)
 $$;--> statement-breakpoint
 -- The events with first_id <= id <= last_id (a batch's range, for the live tail), from both tiers.
 CREATE FUNCTION "log_events_by_id"(first_id bigint, last_id bigint)
@@ -80,17 +88,17 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	FROM "log_blocks" b CROSS JOIN LATERAL unnest(b."ids", b."dts", string_to_array(b."body", E'\n')) AS e("id", "dt", "line")
 	WHERE int8range(b."min_id", b."max_id", '[]') && int8range(first_id, last_id, '[]') AND e."id" >= first_id AND e."id" <= last_id
 $$;--> statement-breakpoint
--- log_events_between, for a query: a block is opened only when its Bloom filter has every gram in
--- `grams` (store/blocks.ts: bit h mod size) and its text has every needle (lowered, as ILIKE lowers in
--- a C ctype); a line is parsed only when it has every needle. Both are necessary conditions of the
--- query (query/prefilter.ts), so the caller's condition on raw still decides.
-CREATE FUNCTION "log_events_matching"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz, grams bigint[], needles text[])
-RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb)
+-- logpond_events_between, for a query: a block is opened only when its Bloom filter has every gram
+-- in `grams` (store/blocks.ts: bit h mod size) and its text has every needle (lowered, as ILIKE
+-- lowers in a C ctype); a line is parsed only when it has every needle. Both are necessary
+-- conditions of the query (query/prefilter.ts), so the caller's condition on raw still decides.
+CREATE FUNCTION "logpond_events_matching"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz, grams bigint[], needles text[])
+RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb, "line" text)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-	SELECT h."id", h."source_id", h."dt", h."raw" FROM "log_hot" h
+	SELECT h."id", h."source_id", h."dt", h."raw", h."raw"::text FROM "log_hot" h
 	WHERE h."source_id" = ANY(source_ids) AND h."dt" >= from_dt AND h."dt" <= to_dt
 	UNION ALL
-	SELECT e."id", b."source_id", e."dt", e."line"::jsonb
+	SELECT e."id", b."source_id", e."dt", e."line"::jsonb, e."line"
 	FROM "log_blocks" b CROSS JOIN LATERAL unnest(b."ids", b."dts", string_to_array(b."body", E'\n')) AS e("id", "dt", "line")
 	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt
 		AND (b."min_dt" >= from_dt AND b."max_dt" <= to_dt OR EXISTS (SELECT 1 FROM unnest(b."dts") d WHERE d >= from_dt AND d <= to_dt))

@@ -43,9 +43,11 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   // list before the sort, so inline it was built for every row of the window (a newest page over
   // 600,000 rows ran past 5 s; bench/read.ts). ORDER BY names the table's columns: bare `id` and
   // `dt` would be the text outputs. Both tiers are read (tiers() below).
+  // The page's rows carry their JSON text (`line`), not jsonb: a block's lines are parsed only for
+  // the query's condition, if any, and for the page itself (logpond_events_between's header).
   const query = (lowerOp: string, upperOp: string) =>
-    `select id::text as id, ${DT_TEXT} as dt, (raw || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', source_id::text, 'id', id::text))::text as row ` +
-    `from (select id, source_id, dt, raw from ${events} where dt ${lowerOp} $1::text::timestamptz and dt ${upperOp} $2::text::timestamptz and ${conditions.join(" and ")} ` +
+    `select id::text as id, ${DT_TEXT} as dt, (line::jsonb || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', source_id::text, 'id', id::text))::text as row ` +
+    `from (select id, source_id, dt, line from ${events} where dt ${lowerOp} $1::text::timestamptz and dt ${upperOp} $2::text::timestamptz and ${conditions.join(" and ")} ` +
     `order by dt ${direction}, id ${direction} limit $3) page order by page.dt ${direction}, page.id ${direction}`;
 
   const wanted = request.batch + 1;
@@ -185,9 +187,9 @@ export async function newestBefore(sql: Sql, request: ReadRequest, timeoutMs: nu
  */
 export function tiers(params: unknown[], sources: string, from: string, to: string, query: Node | undefined): string {
   const needs = prefilter(query);
-  if (needs.needles.length === 0) return `log_events_between(${sources}, ${from}, ${to})`;
+  if (needs.needles.length === 0) return `logpond_events_between(${sources}, ${from}, ${to})`;
   params.push(needs.grams, needs.needles);
-  return `log_events_matching(${sources}, ${from}, ${to}, $${params.length - 1}::bigint[], $${params.length}::text[])`;
+  return `logpond_events_matching(${sources}, ${from}, ${to}, $${params.length - 1}::bigint[], $${params.length}::text[])`;
 }
 
 /** Runs `work` in a transaction whose statements are cancelled after `timeoutMs`. */
