@@ -29,7 +29,7 @@
 // 5. Prints a Markdown table and writes it to bench/out/scale-<time>.md. logpond is stopped, the
 //    temporary directories and the NDJSON file are removed (the main run's kept with --keep), also
 //    on error or Ctrl-C.
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import * as path from "node:path";
 import postgres from "postgres";
@@ -532,6 +532,45 @@ function startSampler(sql: postgres.Sql): { samples: Sample[]; stop: () => Promi
 
 const busySeconds = (samples: Sample[], from: number, to: number) => (samples.filter((s) => s.at >= from && s.at <= to && s.sealing).length * SAMPLE_MS) / 1000;
 
+interface Cpu {
+  /** logpond's process (all its threads). */
+  logpond: number;
+  /** Its descendants: the embedded PostgreSQL's postmaster, backends and workers (0 on DATABASE_URL). */
+  postgres: number;
+}
+
+/**
+ * CPU seconds (user + system, Linux /proc, USER_HZ = 100) of a process and of its descendants,
+ * each with the CPU of its children already reaped (a backend that exited still counts).
+ */
+function treeCpu(root: number): Cpu {
+  const procs = new Map<number, { parent: number; seconds: number }>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+      procs.set(Number(entry), { parent: Number(fields[1]), seconds: ticks / 100 });
+    } catch {} // gone in between
+  }
+  const within = (pid: number): boolean => {
+    for (let at = procs.get(pid)?.parent; at !== undefined && at > 1; at = procs.get(at)?.parent) if (at === root) return true;
+    return false;
+  };
+  let postgres = 0;
+  for (const [pid, proc] of procs) if (within(pid)) postgres += proc.seconds;
+  return { logpond: procs.get(root)?.seconds ?? 0, postgres };
+}
+
+const cpuSince = (from: Cpu, to: Cpu): Cpu => ({ logpond: to.logpond - from.logpond, postgres: to.postgres - from.postgres });
+/** µs per event: logpond + PostgreSQL = total. */
+const cpuPerEvent = (cpu: Cpu, events: number) => {
+  const us = (seconds: number) => fmt((seconds * 1e6) / Math.max(1, events), 1);
+  return `logpond ${us(cpu.logpond)} + PostgreSQL ${us(cpu.postgres)} = ${us(cpu.logpond + cpu.postgres)} µs CPU/event`;
+};
+const cpuTotal = (cpu: Cpu) => cpu.logpond + cpu.postgres;
+
 /** Waits until log_hot holds no row (the sealer has moved everything); returns when (performance.now()). */
 async function waitForSealed(sql: postgres.Sql, n: number): Promise<number> {
   const deadline = Date.now() + SEAL_INTERVAL_MS + 120_000 + n; // the next tick, then ≥ 1,000 events/s
@@ -543,6 +582,17 @@ async function waitForSealed(sql: postgres.Sql, n: number): Promise<number> {
     }
     if (Date.now() > deadline) throw new Error(`sealing stalled: log_hot still holds ${await hotExact(sql)} rows`);
     await Bun.sleep(500);
+  }
+}
+
+/** Waits until the sealer's counters account for `n` events (they are added when its pass ends, after the last move). */
+async function waitForSealerCount(apiUrl: string, n: number): Promise<string> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const text = await metrics(apiUrl);
+    if (counter(text, "logpond_sealer_events_sealed_total") + counter(text, "logpond_sealer_events_dropped_total") >= n) return text;
+    if (Date.now() > deadline) throw new Error(`log_hot is empty but the sealer's counters show ${counter(text, "logpond_sealer_events_sealed_total")} events sealed of ${n}`);
+    await Bun.sleep(250);
   }
 }
 
@@ -778,6 +828,10 @@ async function startService(sealIntervalMs: number, keep: boolean): Promise<Serv
 interface Ingest extends Load {
   /** From the first request until logpond had committed the last event. */
   storedSeconds: number;
+  /** logpond's and PostgreSQL's CPU from the first request to the last commit. */
+  cpu: Cpu;
+  /** Their CPU counters when the first request went (to measure what follows the load). */
+  cpuAtStart: Cpu;
   /** performance.now() of the first request and of the last commit seen. */
   startedAt: number;
   storedAt: number;
@@ -786,13 +840,15 @@ interface Ingest extends Load {
 /** Sends the file and waits until every event is committed (and counted in the two tiers). */
 async function ingest(service: Service, file: string): Promise<Ingest> {
   progress(`loading: ${SENDERS} senders, ${BATCH} events per request at most, ${ORDER} order`);
+  const pid = service.logpond.proc.pid;
+  const cpuBefore = treeCpu(pid);
   const startedAt = performance.now();
   const loaded = await load(service.logpond.ingestUrl, service.sources, file, EVENTS);
   const storedAt = await waitForStored(service.sql, service.logpond.apiUrl, service.sources, EVENTS);
-  return { ...loaded, storedSeconds: (storedAt - startedAt) / 1000, startedAt, storedAt };
+  return { ...loaded, storedSeconds: (storedAt - startedAt) / 1000, cpu: cpuSince(cpuBefore, treeCpu(pid)), cpuAtStart: cpuBefore, startedAt, storedAt };
 }
 
-const rate = (load: Ingest) => `${fmt(EVENTS / load.storedSeconds)} events/s stored (${fmt(load.storedSeconds, 1)} s from the first request to the last commit; acknowledged ${fmt(EVENTS / load.seconds)} events/s; ${fmt(load.requests)} requests incl. ${fmt(load.retries)} resent after 503/429)`;
+const rate = (load: Ingest) => `${fmt(EVENTS / load.storedSeconds)} events/s stored (${fmt(load.storedSeconds, 1)} s from the first request to the last commit; acknowledged ${fmt(EVENTS / load.seconds)} events/s; ${fmt(load.requests)} requests incl. ${fmt(load.retries)} resent after 503/429); ${cpuPerEvent(load.cpu, EVENTS)}`;
 
 async function main(): Promise<void> {
   mkdirSync(OUT, { recursive: true });
@@ -845,7 +901,10 @@ async function main(): Promise<void> {
   const hotAtStored = await hotExact(sql);
   say(`ingest with the sealer (SEAL_INTERVAL_MS=${SEAL_INTERVAL_MS})`, rate(loaded));
   if (without) say("ingest with ÷ without the sealer", `**${fmt(without.storedSeconds / loaded.storedSeconds, 2)}** (events/s stored; acknowledged: ${fmt(without.seconds / loaded.seconds, 2)})`);
+  const cpuAtStored = treeCpu(logpond.proc.pid);
   const sealedAt = await waitForSealed(sql, EVENTS);
+  const sealer = await waitForSealerCount(logpond.apiUrl, EVENTS);
+  const cpuAtSealed = treeCpu(logpond.proc.pid);
   await sampler.stop();
   const samples = sampler.samples;
   const during = samples.filter((s) => s.at <= loaded.storedAt);
@@ -855,11 +914,11 @@ async function main(): Promise<void> {
   say("hot tier during the load", `peak ${fmt(hotPeak)} rows (statistics, every 2 s), ${fmt(hotAtStored)} at the last commit (exact); sealer's move statements running ${fmt((100 * loadBusy) / loaded.storedSeconds, 0)} % of the load's time; rows at ${timeline.map((s) => `${fmt((s.at - loaded.startedAt) / 1000, 0)} s: ${fmt(s.hot!)}`).join(", ")}`);
   const firstMove = samples.find((s) => s.at > loaded.storedAt && s.sealing);
   const drainBusy = busySeconds(samples, loaded.storedAt, sealedAt);
+  const drainCpu = cpuSince(cpuAtStored, cpuAtSealed);
   say(
     "sealing after the load",
-    `log_hot empty ${fmt((sealedAt - loaded.storedAt) / 1000, 1)} s after the last commit (${fmt(hotAtStored)} rows then; the first move ${firstMove ? `${fmt((firstMove.at - loaded.storedAt) / 1000, 1)} s after it, at the next tick` : "not seen"}); moves running ${fmt(drainBusy, 1)} s${drainBusy > 0 ? ` = ${fmt(hotAtStored / drainBusy)} events/s` : ""}`,
+    `log_hot empty ${fmt((sealedAt - loaded.storedAt) / 1000, 1)} s after the last commit (${fmt(hotAtStored)} rows then; the first move ${firstMove ? `${fmt((firstMove.at - loaded.storedAt) / 1000, 1)} s after it, at the next tick or when the running pass reached them` : "not seen"}); moves running ${fmt(drainBusy, 1)} s${drainBusy > 0 ? ` = ${fmt(hotAtStored / drainBusy)} events/s` : ""}; ${cpuPerEvent(drainCpu, hotAtStored)} moved`,
   );
-  const sealer = await metrics(logpond.apiUrl);
   const sealed = counter(sealer, "logpond_sealer_events_sealed_total");
   const totalBusy = busySeconds(samples, 0, Infinity);
   const columns = await blockColumns(sql, sources);
@@ -867,6 +926,12 @@ async function main(): Promise<void> {
     "sealer, whole run",
     `${fmt(sealed)} events sealed (${fmt(counter(sealer, "logpond_sealer_events_dropped_total"))} dropped) into ${fmt(columns.blocks)} blocks (${fmt(sealed / Math.max(1, columns.blocks), 0)} events per block), ${fmt(counter(sealer, "logpond_sealer_partitions_dropped_total"))} hot partitions dropped; move statements running ${fmt(totalBusy, 1)} s${totalBusy > 0 ? ` = **${fmt(sealed / totalBusy)} events/s** while sealing` : ""} (sampled every ${SAMPLE_MS} ms in pg_stat_activity)`,
   );
+  const wholeCpu = cpuSince(loaded.cpuAtStart, cpuAtSealed);
+  say("CPU, load + sealing (this run)", `${cpuPerEvent(wholeCpu, EVENTS)}, from the first request until log_hot was empty`);
+  if (without) {
+    const extra = cpuTotal(wholeCpu) - cpuTotal(without.cpu);
+    say("sealing's CPU ÷ ingest's CPU", `**${fmt(extra / cpuTotal(without.cpu), 2)}** (this run's CPU per event − the run without the sealer's = ${fmt((extra * 1e6) / EVENTS, 1)} µs per event, ÷ ${fmt((cpuTotal(without.cpu) * 1e6) / EVENTS, 1)}; on a CPU-bound box, ingest that seals as fast as it loads runs at ~1 ÷ (1 + this) of its unsealed rate)`);
+  }
   if (sealed !== EVENTS) throw new Error(`the sealer sealed ${sealed} events, ${EVENTS} were sent`);
 
   // 4. Sizes, everything sealed.
