@@ -499,6 +499,8 @@ interface Sample {
   at: number;
   /** A move statement of the sealer was running. */
   sealing: boolean;
+  /** An autovacuum worker was processing a log_hot partition (it holds a lock the sealer's drop waits for). */
+  vacuuming: boolean;
   /** log_hot's live rows (statistics), every 8th sample. */
   hot?: number;
 }
@@ -507,15 +509,20 @@ interface Sample {
  * Every SAMPLE_MS: is one of the sealer's move statements (`with moved as (delete from log_hot…`)
  * running? Their count × SAMPLE_MS is the sealer's busy time; every 2 s also log_hot's rows.
  */
-function startSampler(sql: postgres.Sql): { samples: Sample[]; stop: () => Promise<void> } {
+function startSampler(sql: postgres.Sql): { samples: Sample[]; sealerCpu: () => number; stop: () => Promise<void> } {
   const samples: Sample[] = [];
+  /** The backends seen running a move, with their CPU seconds when first seen. */
+  const sealers = new Map<number, number>();
   let stopped = false;
   const loop = (async () => {
     for (let i = 0; !stopped; i++) {
       const next = performance.now() + SAMPLE_MS;
       const [row] = await sql`
-        select exists (select 1 from pg_stat_activity where pid <> pg_backend_pid() and state = 'active' and query like '%with moved as (%') as sealing`;
-      const sample: Sample = { at: performance.now(), sealing: row!.sealing as boolean };
+        select array(select pid from pg_stat_activity where pid <> pg_backend_pid() and state = 'active' and query like '%with moved as (%') as sealing,
+          exists (select 1 from pg_stat_activity where backend_type = 'autovacuum worker' and query like '%log\_hot\_%') as vacuuming`;
+      const pids = row!.sealing as number[];
+      for (const pid of pids) if (!sealers.has(pid)) sealers.set(pid, processCpu(pid));
+      const sample: Sample = { at: performance.now(), sealing: pids.length > 0, vacuuming: row!.vacuuming as boolean };
       if (i % 8 === 0) sample.hot = await hotEstimate(sql);
       samples.push(sample);
       await Bun.sleep(Math.max(0, next - performance.now()));
@@ -523,6 +530,8 @@ function startSampler(sql: postgres.Sql): { samples: Sample[]; stop: () => Promi
   })();
   return {
     samples,
+    /** CPU seconds the sealer's backends used since first seen moving (PostgreSQL's side of sealing). */
+    sealerCpu: () => [...sealers].reduce((sum, [pid, first]) => sum + processCpu(pid) - first, 0),
     stop: async () => {
       stopped = true;
       await loop;
@@ -530,7 +539,19 @@ function startSampler(sql: postgres.Sql): { samples: Sample[]; stop: () => Promi
   };
 }
 
-const busySeconds = (samples: Sample[], from: number, to: number) => (samples.filter((s) => s.at >= from && s.at <= to && s.sealing).length * SAMPLE_MS) / 1000;
+const busySeconds = (samples: Sample[], from: number, to: number, what: "sealing" | "vacuuming" = "sealing") =>
+  (samples.filter((s) => s.at >= from && s.at <= to && s[what]).length * SAMPLE_MS) / 1000;
+
+/** CPU seconds of one process (user + system, USER_HZ = 100); 0 when it is gone. */
+function processCpu(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
 
 interface Cpu {
   /** logpond's process (all its threads). */
@@ -921,10 +942,12 @@ async function main(): Promise<void> {
   const cpuAtStored = treeCpu(logpond.proc.pid);
   const { at: sealedAt, text: sealer } = await waitForSealed(logpond.apiUrl, EVENTS);
   const cpuAtSealed = treeCpu(logpond.proc.pid);
+  const sealerCpu = sampler.sealerCpu();
   const droppedAt = await waitForHotDropped(sql);
+  await sampler.stop();
   const hotLeft = await hotExact(sql);
   if (hotLeft !== 0) throw new Error(`the sealer's counters show every event sealed, but log_hot holds ${hotLeft} rows`);
-  await sampler.stop();
+  const afterDrops = await metrics(logpond.apiUrl);
   const samples = sampler.samples;
   const during = samples.filter((s) => s.at <= loaded.storedAt);
   const hotPeak = Math.max(0, ...during.map((s) => s.hot ?? 0));
@@ -936,17 +959,17 @@ async function main(): Promise<void> {
   const drainCpu = cpuSince(cpuAtStored, cpuAtSealed);
   say(
     "sealing after the load",
-    `everything sealed ${fmt((sealedAt - loaded.storedAt) / 1000, 1)} s after the last commit (${fmt(hotAtStored)} rows hot then; the first move ${firstMove ? `${fmt((firstMove.at - loaded.storedAt) / 1000, 1)} s after it, at the next tick or when the running pass reached them` : "not seen"}); moves running ${fmt(drainBusy, 1)} s${drainBusy > 0 ? ` = ${fmt(hotAtStored / drainBusy)} events/s` : ""}; ${cpuPerEvent(drainCpu, hotAtStored)} moved; hot partitions dropped ${droppedAt === undefined ? `**not yet ${fmt(2 * SEAL_INTERVAL_MS / 1000 + 60, 0)} s after that** (their pages stay until a pass gets log_hot's lock)` : `${fmt((droppedAt - sealedAt) / 1000, 1)} s after that`}`,
+    `everything sealed ${fmt((sealedAt - loaded.storedAt) / 1000, 1)} s after the last commit (${fmt(hotAtStored)} rows hot then; the first move ${firstMove ? `${fmt((firstMove.at - loaded.storedAt) / 1000, 1)} s after it, at the next tick or when the running pass reached them` : "not seen"}); moves running ${fmt(drainBusy, 1)} s${drainBusy > 0 ? ` = ${fmt(hotAtStored / drainBusy)} events/s` : ""}; ${cpuPerEvent(drainCpu, hotAtStored)} moved; hot partitions dropped ${droppedAt === undefined ? `**not yet ${fmt(2 * SEAL_INTERVAL_MS / 1000 + 60, 0)} s after that** (their pages stay until a pass gets log_hot's lock)` : `${fmt((droppedAt - sealedAt) / 1000, 1)} s after that`}; autovacuum on a log_hot partition ${fmt(busySeconds(samples, loaded.storedAt, droppedAt ?? Infinity, "vacuuming"), 1)} s of that time (${fmt(busySeconds(samples, 0, Infinity, "vacuuming"), 1)} s in the whole run)`,
   );
   const sealed = counter(sealer, "logpond_sealer_events_sealed_total");
   const totalBusy = busySeconds(samples, 0, Infinity);
   const columns = await blockColumns(sql, sources);
   say(
     "sealer, whole run",
-    `${fmt(sealed)} events sealed (${fmt(counter(sealer, "logpond_sealer_events_dropped_total"))} dropped) into ${fmt(columns.blocks)} blocks (${fmt(sealed / Math.max(1, columns.blocks), 0)} events per block), ${fmt(counter(sealer, "logpond_sealer_partitions_dropped_total"))} hot partitions dropped; move statements running ${fmt(totalBusy, 1)} s${totalBusy > 0 ? ` = **${fmt(sealed / totalBusy)} events/s** while sealing` : ""} (sampled every ${SAMPLE_MS} ms in pg_stat_activity)`,
+    `${fmt(sealed)} events sealed (${fmt(counter(sealer, "logpond_sealer_events_dropped_total"))} dropped) into ${fmt(columns.blocks)} blocks (${fmt(sealed / Math.max(1, columns.blocks), 0)} events per block), ${fmt(counter(afterDrops, "logpond_sealer_partitions_dropped_total"))} hot partitions dropped; move statements running ${fmt(totalBusy, 1)} s${totalBusy > 0 ? ` = **${fmt(sealed / totalBusy)} events/s** while sealing` : ""} (sampled every ${SAMPLE_MS} ms in pg_stat_activity)`,
   );
   const wholeCpu = cpuSince(loaded.cpuAtStart, cpuAtSealed);
-  say("CPU, load + sealing (this run)", `${cpuPerEvent(wholeCpu, EVENTS)}, from the first request until log_hot was empty`);
+  say("CPU, load + sealing (this run)", `${cpuPerEvent(wholeCpu, EVENTS)}, from the first request until log_hot was empty; of it the sealer's backend(s) running the moves ${fmt((sealerCpu * 1e6) / EVENTS, 1)} µs/event (${fmt(EVENTS / Math.max(0.01, sealerCpu))} events per CPU-second)`);
   if (without) {
     const extra = cpuTotal(wholeCpu) - cpuTotal(without.cpu);
     say("sealing's CPU ÷ ingest's CPU", `**${fmt(extra / cpuTotal(without.cpu), 2)}** (this run's CPU per event − the run without the sealer's = ${fmt((extra * 1e6) / EVENTS, 1)} µs per event, ÷ ${fmt((cpuTotal(without.cpu) * 1e6) / EVENTS, 1)}; on a CPU-bound box, ingest that seals as fast as it loads runs at ~1 ÷ (1 + this) of its unsealed rate)`);
