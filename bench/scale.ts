@@ -1,24 +1,35 @@
 // The storage-and-search scale bench: what N realistic events cost on disk and how fast they are
 // found again, next to the plain-file peers (the NDJSON itself, `zstd -3`, `grep -F`) measured in
-// the same run over the same bytes. The storage redesign ("sealed compressed blocks + token index")
-// is judged by these figures.
+// the same run over the same bytes. Storage v3 (sealed blocks, docs/storage-v3.md) is judged by
+// these figures: database growth once everything is sealed, whether the sealer keeps up with a
+// full-speed load and what it costs it, and the newest-100 read out of blocks.
 //
-//   npx bun bench/scale.ts [--events 2000000] [--sources-split 90,9,1] [--senders 8] [--batch 1000]
-//                          [--query-timeout-ms 5000] [--keep]
+//   npx bun bench/scale.ts [--events 2000000] [--order time|random] [--seal-interval-ms 60000]
+//                          [--sources-split 90,9,1] [--senders 8] [--batch 1000]
+//                          [--query-timeout-ms 5000] [--no-compare] [--keep]
 //
 // 1. Generates N distinct events from bench/corpus.ts (a 128-bit seeded generator per chunk of
-//    1,000, so chunks never repeat; large events made rare), `dt` uniformly random over the 24 h
-//    before the run started (arrival order ≠ dt order: the BRIN index on dt has little to skip),
+//    1,000, so chunks never repeat; large events made rare) over the 24 h before the run started,
 //    spread over the sources by the split, with planted needles (3 unique request ids, 40 events
-//    with http.bytes=123457). Streamed to bench/out/scale-<time>.ndjson, never held in memory
-//    (20,000,000 events is ~12 GB of file).
-// 2. Starts `bun src/main.ts` on its own embedded PostgreSQL in a temporary DATA_DIR (or on
-//    DATABASE_URL), creates the sources, sends the file to `POST /` as JSON arrays from
-//    concurrent senders, waits until every event is stored, measures the database's growth.
-// 3. Reads through the query API (median of 3 after a warm-up), each search beside `grep -F`.
-// 4. Prints a Markdown table and writes it to bench/out/scale-<time>.md. logpond is stopped, the
-//    temporary directory and the NDJSON file are removed (kept with --keep), also on error or Ctrl-C.
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+//    with http.bytes=123457). `--order time` (default): event k at k/N of the day, give or take
+//    JITTER_MS, and every source's pending request is sent each `--batch` lines of the stream, so a
+//    request covers a short stretch of time (a day replayed as shippers send it). `--order random`:
+//    dt uniformly random over the day (a backfill; the worst case for time skipping). Streamed to
+//    bench/out/scale-<time>.ndjson, never held in memory (20,000,000 events is ~12 GB of file).
+// 2. Unless --no-compare (or DATABASE_URL): loads the file into a logpond of its own whose sealer
+//    never fires during the load (SEAL_INTERVAL_MS=600000): ingest without the sealer, and the
+//    unsealed layout's growth. Then removes it.
+// 3. Starts `bun src/main.ts` with SEAL_INTERVAL_MS=--seal-interval-ms on its own embedded
+//    PostgreSQL in a temporary DATA_DIR (or on DATABASE_URL), creates the sources, sends the file
+//    to `POST /` as JSON arrays from concurrent senders, samples the hot tier and the sealer's
+//    statements while it loads, waits until every event is stored, then until log_hot is empty
+//    (everything sealed), and measures the database's growth after a CHECKPOINT.
+// 4. Reads through the query API (newest 100: median of 5, searches: median of 3, after a
+//    warm-up), each search beside `grep -F`.
+// 5. Prints a Markdown table and writes it to bench/out/scale-<time>.md. logpond is stopped, the
+//    temporary directories and the NDJSON file are removed (the main run's kept with --keep), also
+//    on error or Ctrl-C.
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import * as path from "node:path";
 import postgres from "postgres";
@@ -37,11 +48,18 @@ const SPLIT = option("sources-split", "90,9,1").split(",").map(Number);
 const SENDERS = Number(option("senders", "8"));
 const BATCH = Number(option("batch", "1000"));
 const KEEP = argv.includes("--keep");
+const ORDER = option("order", "time");
+/** The main run's SEAL_INTERVAL_MS; the service's default unless given. */
+const SEAL_INTERVAL_MS = Number(option("seal-interval-ms", "60000"));
+/** Runs the load without the sealer first, for the ratio (not on a shared DATABASE_URL). */
+const COMPARE = !argv.includes("--no-compare") && !process.env.DATABASE_URL;
 /** logpond's QUERY_TIMEOUT_MS; unset = its default (5 s). Raise it to see what a 503 read would have taken. */
 const QUERY_TIMEOUT_MS = option("query-timeout-ms", process.env.QUERY_TIMEOUT_MS ?? "");
 if (!Number.isInteger(EVENTS) || EVENTS < 1000) throw new Error("--events must be a whole number ≥ 1000");
 if (SPLIT.length < 1 || SPLIT.some((p) => !(p > 0))) throw new Error("--sources-split must be positive numbers, e.g. 90,9,1");
 if (!(SENDERS >= 1) || !(BATCH >= 1)) throw new Error("--senders and --batch must be ≥ 1");
+if (ORDER !== "time" && ORDER !== "random") throw new Error("--order must be time or random");
+if (!Number.isInteger(SEAL_INTERVAL_MS) || SEAL_INTERVAL_MS < 100 || SEAL_INTERVAL_MS > 600_000) throw new Error("--seal-interval-ms must be 100 to 600000 (config.ts's range)");
 
 const ROOT = path.join(import.meta.dir, "..");
 const OUT = path.join(import.meta.dir, "out");
@@ -58,6 +76,14 @@ const RARE_NUMBER = 123457;
 const RARE_COUNT = 40;
 /** Reads are timed to their last byte; a 503 at QUERY_TIMEOUT_MS is a result, a hang is not. */
 const READ_TIMEOUT_MS = 300_000;
+/** `--order time`: how far an event's dt strays from its place in the day (± this, uniform). */
+const JITTER_MS = 2_500;
+/** SEAL_INTERVAL_MS of the run without the sealer: its first tick comes after any load shorter than this. */
+const NO_SEAL_INTERVAL_MS = 600_000;
+/** How often the sealer's statements are looked for in pg_stat_activity (its busy time is counted in these). */
+const SAMPLE_MS = 250;
+/** The newest-100 reads are timed this many times (median), the 24 h searches 3. */
+const NEWEST_RUNS = 5;
 const AUTH = { authorization: `Bearer ${API_TOKEN}` };
 
 // ---- the corpus ----------------------------------------------------------------------------
@@ -105,6 +131,7 @@ function sourceOf(k: number): number {
 interface Plan {
   /** Generation start: every dt lies in (t0 − 24 h, t0]. */
   t0: number;
+  n: number;
   needles: string[];
   needleAt: Map<number, string>;
   rareAt: Set<number>;
@@ -121,7 +148,7 @@ function plan(n: number): Plan {
     while (needleAt.has(k)) k++; // a needle's event is not also a rare number's
     rareAt.add(k);
   }
-  return { t0: Date.now(), needles, needleAt, rareAt };
+  return { t0: Date.now(), n, needles, needleAt, rareAt };
 }
 
 interface Access {
@@ -144,9 +171,16 @@ function accessEvent(r: Rand, dt: string): Access {
   }
 }
 
+/** Event k's time: its share of the day give or take JITTER_MS (time order), or anywhere in it (random). */
+function eventTime(r: Rand, k: number, p: Plan): string {
+  if (ORDER === "random") return new Date(p.t0 - Math.floor(r() * DAY_MS)).toISOString();
+  const at = p.t0 - DAY_MS + Math.floor(((k + 0.5) * DAY_MS) / p.n) + Math.floor((r() - 0.5) * 2 * JITTER_MS);
+  return new Date(Math.min(p.t0, Math.max(p.t0 - DAY_MS + 1, at))).toISOString();
+}
+
 /** Event k of the stream. Index 0 to realisticEvent: its "large" slot is index 7 of 1,600, used here only once in LARGE_EVERY. */
 function scaleEvent(r: Rand, k: number, p: Plan): Record<string, unknown> {
-  const dt = new Date(p.t0 - Math.floor(r() * DAY_MS)).toISOString();
+  const dt = eventTime(r, k, p);
   const needle = p.needleAt.get(k);
   if (needle !== undefined) {
     const event = accessEvent(r, dt);
@@ -205,7 +239,7 @@ interface Logpond {
 }
 
 /** `bun src/main.ts` as users run it, its banner parsed for the URLs (as test/helpers/service.ts does). */
-async function startLogpond(dataDir: string): Promise<Logpond> {
+async function startLogpond(dataDir: string, sealIntervalMs: number): Promise<Logpond> {
   const proc = Bun.spawn([process.execPath, path.join(ROOT, "src", "main.ts")], {
     cwd: ROOT,
     env: {
@@ -217,6 +251,7 @@ async function startLogpond(dataDir: string): Promise<Logpond> {
       API_TOKEN,
       // No sweep during the run: it would read the partitions being measured.
       RETENTION_SWEEP_INTERVAL_MS: String(DAY_MS),
+      SEAL_INTERVAL_MS: String(sealIntervalMs),
       ...(QUERY_TIMEOUT_MS ? { QUERY_TIMEOUT_MS } : {}),
     },
     stdout: "pipe",
@@ -334,7 +369,11 @@ interface Body {
   body: Uint8Array;
 }
 
-/** The file's lines as request bodies of `batch` events of one source each, read as they are sent. */
+/**
+ * The file's lines as request bodies of at most `batch` events of one source each, read as they are
+ * sent. In time order every source's pending body also goes each `batch` lines of the stream, so a
+ * sparse source's request covers seconds of its day (as a shipper's flush interval), not hours.
+ */
 async function* requestBodies(file: string, batch: number): AsyncGenerator<Body> {
   const builders = SPLIT.map(() => new BodyBuilder());
   let k = 0;
@@ -353,6 +392,11 @@ async function* requestBodies(file: string, batch: number): AsyncGenerator<Body>
       builder.add(data.subarray(start, end));
       start = end + 1;
       if (builder.events >= batch) yield { source, events: builder.events, body: builder.take() };
+      if (ORDER === "time" && k % batch === 0) {
+        for (const [other, pending] of builders.entries()) {
+          if (pending.events > 0) yield { source: other, events: pending.events, body: pending.take() };
+        }
+      }
     }
     rest = start < data.length ? data.slice(start) : undefined;
   }
@@ -405,38 +449,182 @@ async function load(ingestUrl: string, sources: Source[], file: string, total: n
 
 // ---- storage -------------------------------------------------------------------------------
 
+/** The bench's events in both tiers, in one snapshot (one statement): a move between them counts once. */
 async function stored(sql: postgres.Sql, sources: Source[]): Promise<number> {
-  const rows = await sql`select count(*)::bigint as n from log_events where source_id = any(${sources.map((s) => s.id)}::bigint[])`;
+  const ids = sources.map((s) => s.id);
+  const rows = await sql`
+    select (select count(*) from log_hot where source_id = any(${ids}::bigint[]))
+      + (select coalesce(sum(n), 0) from log_blocks where source_id = any(${ids}::bigint[])) as n`;
   return Number(rows[0]!.n);
 }
 
-async function flushedEvents(apiUrl: string): Promise<number> {
-  const text = await (await fetch(`${apiUrl}/metrics`)).text();
-  return Number(/^logpond_flush_events_total (\d+)/m.exec(text)?.[1] ?? 0);
+async function metrics(apiUrl: string): Promise<string> {
+  return (await fetch(`${apiUrl}/metrics`)).text();
 }
 
+const counter = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)`, "m").exec(text)?.[1] ?? 0);
+
 /**
- * Waits until the storage holds all `n` events the way it will keep them, then CHECKPOINTs so
- * sizes on disk include every page written. Today an event is settled once its flush committed:
- * this waits for logpond's flushed count (cheap to poll), then checks the rows in `log_events`.
- * The sealer issue ("sealed compressed blocks + token index") will extend it: also wait until the
- * background sealer has sealed what it will seal, so the sizes measured are the sealed layout's.
+ * Waits until logpond has committed all `n` events (its flushed count, cheap to poll) and returns
+ * when it saw that (performance.now()), then checks that both tiers hold exactly `n`.
  */
-async function waitForStorageSettled(sql: postgres.Sql, apiUrl: string, sources: Source[], n: number): Promise<void> {
+async function waitForStored(sql: postgres.Sql, apiUrl: string, sources: Source[], n: number): Promise<number> {
   let last = -1;
   let lastChange = Date.now();
   for (;;) {
-    const flushed = await flushedEvents(apiUrl);
+    const flushed = counter(await metrics(apiUrl), "logpond_flush_events_total");
     if (flushed !== last) [last, lastChange] = [flushed, Date.now()];
-    if (flushed >= n) {
-      const count = await stored(sql, sources);
-      if (count === n) break;
-      if (count > n) throw new Error(`log_events holds ${count} events of the bench's sources, ${n} were sent`);
-    }
+    if (flushed >= n) break;
     if (Date.now() - lastChange > 120_000) throw new Error(`storage stalled: ${flushed} of ${n} events flushed, no progress for 120 s`);
     await Bun.sleep(250);
   }
-  await sql`checkpoint`;
+  const at = performance.now();
+  const count = await stored(sql, sources);
+  if (count !== n) throw new Error(`log_hot and log_blocks hold ${count} events of the bench's sources, ${n} were sent`);
+  return at;
+}
+
+/** Rows in log_hot as PostgreSQL's statistics count them (live rows; current within a second or so). */
+async function hotEstimate(sql: postgres.Sql): Promise<number> {
+  const rows = await sql`select coalesce(sum(n_live_tup), 0)::bigint as n from pg_stat_user_tables where relname like 'log\\_hot\\_%'`;
+  return Number(rows[0]!.n);
+}
+
+async function hotExact(sql: postgres.Sql): Promise<number> {
+  return Number((await sql`select count(*)::bigint as n from log_hot`)[0]!.n);
+}
+
+interface Sample {
+  /** performance.now() */
+  at: number;
+  /** A move statement of the sealer was running. */
+  sealing: boolean;
+  /** An autovacuum worker was processing a log_hot partition (it holds a lock the sealer's drop waits for). */
+  vacuuming: boolean;
+  /** log_hot's live rows (statistics), every 8th sample. */
+  hot?: number;
+}
+
+/**
+ * Every SAMPLE_MS: is one of the sealer's move statements (`with moved as (delete from log_hot…`)
+ * running? Their count × SAMPLE_MS is the sealer's busy time; every 2 s also log_hot's rows.
+ */
+function startSampler(sql: postgres.Sql): { samples: Sample[]; sealerCpu: () => number; stop: () => Promise<void> } {
+  const samples: Sample[] = [];
+  /** The backends seen running a move, with their CPU seconds when first seen. */
+  const sealers = new Map<number, number>();
+  let stopped = false;
+  const loop = (async () => {
+    for (let i = 0; !stopped; i++) {
+      const next = performance.now() + SAMPLE_MS;
+      const [row] = await sql`
+        select array(select pid from pg_stat_activity where pid <> pg_backend_pid() and state = 'active' and query like '%with moved as (%') as sealing,
+          exists (select 1 from pg_stat_activity where backend_type = 'autovacuum worker' and query like '%log\_hot\_%') as vacuuming`;
+      const pids = row!.sealing as number[];
+      for (const pid of pids) if (!sealers.has(pid)) sealers.set(pid, processCpu(pid));
+      const sample: Sample = { at: performance.now(), sealing: pids.length > 0, vacuuming: row!.vacuuming as boolean };
+      if (i % 8 === 0) sample.hot = await hotEstimate(sql);
+      samples.push(sample);
+      await Bun.sleep(Math.max(0, next - performance.now()));
+    }
+  })();
+  return {
+    samples,
+    /** CPU seconds the sealer's backends used since first seen moving (PostgreSQL's side of sealing). */
+    sealerCpu: () => [...sealers].reduce((sum, [pid, first]) => sum + processCpu(pid) - first, 0),
+    stop: async () => {
+      stopped = true;
+      await loop;
+    },
+  };
+}
+
+const busySeconds = (samples: Sample[], from: number, to: number, what: "sealing" | "vacuuming" = "sealing") =>
+  (samples.filter((s) => s.at >= from && s.at <= to && s[what]).length * SAMPLE_MS) / 1000;
+
+/** CPU seconds of one process (user + system, USER_HZ = 100); 0 when it is gone. */
+function processCpu(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+interface Cpu {
+  /** logpond's process (all its threads). */
+  logpond: number;
+  /** Its descendants: the embedded PostgreSQL's postmaster, backends and workers (0 on DATABASE_URL). */
+  postgres: number;
+}
+
+/**
+ * CPU seconds (user + system, Linux /proc, USER_HZ = 100) of a process and of its descendants,
+ * each with the CPU of its children already reaped (a backend that exited still counts).
+ */
+function treeCpu(root: number): Cpu {
+  const procs = new Map<number, { parent: number; seconds: number }>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+      procs.set(Number(entry), { parent: Number(fields[1]), seconds: ticks / 100 });
+    } catch {} // gone in between
+  }
+  const within = (pid: number): boolean => {
+    for (let at = procs.get(pid)?.parent; at !== undefined && at > 1; at = procs.get(at)?.parent) if (at === root) return true;
+    return false;
+  };
+  let postgres = 0;
+  for (const [pid, proc] of procs) if (within(pid)) postgres += proc.seconds;
+  return { logpond: procs.get(root)?.seconds ?? 0, postgres };
+}
+
+const cpuSince = (from: Cpu, to: Cpu): Cpu => ({ logpond: to.logpond - from.logpond, postgres: to.postgres - from.postgres });
+/** µs per event: logpond + PostgreSQL = total. */
+const cpuPerEvent = (cpu: Cpu, events: number) => {
+  const us = (seconds: number) => fmt((seconds * 1e6) / Math.max(1, events), 1);
+  return `logpond ${us(cpu.logpond)} + PostgreSQL ${us(cpu.postgres)} = ${us(cpu.logpond + cpu.postgres)} µs CPU/event`;
+};
+const cpuTotal = (cpu: Cpu) => cpu.logpond + cpu.postgres;
+
+/**
+ * Waits until the sealer's counters account for all `n` events (added when a pass ends, after its
+ * last move); returns when (performance.now()) and the /metrics text. Never counts log_hot meanwhile:
+ * a count holds its lock for seconds, and a sealer that cannot lock log_hot keeps emptied partitions.
+ */
+async function waitForSealed(apiUrl: string, n: number): Promise<{ at: number; text: string }> {
+  const deadline = Date.now() + 2 * SEAL_INTERVAL_MS + 120_000 + n; // a tick, a pass, then ≥ 1,000 events/s
+  for (;;) {
+    const text = await metrics(apiUrl);
+    const at = performance.now();
+    if (counter(text, "logpond_sealer_events_sealed_total") + counter(text, "logpond_sealer_events_dropped_total") >= n) return { at, text };
+    if (Date.now() > deadline) throw new Error(`sealing stalled: the sealer's counters show ${counter(text, "logpond_sealer_events_sealed_total")} of ${n} events sealed`);
+    await Bun.sleep(250);
+  }
+}
+
+/** Bytes in log_hot's leaves (main forks): 0 once every sealed partition is dropped. Catalog only. */
+async function hotBytes(sql: postgres.Sql): Promise<number> {
+  const rows = await sql`select coalesce(sum(pg_relation_size(relid)), 0)::bigint as b from pg_partition_tree('log_hot') where isleaf`;
+  return Number(rows[0]!.b);
+}
+
+/**
+ * Waits until the sealer has dropped the partitions it emptied (its next pass retries a drop whose
+ * lock was busy): performance.now() then, or undefined when they are still there after two ticks.
+ */
+async function waitForHotDropped(sql: postgres.Sql): Promise<number | undefined> {
+  const deadline = Date.now() + 2 * SEAL_INTERVAL_MS + 60_000;
+  while ((await hotBytes(sql)) > 0) {
+    if (Date.now() > deadline) return undefined;
+    await Bun.sleep(500);
+  }
+  return performance.now();
 }
 
 async function databaseSize(sql: postgres.Sql): Promise<number> {
@@ -451,12 +639,34 @@ async function walBytesSince(sql: postgres.Sql, from: string): Promise<number> {
   return Number((await sql`select pg_wal_lsn_diff(pg_current_wal_lsn(), ${from}::pg_lsn)::bigint as b`)[0]!.b);
 }
 
-/** log_events over all its partitions: heap + TOAST (pg_table_size) and indexes. */
-async function tableSizes(sql: postgres.Sql): Promise<{ table: number; indexes: number; partitions: number }> {
-  const rows = await sql`
-    select coalesce(sum(pg_table_size(c.oid)), 0)::bigint as t, coalesce(sum(pg_indexes_size(c.oid)), 0)::bigint as i, count(*)::int as p
-    from pg_inherits h join pg_class c on c.oid = h.inhrelid where h.inhparent = 'log_events'::regclass`;
-  return { table: Number(rows[0]!.t), indexes: Number(rows[0]!.i), partitions: rows[0]!.p as number };
+interface TierSize {
+  /** pg_table_size without TOAST: main fork, free space map, visibility map. */
+  heap: number;
+  /** The TOAST table and its index. */
+  toast: number;
+  indexes: number;
+  partitions: number;
+}
+
+/** One tier's leaf partitions (log_hot or log_blocks). */
+async function tierSize(sql: postgres.Sql, tier: "log_hot" | "log_blocks"): Promise<TierSize> {
+  const [row] = await sql`
+    select coalesce(sum(pg_table_size(c.oid) - coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)), 0)::bigint as heap,
+      coalesce(sum(coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)), 0)::bigint as toast,
+      coalesce(sum(pg_indexes_size(c.oid)), 0)::bigint as indexes, count(*)::int as partitions
+    from pg_partition_tree(${tier}::regclass) t join pg_class c on c.oid = t.relid where t.isleaf`;
+  return { heap: Number(row!.heap), toast: Number(row!.toast), indexes: Number(row!.indexes), partitions: row!.partitions as number };
+}
+
+const tierTotal = (t: TierSize) => t.heap + t.toast + t.indexes;
+
+/** The blocks' columns as stored (pg_column_size: compressed, without reading TOAST) and their number. */
+async function blockColumns(sql: postgres.Sql, sources: Source[]): Promise<{ blocks: number; body: number; ids: number; dts: number }> {
+  const [row] = await sql`
+    select count(*)::bigint as blocks, coalesce(sum(pg_column_size(body)), 0)::bigint as body,
+      coalesce(sum(pg_column_size(ids)), 0)::bigint as ids, coalesce(sum(pg_column_size(dts)), 0)::bigint as dts
+    from log_blocks where source_id = any(${sources.map((s) => s.id)}::bigint[])`;
+  return { blocks: Number(row!.blocks), body: Number(row!.body), ids: Number(row!.ids), dts: Number(row!.dts) };
 }
 
 // ---- peers ---------------------------------------------------------------------------------
@@ -510,6 +720,8 @@ interface ReadSpec {
   from?: string;
   /** The same search over the NDJSON file, for the ratio. */
   grep?: string;
+  /** Timed runs after the warm-up (the median is shown). */
+  runs: number;
 }
 
 interface ReadResult {
@@ -520,24 +732,32 @@ interface ReadResult {
   grep?: Grep;
 }
 
-async function timedRead(url: string): Promise<{ status: number; ms: number; rows: number }> {
+async function timedRead(url: string): Promise<{ status: number | string; ms: number; rows: number }> {
   const started = performance.now();
-  const response = await fetch(url, { headers: AUTH, signal: AbortSignal.timeout(READ_TIMEOUT_MS) });
-  const text = await response.text();
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetch(url, { headers: AUTH, signal: AbortSignal.timeout(READ_TIMEOUT_MS) });
+    text = await response.text();
+  } catch (error) {
+    // logpond closing the connection of a long read (its HTTP idle timeout) is a result too.
+    return { status: (error as { code?: string }).code ?? "error", ms: performance.now() - started, rows: 0 };
+  }
   const ms = performance.now() - started;
   if (response.status === 200) return { status: 200, ms, rows: (JSON.parse(text) as { data: unknown[] }).data.length };
   if (response.status !== 503) throw new Error(`${url}: ${response.status} ${text.slice(0, 300)}`);
   return { status: 503, ms, rows: 0 };
 }
 
-/** One warm-up, then the median of 3; the statuses of the 3 (a 503 at QUERY_TIMEOUT_MS is a figure). */
+/** One warm-up, then the median of `runs`; the statuses of the runs (a 503 at QUERY_TIMEOUT_MS is a figure). */
 async function measureRead(apiUrl: string, spec: ReadSpec): Promise<ReadResult> {
   const params = new URLSearchParams({ source_ids: spec.sources.map((s) => s.id).join(","), batch: "100" });
   if (spec.query) params.set("query", spec.query);
   if (spec.from) params.set("from", spec.from);
   const url = `${apiUrl}/api/v2/query/live-tail?${params}`;
   await timedRead(url);
-  const runs = [await timedRead(url), await timedRead(url), await timedRead(url)];
+  const runs: Awaited<ReturnType<typeof timedRead>>[] = [];
+  for (let i = 0; i < spec.runs; i++) runs.push(await timedRead(url));
   const kinds = [...new Set(runs.map((r) => r.status))];
   const statuses = kinds.length === 1 ? String(kinds[0]) : kinds.map((k) => `${k} ×${runs.filter((r) => r.status === k).length}`).join(", ");
   const answered = runs.filter((r) => r.status === 200);
@@ -554,16 +774,19 @@ function readSpecs(sources: Source[], p: Plan): ReadSpec[] {
   const needle = p.needles[0]!;
   const part = needle.slice("req-needle-".length + 4, "req-needle-".length + 12);
   const absent = `req-absent-${Buffer.from(crypto.getRandomValues(new Uint8Array(8))).toString("hex")}`;
+  const search = 3;
   return [
-    { name: `newest 100, dense source (${dense.name}), default window`, sources: [dense] },
-    { name: `newest 100, sparse source (${sparse.name}), default window`, sources: [sparse] },
-    { name: "needle, bare word", sources, from, query: needle, grep: needle },
-    { name: "needle, field:value", sources, from, query: `request_id:${needle}`, grep: needle },
-    { name: "needle, field=value", sources, from, query: `request_id=${needle}`, grep: needle },
-    { name: "word matching nothing", sources, from, query: absent, grep: absent },
-    { name: "part of a word (8 hex inside the needle)", sources, from, query: part, grep: part },
-    { name: "rare number", sources, from, query: `http.bytes=${RARE_NUMBER}`, grep: `"bytes":${RARE_NUMBER}` },
-    { name: "frequent word, first page", sources, from, query: "timeout", grep: "timeout" },
+    { name: `newest 100, dense source (${dense.name}), default window`, sources: [dense], runs: NEWEST_RUNS },
+    { name: `newest 100, sparse source (${sparse.name}), default window`, sources: [sparse], runs: NEWEST_RUNS },
+    { name: `newest 100, dense source, 24 h window`, sources: [dense], from, runs: NEWEST_RUNS },
+    { name: `newest 100, sparse source, 24 h window`, sources: [sparse], from, runs: NEWEST_RUNS },
+    { name: "needle, bare word", sources, from, query: needle, grep: needle, runs: search },
+    { name: "needle, field:value", sources, from, query: `request_id:${needle}`, grep: needle, runs: search },
+    { name: "needle, field=value", sources, from, query: `request_id=${needle}`, grep: needle, runs: search },
+    { name: "word matching nothing", sources, from, query: absent, grep: absent, runs: search },
+    { name: "part of a word (8 hex inside the needle)", sources, from, query: part, grep: part, runs: search },
+    { name: "rare number", sources, from, query: `http.bytes=${RARE_NUMBER}`, grep: `"bytes":${RARE_NUMBER}`, runs: search },
+    { name: "frequent word, first page", sources, from, query: "timeout", grep: "timeout", runs: search },
   ];
 }
 
@@ -573,13 +796,13 @@ const bytes = (n: number) => (n >= 1 << 30 ? `${fmt(n / (1 << 30), 2)} GiB` : `$
 
 function markdown(header: string, figures: [string, string][], reads: ReadResult[], from: string): string {
   const lines = [header, "", "| figure | value |", "|---|---|", ...figures.map(([k, v]) => `| ${k} | ${v} |`), ""];
-  lines.push(`Reads: query API, batch=100, median of 3 after 1 warm-up (QUERY_TIMEOUT_MS ${QUERY_TIMEOUT_MS || "5000, the default"}; rows: of the last 200); searches over all sources from ${from} to now. grep: \`grep -F -c\` over the NDJSON file, median of 3 after 1 warm-up.`, "");
+  lines.push(`Reads: query API, batch=100, after 1 warm-up the median of ${NEWEST_RUNS} (newest 100) or 3 (searches) (QUERY_TIMEOUT_MS ${QUERY_TIMEOUT_MS || "5000, the default"}; rows: of the last run that answered); default window: the last 30 minutes; 24 h window and searches: all sources from ${from} to now. grep: \`grep -F -c\` over the NDJSON file, median of 3 after 1 warm-up.`, "");
   lines.push("| read | query | status | ms | rows | grep -F -c | grep ms | logpond ÷ grep |", "|---|---|---|---:|---:|---:|---:|---:|");
   for (const r of reads) {
     const q = r.spec.query ? `\`${r.spec.query}\`` : "—";
     const g = r.grep;
-    // A 503 stopped at QUERY_TIMEOUT_MS: the search would have taken at least that long.
-    const atLeast = r.status.includes("503") ? "≥ " : "";
+    // A 503 at QUERY_TIMEOUT_MS (or a connection closed by logpond): the search would have taken at least that long.
+    const atLeast = r.status !== "200" ? "≥ " : "";
     lines.push(`| ${r.spec.name} | ${q} | ${r.status} | ${atLeast}${fmt(r.ms, 1)} | ${r.rows} | ${g ? fmt(g.count) : "—"} | ${g ? fmt(g.ms, 1) : "—"} | ${g ? `${atLeast}${fmt(r.ms / g.ms, 2)}` : "—"} |`);
   }
   return `${lines.join("\n")}\n`;
@@ -609,12 +832,68 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   });
 }
 
+interface Service {
+  logpond: Logpond;
+  sql: postgres.Sql;
+  sources: Source[];
+  /** Stops logpond, removes its folder unless kept; safe to call again from the cleanups. */
+  stop: () => Promise<void>;
+}
+
+/** A logpond of its own (temporary DATA_DIR, embedded PostgreSQL unless DATABASE_URL) and the sources. */
+async function startService(sealIntervalMs: number, keep: boolean): Promise<Service> {
+  const work = benchDir("logpond-bench-scale-");
+  const remove = async () => rmSync(work, { recursive: true, force: true });
+  if (!keep) cleanups.push(remove);
+  progress(`starting logpond, SEAL_INTERVAL_MS=${sealIntervalMs} (DATA_DIR ${work}/data${process.env.DATABASE_URL ? ", DATABASE_URL" : ", embedded PostgreSQL"})`);
+  const logpond = await startLogpond(path.join(work, "data"), sealIntervalMs);
+  cleanups.push(() => stopLogpond(logpond));
+  const sql = postgres(logpond.databaseUrl, { max: 4, onnotice: () => {} });
+  const end = () => sql.end({ timeout: 5 });
+  cleanups.push(end);
+  const sources: Source[] = [];
+  for (const [i, share] of SPLIT.entries()) sources.push(await createSource(logpond.apiUrl, `scale ${STAMP} ${i + 1} (${share}%)`));
+  // On a shared DATABASE_URL the events go with their sources (purged in the background).
+  if (process.env.DATABASE_URL && !keep) cleanups.push(async () => { for (const s of sources) await deleteSource(logpond.apiUrl, s.id); });
+  const stop = async () => {
+    await end();
+    await stopLogpond(logpond);
+    if (!keep) await remove();
+  };
+  return { logpond, sql, sources, stop };
+}
+
+interface Ingest extends Load {
+  /** From the first request until logpond had committed the last event. */
+  storedSeconds: number;
+  /** logpond's and PostgreSQL's CPU from the first request to the last commit. */
+  cpu: Cpu;
+  /** Their CPU counters when the first request went (to measure what follows the load). */
+  cpuAtStart: Cpu;
+  /** performance.now() of the first request and of the last commit seen. */
+  startedAt: number;
+  storedAt: number;
+}
+
+/** Sends the file and waits until every event is committed (and counted in the two tiers). */
+async function ingest(service: Service, file: string): Promise<Ingest> {
+  progress(`loading: ${SENDERS} senders, ${BATCH} events per request at most, ${ORDER} order`);
+  const pid = service.logpond.proc.pid;
+  const cpuBefore = treeCpu(pid);
+  const startedAt = performance.now();
+  const loaded = await load(service.logpond.ingestUrl, service.sources, file, EVENTS);
+  const storedAt = await waitForStored(service.sql, service.logpond.apiUrl, service.sources, EVENTS);
+  return { ...loaded, storedSeconds: (storedAt - startedAt) / 1000, cpu: cpuSince(cpuBefore, treeCpu(pid)), cpuAtStart: cpuBefore, startedAt, storedAt };
+}
+
+const rate = (load: Ingest) => `${fmt(EVENTS / load.storedSeconds)} events/s stored (${fmt(load.storedSeconds, 1)} s from the first request to the last commit; acknowledged ${fmt(EVENTS / load.seconds)} events/s; ${fmt(load.requests)} requests incl. ${fmt(load.retries)} resent after 503/429); ${cpuPerEvent(load.cpu, EVENTS)}`;
+
 async function main(): Promise<void> {
   mkdirSync(OUT, { recursive: true });
   const file = path.join(OUT, `scale-${STAMP}.ndjson`);
   const cpu = cpus();
   const commit = (await run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])).stdout.trim();
-  const header = `## logpond scale bench, ${fmt(EVENTS)} events — ${new Date().toISOString().slice(0, 16)}Z, ${cpu.length} × ${cpu[0]?.model ?? "cpu"}, ${fmt(totalmem() / (1 << 30), 0)} GiB RAM, Bun ${Bun.version}, commit ${commit} (+ working tree), load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`;
+  const header = `## logpond scale bench, ${fmt(EVENTS)} events, ${ORDER} order — ${new Date().toISOString().slice(0, 16)}Z, ${cpu.length} × ${cpu[0]?.model ?? "cpu"}, ${fmt(totalmem() / (1 << 30), 0)} GiB RAM, Bun ${Bun.version}, commit ${commit} (+ working tree), load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`;
   console.log(header);
   const figures: [string, string][] = [];
   const say = (name: string, value: string) => {
@@ -622,56 +901,106 @@ async function main(): Promise<void> {
     progress(`${name}: ${value}`);
   };
 
-  // 1–2. The corpus, to the file.
+  // 1. The corpus, to the file.
   const p = plan(EVENTS);
   if (!KEEP) cleanups.push(async () => rmSync(file, { force: true }));
   progress(`generating ${fmt(EVENTS)} events to ${path.relative(ROOT, file)}`);
   const corpus = await writeCorpus(file, EVENTS, p);
-  say("events", `${fmt(EVENTS)} over ${SPLIT.length} sources (${corpus.perSource.map((n) => fmt(n)).join(" / ")}; split ${SPLIT.join("/")}), dt uniform over the 24 h before ${new Date(p.t0).toISOString().slice(0, 19)}Z`);
+  const spread = ORDER === "time" ? `dt in stream order over the 24 h before ${new Date(p.t0).toISOString().slice(0, 19)}Z (± ${JITTER_MS / 1000} s), every source's pending request sent each ${fmt(BATCH)} lines` : `dt uniformly random over the 24 h before ${new Date(p.t0).toISOString().slice(0, 19)}Z`;
+  say("events", `${fmt(EVENTS)} over ${SPLIT.length} sources (${corpus.perSource.map((n) => fmt(n)).join(" / ")}; split ${SPLIT.join("/")}), ${spread}`);
   say("NDJSON bytes/event", `${fmt(corpus.bytes / EVENTS, 1)} (file ${bytes(corpus.bytes)}, generated in ${fmt(corpus.seconds, 1)} s)`);
 
-  // 3. logpond and its sources.
-  const work = benchDir("logpond-bench-scale-");
-  if (!KEEP) cleanups.push(async () => rmSync(work, { recursive: true, force: true }));
-  progress(`starting logpond (DATA_DIR ${work}/data${process.env.DATABASE_URL ? ", DATABASE_URL" : ", embedded PostgreSQL"})`);
-  const logpond = await startLogpond(path.join(work, "data"));
-  cleanups.push(() => stopLogpond(logpond));
-  const sql = postgres(logpond.databaseUrl, { max: 2, onnotice: () => {} });
-  cleanups.push(() => sql.end({ timeout: 5 }));
-  const sources: Source[] = [];
-  for (const [i, share] of SPLIT.entries()) sources.push(await createSource(logpond.apiUrl, `scale ${STAMP} ${i + 1} (${share}%)`));
-  // On a shared DATABASE_URL the events go with their sources (purged in the background).
-  if (process.env.DATABASE_URL && !KEEP) cleanups.push(async () => { for (const s of sources) await deleteSource(logpond.apiUrl, s.id); });
+  // 2. The same load without the sealer, on a logpond of its own.
+  let without: Ingest | undefined;
+  if (COMPARE) {
+    const service = await startService(NO_SEAL_INTERVAL_MS, false);
+    await service.sql`checkpoint`;
+    const before = await databaseSize(service.sql);
+    without = await ingest(service, file);
+    await service.sql`checkpoint`;
+    const growth = (await databaseSize(service.sql)) - before;
+    const hot = await tierSize(service.sql, "log_hot");
+    say(`ingest without the sealer (SEAL_INTERVAL_MS=${NO_SEAL_INTERVAL_MS}, its own logpond)`, rate(without));
+    say("database growth bytes/event, unsealed (that run)", `${fmt(growth / EVENTS, 1)} (log_hot: heap ${fmt(hot.heap / EVENTS, 1)}, TOAST ${fmt(hot.toast / EVENTS, 1)}, indexes ${fmt(hot.indexes / EVENTS, 2)})`);
+    await service.stop();
+  }
+
+  // 3. The measured run: load with the sealer, wait until everything is sealed.
+  const service = await startService(SEAL_INTERVAL_MS, KEEP);
+  const { sql, sources, logpond } = service;
   await sql`checkpoint`;
   const sizeBefore = await databaseSize(sql);
+  const blocksBefore = await tierSize(sql, "log_blocks");
+  const hotBefore = await tierSize(sql, "log_hot");
   const walBefore = await walPosition(sql);
+  const sampler = startSampler(sql);
+  cleanups.push(sampler.stop);
+  const loaded = await ingest(service, file);
+  const hotAtStored = await hotExact(sql);
+  say(`ingest with the sealer (SEAL_INTERVAL_MS=${SEAL_INTERVAL_MS})`, rate(loaded));
+  if (without) say("ingest with ÷ without the sealer", `**${fmt(without.storedSeconds / loaded.storedSeconds, 2)}** (events/s stored; acknowledged: ${fmt(without.seconds / loaded.seconds, 2)})`);
+  const cpuAtStored = treeCpu(logpond.proc.pid);
+  const { at: sealedAt, text: sealer } = await waitForSealed(logpond.apiUrl, EVENTS);
+  const cpuAtSealed = treeCpu(logpond.proc.pid);
+  const sealerCpu = sampler.sealerCpu();
+  const droppedAt = await waitForHotDropped(sql);
+  await sampler.stop();
+  const hotLeft = await hotExact(sql);
+  if (hotLeft !== 0) throw new Error(`the sealer's counters show every event sealed, but log_hot holds ${hotLeft} rows`);
+  const afterDrops = await metrics(logpond.apiUrl);
+  const samples = sampler.samples;
+  const during = samples.filter((s) => s.at <= loaded.storedAt);
+  const hotPeak = Math.max(0, ...during.map((s) => s.hot ?? 0));
+  const loadBusy = busySeconds(samples, loaded.startedAt, loaded.storedAt);
+  const timeline = during.filter((s) => s.hot !== undefined && s.at >= loaded.startedAt).filter((_, i, all) => i % Math.max(1, Math.round(all.length / 12)) === 0);
+  say("hot tier during the load", `peak ${fmt(hotPeak)} rows (statistics, every 2 s), ${fmt(hotAtStored)} at the last commit (exact); sealer's move statements running ${fmt((100 * loadBusy) / loaded.storedSeconds, 0)} % of the load's time; rows at ${timeline.map((s) => `${fmt((s.at - loaded.startedAt) / 1000, 0)} s: ${fmt(s.hot!)}`).join(", ")}`);
+  const firstMove = samples.find((s) => s.at > loaded.storedAt && s.sealing);
+  const drainBusy = busySeconds(samples, loaded.storedAt, sealedAt);
+  const drainCpu = cpuSince(cpuAtStored, cpuAtSealed);
+  say(
+    "sealing after the load",
+    `everything sealed ${fmt((sealedAt - loaded.storedAt) / 1000, 1)} s after the last commit (${fmt(hotAtStored)} rows hot then; the first move ${firstMove ? `${fmt((firstMove.at - loaded.storedAt) / 1000, 1)} s after it, at the next tick or when the running pass reached them` : "not seen"}); moves running ${fmt(drainBusy, 1)} s${drainBusy > 0 ? ` = ${fmt(hotAtStored / drainBusy)} events/s` : ""}; ${cpuPerEvent(drainCpu, hotAtStored)} moved; hot partitions dropped ${droppedAt === undefined ? `**not yet ${fmt(2 * SEAL_INTERVAL_MS / 1000 + 60, 0)} s after that** (their pages stay until a pass gets log_hot's lock)` : `${fmt((droppedAt - sealedAt) / 1000, 1)} s after that`}; autovacuum on a log_hot partition ${fmt(busySeconds(samples, loaded.storedAt, droppedAt ?? Infinity, "vacuuming"), 1)} s of that time (${fmt(busySeconds(samples, 0, Infinity, "vacuuming"), 1)} s in the whole run)`,
+  );
+  const sealed = counter(sealer, "logpond_sealer_events_sealed_total");
+  const totalBusy = busySeconds(samples, 0, Infinity);
+  const columns = await blockColumns(sql, sources);
+  say(
+    "sealer, whole run",
+    `${fmt(sealed)} events sealed (${fmt(counter(sealer, "logpond_sealer_events_dropped_total"))} dropped) into ${fmt(columns.blocks)} blocks (${fmt(sealed / Math.max(1, columns.blocks), 0)} events per block), ${fmt(counter(afterDrops, "logpond_sealer_partitions_dropped_total"))} hot partitions dropped; move statements running ${fmt(totalBusy, 1)} s${totalBusy > 0 ? ` = **${fmt(sealed / totalBusy)} events/s** while sealing` : ""} (sampled every ${SAMPLE_MS} ms in pg_stat_activity)`,
+  );
+  const wholeCpu = cpuSince(loaded.cpuAtStart, cpuAtSealed);
+  say("CPU, load + sealing (this run)", `${cpuPerEvent(wholeCpu, EVENTS)}, from the first request until log_hot was empty; of it the sealer's backend(s) running the moves ${fmt((sealerCpu * 1e6) / EVENTS, 1)} µs/event (${fmt(EVENTS / Math.max(0.01, sealerCpu))} events per CPU-second)`);
+  if (without) {
+    const extra = cpuTotal(wholeCpu) - cpuTotal(without.cpu);
+    say("sealing's CPU ÷ ingest's CPU", `**${fmt(extra / cpuTotal(without.cpu), 2)}** (this run's CPU per event − the run without the sealer's = ${fmt((extra * 1e6) / EVENTS, 1)} µs per event, ÷ ${fmt((cpuTotal(without.cpu) * 1e6) / EVENTS, 1)}; on a CPU-bound box, ingest that seals as fast as it loads runs at ~1 ÷ (1 + this) of its unsealed rate)`);
+  }
+  if (sealed !== EVENTS) throw new Error(`the sealer sealed ${sealed} events, ${EVENTS} were sent`);
 
-  // 4. Load.
-  progress(`loading: ${SENDERS} senders, ${BATCH} events per request`);
-  const loadStart = performance.now();
-  const loaded = await load(logpond.ingestUrl, sources, file, EVENTS);
-  say("load (acknowledged)", `${fmt(EVENTS / loaded.seconds)} events/s (${fmt(loaded.seconds, 1)} s, ${fmt(loaded.requests)} requests incl. ${fmt(loaded.retries)} resent after 503/429; ${SENDERS} senders × ${BATCH} events)`);
-
-  // 5. Stored; sizes.
-  await waitForStorageSettled(sql, logpond.apiUrl, sources, EVENTS);
-  const storedSeconds = (performance.now() - loadStart) / 1000;
-  say("load (all stored + checkpoint)", `${fmt(EVENTS / storedSeconds)} events/s (${fmt(storedSeconds, 1)} s from the first request)`);
+  // 4. Sizes, everything sealed.
+  await sql`checkpoint`;
   const growth = (await databaseSize(sql)) - sizeBefore;
   const wal = await walBytesSince(sql, walBefore);
-  const table = await tableSizes(sql);
-  say("database growth bytes/event", `**${fmt(growth / EVENTS, 1)}** (pg_database_size after − before = ${bytes(growth)}, after CHECKPOINT, no VACUUM) = ${fmt(growth / corpus.bytes, 2)} × NDJSON`);
-  say("log_events bytes/event", `${fmt((table.table + table.indexes) / EVENTS, 1)} (heap+TOAST ${fmt(table.table / EVENTS, 1)}, indexes ${fmt(table.indexes / EVENTS, 2)}; ${table.partitions} partitions${process.env.DATABASE_URL ? "; whole table, other sources included" : ""})`);
-  say("WAL bytes/event", `${fmt(wal / EVENTS, 1)} (${bytes(wal)} written during load)`);
+  const blocks = await tierSize(sql, "log_blocks");
+  const hot = await tierSize(sql, "log_hot");
+  const blocksGrowth = tierTotal(blocks) - tierTotal(blocksBefore);
+  const hotGrowth = tierTotal(hot) - tierTotal(hotBefore);
+  const perEvent = (n: number) => fmt(n / EVENTS, 1);
+  say("database growth bytes/event", `**${perEvent(growth)}** (pg_database_size after − before = ${bytes(growth)}, everything sealed, after CHECKPOINT, no VACUUM) = ${fmt(growth / corpus.bytes, 3)} × NDJSON`);
+  say("log_blocks bytes/event", `${perEvent(blocksGrowth)}: heap ${perEvent(blocks.heap - blocksBefore.heap)}, TOAST ${perEvent(blocks.toast - blocksBefore.toast)}, indexes ${fmt((blocks.indexes - blocksBefore.indexes) / EVENTS, 2)} (${blocks.partitions} partitions${process.env.DATABASE_URL ? "; whole table, other sources included" : ""})`);
+  say("block columns bytes/event (pg_column_size, as stored)", `body ${perEvent(columns.body)}, ids ${perEvent(columns.ids)}, dts ${perEvent(columns.dts)}; the rest of a block row ${perEvent(blocks.heap + blocks.toast - blocksBefore.heap - blocksBefore.toast - columns.body - columns.ids - columns.dts)} (tuple headers, TOAST chunk overhead, free space)`);
+  say("log_hot and the rest bytes/event", `log_hot ${perEvent(hotGrowth)} (${hot.partitions} partitions left), everything else ${perEvent(growth - blocksGrowth - hotGrowth)} (catalog, flush_batches, free space maps)`);
+  say("WAL bytes/event", `${perEvent(wal)} (${bytes(wal)} written during the load and the sealing)`);
 
-  // 7. Reads, before the peers: the default 30-minute window should still hold the newest events.
+  // 5. Reads, before the peers: the default 30-minute window should still hold the newest events.
   const specs = readSpecs(sources, p);
+  say("newest event's age at the first read", `${fmt((Date.now() - p.t0) / 60_000, 1)} min`);
   const reads: ReadResult[] = [];
   for (const spec of specs) reads.push(await measureRead(logpond.apiUrl, spec));
 
   // 6. Peers over the same file.
   const z = await zstd(file);
   if (typeof z === "string") say("zstd -3", z);
-  else say("zstd -3 bytes/event", `${fmt(z.bytes / EVENTS, 1)} (${bytes(z.bytes)}, ${fmt(z.seconds, 1)} s = ${fmt(corpus.bytes / (1 << 20) / z.seconds, 0)} MiB/s, one thread); database growth ÷ zstd = ${fmt(growth / z.bytes, 1)}`);
+  else say("zstd -3 bytes/event", `${fmt(z.bytes / EVENTS, 1)} (${bytes(z.bytes)}, ${fmt(z.seconds, 1)} s = ${fmt(corpus.bytes / (1 << 20) / z.seconds, 0)} MiB/s, one thread); database growth ÷ zstd = ${fmt(growth / z.bytes, 2)}`);
   const needle = p.needles[0]!;
   const plain = await grep(file, needle);
   const folded = await grep(file, needle, ["-i"]);
@@ -685,14 +1014,14 @@ async function main(): Promise<void> {
     read.grep = greps.get(text);
   }
 
-  // 8. Report. The machine may be shared: the load average at the end tells how much.
+  // 7. Report. The machine may be shared: the load average at the end tells how much.
   say("load average at the end", loadavg().map((l) => l.toFixed(2)).join(" "));
   const from = specs.find((s) => s.from)!.from!;
   const report = markdown(header, figures, reads, from);
   console.log(`\n${report}`);
   const reportFile = path.join(OUT, `scale-${STAMP}.md`);
   writeFileSync(reportFile, report);
-  progress(`report written to ${path.relative(ROOT, reportFile)}${KEEP ? `; kept ${path.relative(ROOT, file)} and ${work}` : ""}`);
+  progress(`report written to ${path.relative(ROOT, reportFile)}${KEEP ? `; kept ${path.relative(ROOT, file)} and the main run's DATA_DIR (${logpond.dataDir})` : ""}`);
 }
 
 try {
