@@ -27,7 +27,10 @@ const services = new Map<string, { service: Service; dir: string; cpu: number[];
 try {
   const p = payload(name, "realistic");
   for (const [label, root] of Object.entries(trees)) {
-    const service = await spawnService({ DATABASE_URL: url, DATA_DIR: path.join(work, `data-${services.size}`), FLUSH_INTERVAL_MS: "200" }, [process.execPath, path.join(root, "src", "main.ts")]);
+    const service = await spawnService({ DATABASE_URL: url, DATA_DIR: path.join(work, `data-${services.size}`), FLUSH_INTERVAL_MS: "200" }, [
+      process.execPath,
+      path.join(root, "src", "main.ts"),
+    ]);
     services.set(label, { service, dir: "", cpu: [], rps: [] });
     const tokens: string[] = [];
     for (let i = 0; i < 8; i++) tokens.push((await createSource(service, `ab-http ${services.size} ${i}`)).token);
@@ -44,7 +47,10 @@ try {
     }
   }
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
-  for (const [label, side] of services) console.log(`${name} realistic, ${label}: ${fmt(median(side.rps))} req/s, ${fmt(median(side.cpu), 1)} service CPU µs/request (medians of ${side.cpu.length} bursts)`);
+  for (const [label, side] of services)
+    console.log(
+      `${name} realistic, ${label}: ${fmt(median(side.rps))} req/s, ${fmt(median(side.cpu), 1)} service CPU µs/request (medians of ${side.cpu.length} bursts)`,
+    );
   const [other, here] = labels.map((label) => services.get(label)!.cpu);
   console.log(`this tree used more CPU per request in ${here!.filter((x, i) => x > other![i]!).length} of ${here!.length} paired bursts`);
 } finally {

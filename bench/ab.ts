@@ -53,7 +53,12 @@ try {
     void (async () => {
       while (!(await reader.read()).done);
     })();
-    return { proc, apiUrl: /management API\s+(http\S+)\/api\/v1\/sources/.exec(out)![1]!, ingestUrl: /ingestion\s+(http\S+)\//.exec(out)![1]!, output: () => out };
+    return {
+      proc,
+      apiUrl: /management API\s+(http\S+)\/api\/v1\/sources/.exec(out)![1]!,
+      ingestUrl: /ingestion\s+(http\S+)\//.exec(out)![1]!,
+      output: () => out,
+    };
   };
   const metric = async (apiUrl: string, key: string) => Number(new RegExp(`^${key} (\\d+)`, "m").exec(await (await fetch(`${apiUrl}/metrics`)).text())![1]);
   const p = payload(name as PayloadName, corpus as Corpus);

@@ -24,10 +24,26 @@ async function ingestPath(root: string) {
   for (let id = 1; id <= SOURCES; id++) cache.put({ id, token: `token-${id}`, ingestingPaused: false });
   const ring = new Ring({ maxEvents: 1_000_000, maxBytes: 256 << 20 });
   const deps = {
-    cache, ring, flusher: { pushed() {} }, metrics: new Metrics(),
-    limits: { maxBodyBytes: 20 << 20, maxDecompressedBytes: 100 << 20, maxEventBytes: 1 << 20, maxDepth: 64, maxEventsPerRequest: 100_000, bufferMaxEvents: 1_000_000, ringMaxBytes: 256 << 20 },
-    inFlight: new InFlight(512 << 20), decodeWorker: new DecodeWorker(), gcPacer: new GcPacer(Infinity), ackMode: "buffered",
-    durableTimeoutMs: 10_000, rateLimiter: new RateLimiter(0), accepting: () => true,
+    cache,
+    ring,
+    flusher: { pushed() {} },
+    metrics: new Metrics(),
+    limits: {
+      maxBodyBytes: 20 << 20,
+      maxDecompressedBytes: 100 << 20,
+      maxEventBytes: 1 << 20,
+      maxDepth: 64,
+      maxEventsPerRequest: 100_000,
+      bufferMaxEvents: 1_000_000,
+      ringMaxBytes: 256 << 20,
+    },
+    inFlight: new InFlight(512 << 20),
+    decodeWorker: new DecodeWorker(),
+    gcPacer: new GcPacer(Infinity),
+    ackMode: "buffered",
+    durableTimeoutMs: 10_000,
+    rateLimiter: new RateLimiter(0),
+    accepting: () => true,
   };
   let n = 0;
   /** Requests for `ms`; µs of wall and of CPU per request. */
@@ -80,8 +96,11 @@ if (against === undefined) {
       }
     }
     const slower = cpu.here.filter((x, i) => x > cpu.other[i]!).length;
-    const line = (side: "here" | "other") => `p10 ${at(cpu[side], 0.1).toFixed(2)}, median ${at(cpu[side], 0.5).toFixed(2)}, p90 ${at(cpu[side], 0.9).toFixed(2)}`;
-    console.log(`${name} realistic, CPU µs/request over ${cpu.here.length} paired rounds: ${against} ${line("other")}; this tree ${line("here")}; this tree slower in ${slower}`);
+    const line = (side: "here" | "other") =>
+      `p10 ${at(cpu[side], 0.1).toFixed(2)}, median ${at(cpu[side], 0.5).toFixed(2)}, p90 ${at(cpu[side], 0.9).toFixed(2)}`;
+    console.log(
+      `${name} realistic, CPU µs/request over ${cpu.here.length} paired rounds: ${against} ${line("other")}; this tree ${line("here")}; this tree slower in ${slower}`,
+    );
   }
   other.close();
 }

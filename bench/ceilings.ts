@@ -18,7 +18,9 @@ const LIMITS = { maxEventBytes: 1 << 20, maxDepth: 64 };
 
 /** The tuples of a corpus's json-100 bodies, as logpond's encoder writes them (one buffer per body). */
 function bodyTuples(corpus: Corpus): Uint8Array[] {
-  return payload("json-100", corpus).bodies.map((b) => Buffer.from((encodeEvents(decodeBody(Buffer.from(b), "json") as unknown[], "json", 1, microsOfMillis(Date.now()), LIMITS) as Encoded).rows));
+  return payload("json-100", corpus).bodies.map((b) =>
+    Buffer.from((encodeEvents(decodeBody(Buffer.from(b), "json") as unknown[], "json", 1, microsOfMillis(Date.now()), LIMITS) as Encoded).rows),
+  );
 }
 
 /** `count` bodies' rows as COPY text lines with ids from firstId. */
@@ -66,10 +68,25 @@ export async function copyCeilings(ctx: BenchContext, corpus: Corpus, events: nu
     const runs: Run[] = [];
     for (let r = 0; r < ctx.runs; r++) {
       const seconds = await copy(streams);
-      runs.push({ ...emptyRun(), eventsPerSecond: events / seconds, megabytesPerSecond: fileBytes / seconds / 1e6, acked: events, serverAcked: events, stored: events });
+      runs.push({
+        ...emptyRun(),
+        eventsPerSecond: events / seconds,
+        megabytesPerSecond: fileBytes / seconds / 1e6,
+        acked: events,
+        serverAcked: events,
+        stored: events,
+      });
       ctx.progress(`ceiling: psql \\copy ${corpus}, ${streams} stream(s), run ${r + 1}: ${fmt(events / seconds)} events/s`);
     }
-    out.push({ name: `psql \\copy, ${streams} stream${streams > 1 ? "s" : ""}`, corpus, kind: "ceiling", tool: "psql", note: `${fmt(events)} events (${fmt(fileBytes / 1e6)} MB) of json-100's rows`, runs, median: median(runs) });
+    out.push({
+      name: `psql \\copy, ${streams} stream${streams > 1 ? "s" : ""}`,
+      corpus,
+      kind: "ceiling",
+      tool: "psql",
+      note: `${fmt(events)} events (${fmt(fileBytes / 1e6)} MB) of json-100's rows`,
+      runs,
+      median: median(runs),
+    });
   }
   await clear();
   return out;

@@ -73,7 +73,9 @@ function k8s(r: Rand, service: string) {
 
 function access(r: Rand, dt: number | Date | string) {
   const method = pick(r, METHODS);
-  const path = pick(r, PATHS).replace("{id}", digits(r, int(r, 3, 9))).replace("{hash}", hex(r, 8));
+  const path = pick(r, PATHS)
+    .replace("{id}", digits(r, int(r, 3, 9)))
+    .replace("{hash}", hex(r, 8));
   const status = pick(r, STATUSES);
   const bytes = int(r, 0, 250_000);
   const ip = `${int(r, 1, 223)}.${int(r, 0, 255)}.${int(r, 0, 255)}.${int(r, 1, 254)}`;
@@ -110,7 +112,10 @@ function app(r: Rand, dt: number | Date | string) {
 
 function failure(r: Rand, dt: number | Date | string) {
   const service = pick(r, SERVICES);
-  const frames = Array.from({ length: int(r, 6, 20) }, () => `    at ${pick(r, FRAMES)} (/app/src/${pick(r, WORDS)}/${pick(r, WORDS)}.ts:${int(r, 1, 900)}:${int(r, 1, 80)})`);
+  const frames = Array.from(
+    { length: int(r, 6, 20) },
+    () => `    at ${pick(r, FRAMES)} (/app/src/${pick(r, WORDS)}/${pick(r, WORDS)}.ts:${int(r, 1, 900)}:${int(r, 1, 80)})`,
+  );
   return {
     dt,
     level: "error",
@@ -123,12 +128,25 @@ function failure(r: Rand, dt: number | Date | string) {
 }
 
 function unicode(r: Rand, dt: number | Date | string) {
-  return { dt, level: "info", message: pick(r, TEXTS), locale: pick(r, ["de-DE", "ru-RU", "ja-JP", "ko-KR", "ar-EG", "fr-FR", "hi-IN"]), customer: { id: uuid(r), name: pick(r, ["Jürgen Groß", "Анна Петрова", "山田太郎", "김민준", "محمد"]) }, trace_id: hex(r, 32) };
+  return {
+    dt,
+    level: "info",
+    message: pick(r, TEXTS),
+    locale: pick(r, ["de-DE", "ru-RU", "ja-JP", "ko-KR", "ar-EG", "fr-FR", "hi-IN"]),
+    customer: { id: uuid(r), name: pick(r, ["Jürgen Groß", "Анна Петрова", "山田太郎", "김민준", "محمد"]) },
+    trace_id: hex(r, 32),
+  };
 }
 
 /** A large event: a request/response dump of about `kb` kilobytes (base64-ish and JSON-ish text). */
 function large(r: Rand, dt: number | Date | string, kb: number) {
-  const items = Array.from({ length: Math.ceil((kb * 1024) / 180) }, (_, i) => ({ sku: `SKU-${hex(r, 10)}`, qty: int(r, 1, 9), price: Math.round(r() * 100_000) / 100, note: `${pick(r, WORDS)} ${pick(r, TEXTS)}`, i }));
+  const items = Array.from({ length: Math.ceil((kb * 1024) / 180) }, (_, i) => ({
+    sku: `SKU-${hex(r, 10)}`,
+    qty: int(r, 1, 9),
+    price: Math.round(r() * 100_000) / 100,
+    note: `${pick(r, WORDS)} ${pick(r, TEXTS)}`,
+    i,
+  }));
   return { dt, level: "debug", message: `response body dump (${items.length} items)`, trace_id: hex(r, 32), body: { items }, raw: hex(r, 2048) };
 }
 

@@ -66,7 +66,20 @@ export interface BenchModule {
 }
 
 export function emptyRun(): Run {
-  return { eventsPerSecond: 0, requestsPerSecond: 0, megabytesPerSecond: 0, p50: 0, p99: 0, peakRssMiB: 0, serviceCpuUsPerRequest: 0, generatorCpu: 0, acked: 0, serverAcked: 0, stored: 0, refused: 0 };
+  return {
+    eventsPerSecond: 0,
+    requestsPerSecond: 0,
+    megabytesPerSecond: 0,
+    p50: 0,
+    p99: 0,
+    peakRssMiB: 0,
+    serviceCpuUsPerRequest: 0,
+    generatorCpu: 0,
+    acked: 0,
+    serverAcked: 0,
+    stored: 0,
+    refused: 0,
+  };
 }
 
 export function median(runs: Run[]): Run {

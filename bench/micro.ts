@@ -42,7 +42,8 @@ function time(rounds: number, work: () => number): { perSecond: number } {
 
 export function runMicro(corpora: readonly Corpus[] = CORPORA, rounds = 3): MicroResult[] {
   const out: MicroResult[] = [];
-  const push = (name: string, eventsPerBody: number, perSecond: number) => out.push({ name, eventsPerSecond: perSecond, microsecondsPerBody: (1e6 * eventsPerBody) / perSecond });
+  const push = (name: string, eventsPerBody: number, perSecond: number) =>
+    out.push({ name, eventsPerSecond: perSecond, microsecondsPerBody: (1e6 * eventsPerBody) / perSecond });
   for (const corpus of corpora) {
     for (const [name, format] of CASES) {
       const label = `${name} ${corpus}`;
@@ -84,6 +85,8 @@ export function runMicro(corpora: readonly Corpus[] = CORPORA, rounds = 3): Micr
 
 if (import.meta.main) {
   for (const r of runMicro()) {
-    console.log(`${r.name.padEnd(60)} ${Math.round(r.eventsPerSecond).toLocaleString("en").padStart(12)} events/s  ${r.microsecondsPerBody.toFixed(1).padStart(9)} µs/body`);
+    console.log(
+      `${r.name.padEnd(60)} ${Math.round(r.eventsPerSecond).toLocaleString("en").padStart(12)} events/s  ${r.microsecondsPerBody.toFixed(1).padStart(9)} µs/body`,
+    );
   }
 }

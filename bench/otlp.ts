@@ -30,8 +30,12 @@ function request(batch: number) {
       severity_text: error ? "ERROR" : "INFO",
       body: anyValue(error ? `payment for order ${n} failed: card declined by issuer` : `GET /api/orders/${n} served in ${n % 97} ms`),
       attributes: [
-        attr("http.request.method", n % 3 ? "GET" : "POST"), attr("url.path", `/api/orders/${n}`), attr("http.response.status_code", error ? 502 : 200),
-        attr("user.id", `u${n % 1000}`), attr("duration_ms", (n % 97) + 0.5), attr("request.id", `req-${n.toString(36)}-${batch}`),
+        attr("http.request.method", n % 3 ? "GET" : "POST"),
+        attr("url.path", `/api/orders/${n}`),
+        attr("http.response.status_code", error ? 502 : 200),
+        attr("user.id", `u${n % 1000}`),
+        attr("duration_ms", (n % 97) + 0.5),
+        attr("request.id", `req-${n.toString(36)}-${batch}`),
       ],
       trace_id: Buffer.from(n.toString(16).padStart(32, "a"), "hex"),
       span_id: Buffer.from(n.toString(16).padStart(16, "b"), "hex"),
@@ -39,10 +43,22 @@ function request(batch: number) {
     };
   });
   return {
-    resource_logs: [{
-      resource: { attributes: [attr("service.name", "checkout"), attr("service.version", "2.4.1"), attr("host.name", "web-3"), attr("telemetry.sdk.language", "nodejs"), attr("telemetry.sdk.name", "opentelemetry"), attr("telemetry.sdk.version", "3.1.0"), attr("process.pid", 4242)] },
-      scope_logs: [{ scope: { name: "checkout", version: "2.4.1" }, log_records: records }],
-    }],
+    resource_logs: [
+      {
+        resource: {
+          attributes: [
+            attr("service.name", "checkout"),
+            attr("service.version", "2.4.1"),
+            attr("host.name", "web-3"),
+            attr("telemetry.sdk.language", "nodejs"),
+            attr("telemetry.sdk.name", "opentelemetry"),
+            attr("telemetry.sdk.version", "3.1.0"),
+            attr("process.pid", 4242),
+          ],
+        },
+        scope_logs: [{ scope: { name: "checkout", version: "2.4.1" }, log_records: records }],
+      },
+    ],
   };
 }
 
@@ -69,10 +85,15 @@ function micro(): void {
   const rows: [string, number][] = [
     ["ours: protobuf → events", timePerBody((body) => decodeBody(body, "otlp-proto"), protoBodies)],
     ["protobufjs: decode only (message objects, no events yet)", timePerBody((body) => ExportLogsServiceRequest.decode(body), protoBodies)],
-    ["protobufjs: decode + toObject (longs and bytes as strings)", timePerBody((body) => ExportLogsServiceRequest.toObject(ExportLogsServiceRequest.decode(body), { longs: String, bytes: String }), protoBodies)],
+    [
+      "protobufjs: decode + toObject (longs and bytes as strings)",
+      timePerBody((body) => ExportLogsServiceRequest.toObject(ExportLogsServiceRequest.decode(body), { longs: String, bytes: String }), protoBodies),
+    ],
     ["the same events as JSON: decodeBody(json)", timePerBody((body) => decodeBody(body, "json"), jsonBodies)],
   ];
-  console.log(`Bun ${Bun.version}; ${RECORDS}-record bodies of ${Math.round(protoBodies[0]!.length / 1024)} KiB (protobuf) / ${Math.round(jsonBodies[0]!.length / 1024)} KiB (JSON)`);
+  console.log(
+    `Bun ${Bun.version}; ${RECORDS}-record bodies of ${Math.round(protoBodies[0]!.length / 1024)} KiB (protobuf) / ${Math.round(jsonBodies[0]!.length / 1024)} KiB (JSON)`,
+  );
   for (const [name, us] of rows) console.log(`${us.toFixed(1).padStart(8)} µs/body  ${name}`);
 }
 
@@ -94,8 +115,18 @@ async function http(seconds: number): Promise<void> {
   const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
   try {
     const rows = {
-      "OTLP protobuf → /v1/logs": { path: "/v1/logs", payload: { contentType: "application/x-protobuf", eventsPerBody: RECORDS, bodies: protoBodies }, eps: [] as number[], cpu: [] as number[] },
-      "same events, JSON array → /": { path: "/", payload: { contentType: "application/json", eventsPerBody: RECORDS, bodies: jsonBodies }, eps: [] as number[], cpu: [] as number[] },
+      "OTLP protobuf → /v1/logs": {
+        path: "/v1/logs",
+        payload: { contentType: "application/x-protobuf", eventsPerBody: RECORDS, bodies: protoBodies },
+        eps: [] as number[],
+        cpu: [] as number[],
+      },
+      "same events, JSON array → /": {
+        path: "/",
+        payload: { contentType: "application/json", eventsPerBody: RECORDS, bodies: jsonBodies },
+        eps: [] as number[],
+        cpu: [] as number[],
+      },
     };
     // Warm-up (not counted): the service's first seconds of either path run cold (JIT, ring slabs, flush thread).
     for (const row of Object.values(rows)) {
@@ -114,19 +145,26 @@ async function http(seconds: number): Promise<void> {
         // Every acknowledged event is in PostgreSQL before the figure counts.
         const deadline = Date.now() + 60_000;
         let stored = 0;
-        while ((stored = Number((await sql`select count(*) as n from log_events where source_id = ${source.id}`)[0]!.n)) < acked && Date.now() < deadline) await Bun.sleep(100);
+        while ((stored = Number((await sql`select count(*) as n from log_events where source_id = ${source.id}`)[0]!.n)) < acked && Date.now() < deadline)
+          await Bun.sleep(100);
         // More may be stored: the requests in flight when wrk stopped were answered to no one (≤ one per connection).
         if (stored < acked || stored > acked + 64 * RECORDS) throw new Error(`${name}: ${acked} events acknowledged, ${stored} stored`);
         row.eps.push(acked / result.seconds);
         row.cpu.push((cpu * 1e6) / stored);
-        console.log(`round ${round + 1} ${name}: ${Math.round(acked / result.seconds)} events/s, service CPU ${((cpu * 1e6) / stored).toFixed(2)} µs/event (${JSON.stringify(result.statuses)}, p99 ${result.p99.toFixed(1)} ms)`);
+        console.log(
+          `round ${round + 1} ${name}: ${Math.round(acked / result.seconds)} events/s, service CPU ${((cpu * 1e6) / stored).toFixed(2)} µs/event (${JSON.stringify(result.statuses)}, p99 ${result.p99.toFixed(1)} ms)`,
+        );
       }
     }
     const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-    const otlp = median(rows["OTLP protobuf → /v1/logs"].eps), json = median(rows["same events, JSON array → /"].eps);
+    const otlp = median(rows["OTLP protobuf → /v1/logs"].eps),
+      json = median(rows["same events, JSON array → /"].eps);
     console.log(`median: OTLP protobuf ${Math.round(otlp)} events/s, JSON array ${Math.round(json)} events/s: ${(otlp / json).toFixed(2)}× (target ≥ 0.8×)`);
-    const otlpCpu = median(rows["OTLP protobuf → /v1/logs"].cpu), jsonCpu = median(rows["same events, JSON array → /"].cpu);
-    console.log(`median service CPU per event (the flush thread's COPY included): OTLP ${otlpCpu.toFixed(2)} µs, JSON ${jsonCpu.toFixed(2)} µs: JSON/OTLP ${(jsonCpu / otlpCpu).toFixed(2)}×`);
+    const otlpCpu = median(rows["OTLP protobuf → /v1/logs"].cpu),
+      jsonCpu = median(rows["same events, JSON array → /"].cpu);
+    console.log(
+      `median service CPU per event (the flush thread's COPY included): OTLP ${otlpCpu.toFixed(2)} µs, JSON ${jsonCpu.toFixed(2)} µs: JSON/OTLP ${(jsonCpu / otlpCpu).toFixed(2)}×`,
+    );
   } finally {
     await sql.end();
     service.proc.kill("SIGTERM");

@@ -25,7 +25,11 @@ export function event(i: number, dt: number | Date = Date.now()) {
     dt,
     level: i % 10 === 0 ? "warn" : "info",
     message: `GET /api/items/${i % 5000} 200 in ${i % 97} ms`,
-    context: { request_id: `req-${i.toString(36)}`, user: { id: `u${i % 1000}`, plan: i % 3 ? "free" : "pro" }, http: { method: "GET", status: 200, bytes: 512 + (i % 4096) } },
+    context: {
+      request_id: `req-${i.toString(36)}`,
+      user: { id: `u${i % 1000}`, plan: i % 3 ? "free" : "pro" },
+      http: { method: "GET", status: 200, bytes: 512 + (i % 4096) },
+    },
   };
 }
 
@@ -51,7 +55,17 @@ function build(name: PayloadName, corpus: Corpus): Payload {
       // k * 100 + 1: never one of the corpus's large events (single events are small ones).
       return { contentType: "application/json", eventsPerBody: 1, bodies: pool((k) => text(JSON.stringify(batch(1, k * 100 + 1)[0]))) };
     case "ndjson-100":
-      return { contentType: "application/x-ndjson", eventsPerBody: 100, bodies: pool((k) => text(batch(100, k * 100).map((e) => JSON.stringify(e)).join("\n"))) };
+      return {
+        contentType: "application/x-ndjson",
+        eventsPerBody: 100,
+        bodies: pool((k) =>
+          text(
+            batch(100, k * 100)
+              .map((e) => JSON.stringify(e))
+              .join("\n"),
+          ),
+        ),
+      };
     case "msgpack-100": {
       const packr = new Packr({ useRecords: false });
       return { contentType: "application/msgpack", eventsPerBody: 100, bodies: pool((k) => packr.pack(batch(100, k * 100))) };

@@ -45,10 +45,11 @@ async function startProbe(mode: string, args: Args, command?: string[]): Promise
   const tried = JSON.parse(process.env.LP_ENV ?? "{}") as Record<string, string>;
   const service = await spawnService({ DATABASE_URL: pg.url, DATA_DIR: path.join(work, "data"), ...tried }, command);
   let stopped: Promise<void> | undefined;
-  const stopService = () => (stopped ??= (async () => {
-    service.proc.kill("SIGTERM");
-    await service.proc.exited;
-  })());
+  const stopService = () =>
+    (stopped ??= (async () => {
+      service.proc.kill("SIGTERM");
+      await service.proc.exited;
+    })());
   const stop = async () => {
     await stopService();
     await pg.stop();
@@ -57,7 +58,11 @@ async function startProbe(mode: string, args: Args, command?: string[]): Promise
   try {
     const source = await createSource(service, "probe");
     if (args.paused) {
-      const response = await fetch(`${service.apiUrl}/api/v1/sources/${source.id}`, { method: "PATCH", headers: { authorization: `Bearer ${SERVICE_API_TOKEN}` }, body: JSON.stringify({ ingesting_paused: true }) });
+      const response = await fetch(`${service.apiUrl}/api/v1/sources/${source.id}`, {
+        method: "PATCH",
+        headers: { authorization: `Bearer ${SERVICE_API_TOKEN}` },
+        body: JSON.stringify({ ingesting_paused: true }),
+      });
       if (!response.ok) throw new Error(`pause: ${response.status} ${await response.text()}`);
     }
     const load = (seconds: number, other?: PayloadName) => {
@@ -95,7 +100,10 @@ function cpuUnder(dir: string, keyOf: (id: number, comm: string) => string): Map
 
 /** What was spent between two readings, largest first, leaving out what is below 0.05 s. */
 const spent = (before: Map<string, number>, after: Map<string, number>) =>
-  [...after].map(([key, total]) => [key, total - (before.get(key) ?? 0)] as const).filter(([, s]) => s > 0.05).sort((x, y) => y[1] - x[1]);
+  [...after]
+    .map(([key, total]) => [key, total - (before.get(key) ?? 0)] as const)
+    .filter(([, s]) => s > 0.05)
+    .sort((x, y) => y[1] - x[1]);
 
 /**
  * Where the box's CPU goes during the load — logpond, PostgreSQL's processes, the kernel's
@@ -117,7 +125,9 @@ async function cpuSplit(probe: Probe, { name, corpus, seconds, paused, argv }: A
   if (pre) {
     await probe.load(5, pre);
     await drained();
-    console.log(`pre: ${pre} for 5 s, drained; RSS now ${Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${service.proc.pid}/status`, "utf8"))![1]) / 1024)} MiB`);
+    console.log(
+      `pre: ${pre} for 5 s, drained; RSS now ${Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${service.proc.pid}/status`, "utf8"))![1]) / 1024)} MiB`,
+    );
   }
   await probe.load(3); // warm-up
   await drained();
@@ -131,8 +141,11 @@ async function cpuSplit(probe: Probe, { name, corpus, seconds, paused, argv }: A
   const events = (await received()) - receivedBefore;
   const used = spent(before, cpuByProcess());
   const threads = spent(threadsBefore, cpuByThread());
-  console.log(`${name} ${corpus}${paused ? " (paused)" : ""}: ${(run.requests / run.seconds).toFixed(0)} req/s sent, ${events} events accepted; end to end (drain included, ${endToEnd.toFixed(1)} s): ${(events / endToEnd).toFixed(0)} events/s`);
-  for (const [key, s] of used) console.log(`  ${key.padEnd(16)} ${s.toFixed(2)} s  ${((s / endToEnd) * 100).toFixed(0)}% of a core  ${((s * 1e6) / events).toFixed(2)} µs/event`);
+  console.log(
+    `${name} ${corpus}${paused ? " (paused)" : ""}: ${(run.requests / run.seconds).toFixed(0)} req/s sent, ${events} events accepted; end to end (drain included, ${endToEnd.toFixed(1)} s): ${(events / endToEnd).toFixed(0)} events/s`,
+  );
+  for (const [key, s] of used)
+    console.log(`  ${key.padEnd(16)} ${s.toFixed(2)} s  ${((s / endToEnd) * 100).toFixed(0)}% of a core  ${((s * 1e6) / events).toFixed(2)} µs/event`);
   console.log(`  logpond's threads: ${threads.map(([key, s]) => `${key} ${((s * 1e6) / events).toFixed(2)}`).join(", ")} µs/event`);
 }
 
@@ -147,9 +160,14 @@ async function perf(probe: Probe) {
   const load = probe.load(8);
   await Bun.sleep(1000);
   const data = path.join(probe.work, "perf.data");
-  await Bun.spawn(["perf", "record", "-F", "2000", "-g", "-p", String(probe.service.proc.pid), "-o", data, "--", "sleep", "5"], { stdout: "ignore", stderr: "ignore" }).exited;
+  await Bun.spawn(["perf", "record", "-F", "2000", "-g", "-p", String(probe.service.proc.pid), "-o", data, "--", "sleep", "5"], {
+    stdout: "ignore",
+    stderr: "ignore",
+  }).exited;
   await load;
-  const report = Bun.spawn(["sh", "-c", `perf report -i ${data} --no-children --sort dso --stdio -g none 2>/dev/null | grep -v '^#' | grep '%'`], { stdout: "pipe" });
+  const report = Bun.spawn(["sh", "-c", `perf report -i ${data} --no-children --sort dso --stdio -g none 2>/dev/null | grep -v '^#' | grep '%'`], {
+    stdout: "pipe",
+  });
   console.log(await new Response(report.stdout as ReadableStream).text());
 }
 
@@ -160,7 +178,9 @@ async function perf(probe: Probe) {
  */
 async function profile(probe: Probe, { name, corpus, seconds }: Args, profiles: string) {
   const r = await probe.load(seconds);
-  console.log(`${name} (${corpus}): ${Math.round((r.statuses["202"] ?? 0) / r.seconds)} req/s acknowledged, statuses ${JSON.stringify(r.statuses)}, p99 ${r.p99} ms`);
+  console.log(
+    `${name} (${corpus}): ${Math.round((r.statuses["202"] ?? 0) / r.seconds)} req/s acknowledged, statuses ${JSON.stringify(r.statuses)}, p99 ${r.p99} ms`,
+  );
   await probe.stopService();
   for (const file of readdirSync(profiles)) console.log(path.join(profiles, file));
 }
@@ -187,17 +207,26 @@ async function timeline(probe: Probe, { name, corpus, seconds, argv }: Args) {
   while (!loaded || last.buffered > 0) {
     await Bun.sleep(250);
     const now = await counts();
-    if (!quiet) console.log(`${elapsed().padStart(7)}  ${String(now.received - last.received).padStart(8)}  ${String(now.flushed - last.flushed).padStart(9)}  ${String(now.buffered).padStart(8)}`);
+    if (!quiet)
+      console.log(
+        `${elapsed().padStart(7)}  ${String(now.received - last.received).padStart(8)}  ${String(now.flushed - last.flushed).padStart(9)}  ${String(now.buffered).padStart(8)}`,
+      );
     last = now;
   }
   const run = await load;
   const total = (performance.now() - started) / 1000;
-  console.log(`${name} ${corpus}: ${last.received} events accepted, all committed at ${elapsed()} s: ${Math.round(last.received / total)} events/s end to end; ${run.statuses["202"] ?? 0} × 202, ${run.statuses["503"] ?? 0} × 503 seen by wrk`);
+  console.log(
+    `${name} ${corpus}: ${last.received} events accepted, all committed at ${elapsed()} s: ${Math.round(last.received / total)} events/s end to end; ${run.statuses["202"] ?? 0} × 202, ${run.statuses["503"] ?? 0} × 503 seen by wrk`,
+  );
 }
 
 /** Each mode's default payload and seconds (perf times itself), and what it does. */
 const MODES = {
-  "cpu-split": { payload: "json-100", seconds: 10, about: "CPU per event by process (logpond, PostgreSQL, kernel writeback) and by logpond's threads, end to end" },
+  "cpu-split": {
+    payload: "json-100",
+    seconds: 10,
+    about: "CPU per event by process (logpond, PostgreSQL, kernel writeback) and by logpond's threads, end to end",
+  },
   perf: { payload: "json-1", seconds: 0, about: "Linux perf: the service's CPU in Bun's native code, the kernel, JIT-compiled JS" },
   profile: { payload: "json-1", seconds: 6, about: "a .cpuprofile (and its markdown summary) of the service under wrk" },
   timeline: { payload: "logtail-gzip-msgpack-1000", seconds: 8, about: "accepted / committed / buffered every 250 ms under wrk, then events/s end to end" },
@@ -207,8 +236,20 @@ type Mode = keyof typeof MODES;
 function usage(problem?: string): never {
   if (problem) console.error(`bench/probe.ts: ${problem}\n`);
   const lines = readFileSync(import.meta.path, "utf8").split("\n");
-  console.error(lines.slice(0, lines.findIndex((l) => !l.startsWith("//"))).map((l) => l.slice(3)).join("\n")); // this file's opening comment
-  console.error(`\nmodes:\n${Object.entries(MODES).map(([m, d]) => `  ${m.padEnd(10)} ${d.about}`).join("\n")}`);
+  console.error(
+    lines
+      .slice(
+        0,
+        lines.findIndex((l) => !l.startsWith("//")),
+      )
+      .map((l) => l.slice(3))
+      .join("\n"),
+  ); // this file's opening comment
+  console.error(
+    `\nmodes:\n${Object.entries(MODES)
+      .map(([m, d]) => `  ${m.padEnd(10)} ${d.about}`)
+      .join("\n")}`,
+  );
   console.error(`payloads: ${SCENARIO_FORMATS.join(", ")}; corpora: ${CORPORA.join(", ")}`);
   process.exit(2);
 }
@@ -223,7 +264,17 @@ const args: Args = { name: name as PayloadName, corpus: corpus as Corpus, second
 
 // The profiles outlive the probe's folder, which holds PostgreSQL's cluster and is removed.
 const profiles = mode === "profile" ? benchDir("logpond-profile-") : "";
-const command = mode === "profile" ? [process.execPath, "--cpu-prof", "--cpu-prof-md", "--cpu-prof-interval=250", `--cpu-prof-dir=${profiles}`, path.join(import.meta.dir, "..", "src", "main.ts")] : undefined;
+const command =
+  mode === "profile"
+    ? [
+        process.execPath,
+        "--cpu-prof",
+        "--cpu-prof-md",
+        "--cpu-prof-interval=250",
+        `--cpu-prof-dir=${profiles}`,
+        path.join(import.meta.dir, "..", "src", "main.ts"),
+      ]
+    : undefined;
 const probe = await startProbe(mode!, args, command);
 try {
   if (mode === "cpu-split") await cpuSplit(probe, args);

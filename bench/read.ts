@@ -37,7 +37,11 @@ interface Generated {
 
 function generate(url: string, token: string, seconds: number, rate?: number): { done: Promise<Generated>; stop(): void } {
   const proc = Bun.spawn(
-    [process.execPath, path.join(import.meta.dir, "generator.ts"), JSON.stringify({ url, tokens: [token], payload: "json-100", seconds, concurrency: 16, rate: rate ? rate / 100 : undefined })],
+    [
+      process.execPath,
+      path.join(import.meta.dir, "generator.ts"),
+      JSON.stringify({ url, tokens: [token], payload: "json-100", seconds, concurrency: 16, rate: rate ? rate / 100 : undefined }),
+    ],
     { stdout: "pipe", stderr: "inherit" },
   );
   const done = (async () => {
@@ -58,20 +62,25 @@ async function openTails(service: Service, sourceId: number, count: number) {
       const controller = new AbortController();
       controllers.push(controller);
       const query = i % 5 === 0 ? "&query=level:warn" : "";
-      const response = await fetch(`${service.apiUrl}/api/v2/query/live-tail/stream?source_ids=${sourceId}${query}`, { headers: AUTH, signal: controller.signal });
+      const response = await fetch(`${service.apiUrl}/api/v2/query/live-tail/stream?source_ids=${sourceId}${query}`, {
+        headers: AUTH,
+        signal: controller.signal,
+      });
       if (response.status !== 200) throw new Error(`stream: ${response.status}`);
       // Wrapped: an async function returning a promise would wait for it (for the whole stream).
-      return { loop: (async () => {
-        const decoder = new TextDecoder();
-        try {
-          for await (const part of response.body as ReadableStream<Uint8Array>) {
-            const text = decoder.decode(part, { stream: true });
-            for (let at = text.indexOf("\ndata: {"); at >= 0; at = text.indexOf("\ndata: {", at + 1)) rows++;
-            const drop = /event: dropped\ndata: \{"count":(\d+)/g;
-            for (let m = drop.exec(text); m; m = drop.exec(text)) dropped += Number(m[1]);
-          }
-        } catch {}
-      })() };
+      return {
+        loop: (async () => {
+          const decoder = new TextDecoder();
+          try {
+            for await (const part of response.body as ReadableStream<Uint8Array>) {
+              const text = decoder.decode(part, { stream: true });
+              for (let at = text.indexOf("\ndata: {"); at >= 0; at = text.indexOf("\ndata: {", at + 1)) rows++;
+              const drop = /event: dropped\ndata: \{"count":(\d+)/g;
+              for (let m = drop.exec(text); m; m = drop.exec(text)) dropped += Number(m[1]);
+            }
+          } catch {}
+        })(),
+      };
     }),
   );
   return {
@@ -118,14 +127,20 @@ async function main() {
     const rateWithout = without.ackedEvents / without.seconds;
     const rateWith = withTails.ackedEvents / withTails.seconds;
     results.push(["ingest json-100, no tails", `${fmt(rateWithout)} events/s (p99 ${fmt(without.p99, 1)} ms)`]);
-    results.push([`ingest json-100, ${TAILS} tails open`, `${fmt(rateWith)} events/s (p99 ${fmt(withTails.p99, 1)} ms); tails got ${fmt(seen.rows)} rows, ${fmt(seen.dropped)} dropped`]);
+    results.push([
+      `ingest json-100, ${TAILS} tails open`,
+      `${fmt(rateWith)} events/s (p99 ${fmt(withTails.p99, 1)} ms); tails got ${fmt(seen.rows)} rows, ${fmt(seen.dropped)} dropped`,
+    ]);
     results.push(["  ratio with ÷ without", fmt(rateWith / rateWithout, 3)]);
 
     // ---- 2. query latency over what is stored ----
     const base = `${service.apiUrl}/api/v2/query/live-tail?source_ids=${plain.id},${tailed.id}`;
     const newest: number[] = [];
     for (let i = 0; i < 20; i++) newest.push((await timeGet(base)).ms);
-    results.push([`newest page (100 rows, 2 sources, ${fmt((await stored(plain.id)) + (await stored(tailed.id)))} rows stored)`, `median ${fmt(median(newest), 1)} ms, max ${fmt(Math.max(...newest), 1)} ms`]);
+    results.push([
+      `newest page (100 rows, 2 sources, ${fmt((await stored(plain.id)) + (await stored(tailed.id)))} rows stored)`,
+      `median ${fmt(median(newest), 1)} ms, max ${fmt(Math.max(...newest), 1)} ms`,
+    ]);
 
     let next: string | null = `${base}&batch=1000`;
     let pages = 0;
@@ -136,7 +151,10 @@ async function main() {
       next = body.pagination.next;
       pages++;
     }
-    results.push([`cursor walk, 1,000-row pages`, `first ${fmt(walk[0]!, 1)} ms, page ${pages} ${fmt(walk[walk.length - 1]!, 1)} ms, median ${fmt(median(walk), 1)} ms`]);
+    results.push([
+      `cursor walk, 1,000-row pages`,
+      `first ${fmt(walk[0]!, 1)} ms, page ${pages} ${fmt(walk[walk.length - 1]!, 1)} ms, median ${fmt(median(walk), 1)} ms`,
+    ]);
 
     say(`field:value query while ingesting at ${fmt(RATE)} events/s (paced)`);
     const background = generate(`${service.ingestUrl}/`, tailed.token, SECONDS * 2, RATE);
@@ -159,8 +177,14 @@ async function main() {
       rare.push(performance.now() - t0);
     }
     const ingesting = await background.done;
-    results.push(["`context.user.plan:pro`, last 30 min, while ingesting", `median ${fmt(median(filtered), 1)} ms (${filtered.length} queries; ingest reached ${fmt(ingesting.ackedEvents / ingesting.seconds)} events/s)`]);
-    results.push(["`context.request_id:req-nope` (no match: scans the window)", `median ${fmt(median(rare), 1)} ms${cancelled ? ` (${cancelled} of 3 cancelled with 503 at QUERY_TIMEOUT_MS)` : ""}`]);
+    results.push([
+      "`context.user.plan:pro`, last 30 min, while ingesting",
+      `median ${fmt(median(filtered), 1)} ms (${filtered.length} queries; ingest reached ${fmt(ingesting.ackedEvents / ingesting.seconds)} events/s)`,
+    ]);
+    results.push([
+      "`context.request_id:req-nope` (no match: scans the window)",
+      `median ${fmt(median(rare), 1)} ms${cancelled ? ` (${cancelled} of 3 cancelled with 503 at QUERY_TIMEOUT_MS)` : ""}`,
+    ]);
   } finally {
     service.proc.kill("SIGTERM");
     await service.proc.exited;

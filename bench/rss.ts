@@ -28,7 +28,12 @@ const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/p
 const gauges = async (apiUrl: string) => {
   const text = await (await fetch(`${apiUrl}/metrics`)).text();
   const value = (key: string) => Number(new RegExp(`^${key} (\\d+)`, "m").exec(text)?.[1] ?? 0);
-  return { ring: value("logpond_buffer_bytes") / MIB, inflight: value("logpond_ingest_inflight_bytes") / MIB, heap: value("logpond_process_heap_bytes") / MIB, events: value("logpond_buffer_events") };
+  return {
+    ring: value("logpond_buffer_bytes") / MIB,
+    inflight: value("logpond_ingest_inflight_bytes") / MIB,
+    heap: value("logpond_process_heap_bytes") / MIB,
+    events: value("logpond_buffer_events"),
+  };
 };
 
 /** Four bodies, each the events of 64 json-100 bodies in one JSON array. */

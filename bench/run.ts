@@ -59,15 +59,32 @@ async function main(): Promise<boolean> {
   const wrk = findWrk(progress);
   progress(wrk.note);
   const ctx: BenchContext = {
-    url, sql, work, quick: QUICK, runs: RUNS, seconds: SECONDS, corpora: CORPUS_LIST, wrk: wrk.path, progress, children,
+    url,
+    sql,
+    work,
+    quick: QUICK,
+    runs: RUNS,
+    seconds: SECONDS,
+    corpora: CORPUS_LIST,
+    wrk: wrk.path,
+    progress,
+    children,
     want: (name) => ONLY.length === 0 || ONLY.some((o) => name.includes(o)),
   };
 
   const pgVersion = (await sql`select version() as v`)[0]!.v as string;
   const commit = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).stdout.trim() || "unknown";
   const dirty = spawnSync("git", ["status", "--porcelain", "--", "src", "bench"], { cwd: ROOT, encoding: "utf8" }).stdout.trim() !== "";
-  const machine = { cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, bun: Bun.version, postgres: pgVersion.split(" on ")[0]!, commit: dirty ? `${commit}+changes` : commit };
-  progress(`bench: ${RUNS} run(s) of ${SECONDS} s, corpora ${CORPUS_LIST.join(", ")}; ${machine.cpu} × ${machine.cores}, Bun ${machine.bun}, ${machine.postgres}, commit ${machine.commit}`);
+  const machine = {
+    cpu: cpus()[0]?.model ?? "unknown",
+    cores: cpus().length,
+    bun: Bun.version,
+    postgres: pgVersion.split(" on ")[0]!,
+    commit: dirty ? `${commit}+changes` : commit,
+  };
+  progress(
+    `bench: ${RUNS} run(s) of ${SECONDS} s, corpora ${CORPUS_LIST.join(", ")}; ${machine.cpu} × ${machine.cores}, Bun ${machine.bun}, ${machine.postgres}, commit ${machine.commit}`,
+  );
 
   const rows: Row[] = [];
   const services: Service[] = [];
@@ -109,7 +126,10 @@ async function main(): Promise<boolean> {
       }
     }
     if (!embedded) {
-      for (const s of [...one, ...many]) await fetch(`${buffered.apiUrl}/api/v1/sources/${s.id}`, { method: "DELETE", headers: { authorization: `Bearer ${SERVICE_API_TOKEN}` } }).catch(() => {});
+      for (const s of [...one, ...many])
+        await fetch(`${buffered.apiUrl}/api/v1/sources/${s.id}`, { method: "DELETE", headers: { authorization: `Bearer ${SERVICE_API_TOKEN}` } }).catch(
+          () => {},
+        );
     }
     for (const service of services) {
       service.proc.kill("SIGTERM");
@@ -128,7 +148,15 @@ async function main(): Promise<boolean> {
       rows,
       micro,
       machine,
-      settings: { runs: RUNS, seconds: SECONDS, flushIntervalMs: FLUSH_INTERVAL_MS, bufferMaxBytes: BUFFER_MAX_BYTES, wrkNote: wrk.note, quick: QUICK, only: ONLY },
+      settings: {
+        runs: RUNS,
+        seconds: SECONDS,
+        flushIntervalMs: FLUSH_INTERVAL_MS,
+        bufferMaxBytes: BUFFER_MAX_BYTES,
+        wrkNote: wrk.note,
+        quick: QUICK,
+        only: ONLY,
+      },
     });
     // A full run ends with the storage layout's and the read path's own benches (bench/appendix.ts).
     if (!QUICK && ONLY.length === 0 && !(await runStandalone(progress, path.join(import.meta.dir, "RESULTS.md")))) failed = true;

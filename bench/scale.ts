@@ -59,7 +59,8 @@ if (!Number.isInteger(EVENTS) || EVENTS < 1000) throw new Error("--events must b
 if (SPLIT.length < 1 || SPLIT.some((p) => !(p > 0))) throw new Error("--sources-split must be positive numbers, e.g. 90,9,1");
 if (!(SENDERS >= 1) || !(BATCH >= 1)) throw new Error("--senders and --batch must be ≥ 1");
 if (ORDER !== "time" && ORDER !== "random") throw new Error("--order must be time or random");
-if (!Number.isInteger(SEAL_INTERVAL_MS) || SEAL_INTERVAL_MS < 100 || SEAL_INTERVAL_MS > 600_000) throw new Error("--seal-interval-ms must be 100 to 600000 (config.ts's range)");
+if (!Number.isInteger(SEAL_INTERVAL_MS) || SEAL_INTERVAL_MS < 100 || SEAL_INTERVAL_MS > 600_000)
+  throw new Error("--seal-interval-ms must be 100 to 600000 (config.ts's range)");
 
 const ROOT = path.join(import.meta.dir, "..");
 const OUT = path.join(import.meta.dir, "out");
@@ -418,7 +419,11 @@ async function load(ingestUrl: string, sources: Source[], file: string, total: n
   let requests = 0;
   let retries = 0;
   const started = performance.now();
-  const ticker = setInterval(() => progress(`load: ${fmt(acked)} of ${fmt(total)} events acknowledged, ${fmt(acked / ((performance.now() - started) / 1000))} events/s, ${retries} retries`), 10_000);
+  const ticker = setInterval(
+    () =>
+      progress(`load: ${fmt(acked)} of ${fmt(total)} events acknowledged, ${fmt(acked / ((performance.now() - started) / 1000))} events/s, ${retries} retries`),
+    10_000,
+  );
   const sender = async () => {
     // Concurrent next() calls on one async generator are queued: each body goes to one sender.
     for (let next = await bodies.next(); !next.done; next = await bodies.next()) {
@@ -603,7 +608,8 @@ async function waitForSealed(apiUrl: string, n: number): Promise<{ at: number; t
     const text = await metrics(apiUrl);
     const at = performance.now();
     if (counter(text, "logpond_sealer_events_sealed_total") + counter(text, "logpond_sealer_events_dropped_total") >= n) return { at, text };
-    if (Date.now() > deadline) throw new Error(`sealing stalled: the sealer's counters show ${counter(text, "logpond_sealer_events_sealed_total")} of ${n} events sealed`);
+    if (Date.now() > deadline)
+      throw new Error(`sealing stalled: the sealer's counters show ${counter(text, "logpond_sealer_events_sealed_total")} of ${n} events sealed`);
     await Bun.sleep(250);
   }
 }
@@ -796,14 +802,19 @@ const bytes = (n: number) => (n >= 1 << 30 ? `${fmt(n / (1 << 30), 2)} GiB` : `$
 
 function markdown(header: string, figures: [string, string][], reads: ReadResult[], from: string): string {
   const lines = [header, "", "| figure | value |", "|---|---|", ...figures.map(([k, v]) => `| ${k} | ${v} |`), ""];
-  lines.push(`Reads: query API, batch=100, after 1 warm-up the median of ${NEWEST_RUNS} (newest 100) or 3 (searches) (QUERY_TIMEOUT_MS ${QUERY_TIMEOUT_MS || "5000, the default"}; rows: of the last run that answered); default window: the last 30 minutes; 24 h window and searches: all sources from ${from} to now. grep: \`grep -F -c\` over the NDJSON file, median of 3 after 1 warm-up.`, "");
+  lines.push(
+    `Reads: query API, batch=100, after 1 warm-up the median of ${NEWEST_RUNS} (newest 100) or 3 (searches) (QUERY_TIMEOUT_MS ${QUERY_TIMEOUT_MS || "5000, the default"}; rows: of the last run that answered); default window: the last 30 minutes; 24 h window and searches: all sources from ${from} to now. grep: \`grep -F -c\` over the NDJSON file, median of 3 after 1 warm-up.`,
+    "",
+  );
   lines.push("| read | query | status | ms | rows | grep -F -c | grep ms | logpond ÷ grep |", "|---|---|---|---:|---:|---:|---:|---:|");
   for (const r of reads) {
     const q = r.spec.query ? `\`${r.spec.query}\`` : "—";
     const g = r.grep;
     // A 503 at QUERY_TIMEOUT_MS (or a connection closed by logpond): the search would have taken at least that long.
     const atLeast = r.status !== "200" ? "≥ " : "";
-    lines.push(`| ${r.spec.name} | ${q} | ${r.status} | ${atLeast}${fmt(r.ms, 1)} | ${r.rows} | ${g ? fmt(g.count) : "—"} | ${g ? fmt(g.ms, 1) : "—"} | ${g ? `${atLeast}${fmt(r.ms / g.ms, 2)}` : "—"} |`);
+    lines.push(
+      `| ${r.spec.name} | ${q} | ${r.status} | ${atLeast}${fmt(r.ms, 1)} | ${r.rows} | ${g ? fmt(g.count) : "—"} | ${g ? fmt(g.ms, 1) : "—"} | ${g ? `${atLeast}${fmt(r.ms / g.ms, 2)}` : "—"} |`,
+    );
   }
   return `${lines.join("\n")}\n`;
 }
@@ -845,7 +856,9 @@ async function startService(sealIntervalMs: number, keep: boolean): Promise<Serv
   const work = benchDir("logpond-bench-scale-");
   const remove = async () => rmSync(work, { recursive: true, force: true });
   if (!keep) cleanups.push(remove);
-  progress(`starting logpond, SEAL_INTERVAL_MS=${sealIntervalMs} (DATA_DIR ${work}/data${process.env.DATABASE_URL ? ", DATABASE_URL" : ", embedded PostgreSQL"})`);
+  progress(
+    `starting logpond, SEAL_INTERVAL_MS=${sealIntervalMs} (DATA_DIR ${work}/data${process.env.DATABASE_URL ? ", DATABASE_URL" : ", embedded PostgreSQL"})`,
+  );
   const logpond = await startLogpond(path.join(work, "data"), sealIntervalMs);
   cleanups.push(() => stopLogpond(logpond));
   const sql = postgres(logpond.databaseUrl, { max: 4, onnotice: () => {} });
@@ -854,7 +867,10 @@ async function startService(sealIntervalMs: number, keep: boolean): Promise<Serv
   const sources: Source[] = [];
   for (const [i, share] of SPLIT.entries()) sources.push(await createSource(logpond.apiUrl, `scale ${STAMP} ${i + 1} (${share}%)`));
   // On a shared DATABASE_URL the events go with their sources (purged in the background).
-  if (process.env.DATABASE_URL && !keep) cleanups.push(async () => { for (const s of sources) await deleteSource(logpond.apiUrl, s.id); });
+  if (process.env.DATABASE_URL && !keep)
+    cleanups.push(async () => {
+      for (const s of sources) await deleteSource(logpond.apiUrl, s.id);
+    });
   const stop = async () => {
     await end();
     await stopLogpond(logpond);
@@ -886,14 +902,17 @@ async function ingest(service: Service, file: string): Promise<Ingest> {
   return { ...loaded, storedSeconds: (storedAt - startedAt) / 1000, cpu: cpuSince(cpuBefore, treeCpu(pid)), cpuAtStart: cpuBefore, startedAt, storedAt };
 }
 
-const rate = (load: Ingest) => `${fmt(EVENTS / load.storedSeconds)} events/s stored (${fmt(load.storedSeconds, 1)} s from the first request to the last commit; acknowledged ${fmt(EVENTS / load.seconds)} events/s; ${fmt(load.requests)} requests incl. ${fmt(load.retries)} resent after 503/429); ${cpuPerEvent(load.cpu, EVENTS)}`;
+const rate = (load: Ingest) =>
+  `${fmt(EVENTS / load.storedSeconds)} events/s stored (${fmt(load.storedSeconds, 1)} s from the first request to the last commit; acknowledged ${fmt(EVENTS / load.seconds)} events/s; ${fmt(load.requests)} requests incl. ${fmt(load.retries)} resent after 503/429); ${cpuPerEvent(load.cpu, EVENTS)}`;
 
 async function main(): Promise<void> {
   mkdirSync(OUT, { recursive: true });
   const file = path.join(OUT, `scale-${STAMP}.ndjson`);
   const cpu = cpus();
   const commit = (await run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])).stdout.trim();
-  const header = `## logpond scale bench, ${fmt(EVENTS)} events, ${ORDER} order — ${new Date().toISOString().slice(0, 16)}Z, ${cpu.length} × ${cpu[0]?.model ?? "cpu"}, ${fmt(totalmem() / (1 << 30), 0)} GiB RAM, Bun ${Bun.version}, commit ${commit} (+ working tree), load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`;
+  const header = `## logpond scale bench, ${fmt(EVENTS)} events, ${ORDER} order — ${new Date().toISOString().slice(0, 16)}Z, ${cpu.length} × ${cpu[0]?.model ?? "cpu"}, ${fmt(totalmem() / (1 << 30), 0)} GiB RAM, Bun ${Bun.version}, commit ${commit} (+ working tree), load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`;
   console.log(header);
   const figures: [string, string][] = [];
   const say = (name: string, value: string) => {
@@ -906,7 +925,10 @@ async function main(): Promise<void> {
   if (!KEEP) cleanups.push(async () => rmSync(file, { force: true }));
   progress(`generating ${fmt(EVENTS)} events to ${path.relative(ROOT, file)}`);
   const corpus = await writeCorpus(file, EVENTS, p);
-  const spread = ORDER === "time" ? `dt in stream order over the 24 h before ${new Date(p.t0).toISOString().slice(0, 19)}Z (± ${JITTER_MS / 1000} s), every source's pending request sent each ${fmt(BATCH)} lines` : `dt uniformly random over the 24 h before ${new Date(p.t0).toISOString().slice(0, 19)}Z`;
+  const spread =
+    ORDER === "time"
+      ? `dt in stream order over the 24 h before ${new Date(p.t0).toISOString().slice(0, 19)}Z (± ${JITTER_MS / 1000} s), every source's pending request sent each ${fmt(BATCH)} lines`
+      : `dt uniformly random over the 24 h before ${new Date(p.t0).toISOString().slice(0, 19)}Z`;
   say("events", `${fmt(EVENTS)} over ${SPLIT.length} sources (${corpus.perSource.map((n) => fmt(n)).join(" / ")}; split ${SPLIT.join("/")}), ${spread}`);
   say("NDJSON bytes/event", `${fmt(corpus.bytes / EVENTS, 1)} (file ${bytes(corpus.bytes)}, generated in ${fmt(corpus.seconds, 1)} s)`);
 
@@ -921,7 +943,10 @@ async function main(): Promise<void> {
     const growth = (await databaseSize(service.sql)) - before;
     const hot = await tierSize(service.sql, "log_hot");
     say(`ingest without the sealer (SEAL_INTERVAL_MS=${NO_SEAL_INTERVAL_MS}, its own logpond)`, rate(without));
-    say("database growth bytes/event, unsealed (that run)", `${fmt(growth / EVENTS, 1)} (log_hot: heap ${fmt(hot.heap / EVENTS, 1)}, TOAST ${fmt(hot.toast / EVENTS, 1)}, indexes ${fmt(hot.indexes / EVENTS, 2)})`);
+    say(
+      "database growth bytes/event, unsealed (that run)",
+      `${fmt(growth / EVENTS, 1)} (log_hot: heap ${fmt(hot.heap / EVENTS, 1)}, TOAST ${fmt(hot.toast / EVENTS, 1)}, indexes ${fmt(hot.indexes / EVENTS, 2)})`,
+    );
     await service.stop();
   }
 
@@ -938,7 +963,11 @@ async function main(): Promise<void> {
   const loaded = await ingest(service, file);
   const hotAtStored = await hotExact(sql);
   say(`ingest with the sealer (SEAL_INTERVAL_MS=${SEAL_INTERVAL_MS})`, rate(loaded));
-  if (without) say("ingest with ÷ without the sealer", `**${fmt(without.storedSeconds / loaded.storedSeconds, 2)}** (events/s stored; acknowledged: ${fmt(without.seconds / loaded.seconds, 2)})`);
+  if (without)
+    say(
+      "ingest with ÷ without the sealer",
+      `**${fmt(without.storedSeconds / loaded.storedSeconds, 2)}** (events/s stored; acknowledged: ${fmt(without.seconds / loaded.seconds, 2)})`,
+    );
   const cpuAtStored = treeCpu(logpond.proc.pid);
   const { at: sealedAt, text: sealer } = await waitForSealed(logpond.apiUrl, EVENTS);
   const cpuAtSealed = treeCpu(logpond.proc.pid);
@@ -952,14 +981,19 @@ async function main(): Promise<void> {
   const during = samples.filter((s) => s.at <= loaded.storedAt);
   const hotPeak = Math.max(0, ...during.map((s) => s.hot ?? 0));
   const loadBusy = busySeconds(samples, loaded.startedAt, loaded.storedAt);
-  const timeline = during.filter((s) => s.hot !== undefined && s.at >= loaded.startedAt).filter((_, i, all) => i % Math.max(1, Math.round(all.length / 12)) === 0);
-  say("hot tier during the load", `peak ${fmt(hotPeak)} rows (statistics, every 2 s), ${fmt(hotAtStored)} at the last commit (exact); sealer's move statements running ${fmt((100 * loadBusy) / loaded.storedSeconds, 0)} % of the load's time; rows at ${timeline.map((s) => `${fmt((s.at - loaded.startedAt) / 1000, 0)} s: ${fmt(s.hot!)}`).join(", ")}`);
+  const timeline = during
+    .filter((s) => s.hot !== undefined && s.at >= loaded.startedAt)
+    .filter((_, i, all) => i % Math.max(1, Math.round(all.length / 12)) === 0);
+  say(
+    "hot tier during the load",
+    `peak ${fmt(hotPeak)} rows (statistics, every 2 s), ${fmt(hotAtStored)} at the last commit (exact); sealer's move statements running ${fmt((100 * loadBusy) / loaded.storedSeconds, 0)} % of the load's time; rows at ${timeline.map((s) => `${fmt((s.at - loaded.startedAt) / 1000, 0)} s: ${fmt(s.hot!)}`).join(", ")}`,
+  );
   const firstMove = samples.find((s) => s.at > loaded.storedAt && s.sealing);
   const drainBusy = busySeconds(samples, loaded.storedAt, sealedAt);
   const drainCpu = cpuSince(cpuAtStored, cpuAtSealed);
   say(
     "sealing after the load",
-    `everything sealed ${fmt((sealedAt - loaded.storedAt) / 1000, 1)} s after the last commit (${fmt(hotAtStored)} rows hot then; the first move ${firstMove ? `${fmt((firstMove.at - loaded.storedAt) / 1000, 1)} s after it, at the next tick or when the running pass reached them` : "not seen"}); moves running ${fmt(drainBusy, 1)} s${drainBusy > 0 ? ` = ${fmt(hotAtStored / drainBusy)} events/s` : ""}; ${cpuPerEvent(drainCpu, hotAtStored)} moved; hot partitions dropped ${droppedAt === undefined ? `**not yet ${fmt(2 * SEAL_INTERVAL_MS / 1000 + 60, 0)} s after that** (their pages stay until a pass gets log_hot's lock)` : `${fmt((droppedAt - sealedAt) / 1000, 1)} s after that`}; autovacuum on a log_hot partition ${fmt(busySeconds(samples, loaded.storedAt, droppedAt ?? Infinity, "vacuuming"), 1)} s of that time (${fmt(busySeconds(samples, 0, Infinity, "vacuuming"), 1)} s in the whole run)`,
+    `everything sealed ${fmt((sealedAt - loaded.storedAt) / 1000, 1)} s after the last commit (${fmt(hotAtStored)} rows hot then; the first move ${firstMove ? `${fmt((firstMove.at - loaded.storedAt) / 1000, 1)} s after it, at the next tick or when the running pass reached them` : "not seen"}); moves running ${fmt(drainBusy, 1)} s${drainBusy > 0 ? ` = ${fmt(hotAtStored / drainBusy)} events/s` : ""}; ${cpuPerEvent(drainCpu, hotAtStored)} moved; hot partitions dropped ${droppedAt === undefined ? `**not yet ${fmt((2 * SEAL_INTERVAL_MS) / 1000 + 60, 0)} s after that** (their pages stay until a pass gets log_hot's lock)` : `${fmt((droppedAt - sealedAt) / 1000, 1)} s after that`}; autovacuum on a log_hot partition ${fmt(busySeconds(samples, loaded.storedAt, droppedAt ?? Infinity, "vacuuming"), 1)} s of that time (${fmt(busySeconds(samples, 0, Infinity, "vacuuming"), 1)} s in the whole run)`,
   );
   const sealed = counter(sealer, "logpond_sealer_events_sealed_total");
   const totalBusy = busySeconds(samples, 0, Infinity);
@@ -969,10 +1003,16 @@ async function main(): Promise<void> {
     `${fmt(sealed)} events sealed (${fmt(counter(sealer, "logpond_sealer_events_dropped_total"))} dropped) into ${fmt(columns.blocks)} blocks (${fmt(sealed / Math.max(1, columns.blocks), 0)} events per block), ${fmt(counter(afterDrops, "logpond_sealer_partitions_dropped_total"))} hot partitions dropped; move statements running ${fmt(totalBusy, 1)} s${totalBusy > 0 ? ` = **${fmt(sealed / totalBusy)} events/s** while sealing` : ""} (sampled every ${SAMPLE_MS} ms in pg_stat_activity)`,
   );
   const wholeCpu = cpuSince(loaded.cpuAtStart, cpuAtSealed);
-  say("CPU, load + sealing (this run)", `${cpuPerEvent(wholeCpu, EVENTS)}, from the first request until log_hot was empty; of it the sealer's backend(s) running the moves ${fmt((sealerCpu * 1e6) / EVENTS, 1)} µs/event (${fmt(EVENTS / Math.max(0.01, sealerCpu))} events per CPU-second)`);
+  say(
+    "CPU, load + sealing (this run)",
+    `${cpuPerEvent(wholeCpu, EVENTS)}, from the first request until log_hot was empty; of it the sealer's backend(s) running the moves ${fmt((sealerCpu * 1e6) / EVENTS, 1)} µs/event (${fmt(EVENTS / Math.max(0.01, sealerCpu))} events per CPU-second)`,
+  );
   if (without) {
     const extra = cpuTotal(wholeCpu) - cpuTotal(without.cpu);
-    say("sealing's CPU ÷ ingest's CPU", `**${fmt(extra / cpuTotal(without.cpu), 2)}** (this run's CPU per event − the run without the sealer's = ${fmt((extra * 1e6) / EVENTS, 1)} µs per event, ÷ ${fmt((cpuTotal(without.cpu) * 1e6) / EVENTS, 1)}; on a CPU-bound box, ingest that seals as fast as it loads runs at ~1 ÷ (1 + this) of its unsealed rate)`);
+    say(
+      "sealing's CPU ÷ ingest's CPU",
+      `**${fmt(extra / cpuTotal(without.cpu), 2)}** (this run's CPU per event − the run without the sealer's = ${fmt((extra * 1e6) / EVENTS, 1)} µs per event, ÷ ${fmt((cpuTotal(without.cpu) * 1e6) / EVENTS, 1)}; on a CPU-bound box, ingest that seals as fast as it loads runs at ~1 ÷ (1 + this) of its unsealed rate)`,
+    );
   }
   if (sealed !== EVENTS) throw new Error(`the sealer sealed ${sealed} events, ${EVENTS} were sent`);
 
@@ -985,10 +1025,22 @@ async function main(): Promise<void> {
   const blocksGrowth = tierTotal(blocks) - tierTotal(blocksBefore);
   const hotGrowth = tierTotal(hot) - tierTotal(hotBefore);
   const perEvent = (n: number) => fmt(n / EVENTS, 1);
-  say("database growth bytes/event", `**${perEvent(growth)}** (pg_database_size after − before = ${bytes(growth)}, everything sealed, after CHECKPOINT, no VACUUM) = ${fmt(growth / corpus.bytes, 3)} × NDJSON`);
-  say("log_blocks bytes/event", `${perEvent(blocksGrowth)}: heap ${perEvent(blocks.heap - blocksBefore.heap)}, TOAST ${perEvent(blocks.toast - blocksBefore.toast)}, indexes ${fmt((blocks.indexes - blocksBefore.indexes) / EVENTS, 2)} (${blocks.partitions} partitions${process.env.DATABASE_URL ? "; whole table, other sources included" : ""})`);
-  say("block columns bytes/event (pg_column_size, as stored)", `body ${perEvent(columns.body)}, ids ${perEvent(columns.ids)}, dts ${perEvent(columns.dts)}; the rest of a block row ${perEvent(blocks.heap + blocks.toast - blocksBefore.heap - blocksBefore.toast - columns.body - columns.ids - columns.dts)} (tuple headers, TOAST chunk overhead, free space)`);
-  say("log_hot and the rest bytes/event", `log_hot ${perEvent(hotGrowth)} (${hot.partitions} partitions left), everything else ${perEvent(growth - blocksGrowth - hotGrowth)} (catalog, flush_batches, free space maps)`);
+  say(
+    "database growth bytes/event",
+    `**${perEvent(growth)}** (pg_database_size after − before = ${bytes(growth)}, everything sealed, after CHECKPOINT, no VACUUM) = ${fmt(growth / corpus.bytes, 3)} × NDJSON`,
+  );
+  say(
+    "log_blocks bytes/event",
+    `${perEvent(blocksGrowth)}: heap ${perEvent(blocks.heap - blocksBefore.heap)}, TOAST ${perEvent(blocks.toast - blocksBefore.toast)}, indexes ${fmt((blocks.indexes - blocksBefore.indexes) / EVENTS, 2)} (${blocks.partitions} partitions${process.env.DATABASE_URL ? "; whole table, other sources included" : ""})`,
+  );
+  say(
+    "block columns bytes/event (pg_column_size, as stored)",
+    `body ${perEvent(columns.body)}, ids ${perEvent(columns.ids)}, dts ${perEvent(columns.dts)}; the rest of a block row ${perEvent(blocks.heap + blocks.toast - blocksBefore.heap - blocksBefore.toast - columns.body - columns.ids - columns.dts)} (tuple headers, TOAST chunk overhead, free space)`,
+  );
+  say(
+    "log_hot and the rest bytes/event",
+    `log_hot ${perEvent(hotGrowth)} (${hot.partitions} partitions left), everything else ${perEvent(growth - blocksGrowth - hotGrowth)} (catalog, flush_batches, free space maps)`,
+  );
   say("WAL bytes/event", `${perEvent(wal)} (${bytes(wal)} written during the load and the sealing)`);
 
   // 5. Reads, before the peers: the default 30-minute window should still hold the newest events.
@@ -1000,7 +1052,11 @@ async function main(): Promise<void> {
   // 6. Peers over the same file.
   const z = await zstd(file);
   if (typeof z === "string") say("zstd -3", z);
-  else say("zstd -3 bytes/event", `${fmt(z.bytes / EVENTS, 1)} (${bytes(z.bytes)}, ${fmt(z.seconds, 1)} s = ${fmt(corpus.bytes / (1 << 20) / z.seconds, 0)} MiB/s, one thread); database growth ÷ zstd = ${fmt(growth / z.bytes, 2)}`);
+  else
+    say(
+      "zstd -3 bytes/event",
+      `${fmt(z.bytes / EVENTS, 1)} (${bytes(z.bytes)}, ${fmt(z.seconds, 1)} s = ${fmt(corpus.bytes / (1 << 20) / z.seconds, 0)} MiB/s, one thread); database growth ÷ zstd = ${fmt(growth / z.bytes, 2)}`,
+    );
   const needle = p.needles[0]!;
   const plain = await grep(file, needle);
   const folded = await grep(file, needle, ["-i"]);
@@ -1015,13 +1071,20 @@ async function main(): Promise<void> {
   }
 
   // 7. Report. The machine may be shared: the load average at the end tells how much.
-  say("load average at the end", loadavg().map((l) => l.toFixed(2)).join(" "));
+  say(
+    "load average at the end",
+    loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" "),
+  );
   const from = specs.find((s) => s.from)!.from!;
   const report = markdown(header, figures, reads, from);
   console.log(`\n${report}`);
   const reportFile = path.join(OUT, `scale-${STAMP}.md`);
   writeFileSync(reportFile, report);
-  progress(`report written to ${path.relative(ROOT, reportFile)}${KEEP ? `; kept ${path.relative(ROOT, file)} and the main run's DATA_DIR (${logpond.dataDir})` : ""}`);
+  progress(
+    `report written to ${path.relative(ROOT, reportFile)}${KEEP ? `; kept ${path.relative(ROOT, file)} and the main run's DATA_DIR (${logpond.dataDir})` : ""}`,
+  );
 }
 
 try {

@@ -32,7 +32,13 @@ export const SCENARIOS: Scenario[] = [
   { name: "ndjson-100", payload: "ndjson-100", note: "100-event NDJSON", tool: "wrk", ratio: "copy" },
   { name: "msgpack-100", payload: "msgpack-100", note: "100-event MessagePack arrays of plain maps", tool: "wrk", ratio: "copy" },
   { name: "msgpack-records-100", payload: "msgpack-records-100", note: "msgpackr records, each body with its own definitions", tool: "wrk", ratio: "copy" },
-  { name: "logtail-gzip-msgpack-1000", payload: "logtail-gzip-msgpack-1000", note: "as @logtail/node sends: @msgpack/msgpack, Date dt, gzip, 1000 events", tool: "wrk", ratio: "copy" },
+  {
+    name: "logtail-gzip-msgpack-1000",
+    payload: "logtail-gzip-msgpack-1000",
+    note: "as @logtail/node sends: @msgpack/msgpack, Date dt, gzip, 1000 events",
+    tool: "wrk",
+    ratio: "copy",
+  },
   { name: "json-1", payload: "json-1", note: "single-event JSON", tool: "wrk", ratio: "bare" },
   { name: "sources-1000", payload: "json-100", note: "json-100 over 1,000 sources, round-robin", tool: "wrk", ratio: "copy", sources: "many" },
   {
@@ -46,7 +52,14 @@ export const SCENARIOS: Scenario[] = [
       return full ? full.median.requestsPerSecond / 2 : undefined;
     },
   },
-  { name: "durable json-100", payload: "json-100", note: `INGEST_ACK=durable: 202 after commit; JS generator, ${JS_CONCURRENCY} in flight`, tool: "js", ratio: "copy", durable: true },
+  {
+    name: "durable json-100",
+    payload: "json-100",
+    note: `INGEST_ACK=durable: 202 after commit; JS generator, ${JS_CONCURRENCY} in flight`,
+    tool: "js",
+    ratio: "copy",
+    durable: true,
+  },
 ];
 
 export interface ScenarioEnv {
@@ -62,7 +75,14 @@ export async function runScenario(ctx: BenchContext, s: Scenario, corpus: Corpus
   const rate = s.rate?.(rows, corpus);
   if (s.rate && rate === undefined) return undefined;
   if (s.tool === "wrk" && !ctx.wrk) return undefined;
-  const dir = s.tool === "wrk" ? writeWrkFiles(path.join(ctx.work, `wrk-${s.name.replace(/\W+/g, "_")}-${corpus}`), p, sources.map((x) => x.token)) : "";
+  const dir =
+    s.tool === "wrk"
+      ? writeWrkFiles(
+          path.join(ctx.work, `wrk-${s.name.replace(/\W+/g, "_")}-${corpus}`),
+          p,
+          sources.map((x) => x.token),
+        )
+      : "";
   const runs: Run[] = [];
   let mismatch: string | undefined;
   for (let r = 0; r < ctx.runs; r++) {
@@ -76,7 +96,14 @@ export async function runScenario(ctx: BenchContext, s: Scenario, corpus: Corpus
       const w = await runWrk(ctx.wrk!, `${service.ingestUrl}/`, dir, p.bodies.length, ctx.seconds);
       client = { requests: w.requests, ok: w.statuses["202"] ?? 0, seconds: w.seconds, p50: w.p50, p99: w.p99, generatorCpu: w.cpuSeconds / w.seconds };
     } else {
-      const g = await generate(ctx, `${service.ingestUrl}/`, sources.map((x) => x.token), s.payload, corpus, rate);
+      const g = await generate(
+        ctx,
+        `${service.ingestUrl}/`,
+        sources.map((x) => x.token),
+        s.payload,
+        corpus,
+        rate,
+      );
       client = { requests: g.requests, ok: g.statuses["202"] ?? 0, seconds: g.seconds, p50: g.p50, p99: g.p99, generatorCpu: g.cpuSeconds / g.seconds };
     }
     // Sustained: the clock stops when the last acknowledged event is committed. Requests wrk left
@@ -120,7 +147,17 @@ export async function runScenario(ctx: BenchContext, s: Scenario, corpus: Corpus
       ? { to: `bare Bun.serve, ${s.payload}`, value: m.requestsPerSecond / env.ceilings.bare[s.payload]! }
       : { to: "psql \\copy, 1 stream", value: m.eventsPerSecond / env.ceilings.copy };
   const note = rate ? `${s.note} (${fmt(rate)} req/s)` : s.note;
-  return { name: s.name, corpus, kind: "scenario", tool: s.tool === "wrk" ? `wrk -c${WRK_CONNECTIONS}` : `JS ×${JS_CONCURRENCY}`, note, runs, median: m, ratio, mismatch };
+  return {
+    name: s.name,
+    corpus,
+    kind: "scenario",
+    tool: s.tool === "wrk" ? `wrk -c${WRK_CONNECTIONS}` : `JS ×${JS_CONCURRENCY}`,
+    note,
+    runs,
+    median: m,
+    ratio,
+    mismatch,
+  };
 }
 
 async function generate(ctx: BenchContext, url: string, tokens: string[], name: PayloadName, corpus: Corpus, rate?: number) {
@@ -129,7 +166,16 @@ async function generate(ctx: BenchContext, url: string, tokens: string[], name: 
   ctx.children.push(proc);
   const out = await new Response(proc.stdout as ReadableStream).text();
   if ((await proc.exited) !== 0) throw new Error(`generator failed: ${out}`);
-  return JSON.parse(out) as { requests: number; statuses: Record<string, number>; ackedEvents: number; ackedBytes: number; seconds: number; p50: number; p99: number; cpuSeconds: number };
+  return JSON.parse(out) as {
+    requests: number;
+    statuses: Record<string, number>;
+    ackedEvents: number;
+    ackedBytes: number;
+    seconds: number;
+    p50: number;
+    p99: number;
+    cpuSeconds: number;
+  };
 }
 
 async function countStored(sql: postgres.Sql, sources: { id: number }[]): Promise<number> {

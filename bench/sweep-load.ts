@@ -30,7 +30,9 @@ async function flushed(service: Service): Promise<number> {
  * is committed (what the buffer absorbed is not throughput).
  */
 async function load(service: Service, token: string, seconds: number): Promise<number> {
-  const body = JSON.stringify(Array.from({ length: EVENTS_PER_REQUEST }, (_, i) => ({ level: "info", message: `GET /api/items/${i} handled`, status: 200, duration_ms: i / 10 })));
+  const body = JSON.stringify(
+    Array.from({ length: EVENTS_PER_REQUEST }, (_, i) => ({ level: "info", message: `GET /api/items/${i} handled`, status: 200, duration_ms: i / 10 })),
+  );
   const before = await flushed(service);
   const started = performance.now();
   const stopAt = Date.now() + seconds * 1000;
@@ -38,7 +40,11 @@ async function load(service: Service, token: string, seconds: number): Promise<n
   await Promise.all(
     Array.from({ length: SENDERS }, async () => {
       while (Date.now() < stopAt) {
-        const response = await fetch(`${service.ingestUrl}/`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body });
+        const response = await fetch(`${service.ingestUrl}/`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body,
+        });
         await response.arrayBuffer();
         if (response.status === 202) acked += EVENTS_PER_REQUEST;
       }
@@ -72,7 +78,8 @@ async function window(sql: postgres.Sql, service: Service, token: string, alongs
   // earlier one had already paid for, and looked cheaper than a sweep on pages of its own).
   await sql`checkpoint`;
   const wal = async () => (await sql<{ b: string; f: string }[]>`select wal_bytes::bigint as b, wal_fpi::bigint as f from pg_stat_wal`)[0]!;
-  const deletes = async () => Number((await sql<{ n: string }[]>`select coalesce(sum(n_tup_del), 0)::bigint as n from pg_stat_user_tables where relname like 'log_events%'`)[0]!.n);
+  const deletes = async () =>
+    Number((await sql<{ n: string }[]>`select coalesce(sum(n_tup_del), 0)::bigint as n from pg_stat_user_tables where relname like 'log_events%'`)[0]!.n);
   const walBefore = await wal();
   const deletedBefore = await deletes();
   const abort = new AbortController();
@@ -92,7 +99,14 @@ async function window(sql: postgres.Sql, service: Service, token: string, alongs
   const done = await side;
   await sampling;
   const walAfter = await wal();
-  return { rate, walMb: (Number(walAfter.b) - Number(walBefore.b)) / 1e6, fullPages: Number(walAfter.f) - Number(walBefore.f), autovacuum: busy / Math.max(samples, 1), deleted: (await deletes()) - deletedBefore, done };
+  return {
+    rate,
+    walMb: (Number(walAfter.b) - Number(walBefore.b)) / 1e6,
+    fullPages: Number(walAfter.f) - Number(walBefore.f),
+    autovacuum: busy / Math.max(samples, 1),
+    deleted: (await deletes()) - deletedBefore,
+    done,
+  };
 }
 
 export async function sweepRatio(url: string, sql: postgres.Sql, print: (line: string) => void): Promise<void> {
@@ -112,13 +126,23 @@ export async function sweepRatio(url: string, sql: postgres.Sql, print: (line: s
       // Each round's sweep has rows of its own to delete, spread over every page (source ids
       // interleave): 1/ROUNDS of sources 1..90 drop to 1 day of retention.
       await sql`update sources set logs_retention = 1 where id <= 90 and id % ${ROUNDS} = ${round}`;
-      during.push(await window(sql, service, token, (signal) => sweep(sql, signal, () => {}).then(() => true, () => false)));
+      during.push(
+        await window(sql, service, token, (signal) =>
+          sweep(sql, signal, () => {}).then(
+            () => true,
+            () => false,
+          ),
+        ),
+      );
     }
     without.push(await window(sql, service, token));
     const ratios = during.map((d, i) => d.rate / ((without[i]!.rate + without[i + 1]!.rate) / 2));
     const sorted = [...ratios].sort((a, b) => a - b);
-    const show = (w: Window) => `${w.rate.toFixed(0)} (${w.deleted} rows deleted, WAL ${w.walMb.toFixed(0)} MB with ${w.fullPages} full pages, autovacuum ${(w.autovacuum * 100).toFixed(0)}%)`;
-    print(`ingest during a sweep ÷ without: median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(3)} of ${ROUNDS} rounds (each: a ${SECONDS} s window with a sweep running ÷ the mean of the windows without around it: ${ratios.map((r) => r.toFixed(3)).join(", ")})`);
+    const show = (w: Window) =>
+      `${w.rate.toFixed(0)} (${w.deleted} rows deleted, WAL ${w.walMb.toFixed(0)} MB with ${w.fullPages} full pages, autovacuum ${(w.autovacuum * 100).toFixed(0)}%)`;
+    print(
+      `ingest during a sweep ÷ without: median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(3)} of ${ROUNDS} rounds (each: a ${SECONDS} s window with a sweep running ÷ the mean of the windows without around it: ${ratios.map((r) => r.toFixed(3)).join(", ")})`,
+    );
     print(`  events/s with a sweep: ${during.map(show).join("; ")}; sweeps finished within their window: ${during.filter((w) => w.done).length}/${ROUNDS}`);
     print(`  events/s without: ${without.map(show).join("; ")}`);
   } finally {

@@ -54,7 +54,14 @@ export async function runWrk(wrk: string, url: string, dir: string, bodies: numb
   const code = await proc.exited;
   const line = out.split("\n").find((l) => l.startsWith("WRK-RESULT "));
   if (code !== 0 || !line) throw new Error(`wrk failed (exit ${code}): ${err || out}`);
-  const r = JSON.parse(line.slice("WRK-RESULT ".length)) as { requests: number; durationUs: number; statuses: Record<string, number>; errors: Record<string, number>; p50Us: number; p99Us: number };
+  const r = JSON.parse(line.slice("WRK-RESULT ".length)) as {
+    requests: number;
+    durationUs: number;
+    statuses: Record<string, number>;
+    errors: Record<string, number>;
+    p50Us: number;
+    p99Us: number;
+  };
   const usage = proc.resourceUsage();
   const cpuSeconds = usage ? Number(usage.cpuTime.user + usage.cpuTime.system) / 1e6 : 0;
   return { requests: r.requests, seconds: r.durationUs / 1e6, statuses: r.statuses, errors: r.errors, p50: r.p50Us / 1000, p99: r.p99Us / 1000, cpuSeconds };

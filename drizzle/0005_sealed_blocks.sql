@@ -90,21 +90,25 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 $$;--> statement-breakpoint
 -- logpond_events_between, for a query: a block is opened only when its Bloom filter has every gram
 -- in `grams` (store/blocks.ts: bit h mod size) and its text has every needle (lowered, as ILIKE
--- lowers in a C ctype); a line is parsed only when it has every needle. Both are necessary
--- conditions of the query (query/prefilter.ts), so the caller's condition on raw still decides.
+-- lowers in a C ctype); a line is parsed (raw) only when it has every needle, else raw is null.
+-- Both are necessary conditions of the top-level AND of the query (query/prefilter.ts), whose
+-- conjuncts are false or null on a null raw, so the caller's condition on raw still decides
+-- exactly. The checks are scalar subqueries on purpose: a NOT EXISTS is pulled up into an anti
+-- join above the lines, which lowered a block's whole text once per line.
 CREATE FUNCTION "logpond_events_matching"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz, grams bigint[], needles text[])
 RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb, "line" text)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	SELECT h."id", h."source_id", h."dt", h."raw", h."raw"::text FROM "log_hot" h
 	WHERE h."source_id" = ANY(source_ids) AND h."dt" >= from_dt AND h."dt" <= to_dt
 	UNION ALL
-	SELECT e."id", b."source_id", e."dt", e."line"::jsonb, e."line"
+	SELECT e."id", b."source_id", e."dt",
+		CASE WHEN (SELECT count(*) FROM unnest(needles) n WHERE strpos(lower(e."line"), n) = 0) = 0 THEN e."line"::jsonb END,
+		e."line"
 	FROM "log_blocks" b CROSS JOIN LATERAL unnest(b."ids", b."dts", string_to_array(b."body", E'\n')) AS e("id", "dt", "line")
 	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt
 		AND (b."min_dt" >= from_dt AND b."max_dt" <= to_dt OR EXISTS (SELECT 1 FROM unnest(b."dts") d WHERE d >= from_dt AND d <= to_dt))
 		AND (b."bloom" IS NULL OR NOT EXISTS (
 			SELECT 1 FROM unnest(grams) g WHERE get_bit(b."bloom", (g % (octet_length(b."bloom")::bigint * 8))::int) = 0))
-		AND NOT EXISTS (SELECT 1 FROM unnest(needles) n WHERE strpos(lower(b."body"), n) = 0)
+		AND (SELECT count(*) FROM unnest(needles) n WHERE strpos(lower(b."body"), n) = 0) = 0
 		AND e."dt" >= from_dt AND e."dt" <= to_dt
-		AND NOT EXISTS (SELECT 1 FROM unnest(needles) n WHERE strpos(lower(e."line"), n) = 0)
 $$;

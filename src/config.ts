@@ -177,7 +177,9 @@ function publicUrl(raw: string | undefined, problems: string[]): string | undefi
   }
   // Clients append nothing to ingesting_host: a query, fragment or credentials would be sent as part of the host.
   if (url.search || url.hash || url.username || url.password) {
-    problems.push(`PUBLIC_INGEST_URL=${JSON.stringify(raw)} must not carry a query (?…), a fragment (#…) or credentials: give scheme, host, port and path only`);
+    problems.push(
+      `PUBLIC_INGEST_URL=${JSON.stringify(raw)} must not carry a query (?…), a fragment (#…) or credentials: give scheme, host, port and path only`,
+    );
     return undefined;
   }
   return url.href.replace(/\/+$/, "");

@@ -163,7 +163,8 @@ export class Metrics {
     const out = new Exposition();
     const perSource = (name: string, help: string, value: (series: SourceSeries) => number) => {
       out.family(name, "counter", help);
-      for (const protocol of PROTOCOLS) for (const series of this.sources[protocol].values()) if (series.requests > 0) out.sample(name, series.labels, value(series));
+      for (const protocol of PROTOCOLS)
+        for (const series of this.sources[protocol].values()) if (series.requests > 0) out.sample(name, series.labels, value(series));
     };
     const single = (name: string, type: "counter" | "gauge", help: string, value: number) => out.family(name, type, help).sample(name, "", value);
 
@@ -171,14 +172,25 @@ export class Metrics {
     perSource("logpond_ingest_events_received_total", "Events accepted (buffered, or dropped as paused), by protocol and source.", (s) => s.events);
     perSource("logpond_ingest_bytes_received_total", "Request body bytes of accepted requests, as sent, by protocol and source.", (s) => s.bytes);
     perSource("logpond_ingest_events_dropped_paused_total", "Events accepted for a paused source and dropped, by protocol and source.", (s) => s.droppedPaused);
-    out.family("logpond_ingest_requests_rejected_total", "counter", "Ingestion requests refused, by protocol, source (\"\" before the token was known) and reason.");
+    out.family(
+      "logpond_ingest_requests_rejected_total",
+      "counter",
+      'Ingestion requests refused, by protocol, source ("" before the token was known) and reason.',
+    );
     for (const protocol of PROTOCOLS) {
       for (const series of this.sources[protocol].values()) {
         const rejected = series.rejected;
-        if (rejected) for (let i = 0; i < rejected.length; i++) if (rejected[i]! > 0) out.sample("logpond_ingest_requests_rejected_total", `${series.labels},${labels({ reason: REASON_NAMES[i]! })}`, rejected[i]!);
+        if (rejected)
+          for (let i = 0; i < rejected.length; i++)
+            if (rejected[i]! > 0)
+              out.sample("logpond_ingest_requests_rejected_total", `${series.labels},${labels({ reason: REASON_NAMES[i]! })}`, rejected[i]!);
       }
     }
-    out.family("logpond_ingest_request_duration_seconds", "histogram", "Ingestion requests' time from the handler's start (headers read) to the answer (any answer), by protocol.");
+    out.family(
+      "logpond_ingest_request_duration_seconds",
+      "histogram",
+      "Ingestion requests' time from the handler's start (headers read) to the answer (any answer), by protocol.",
+    );
     for (const protocol of PROTOCOLS) out.histogram("logpond_ingest_request_duration_seconds", labels({ protocol }), this.ingestDuration[protocol]);
     out.family("logpond_query_request_duration_seconds", "histogram", "Query API requests' time from the token check to the answer (any answer), by route.");
     for (const route of QUERY_ROUTES) out.histogram("logpond_query_request_duration_seconds", labels({ route }), this.queryDuration[route]);
@@ -186,7 +198,9 @@ export class Metrics {
     out.family("logpond_flushes_total", "counter", "Committed flushes, by trigger.");
     for (const [reason, n] of this.flushReasons) out.sample("logpond_flushes_total", labels({ reason }), n);
     single("logpond_flush_events_total", "counter", "Events written to PostgreSQL.", this.flushedEvents);
-    out.family("logpond_flush_duration_seconds", "histogram", "Committed flushes' duration, retries included.").histogram("logpond_flush_duration_seconds", "", this.flushDuration);
+    out
+      .family("logpond_flush_duration_seconds", "histogram", "Committed flushes' duration, retries included.")
+      .histogram("logpond_flush_duration_seconds", "", this.flushDuration);
     single("logpond_flush_errors_total", "counter", "Flush attempts that failed (and were retried).", this.flushErrors);
     single("logpond_dead_letter_events_total", "counter", "Events PostgreSQL refused for their data, kept in dead_letters.", this.eventsDeadLettered);
     single("logpond_events_lost_total", "counter", "Events refused by PostgreSQL whose dead letter was refused too (logged in full).", this.eventsLost);
@@ -194,11 +208,33 @@ export class Metrics {
     single("logpond_durable_timeouts_total", "counter", "Durable requests not committed within DURABLE_TIMEOUT_MS.", this.durableTimeouts);
     single("logpond_retention_sweeps_total", "counter", "Retention sweeps completed.", this.retentionSweeps);
     single("logpond_retention_sweep_errors_total", "counter", "Retention sweeps that failed (retried at the next interval).", this.retentionErrors);
-    single("logpond_retention_rows_removed_total", "counter", "Events removed by retention and deleted-source purges (dropped partitions: PostgreSQL's row estimate).", this.retentionRowsRemoved);
-    single("logpond_retention_bytes_removed_total", "counter", "Bytes removed: dropped partitions' size on disk, deleted rows' estimated stored size (their partition's average); a deleted row's space is reused by later rows of that partition only, and returns to the disk when the partition is dropped.", this.retentionBytesRemoved);
-    single("logpond_retention_dead_letters_removed_total", "counter", "Dead letters removed by retention and deleted-source purges.", this.retentionDeadLettersRemoved);
-    single("logpond_retention_partitions_dropped_total", "counter", "Daily partitions dropped because every source had outlived them.", this.retentionPartitionsDropped);
-    out.family("logpond_retention_sweep_duration_seconds", "histogram", "Completed retention sweeps' duration.").histogram("logpond_retention_sweep_duration_seconds", "", this.sweepDuration);
+    single(
+      "logpond_retention_rows_removed_total",
+      "counter",
+      "Events removed by retention and deleted-source purges (dropped partitions: PostgreSQL's row estimate).",
+      this.retentionRowsRemoved,
+    );
+    single(
+      "logpond_retention_bytes_removed_total",
+      "counter",
+      "Bytes removed: dropped partitions' size on disk, deleted rows' estimated stored size (their partition's average); a deleted row's space is reused by later rows of that partition only, and returns to the disk when the partition is dropped.",
+      this.retentionBytesRemoved,
+    );
+    single(
+      "logpond_retention_dead_letters_removed_total",
+      "counter",
+      "Dead letters removed by retention and deleted-source purges.",
+      this.retentionDeadLettersRemoved,
+    );
+    single(
+      "logpond_retention_partitions_dropped_total",
+      "counter",
+      "Daily partitions dropped because every source had outlived them.",
+      this.retentionPartitionsDropped,
+    );
+    out
+      .family("logpond_retention_sweep_duration_seconds", "histogram", "Completed retention sweeps' duration.")
+      .histogram("logpond_retention_sweep_duration_seconds", "", this.sweepDuration);
     single("logpond_retention_last_sweep_duration_seconds", "gauge", "Duration of the last completed retention sweep.", this.retentionLastSeconds);
     for (const [name, { help, value }] of Object.entries(options.counters ?? {})) single(name, "counter", help, value);
     for (const [name, { help, value }] of Object.entries(gauges)) single(name, "gauge", help, value);

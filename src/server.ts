@@ -95,59 +95,90 @@ export function managementApp(deps: {
   log: (line: string) => void;
 }) {
   const reading = { sql: deps.store.sql, apiTokenDigest: deps.routes.apiTokenDigest };
-  return new Elysia({ name: "logpond/management" })
-    .use(errorHandler(deps.log))
-    .use(health(() => deps.store.ping()))
-    .get(
-      "/metrics",
-      () =>
-        new Response(
-          deps.metrics.render({
-            logpond_buffer_events: { help: "Events held in memory (waiting or being written).", value: deps.ring.heldEvents },
-            logpond_buffer_bytes: { help: "Approximate bytes held in memory.", value: deps.ring.heldBytes },
-            logpond_ingest_inflight_bytes: { help: "Memory charged to requests being decoded (INGEST_INFLIGHT_MAX_BYTES).", value: deps.inFlight?.bytes ?? 0 },
-            logpond_flush_streams_busy: { help: "COPY streams writing now.", value: deps.flusher.streamsBusy },
-            logpond_sources: { help: "Sources known to ingestion.", value: deps.cache.size },
-            logpond_storage_partitions: { help: "log_blocks partitions (daily ones and the default), as of the last retention sweep.", value: deps.retention?.last?.partitions ?? 0 },
-            logpond_storage_oldest_event_timestamp_seconds: {
-              help: "dt of the oldest stored event (Unix seconds; 0: none), as of the last retention sweep.",
-              value: (deps.retention?.last?.oldestEvent?.getTime() ?? 0) / 1000,
-            },
-            logpond_process_resident_bytes: { help: "Resident memory of the process (RSS).", value: process.memoryUsage.rss() },
-            logpond_process_heap_bytes: { help: "JavaScript heap in use.", value: process.memoryUsage().heapUsed },
-            logpond_tail_streams: { help: "Live-tail streams open.", value: deps.read.tail.size },
-            logpond_sealer_last_pass_timestamp_seconds: { help: "When the sealer last finished a pass (Unix seconds; 0: none yet).", value: deps.sealer.lastPassAt / 1000 },
-          }, {
-            counters: {
-              logpond_sealer_events_sealed_total: { help: "Events the sealer moved from the hot tier into compressed blocks.", value: deps.sealer.totals.sealed },
-              logpond_sealer_events_dropped_total: { help: "Hot rows the sealer dropped instead (past their source's retention, or of a deleted source).", value: deps.sealer.totals.moved - deps.sealer.totals.sealed },
-              logpond_sealer_blocks_written_total: { help: "Blocks the sealer wrote.", value: deps.sealer.totals.blocks },
-              logpond_sealer_partitions_dropped_total: { help: "Sealed hot-tier partitions dropped (their space given back).", value: deps.sealer.totals.dropped },
-              logpond_sealer_closes_busy_total: { help: "Closes of the open hot generation that did not get their locks in time (a long transaction on log_hot holds them off).", value: deps.sealer.totals.closesBusy },
-              logpond_tail_batches_read_back_total: { help: "Committed batches the live tail read back from PostgreSQL (another instance's, or ours when its NOTIFY came first).", value: deps.read.tail.readBack },
-            },
-            sourceExists: (id) => deps.cache.has(id),
-          }),
-          { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } },
-        ),
-    )
-    // The page first: the API plugins' token hooks are scoped, so they apply to routes added after them.
-    .use(deps.web)
-    .use(tailRoutes({ ...reading, hub: deps.read.tail, limits: deps.read.tailLimits, log: deps.log }))
-    .use(sourceRoutes(deps.routes))
-    .use(queryRoutes({ ...reading, queryTimeoutMs: deps.read.queryTimeoutMs, metrics: deps.metrics }));
+  return (
+    new Elysia({ name: "logpond/management" })
+      .use(errorHandler(deps.log))
+      .use(health(() => deps.store.ping()))
+      .get(
+        "/metrics",
+        () =>
+          new Response(
+            deps.metrics.render(
+              {
+                logpond_buffer_events: { help: "Events held in memory (waiting or being written).", value: deps.ring.heldEvents },
+                logpond_buffer_bytes: { help: "Approximate bytes held in memory.", value: deps.ring.heldBytes },
+                logpond_ingest_inflight_bytes: {
+                  help: "Memory charged to requests being decoded (INGEST_INFLIGHT_MAX_BYTES).",
+                  value: deps.inFlight?.bytes ?? 0,
+                },
+                logpond_flush_streams_busy: { help: "COPY streams writing now.", value: deps.flusher.streamsBusy },
+                logpond_sources: { help: "Sources known to ingestion.", value: deps.cache.size },
+                logpond_storage_partitions: {
+                  help: "log_blocks partitions (daily ones and the default), as of the last retention sweep.",
+                  value: deps.retention?.last?.partitions ?? 0,
+                },
+                logpond_storage_oldest_event_timestamp_seconds: {
+                  help: "dt of the oldest stored event (Unix seconds; 0: none), as of the last retention sweep.",
+                  value: (deps.retention?.last?.oldestEvent?.getTime() ?? 0) / 1000,
+                },
+                logpond_process_resident_bytes: { help: "Resident memory of the process (RSS).", value: process.memoryUsage.rss() },
+                logpond_process_heap_bytes: { help: "JavaScript heap in use.", value: process.memoryUsage().heapUsed },
+                logpond_tail_streams: { help: "Live-tail streams open.", value: deps.read.tail.size },
+                logpond_sealer_last_pass_timestamp_seconds: {
+                  help: "When the sealer last finished a pass (Unix seconds; 0: none yet).",
+                  value: deps.sealer.lastPassAt / 1000,
+                },
+              },
+              {
+                counters: {
+                  logpond_sealer_events_sealed_total: {
+                    help: "Events the sealer moved from the hot tier into compressed blocks.",
+                    value: deps.sealer.totals.sealed,
+                  },
+                  logpond_sealer_events_dropped_total: {
+                    help: "Hot rows the sealer dropped instead (past their source's retention, or of a deleted source).",
+                    value: deps.sealer.totals.moved - deps.sealer.totals.sealed,
+                  },
+                  logpond_sealer_blocks_written_total: { help: "Blocks the sealer wrote.", value: deps.sealer.totals.blocks },
+                  logpond_sealer_partitions_dropped_total: {
+                    help: "Sealed hot-tier partitions dropped (their space given back).",
+                    value: deps.sealer.totals.dropped,
+                  },
+                  logpond_sealer_closes_busy_total: {
+                    help: "Closes of the open hot generation that did not get their locks in time (a long transaction on log_hot holds them off).",
+                    value: deps.sealer.totals.closesBusy,
+                  },
+                  logpond_tail_batches_read_back_total: {
+                    help: "Committed batches the live tail read back from PostgreSQL (another instance's, or ours when its NOTIFY came first).",
+                    value: deps.read.tail.readBack,
+                  },
+                },
+                sourceExists: (id) => deps.cache.has(id),
+              },
+            ),
+            { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } },
+          ),
+      )
+      // The page first: the API plugins' token hooks are scoped, so they apply to routes added after them.
+      .use(deps.web)
+      .use(tailRoutes({ ...reading, hub: deps.read.tail, limits: deps.read.tailLimits, log: deps.log }))
+      .use(sourceRoutes(deps.routes))
+      .use(queryRoutes({ ...reading, queryTimeoutMs: deps.read.queryTimeoutMs, metrics: deps.metrics }))
+  );
 }
 
 export function ingestApp(deps: IngestDeps & { store: Store; log: (line: string) => void }) {
-  return new Elysia({ name: "logpond/ingest" })
-    .use(errorHandler(deps.log))
-    .use(health(() => deps.store.ping()))
-    .post("/", ({ request }) => acceptRequest(request, deps), { parse: "none" })
-    .options("/", () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS }))
-    // Other shippers' protocols, on the same path from the token to the ring (README, Shippers).
-    .post("/v1/logs", ({ request }) => acceptOtlp(request, deps), { parse: "none" })
-    .options("/v1/logs", () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS }))
-    .post("/loki/api/v1/push", ({ request }) => acceptLoki(request, deps), { parse: "none" });
+  return (
+    new Elysia({ name: "logpond/ingest" })
+      .use(errorHandler(deps.log))
+      .use(health(() => deps.store.ping()))
+      .post("/", ({ request }) => acceptRequest(request, deps), { parse: "none" })
+      .options("/", () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS }))
+      // Other shippers' protocols, on the same path from the token to the ring (README, Shippers).
+      .post("/v1/logs", ({ request }) => acceptOtlp(request, deps), { parse: "none" })
+      .options("/v1/logs", () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS }))
+      .post("/loki/api/v1/push", ({ request }) => acceptLoki(request, deps), { parse: "none" })
+  );
 }
 
 export async function startLogpond(config: Config, log: (line: string) => void): Promise<Logpond> {
@@ -185,11 +216,16 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   // own; an entry PostgreSQL refuses for its data takes the flusher's dead-letter path.
   const replay = openFlushConnection(store.url, config.flushTimeoutMs);
   try {
-    await replaySpills(config.dataDir, replay, async (entry) => {
-      // Back through the ring, which sets ids anew (over any the tuples had).
-      for (const rows of entry.rows) ring.push({ rows, events: tupleCount(rows), bytes: rows.length, seq: 0 });
-      await flusher.flush();
-    }, log);
+    await replaySpills(
+      config.dataDir,
+      replay,
+      async (entry) => {
+        // Back through the ring, which sets ids anew (over any the tuples had).
+        for (const rows of entry.rows) ring.push({ rows, events: tupleCount(rows), bytes: rows.length, seq: 0 });
+        await flusher.flush();
+      },
+      log,
+    );
   } finally {
     await replay.close();
   }
@@ -209,11 +245,10 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   // collector, and such chunks piled up (bench/rss.ts, json-100 realistic before the slabs: VmHWM
   // 389–410 MiB under load, 494–503 MiB through the drain). Rows in the ring's slabs are no
   // garbage; counting them too cost @logtail/node bodies 10% of the main thread in collections.
-  const gcPacer = new GcPacer(
-    config.bufferMaxBytes + GC_FULL_ABOVE_BUFFER_BYTES,
-    config.bufferMaxBytes + GC_PRESSED_ABOVE_BUFFER_BYTES,
-    () => ({ rss: process.memoryUsage.rss(), spare: ring.spareBytes }),
-  );
+  const gcPacer = new GcPacer(config.bufferMaxBytes + GC_FULL_ABOVE_BUFFER_BYTES, config.bufferMaxBytes + GC_PRESSED_ABOVE_BUFFER_BYTES, () => ({
+    rss: process.memoryUsage.rss(),
+    spare: ring.spareBytes,
+  }));
   flusher.subscribe((batch) => {
     let bytes = 0;
     for (const part of batch.rows) if (!(part.buffer instanceof SharedArrayBuffer)) bytes += part.byteLength;
@@ -243,7 +278,12 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   );
 
   const ingest = ingestApp({
-    cache, ring, flusher, metrics, store, log,
+    cache,
+    ring,
+    flusher,
+    metrics,
+    store,
+    log,
     limits: {
       maxBodyBytes: config.ingestMaxBodyBytes,
       maxDecompressedBytes: config.ingestMaxDecompressedBytes,
@@ -271,7 +311,15 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   ingestingHost = publicIngestHost(config, ingest.server!.port!);
 
   const management = managementApp({
-    store, metrics, ring, flusher, cache, inFlight, retention, sealer, log,
+    store,
+    metrics,
+    ring,
+    flusher,
+    cache,
+    inFlight,
+    retention,
+    sealer,
+    log,
     read: { tail, queryTimeoutMs: config.queryTimeoutMs, tailLimits: { maxRows: config.tailQueueMaxRows, maxBytes: config.tailQueueMaxBytes } },
     web: await webRoutes(),
     routes: {
@@ -338,7 +386,10 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
       await within(management.server!.stop(true), 1_000);
       await within(sweepStopped, Math.max(100, left() - 1_000));
       await within(sealStopped, Math.max(100, left() - 1_000));
-      await within(following.unlisten().catch(() => {}), 1_000);
+      await within(
+        following.unlisten().catch(() => {}),
+        1_000,
+      );
       await within(Promise.allSettled(streams.map((stream) => stream.close())), 1_000);
       // A frozen PostgreSQL must not hold the stop past its deadline: an embedded one left running
       // is stopped by the next start.

@@ -47,14 +47,24 @@ export function timeout<T, L>(work: Promise<T>, ms: number, late: () => L, clock
 
 /** Whether the work finished within `ms` (a rejection is passed on). */
 export function within(work: Promise<unknown>, ms: number, clock: Clock = realClock): Promise<boolean> {
-  return timeout(work.then(() => true), ms, () => false, clock);
+  return timeout(
+    work.then(() => true),
+    ms,
+    () => false,
+    clock,
+  );
 }
 
 /** The work's value, or `error()` thrown once `ms` pass first. */
 export function deadline<T>(work: Promise<T>, ms: number, error: () => Error, clock: Clock = realClock): Promise<T> {
-  return timeout(work, ms, () => {
-    throw error();
-  }, clock);
+  return timeout(
+    work,
+    ms,
+    () => {
+      throw error();
+    },
+    clock,
+  );
 }
 
 export interface Backoff {

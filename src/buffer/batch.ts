@@ -66,13 +66,34 @@ export interface Job {
 }
 
 // The states. What they share is in the job.
-interface Reserve { readonly at: "reserve" }
-interface Write { readonly at: "write"; readonly task: Task }
-interface Backoff { readonly at: "backoff"; readonly task: Task }
-interface Probe { readonly at: "probe"; readonly task: Task }
-interface Committed { readonly at: "committed"; readonly task: Task; readonly commit: Commit }
-interface Refused { readonly at: "refused"; readonly task: Task; readonly refusal: WriteError }
-interface Release { readonly at: "release" }
+interface Reserve {
+  readonly at: "reserve";
+}
+interface Write {
+  readonly at: "write";
+  readonly task: Task;
+}
+interface Backoff {
+  readonly at: "backoff";
+  readonly task: Task;
+}
+interface Probe {
+  readonly at: "probe";
+  readonly task: Task;
+}
+interface Committed {
+  readonly at: "committed";
+  readonly task: Task;
+  readonly commit: Commit;
+}
+interface Refused {
+  readonly at: "refused";
+  readonly task: Task;
+  readonly refusal: WriteError;
+}
+interface Release {
+  readonly at: "release";
+}
 type State = Reserve | Write | Backoff | Probe | Committed | Refused | Release;
 
 const RESERVE: Reserve = { at: "reserve" };
@@ -94,7 +115,14 @@ export interface BatchContext {
 
 export function newJob(stream: Stream, chunks: Chunk[], reason: string, now: number): Job {
   const batchId = crypto.randomUUID();
-  return { stream, batch: { batchId, chunks }, reason, started: now, firstSeq: chunks[0]!.seq, todo: [{ kind: "batch", id: batchId, attempt: 0, uncertain: false }] };
+  return {
+    stream,
+    batch: { batchId, chunks },
+    reason,
+    started: now,
+    firstSeq: chunks[0]!.seq,
+    todo: [{ kind: "batch", id: batchId, attempt: 0, uncertain: false }],
+  };
 }
 
 /** What a job still holds, for the hand-over: the batch's live chunks, or its parts not yet stored. */
@@ -234,7 +262,9 @@ export class BatchWriter {
     job.todo.shift();
     if (task.kind === "letter") {
       metrics.eventsDeadLettered++;
-      log(`flush: an event of source ${sourceOf(task.tuples[0])} was refused by PostgreSQL (${task.refusal.sqlstate} ${task.refusal.message}); kept in dead_letters`);
+      log(
+        `flush: an event of source ${sourceOf(task.tuples[0])} was refused by PostgreSQL (${task.refusal.sqlstate} ${task.refusal.message}); kept in dead_letters`,
+      );
     } else if (commit.seq != null) {
       const { batch } = job;
       if (task.kind === "batch") this.context.publish({ seq: commit.seq, firstId: batch.firstId!, lastId: batch.lastId!, rows: rowsOf(batch) });
@@ -253,7 +283,9 @@ export class BatchWriter {
       // dead_letters holds text only, so this should not happen; if it does, say so loudly.
       const tuple = task.tuples[0];
       metrics.eventsLost++;
-      log(`flush: LOST an event of source ${sourceOf(tuple)}: PostgreSQL refused it (${task.refusal.sqlstate} ${task.refusal.message}) and its dead letter (${refusal.sqlstate} ${refusal.message}); event: ${toText(tuple).slice(0, 2000)}`);
+      log(
+        `flush: LOST an event of source ${sourceOf(tuple)}: PostgreSQL refused it (${task.refusal.sqlstate} ${task.refusal.message}) and its dead letter (${refusal.sqlstate} ${refusal.message}); event: ${toText(tuple).slice(0, 2000)}`,
+      );
       return next(job);
     }
     const tuples = task.kind === "batch" ? rowsOf(job.batch).flatMap((rows) => tuplesOf(rows)) : task.tuples;

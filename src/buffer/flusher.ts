@@ -226,7 +226,7 @@ export class Flusher {
     const below = this.committedBelow();
     if (!this.waiters.some((w) => w.seq < below)) return;
     const still: Waiter[] = [];
-    for (const waiter of this.waiters) (waiter.seq < below ? waiter.resolve() : still.push(waiter));
+    for (const waiter of this.waiters) waiter.seq < below ? waiter.resolve() : still.push(waiter);
     this.waiters = still;
   }
 }

@@ -75,7 +75,10 @@ export function pendingSpills(dataDir: string): string[] {
     return [];
   }
   for (const name of names) if (name.endsWith(".tmp")) rmSync(path.join(folder, name), { force: true });
-  return names.filter((name) => name.endsWith(".bin")).sort().map((name) => path.join(folder, name));
+  return names
+    .filter((name) => name.endsWith(".bin"))
+    .sort()
+    .map((name) => path.join(folder, name));
 }
 
 export function readSpill(file: string): SpillEntry[] {
@@ -123,7 +126,9 @@ export async function replaySpills(
     }
     rmSync(file);
     syncFolder(path.dirname(file));
-    log(`spill: ${entries.reduce((sum, e) => sum + e.events, 0)} events of ${path.basename(file)} written to PostgreSQL (batches already committed were skipped)`);
+    log(
+      `spill: ${entries.reduce((sum, e) => sum + e.events, 0)} events of ${path.basename(file)} written to PostgreSQL (batches already committed were skipped)`,
+    );
   }
   return replayed;
 }

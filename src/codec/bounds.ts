@@ -60,7 +60,10 @@ export function checkEventCount(events: number, limits: CostLimits): AppError | 
 }
 
 function tooManyEvents(events: number, max: number, qualifier = ""): AppError {
-  return new AppError("too_many_events", `Request holds ${qualifier ? `${qualifier}${max}` : events} events; the limit is ${max} per request (INGEST_MAX_EVENTS_PER_REQUEST). Split it into smaller requests.`);
+  return new AppError(
+    "too_many_events",
+    `Request holds ${qualifier ? `${qualifier}${max}` : events} events; the limit is ${max} per request (INGEST_MAX_EVENTS_PER_REQUEST). Split it into smaller requests.`,
+  );
 }
 
 function tooManyValues(max: number): AppError {
@@ -72,7 +75,10 @@ function tooManyValues(max: number): AppError {
 
 /** A string longer than an event may be: its event is refused (413) before the string is built. */
 function stringTooLarge(bytes: number, max: number): AppError {
-  return new AppError("event_too_large", `a string of ${bytes} bytes cannot fit in an event; the limit is ${max} bytes per event as stored (INGEST_MAX_EVENT_BYTES)`);
+  return new AppError(
+    "event_too_large",
+    `a string of ${bytes} bytes cannot fit in an event; the limit is ${max} bytes per event as stored (INGEST_MAX_EVENT_BYTES)`,
+  );
 }
 
 /** JSON escapes shrink at most 6 to 1 (\u0041 → A): a string spanning more than this can never fit. */
@@ -82,8 +88,14 @@ function tooDeep(max: number): AppError {
   return new AppError("too_deep", `nesting is deeper than ${max} levels (INGEST_MAX_DEPTH)`);
 }
 
-const QUOTE = 0x22, BACKSLASH = 0x5c, COMMA = 0x2c, NEWLINE = 0x0a;
-const OPEN_OBJECT = 0x7b, OPEN_ARRAY = 0x5b, CLOSE_OBJECT = 0x7d, CLOSE_ARRAY = 0x5d;
+const QUOTE = 0x22,
+  BACKSLASH = 0x5c,
+  COMMA = 0x2c,
+  NEWLINE = 0x0a;
+const OPEN_OBJECT = 0x7b,
+  OPEN_ARRAY = 0x5b,
+  CLOSE_OBJECT = 0x7d,
+  CLOSE_ARRAY = 0x5d;
 
 /**
  * JSON / NDJSON: counts containers and commas outside strings (≥ the values JSON.parse builds,
@@ -156,7 +168,13 @@ function scanJson(body: Uint8Array, ndjson: boolean, limits: CostLimits): number
   return topArray ? events : 1;
 }
 
-const BLANK = 0, SCALAR = 1, QUOTE_BYTE = 2, OPEN = 3, CLOSE = 4, COMMA_BYTE = 5, NEWLINE_BYTE = 6;
+const BLANK = 0,
+  SCALAR = 1,
+  QUOTE_BYTE = 2,
+  OPEN = 3,
+  CLOSE = 4,
+  COMMA_BYTE = 5,
+  NEWLINE_BYTE = 6;
 /** What each byte is to the scan: blanks, structure, or part of a scalar. */
 const JSON_BYTE = new Uint8Array(256).fill(SCALAR);
 for (const c of [0x20, 0x09, 0x0d]) JSON_BYTE[c] = BLANK;
@@ -213,8 +231,16 @@ function scanMsgpack(body: Uint8Array, limits: CostLimits, walkAll: boolean): nu
   if (events > limits.maxEvents) return tooManyEvents(events, limits.maxEvents);
   if (!walkAll) return events;
   const walk: Walk = {
-    body, view, at: 0, values: 0, maxValues: maxValues(limits), depthLimit: limits.maxDepth + 2,
-    bigintBytes: 0, maxEventBytes: limits.maxEventBytes, records: new Map(), refusal: undefined,
+    body,
+    view,
+    at: 0,
+    values: 0,
+    maxValues: maxValues(limits),
+    depthLimit: limits.maxDepth + 2,
+    bigintBytes: 0,
+    maxEventBytes: limits.maxEventBytes,
+    records: new Map(),
+    refusal: undefined,
   };
   try {
     value(walk, 0);
@@ -275,17 +301,44 @@ function value(walk: Walk, depth: number): void {
   if (token >= 0xe0) return;
   const at = walk.at;
   switch (token) {
-    case 0xc0: case 0xc2: case 0xc3: return;
-    case 0xc4: case 0xd9: return skip(walk, 1 + (body[at] ?? 0));
-    case 0xc5: case 0xda: skip(walk, 2); return skip(walk, view.getUint16(at));
-    case 0xc6: case 0xdb: skip(walk, 4); return skip(walk, view.getUint32(at));
-    case 0xc7: skip(walk, 2); return extension(walk, body[at + 1]!, body[at]!, depth);
-    case 0xc8: skip(walk, 3); return extension(walk, body[at + 2]!, view.getUint16(at), depth);
-    case 0xc9: skip(walk, 5); return extension(walk, body[at + 4]!, view.getUint32(at), depth);
-    case 0xca: case 0xce: case 0xd2: return skip(walk, 4);
-    case 0xcb: case 0xcf: case 0xd3: return skip(walk, 8);
-    case 0xcc: case 0xd0: return skip(walk, 1);
-    case 0xcd: case 0xd1: return skip(walk, 2);
+    case 0xc0:
+    case 0xc2:
+    case 0xc3:
+      return;
+    case 0xc4:
+    case 0xd9:
+      return skip(walk, 1 + (body[at] ?? 0));
+    case 0xc5:
+    case 0xda:
+      skip(walk, 2);
+      return skip(walk, view.getUint16(at));
+    case 0xc6:
+    case 0xdb:
+      skip(walk, 4);
+      return skip(walk, view.getUint32(at));
+    case 0xc7:
+      skip(walk, 2);
+      return extension(walk, body[at + 1]!, body[at]!, depth);
+    case 0xc8:
+      skip(walk, 3);
+      return extension(walk, body[at + 2]!, view.getUint16(at), depth);
+    case 0xc9:
+      skip(walk, 5);
+      return extension(walk, body[at + 4]!, view.getUint32(at), depth);
+    case 0xca:
+    case 0xce:
+    case 0xd2:
+      return skip(walk, 4);
+    case 0xcb:
+    case 0xcf:
+    case 0xd3:
+      return skip(walk, 8);
+    case 0xcc:
+    case 0xd0:
+      return skip(walk, 1);
+    case 0xcd:
+    case 0xd1:
+      return skip(walk, 2);
     case 0xd4:
       skip(walk, 2);
       if (body[at] === 0x72) return defineRecord(walk, body[at + 1]! & 0x3f, undefined, depth);
@@ -295,13 +348,27 @@ function value(walk: Walk, depth: number): void {
       if (body[at] === 0x72) return defineRecord(walk, body[at + 1]! & 0x3f, body[at + 2]!, depth);
       walk.at -= 2; // fixext 2 holds two data bytes after its type
       return extension(walk, body[at]!, 2, depth);
-    case 0xd6: skip(walk, 1); return extension(walk, body[at]!, 4, depth);
-    case 0xd7: skip(walk, 1); return extension(walk, body[at]!, 8, depth);
-    case 0xd8: skip(walk, 1); return extension(walk, body[at]!, 16, depth);
-    case 0xdc: skip(walk, 2); return container(walk, view.getUint16(at), depth);
-    case 0xdd: skip(walk, 4); return container(walk, view.getUint32(at), depth);
-    case 0xde: skip(walk, 2); return container(walk, view.getUint16(at) * 2, depth);
-    case 0xdf: skip(walk, 4); return container(walk, view.getUint32(at) * 2, depth);
+    case 0xd6:
+      skip(walk, 1);
+      return extension(walk, body[at]!, 4, depth);
+    case 0xd7:
+      skip(walk, 1);
+      return extension(walk, body[at]!, 8, depth);
+    case 0xd8:
+      skip(walk, 1);
+      return extension(walk, body[at]!, 16, depth);
+    case 0xdc:
+      skip(walk, 2);
+      return container(walk, view.getUint16(at), depth);
+    case 0xdd:
+      skip(walk, 4);
+      return container(walk, view.getUint32(at), depth);
+    case 0xde:
+      skip(walk, 2);
+      return container(walk, view.getUint16(at) * 2, depth);
+    case 0xdf:
+      skip(walk, 4);
+      return container(walk, view.getUint32(at) * 2, depth);
   }
   throw UNREADABLE; // 0xc1 is never used
 }
@@ -317,11 +384,23 @@ function container(walk: Walk, items: number, depth: number): void {
 function extension(walk: Walk, type: number, length: number, depth: number, fixext1 = false): void {
   if (type === 0x42) {
     if (length > MAX_BIGINT_BYTES) {
-      fail(walk, new AppError("unsupported_value", `an integer is ${length} bytes long (MessagePack BigInt); the limit is ${MAX_BIGINT_BYTES} bytes (about 157,000 digits)`));
+      fail(
+        walk,
+        new AppError(
+          "unsupported_value",
+          `an integer is ${length} bytes long (MessagePack BigInt); the limit is ${MAX_BIGINT_BYTES} bytes (about 157,000 digits)`,
+        ),
+      );
     }
     walk.bigintBytes += length;
     if (walk.bigintBytes > MAX_BIGINT_BYTES_PER_REQUEST) {
-      fail(walk, new AppError("unsupported_value", `request holds more than ${MAX_BIGINT_BYTES_PER_REQUEST} bytes of MessagePack BigInts; the limit keeps rendering them to digits bounded in time`));
+      fail(
+        walk,
+        new AppError(
+          "unsupported_value",
+          `request holds more than ${MAX_BIGINT_BYTES_PER_REQUEST} bytes of MessagePack BigInts; the limit keeps rendering them to digits bounded in time`,
+        ),
+      );
     }
   }
   if (fixext1) {

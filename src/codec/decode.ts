@@ -97,7 +97,10 @@ function decodeJsonValues(pieces: string[]): unknown[] | AppError {
   try {
     for (; i < pieces.length; i++) values[i] = parseJson(pieces[i]!);
   } catch (error) {
-    return new AppError("body_undecodable", `Couldn't parse JSON content: value ${i} of ${pieces.length} back to back (event ${i}): ${(error as Error).message}`);
+    return new AppError(
+      "body_undecodable",
+      `Couldn't parse JSON content: value ${i} of ${pieces.length} back to back (event ${i}): ${(error as Error).message}`,
+    );
   }
   return values;
 }
@@ -180,7 +183,8 @@ function decodeMsgpack(body: Buffer): unknown[] | AppError {
  * array header), each one event. A body cut inside its first value is refused as it was.
  */
 function decodeMsgpackValues(body: Buffer, unpackr: typeof mapsUnpackr | typeof recordsUnpackr, refusal: unknown): unknown[] | AppError {
-  if ((refusal as { incomplete?: boolean }).incomplete) return new AppError("body_undecodable", `Couldn't parse MessagePack content: ${(refusal as Error).message}`);
+  if ((refusal as { incomplete?: boolean }).incomplete)
+    return new AppError("body_undecodable", `Couldn't parse MessagePack content: ${(refusal as Error).message}`);
   bigintBytes = 0;
   try {
     return eventsOfEntries(unpackr.unpackMultiple(body) as unknown[]);
@@ -199,9 +203,11 @@ function decodeMsgpackValues(body: Buffer, unpackr: typeof mapsUnpackr | typeof 
  */
 let bigintBytes = 0;
 function unpackBigInt(data: Uint8Array): bigint {
-  if (data.length > MAX_BIGINT_BYTES) throw new RangeError(`an integer is ${data.length} bytes long (BigInt extension); the limit is ${MAX_BIGINT_BYTES} bytes (about 157,000 digits)`);
+  if (data.length > MAX_BIGINT_BYTES)
+    throw new RangeError(`an integer is ${data.length} bytes long (BigInt extension); the limit is ${MAX_BIGINT_BYTES} bytes (about 157,000 digits)`);
   bigintBytes += data.length;
-  if (bigintBytes > MAX_BIGINT_BYTES_PER_REQUEST) throw new RangeError(`the body holds more than ${MAX_BIGINT_BYTES_PER_REQUEST} bytes of BigInts (extension 0x42)`);
+  if (bigintBytes > MAX_BIGINT_BYTES_PER_REQUEST)
+    throw new RangeError(`the body holds more than ${MAX_BIGINT_BYTES_PER_REQUEST} bytes of BigInts (extension 0x42)`);
   if (data.length === 0) return 0n;
   const value = BigInt(`0x${Buffer.from(data.buffer, data.byteOffset, data.length).toString("hex")}`);
   return data[0]! & 0x80 ? value - (1n << BigInt(data.length * 8)) : value;

@@ -37,13 +37,7 @@ const REPLACEMENT = "\\ufffd";
 /** Walk state, reused across events so the walk allocates nothing of its own. */
 const walk = { maxDepth: 64, problem: "", problemReason: "too_deep" as "too_deep" | "unsupported_value" };
 
-export function encodeEvents(
-  events: unknown[],
-  format: Format,
-  sourceId: number,
-  receivedAt: PgMicros,
-  limits: EncodeLimits,
-): Encoded | AppError {
+export function encodeEvents(events: unknown[], format: Format, sourceId: number, receivedAt: PgMicros, limits: EncodeLimits): Encoded | AppError {
   const head = headOf(sourceId);
   const maxBytes = limits.maxEventBytes;
   walk.maxDepth = limits.maxDepth;
@@ -98,7 +92,8 @@ export function encodeEvents(
   }
   const rows = scratch.subarray(0, at);
   if (scratch.length > SCRATCH_KEEP_BYTES) scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
-  if (refused > 0) return { rows, count: events.length - refused, refused, refusal: `${refused} of ${events.length} log records were refused; the first: ${refusal}` };
+  if (refused > 0)
+    return { rows, count: events.length - refused, refused, refusal: `${refused} of ${events.length} log records were refused; the first: ${refusal}` };
   return { rows, count: events.length };
 
   function leaveOut(why: string): void {

@@ -42,7 +42,9 @@ const lowered = (c: number) => (c >= 65 && c <= 90 ? c + 32 : c === 0x212a ? 107
 function separates(c: number): boolean {
   if (c > 32 && c < 127) return c === 34 || c === 40 || c === 41;
   if (c <= 32) return c === 32 || (c >= 9 && c <= 13);
-  return c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+  return (
+    c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+  );
 }
 
 const BASE = 0x01000193;
@@ -120,5 +122,5 @@ function scratch(size: number): Uint32Array {
 function popcount(x: number): number {
   x -= (x >>> 1) & 0x55555555;
   x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
-  return (Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24);
+  return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
 }

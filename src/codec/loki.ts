@@ -33,7 +33,8 @@ export function lokiJsonEvents(value: unknown): unknown[] | AppError {
     if (!Array.isArray(entries)) return invalid(`streams[${s}].values is not an array`);
     for (let e = 0; e < entries.length; e++) {
       const entry = entries[e];
-      if (!Array.isArray(entry) || entry.length < 2 || entry.length > 3) return invalid(`streams[${s}].values[${e}] is not [timestamp, line] or [timestamp, line, metadata]`);
+      if (!Array.isArray(entry) || entry.length < 2 || entry.length > 3)
+        return invalid(`streams[${s}].values[${e}] is not [timestamp, line] or [timestamp, line, metadata]`);
       const [time, line, metadata] = entry as [unknown, unknown, unknown];
       const dt = nanosTextOf(typeof time === "number" ? time : typeof time === "string" ? time.trim() : undefined);
       if (dt === undefined) return invalid(`streams[${s}].values[${e}]: the timestamp is not nanoseconds since the epoch as a string of digits`);
@@ -45,9 +46,16 @@ export function lokiJsonEvents(value: unknown): unknown[] | AppError {
   return events;
 }
 
-const T_STREAM = (1 << 3) | LEN, T_LABELS = (1 << 3) | LEN, T_ENTRY = (2 << 3) | LEN;
-const T_TIMESTAMP = (1 << 3) | LEN, T_LINE = (2 << 3) | LEN, T_METADATA = (3 << 3) | LEN;
-const T_SECONDS = (1 << 3) | VARINT, T_NANOS = (2 << 3) | VARINT, T_NAME = (1 << 3) | LEN, T_VALUE = (2 << 3) | LEN;
+const T_STREAM = (1 << 3) | LEN,
+  T_LABELS = (1 << 3) | LEN,
+  T_ENTRY = (2 << 3) | LEN;
+const T_TIMESTAMP = (1 << 3) | LEN,
+  T_LINE = (2 << 3) | LEN,
+  T_METADATA = (3 << 3) | LEN;
+const T_SECONDS = (1 << 3) | VARINT,
+  T_NANOS = (2 << 3) | VARINT,
+  T_NAME = (1 << 3) | LEN,
+  T_VALUE = (2 << 3) | LEN;
 
 /** logproto.PushRequest: streams (1) { labels (1), entries (2) { timestamp (1), line (2), structuredMetadata (3) } }. */
 export function decodeLokiProto(body: Buffer): unknown[] | AppError {
@@ -115,7 +123,8 @@ const EMPTY_LABELS: Json = {};
 
 /** google.protobuf.Timestamp → RFC 3339 with nanoseconds; "" when out of range; undefined for the epoch itself (unset). */
 function timestamp(reader: Reader, end: number): string | undefined {
-  let seconds: number | string = 0, nanos: number | string = 0;
+  let seconds: number | string = 0,
+    nanos: number | string = 0;
   while (reader.pos < end) {
     const t = reader.tag();
     if (t === T_SECONDS) seconds = reader.int64();
@@ -131,7 +140,8 @@ function timestamp(reader: Reader, end: number): string | undefined {
 const MAX_SECONDS = 253402300799;
 
 function labelPair(reader: Reader, end: number, target: Json): void {
-  let name = "", value = "";
+  let name = "",
+    value = "";
   while (reader.pos < end) {
     const t = reader.tag();
     if (t === T_NAME) name = reader.string(end);

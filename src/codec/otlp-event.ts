@@ -16,7 +16,7 @@ export function severityName(number: number): string | undefined {
 const SEVERITY_NUMBERS = new Map(SEVERITY_NAMES.map((name, i) => [`SEVERITY_NUMBER_${name}`, i + 1]));
 export function severityNumberOf(value: unknown): number | undefined {
   if (typeof value === "number") return Number.isInteger(value) && value > 0 && value <= 24 ? value : undefined;
-  return typeof value === "string" ? SEVERITY_NUMBERS.get(value) ?? severityNumberOf(Number(value)) : undefined;
+  return typeof value === "string" ? (SEVERITY_NUMBERS.get(value) ?? severityNumberOf(Number(value))) : undefined;
 }
 
 const TWO_32 = 4294967296;
@@ -174,8 +174,19 @@ export function logEvent(
   attributes: Record<string, unknown> | undefined,
 ) {
   return {
-    dt, level, severity_number: severityNumber, message, body, trace_id: traceId, span_id: spanId, flags, event_name: eventName, attributes,
-    service: undefined as unknown, resource: undefined as Record<string, unknown> | undefined, scope: undefined as Record<string, unknown> | undefined,
+    dt,
+    level,
+    severity_number: severityNumber,
+    message,
+    body,
+    trace_id: traceId,
+    span_id: spanId,
+    flags,
+    event_name: eventName,
+    attributes,
+    service: undefined as unknown,
+    resource: undefined as Record<string, unknown> | undefined,
+    scope: undefined as Record<string, unknown> | undefined,
   };
 }
 export type LogEvent = ReturnType<typeof logEvent>;

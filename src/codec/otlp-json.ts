@@ -6,8 +6,19 @@
 // naming its path; a scalar of the wrong kind is ignored. Nesting is bounded by INGEST_MAX_DEPTH.
 import { AppError } from "../errors";
 import {
-  addAttribute, doubleValue, finishRecords, finishScope, idOrUndefined, logEvent, nanosTextOf,
-  nestAttributes, resetAttributes, setKey, severityName, severityNumberOf, splitResource,
+  addAttribute,
+  doubleValue,
+  finishRecords,
+  finishScope,
+  idOrUndefined,
+  logEvent,
+  nanosTextOf,
+  nestAttributes,
+  resetAttributes,
+  setKey,
+  severityName,
+  severityNumberOf,
+  splitResource,
 } from "./otlp-event";
 
 type Json = Record<string, unknown>;
@@ -22,7 +33,9 @@ export function isOtlpEnvelope(value: unknown): boolean {
 
 let maxDepth = 64;
 /** Where the mapping is (built into a message only on a refusal: no path strings per record). */
-let r = -1, s = -1, i = -1;
+let r = -1,
+  s = -1,
+  i = -1;
 
 function where(): string {
   return `resourceLogs[${r}]${s < 0 ? "" : `.scopeLogs[${s}]`}${i < 0 ? "" : `.logRecords[${i}]`}`;

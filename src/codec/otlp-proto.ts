@@ -6,8 +6,19 @@
 import { AppError } from "../errors";
 import { FIXED32, FIXED64, LEN, Reader, VARINT, WireError } from "./protobuf";
 import {
-  addAttribute, doubleValue, finishRecords, finishScope, idOrUndefined, intValue, logEvent, nanosText,
-  nestAttributes, resetAttributes, setKey, severityName, splitResource,
+  addAttribute,
+  doubleValue,
+  finishRecords,
+  finishScope,
+  idOrUndefined,
+  intValue,
+  logEvent,
+  nanosText,
+  nestAttributes,
+  resetAttributes,
+  setKey,
+  severityName,
+  splitResource,
 } from "./otlp-event";
 
 export interface WireLimits {
@@ -17,7 +28,9 @@ export interface WireLimits {
 }
 
 const tag = (field: number, wireType: number) => (field << 3) | wireType;
-const T_LEN_1 = tag(1, LEN), T_LEN_2 = tag(2, LEN), T_LEN_3 = tag(3, LEN);
+const T_LEN_1 = tag(1, LEN),
+  T_LEN_2 = tag(2, LEN),
+  T_LEN_3 = tag(3, LEN);
 
 // The decode in progress: one at a time per thread, so module state costs no allocation per call.
 let values = 0;
@@ -109,17 +122,29 @@ function scope(reader: Reader, end: number): Record<string, unknown> | undefined
   return { name: name || undefined, version: version || undefined, attributes };
 }
 
-const T_TIME = tag(1, FIXED64), T_OBSERVED = tag(11, FIXED64), T_SEVERITY = tag(2, VARINT), T_SEVERITY_TEXT = tag(3, LEN);
-const T_BODY = tag(5, LEN), T_ATTRIBUTE = tag(6, LEN), T_FLAGS = tag(8, FIXED32), T_TRACE = tag(9, LEN), T_SPAN = tag(10, LEN), T_EVENT_NAME = tag(12, LEN);
+const T_TIME = tag(1, FIXED64),
+  T_OBSERVED = tag(11, FIXED64),
+  T_SEVERITY = tag(2, VARINT),
+  T_SEVERITY_TEXT = tag(3, LEN);
+const T_BODY = tag(5, LEN),
+  T_ATTRIBUTE = tag(6, LEN),
+  T_FLAGS = tag(8, FIXED32),
+  T_TRACE = tag(9, LEN),
+  T_SPAN = tag(10, LEN),
+  T_EVENT_NAME = tag(12, LEN);
 
 function logRecord(reader: Reader, end: number) {
   let dt: string | undefined;
-  let observedLo = 0, observedHi = 0;
-  let severity = 0, severityText = "";
+  let observedLo = 0,
+    observedHi = 0;
+  let severity = 0,
+    severityText = "";
   let body: unknown;
   let attributes: Record<string, unknown> | undefined;
   let flags = 0;
-  let traceId = "", spanId = "", eventName = "";
+  let traceId = "",
+    spanId = "",
+    eventName = "";
   while (reader.pos < end) {
     const t = reader.tag();
     switch (t) {
@@ -165,9 +190,16 @@ function logRecord(reader: Reader, end: number) {
   const level = severityText || severityName(severity);
   const text = typeof body === "string";
   return logEvent(
-    dt ?? nanosText(observedLo, observedHi), level, severity > 0 ? severity : undefined,
-    text ? (body as string) : undefined, text || body === null ? undefined : body,
-    idOrUndefined(traceId), idOrUndefined(spanId), flags || undefined, eventName || undefined, attributes,
+    dt ?? nanosText(observedLo, observedHi),
+    level,
+    severity > 0 ? severity : undefined,
+    text ? (body as string) : undefined,
+    text || body === null ? undefined : body,
+    idOrUndefined(traceId),
+    idOrUndefined(spanId),
+    flags || undefined,
+    eventName || undefined,
+    attributes,
   );
 }
 
@@ -186,8 +218,13 @@ function keyValue(reader: Reader, end: number, target: Record<string, unknown>):
   addAttribute(target, key, value);
 }
 
-const T_STRING = tag(1, LEN), T_BOOL = tag(2, VARINT), T_INT = tag(3, VARINT), T_DOUBLE = tag(4, FIXED64);
-const T_ARRAY = tag(5, LEN), T_KVLIST = tag(6, LEN), T_BYTES = tag(7, LEN);
+const T_STRING = tag(1, LEN),
+  T_BOOL = tag(2, VARINT),
+  T_INT = tag(3, VARINT),
+  T_DOUBLE = tag(4, FIXED64);
+const T_ARRAY = tag(5, LEN),
+  T_KVLIST = tag(6, LEN),
+  T_BYTES = tag(7, LEN);
 
 /** An AnyValue as JSON: kvlist → object, array → array, bytes → base64, int64 exact, empty → null. */
 function anyValue(reader: Reader, end: number, depth: number): unknown {
@@ -265,7 +302,10 @@ function kvInList(reader: Reader, end: number, target: Record<string, unknown>, 
 
 function count(): void {
   if (++values > maxValues) {
-    throw new AppError("too_many_values", `Request holds more than ${maxValues} values (attributes and AnyValues); the limit is one per 16 bytes of INGEST_MAX_DECOMPRESSED_BYTES. Split it into smaller requests.`);
+    throw new AppError(
+      "too_many_values",
+      `Request holds more than ${maxValues} values (attributes and AnyValues); the limit is one per 16 bytes of INGEST_MAX_DECOMPRESSED_BYTES. Split it into smaller requests.`,
+    );
   }
 }
 

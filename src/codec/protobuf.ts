@@ -10,7 +10,10 @@ export class WireError {
   constructor(readonly problem: string) {}
 }
 
-export const VARINT = 0, FIXED64 = 1, LEN = 2, FIXED32 = 5;
+export const VARINT = 0,
+  FIXED64 = 1,
+  LEN = 2,
+  FIXED32 = 5;
 
 /** Hex of each byte, for trace and span ids. */
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
@@ -76,7 +79,8 @@ export class Reader {
   /** A varint's 64 bits into lo/hi (two's complement for negative int64). */
   private varint64(): void {
     const buf = this.buf;
-    let lo = 0, hi = 0;
+    let lo = 0,
+      hi = 0;
     for (let i = 0; i < 10; i++) {
       const byte = buf[this.pos++];
       if (byte === undefined) throw new WireError("a varint runs past the end of the body");
@@ -98,7 +102,8 @@ export class Reader {
   /** A fixed64 into lo/hi. */
   fixed64(): void {
     this.need(8);
-    const buf = this.buf, at = this.pos;
+    const buf = this.buf,
+      at = this.pos;
     this.lo = (buf[at]! | (buf[at + 1]! << 8) | (buf[at + 2]! << 16) | (buf[at + 3]! << 24)) >>> 0;
     this.hi = (buf[at + 4]! | (buf[at + 5]! << 8) | (buf[at + 6]! << 16) | (buf[at + 7]! << 24)) >>> 0;
     this.pos = at + 8;
@@ -106,7 +111,8 @@ export class Reader {
 
   fixed32(): number {
     this.need(4);
-    const buf = this.buf, at = this.pos;
+    const buf = this.buf,
+      at = this.pos;
     this.pos = at + 4;
     return (buf[at]! | (buf[at + 1]! << 8) | (buf[at + 2]! << 16) | (buf[at + 3]! << 24)) >>> 0;
   }

@@ -4,8 +4,12 @@
 // one value, so a single-value body never pays for it. Delimits only: whether each piece is JSON is
 // JSON.parse's to say. Never throws.
 
-const QUOTE = 0x22, BACKSLASH = 0x5c;
-const OPEN_OBJECT = 0x7b, OPEN_ARRAY = 0x5b, CLOSE_OBJECT = 0x7d, CLOSE_ARRAY = 0x5d;
+const QUOTE = 0x22,
+  BACKSLASH = 0x5c;
+const OPEN_OBJECT = 0x7b,
+  OPEN_ARRAY = 0x5b,
+  CLOSE_OBJECT = 0x7d,
+  CLOSE_ARRAY = 0x5d;
 
 /**
  * The top-level values' texts when the text holds more than one, else undefined (one value, or

@@ -98,7 +98,12 @@ function fromString(value: string): boolean {
   const m = ISO.exec(s);
   if (!m) return false;
   const [, y, mo, d, h = "0", mi = "0", sec = "0", frac = "", zone] = m;
-  const year = +y!, month = +mo!, day = +d!, hour = +h, minute = +mi, second = Math.min(+sec, 59);
+  const year = +y!,
+    month = +mo!,
+    day = +d!,
+    hour = +h,
+    minute = +mi,
+    second = Math.min(+sec, 59);
   if (month < 1 || month > 12 || hour > 23 || minute > 59) return false;
   // Not Date.UTC: it maps years 0–99 to 1900–1999 (0001-01-01 was read as 1901, then refused).
   const date = new Date(0);
@@ -109,7 +114,8 @@ function fromString(value: string): boolean {
   let offsetMinutes = 0;
   if (zone && zone !== "Z" && zone !== "z" && zone !== "UTC" && zone !== "GMT") {
     const digits = zone.replace(":", "");
-    const zh = +digits.slice(1, 3), zm = digits.length > 3 ? +digits.slice(3, 5) : 0;
+    const zh = +digits.slice(1, 3),
+      zm = digits.length > 3 ? +digits.slice(3, 5) : 0;
     if (zh > 23 || zm > 59) return false;
     offsetMinutes = (zh * 60 + zm) * (zone[0] === "-" ? -1 : 1);
   }

@@ -109,7 +109,13 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
   const limiter = deps.rateLimiter;
   if (limiter.enabled) {
     const wait = limiter.wait(source.id);
-    if (wait > 0) return refuse(new AppError("rate_limited", "Rate limit of this source exceeded (INGEST_RATE_LIMIT events per second); retry after the time in Retry-After", { retryAfterSeconds: wait }), metrics);
+    if (wait > 0)
+      return refuse(
+        new AppError("rate_limited", "Rate limit of this source exceeded (INGEST_RATE_LIMIT events per second); retry after the time in Retry-After", {
+          retryAfterSeconds: wait,
+        }),
+        metrics,
+      );
   }
 
   let format = protocol.format(request.headers.get("content-type"));
@@ -170,9 +176,10 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
       if (charged === undefined) return refuse(overloaded(), metrics);
     }
     const rawBytes = raw.length; // a big body is handed to the decode worker, raw with it when identity
-    const encoded = body.length >= OFFLOAD_FROM_BYTES
-      ? await deps.decodeWorker.run(body, format, source.id, receptionTime(), limits)
-      : prepareBody(body, format, source.id, receptionTime(), limits);
+    const encoded =
+      body.length >= OFFLOAD_FROM_BYTES
+        ? await deps.decodeWorker.run(body, format, source.id, receptionTime(), limits)
+        : prepareBody(body, format, source.id, receptionTime(), limits);
     if (encoded instanceof AppError) return refuse(encoded, metrics);
     deps.gcPacer.handled(encoded.rows.length); // the rows' garbage: compact bodies (records) make far more than their size
 
@@ -207,7 +214,15 @@ function accepted(metrics: IngestRequest, events: number, rawBytes: number, refu
  * Durable: answer when the flush holding these events has committed (group commit). Past the
  * deadline the chunk is abandoned; if the flusher already holds it, its answer decides.
  */
-async function durable(encodedRows: Uint8Array, count: number, rawBytes: number, deps: IngestDeps, metrics: IngestRequest, refused: number, refusal: string | undefined): Promise<Ingested | AppError> {
+async function durable(
+  encodedRows: Uint8Array,
+  count: number,
+  rawBytes: number,
+  deps: IngestDeps,
+  metrics: IngestRequest,
+  refused: number,
+  refusal: string | undefined,
+): Promise<Ingested | AppError> {
   const { ring } = deps;
   let settle!: (error?: Error) => void;
   const committed = new Promise<Error | undefined>((resolve) => (settle = resolve));
@@ -220,7 +235,11 @@ async function durable(encodedRows: Uint8Array, count: number, rawBytes: number,
     deps.metrics.durableTimeouts++;
     outcome = ring.abandon(chunk) ? new Error("abandoned") : await committed;
   }
-  if (outcome) return refuse(new AppError("storage_unavailable", "Storage did not commit this request in time (DURABLE_TIMEOUT_MS); nothing of it was or will be stored, retry later"), metrics);
+  if (outcome)
+    return refuse(
+      new AppError("storage_unavailable", "Storage did not commit this request in time (DURABLE_TIMEOUT_MS); nothing of it was or will be stored, retry later"),
+      metrics,
+    );
   return accepted(metrics, count, rawBytes, refused, refusal);
 }
 
@@ -229,7 +248,10 @@ function receptionTime(): PgMicros {
 }
 
 function overloaded(): AppError {
-  return new AppError("overloaded", "Too many large requests are being decoded at once (INGEST_INFLIGHT_MAX_BYTES, or what the buffer, and for a big request the process's memory, leave of BUFFER_MAX_BYTES + 200 MiB); retry after the time in Retry-After");
+  return new AppError(
+    "overloaded",
+    "Too many large requests are being decoded at once (INGEST_INFLIGHT_MAX_BYTES, or what the buffer, and for a big request the process's memory, leave of BUFFER_MAX_BYTES + 200 MiB); retry after the time in Retry-After",
+  );
 }
 
 /** Durable mode's chunk: the tuples copied out of the encoder's scratch (which the next request reuses). */

@@ -57,10 +57,7 @@ export function parseEncoding(header: string | null): Encoding | AppError {
   if (header === null) return "identity";
   const value = header.trim().toLowerCase() || "identity";
   if ((ENCODINGS as readonly string[]).includes(value)) return value as Encoding;
-  return new AppError(
-    "unsupported_encoding",
-    `Content-Encoding ${JSON.stringify(value.slice(0, 64))} is not supported; use one of: ${ENCODINGS.join(", ")}`,
-  );
+  return new AppError("unsupported_encoding", `Content-Encoding ${JSON.stringify(value.slice(0, 64))} is not supported; use one of: ${ENCODINGS.join(", ")}`);
 }
 
 const inflaters = {

@@ -51,4 +51,3 @@ export function sniffFormat(body: Uint8Array): Format | AppError {
 function supported(): string {
   return Object.keys(CONTENT_TYPES).join(", ");
 }
-

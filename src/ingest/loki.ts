@@ -34,5 +34,8 @@ export async function acceptLoki(request: Request, deps: IngestDeps): Promise<Re
   if (!(outcome instanceof AppError)) return NO_CONTENT.clone() as Response;
   // Loki's statuses are OTLP's: 400 for a body that cannot be used (Promtail and Alloy drop it),
   // 429 and 5xx retried.
-  return new Response(`${outcome.message}\n`, { status: otlpStatus(outcome.status), headers: refusalHeaders(outcome, "text/plain; charset=utf-8", CORS_ORIGIN) });
+  return new Response(`${outcome.message}\n`, {
+    status: otlpStatus(outcome.status),
+    headers: refusalHeaders(outcome, "text/plain; charset=utf-8", CORS_ORIGIN),
+  });
 }

@@ -37,7 +37,12 @@ export interface Prepared {
 /** A MessagePack array header that refuses the body by itself (too many events), read without a hop. */
 export function headerRefusal(body: Uint8Array, format: Format, limits: PrepareLimits): AppError | undefined {
   if (format !== "msgpack") return undefined;
-  const header = measureBody(body.subarray(0, 5), format, { maxEvents: limits.maxEventsPerRequest, maxDecompressedBytes: limits.maxDecompressedBytes, maxDepth: limits.maxDepth, maxEventBytes: limits.maxEventBytes });
+  const header = measureBody(body.subarray(0, 5), format, {
+    maxEvents: limits.maxEventsPerRequest,
+    maxDecompressedBytes: limits.maxDecompressedBytes,
+    maxDepth: limits.maxDepth,
+    maxEventBytes: limits.maxEventBytes,
+  });
   return header instanceof AppError ? header : undefined;
 }
 

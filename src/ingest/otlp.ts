@@ -61,11 +61,17 @@ export function otlpStatus(status: number): number {
 /** google.rpc.Code for a status: what gRPC clients and the Collector's logs show. */
 function rpcCode(status: number): number {
   switch (status) {
-    case 401: return 16; // UNAUTHENTICATED
-    case 403: return 7; // PERMISSION_DENIED
-    case 413: case 429: return 8; // RESOURCE_EXHAUSTED
-    case 503: return 14; // UNAVAILABLE
-    default: return status >= 500 ? 13 : 3; // INTERNAL, INVALID_ARGUMENT
+    case 401:
+      return 16; // UNAUTHENTICATED
+    case 403:
+      return 7; // PERMISSION_DENIED
+    case 413:
+    case 429:
+      return 8; // RESOURCE_EXHAUSTED
+    case 503:
+      return 14; // UNAVAILABLE
+    default:
+      return status >= 500 ? 13 : 3; // INTERNAL, INVALID_ARGUMENT
   }
 }
 

@@ -40,7 +40,12 @@ export function prepareBody(body: Uint8Array, format: Format, sourceId: number, 
 }
 
 function costLimits(limits: PrepareLimits): CostLimits {
-  return { maxEvents: limits.maxEventsPerRequest, maxDecompressedBytes: limits.maxDecompressedBytes, maxDepth: limits.maxDepth, maxEventBytes: limits.maxEventBytes };
+  return {
+    maxEvents: limits.maxEventsPerRequest,
+    maxDecompressedBytes: limits.maxDecompressedBytes,
+    maxDepth: limits.maxDepth,
+    maxEventBytes: limits.maxEventBytes,
+  };
 }
 
 function neverFits(size: string, bound: string): AppError {

@@ -34,7 +34,10 @@ export function checkSnappy(body: Uint8Array, maxBytes: number, carrier = CARRIE
   const length = snappyLength(body);
   if (typeof length === "string") return broken(length, carrier);
   if (length > maxBytes) {
-    return new AppError("decompressed_too_large", `Snappy body says it decompresses to ${length} bytes; the limit is ${maxBytes} bytes (INGEST_MAX_DECOMPRESSED_BYTES). Send fewer events per request.`);
+    return new AppError(
+      "decompressed_too_large",
+      `Snappy body says it decompresses to ${length} bytes; the limit is ${maxBytes} bytes (INGEST_MAX_DECOMPRESSED_BYTES). Send fewer events per request.`,
+    );
   }
   return length;
 }

@@ -11,15 +11,22 @@ const STARTED_SECONDS = Date.now() / 1000 - process.uptime();
 export function writeProcessMetrics(out: Exposition): void {
   const cpu = process.cpuUsage(); // microseconds
   out.family("process_cpu_user_seconds_total", "counter", "User CPU time spent, in seconds.").sample("process_cpu_user_seconds_total", "", cpu.user / 1e6);
-  out.family("process_cpu_system_seconds_total", "counter", "System CPU time spent, in seconds.").sample("process_cpu_system_seconds_total", "", cpu.system / 1e6);
-  out.family("process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.").sample("process_cpu_seconds_total", "", (cpu.user + cpu.system) / 1e6);
-  out.family("process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.").sample("process_start_time_seconds", "", Math.round(STARTED_SECONDS));
+  out
+    .family("process_cpu_system_seconds_total", "counter", "System CPU time spent, in seconds.")
+    .sample("process_cpu_system_seconds_total", "", cpu.system / 1e6);
+  out
+    .family("process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.")
+    .sample("process_cpu_seconds_total", "", (cpu.user + cpu.system) / 1e6);
+  out
+    .family("process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.")
+    .sample("process_start_time_seconds", "", Math.round(STARTED_SECONDS));
 
   const status = read("/proc/self/status");
   const rss = kilobytes(status, "VmRSS") ?? process.memoryUsage.rss();
   out.family("process_resident_memory_bytes", "gauge", "Resident memory size, in bytes.").sample("process_resident_memory_bytes", "", rss);
   const virtual = kilobytes(status, "VmSize");
-  if (virtual !== undefined) out.family("process_virtual_memory_bytes", "gauge", "Virtual memory size, in bytes.").sample("process_virtual_memory_bytes", "", virtual);
+  if (virtual !== undefined)
+    out.family("process_virtual_memory_bytes", "gauge", "Virtual memory size, in bytes.").sample("process_virtual_memory_bytes", "", virtual);
 
   const fds = openFds();
   if (fds !== undefined) out.family("process_open_fds", "gauge", "Open file descriptors.").sample("process_open_fds", "", fds);

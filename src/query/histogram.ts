@@ -63,7 +63,8 @@ const ms = (dt: string) => Date.parse(`${dt.slice(0, 23)}Z`);
  * day), cover [from, to] in at most `buckets` of them.
  */
 export function bucketSeconds(from: string, to: string, buckets: number): number {
-  const first = ms(from) / 1000, last = ms(to) / 1000;
+  const first = ms(from) / 1000,
+    last = ms(to) / 1000;
   const count = (size: number) => Math.floor(last / size) - Math.floor(first / size) + 1;
   for (const size of BUCKET_SECONDS) if (count(size) <= buckets) return size;
   let days = Math.max(1, Math.ceil((last - first) / 86_400 / buckets));

@@ -103,7 +103,8 @@ export function jsonbText(value: unknown): string {
 
 /** jsonb keeps object keys shortest first, then by their UTF-8 bytes. */
 function jsonbKeyOrder(a: string, b: string): number {
-  const left = Buffer.from(a), right = Buffer.from(b);
+  const left = Buffer.from(a),
+    right = Buffer.from(b);
   return left.length - right.length || Buffer.compare(left, right);
 }
 

@@ -16,7 +16,10 @@ export type Node =
   | { kind: "and" | "or"; nodes: Node[] };
 
 export class QueryError extends Error {
-  constructor(readonly position: number, problem: string) {
+  constructor(
+    readonly position: number,
+    problem: string,
+  ) {
     super(`query: ${problem} at position ${position}`);
     this.name = "QueryError";
   }

@@ -27,7 +27,11 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
     params.push(request.after.dt, request.after.id);
     // The plain dt bound lets the dt index skip what is behind the cursor; the row comparison
     // breaks ties between equal dts by id.
-    conditions.push(newest ? "dt <= $4::text::timestamptz and (dt, id) < ($4::text::timestamptz, $5::bigint)" : "dt >= $4::text::timestamptz and (dt, id) > ($4::text::timestamptz, $5::bigint)");
+    conditions.push(
+      newest
+        ? "dt <= $4::text::timestamptz and (dt, id) < ($4::text::timestamptz, $5::bigint)"
+        : "dt >= $4::text::timestamptz and (dt, id) > ($4::text::timestamptz, $5::bigint)",
+    );
   }
   if (request.query) {
     const condition = compileQuery(request.query, params.length + 1);

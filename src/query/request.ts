@@ -41,7 +41,10 @@ const badRequest = (message: string) => new AppError("bad_request", message);
 export function readSourceIds(url: URL): { ids: number[]; malformed: string[] } {
   const raw = url.searchParams.get("source_ids");
   if (raw === null || raw.trim() === "") throw badRequest("source_ids is required: a comma-separated list of source ids, e.g. source_ids=12,13");
-  const parts = raw.split(",").map((part) => part.trim()).filter((part) => part !== "");
+  const parts = raw
+    .split(",")
+    .map((part) => part.trim())
+    .filter((part) => part !== "");
   if (parts.length === 0) throw badRequest("source_ids is required: a comma-separated list of source ids, e.g. source_ids=12,13");
   if (parts.length > MAX_SOURCE_IDS) throw badRequest(`source_ids lists ${parts.length} sources; at most ${MAX_SOURCE_IDS} at once`);
   const ids: number[] = [];
@@ -101,7 +104,9 @@ function readInstant(url: URL, name: "from" | "to", now: Date): string | undefin
   }
   const parsed = /^\d{4}-\d{2}-\d{2}/.test(raw.trim()) ? eventTime(raw) : undefined;
   if (parsed === undefined) {
-    throw badRequest(`${name} must be an RFC 3339 / ISO 8601 time such as 2026-11-22T10:00:00Z, or relative to now such as now-15m, now-24h, now-7d (got ${JSON.stringify(raw.slice(0, 64))})`);
+    throw badRequest(
+      `${name} must be an RFC 3339 / ISO 8601 time such as 2026-11-22T10:00:00Z, or relative to now such as now-15m, now-24h, now-7d (got ${JSON.stringify(raw.slice(0, 64))})`,
+    );
   }
   return micros(parsed);
 }
@@ -144,7 +149,10 @@ export function readRequest(url: URL, now: () => Date = () => new Date()): ReadR
 }
 
 function bind(ids: number[], query: string, order: Order, from: string | undefined, to: string | undefined): string {
-  return createHash("sha256").update(JSON.stringify([ids, query, order, from ?? "", to ?? ""])).digest("base64url").slice(0, 16);
+  return createHash("sha256")
+    .update(JSON.stringify([ids, query, order, from ?? "", to ?? ""]))
+    .digest("base64url")
+    .slice(0, 16);
 }
 
 interface CursorBody {
@@ -171,9 +179,12 @@ function openCursor(cursor: string, binding: string): { from: string; to: string
     body = undefined;
   }
   const valid =
-    typeof body === "object" && body !== null && body.v === 1 &&
+    typeof body === "object" &&
+    body !== null &&
+    body.v === 1 &&
     [body.f, body.t, body.d].every((t) => typeof t === "string" && DT.test(t)) &&
-    typeof body.i === "string" && /^-?[0-9]{1,19}$/.test(body.i);
+    typeof body.i === "string" &&
+    /^-?[0-9]{1,19}$/.test(body.i);
   if (!valid) throw badRequest("cursor is not one this API gave out; take it from pagination.next");
   if (body!.h !== binding) {
     throw badRequest("cursor belongs to other parameters (source_ids, query, order, from or to changed); start again without cursor");

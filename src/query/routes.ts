@@ -30,41 +30,56 @@ function page(rows: string[], next: string | null, meta?: Record<string, unknown
 export function queryRoutes({ sql, apiTokenDigest, queryTimeoutMs, metrics }: QueryRoutesDeps) {
   return new Elysia({ name: "logpond/query", prefix: "/api/v2/query" })
     .onBeforeHandle({ as: "scoped" }, ({ request }) => requireApiToken(request, apiTokenDigest))
-    .get("/live-tail", timed(metrics, "/api/v2/query/live-tail", async ({ request }) => {
-      const url = new URL(request.url);
-      const read = readRequest(url);
-      await checkSources(sql, read.sourceIds, read.malformed);
-      const started = performance.now();
-      const result = await readEvents(sql, read, queryTimeoutMs);
-      const next = result.next ? nextLink(url, makeCursor(read, result.next)) : null;
-      if (result.rows.length > 0) return page(result.rows, next);
-      // An empty page says whether anything older matches, and where the newest of it is, so a
-      // client can step back to it instead of widening the window blindly. Within the same budget.
-      const older = await newestBefore(sql, read, queryTimeoutMs - Math.ceil(performance.now() - started));
-      return page([], next, { empty_window: true, older: older === undefined ? null : older !== null, older_dt: older ?? null });
-    }))
-    .get("/histogram", timed(metrics, "/api/v2/query/histogram", async ({ request }) => {
-      const read = readHistogramRequest(new URL(request.url));
-      await checkSources(sql, read.sourceIds, read.malformed);
-      return new Response(JSON.stringify(await readHistogram(sql, read, queryTimeoutMs)), { headers: JSON_HEADERS });
-    }))
-    .get("/dead-letters", timed(metrics, "/api/v2/query/dead-letters", async ({ request }) => {
-      const url = new URL(request.url);
-      // Silently ignoring a filter would hand back rows the caller asked to leave out.
-      const unsupported = DEAD_LETTER_UNSUPPORTED.filter((name) => url.searchParams.has(name));
-      if (unsupported.length > 0) {
-        throw new AppError("bad_request", `dead-letters does not take ${unsupported.join(", ")}: it lists every dead letter of source_ids, by batch, order and cursor`);
-      }
-      const { ids, malformed } = readSourceIds(url);
-      const batch = readBatch(url);
-      const order = readOrder(url);
-      const binding = createHash("sha256").update(JSON.stringify(["dead-letters", ids, order])).digest("base64url").slice(0, 16);
-      const afterId = openDeadLetterCursor(url.searchParams.get("cursor"), binding);
-      await checkSources(sql, ids, malformed);
-      const result = await readDeadLetters(sql, { sourceIds: ids, batch, order, afterId }, queryTimeoutMs);
-      const cursor = result.nextId === undefined ? null : Buffer.from(JSON.stringify({ v: 1, h: binding, i: result.nextId })).toString("base64url");
-      return page(result.rows, cursor === null ? null : nextLink(url, cursor));
-    }));
+    .get(
+      "/live-tail",
+      timed(metrics, "/api/v2/query/live-tail", async ({ request }) => {
+        const url = new URL(request.url);
+        const read = readRequest(url);
+        await checkSources(sql, read.sourceIds, read.malformed);
+        const started = performance.now();
+        const result = await readEvents(sql, read, queryTimeoutMs);
+        const next = result.next ? nextLink(url, makeCursor(read, result.next)) : null;
+        if (result.rows.length > 0) return page(result.rows, next);
+        // An empty page says whether anything older matches, and where the newest of it is, so a
+        // client can step back to it instead of widening the window blindly. Within the same budget.
+        const older = await newestBefore(sql, read, queryTimeoutMs - Math.ceil(performance.now() - started));
+        return page([], next, { empty_window: true, older: older === undefined ? null : older !== null, older_dt: older ?? null });
+      }),
+    )
+    .get(
+      "/histogram",
+      timed(metrics, "/api/v2/query/histogram", async ({ request }) => {
+        const read = readHistogramRequest(new URL(request.url));
+        await checkSources(sql, read.sourceIds, read.malformed);
+        return new Response(JSON.stringify(await readHistogram(sql, read, queryTimeoutMs)), { headers: JSON_HEADERS });
+      }),
+    )
+    .get(
+      "/dead-letters",
+      timed(metrics, "/api/v2/query/dead-letters", async ({ request }) => {
+        const url = new URL(request.url);
+        // Silently ignoring a filter would hand back rows the caller asked to leave out.
+        const unsupported = DEAD_LETTER_UNSUPPORTED.filter((name) => url.searchParams.has(name));
+        if (unsupported.length > 0) {
+          throw new AppError(
+            "bad_request",
+            `dead-letters does not take ${unsupported.join(", ")}: it lists every dead letter of source_ids, by batch, order and cursor`,
+          );
+        }
+        const { ids, malformed } = readSourceIds(url);
+        const batch = readBatch(url);
+        const order = readOrder(url);
+        const binding = createHash("sha256")
+          .update(JSON.stringify(["dead-letters", ids, order]))
+          .digest("base64url")
+          .slice(0, 16);
+        const afterId = openDeadLetterCursor(url.searchParams.get("cursor"), binding);
+        await checkSources(sql, ids, malformed);
+        const result = await readDeadLetters(sql, { sourceIds: ids, batch, order, afterId }, queryTimeoutMs);
+        const cursor = result.nextId === undefined ? null : Buffer.from(JSON.stringify({ v: 1, h: binding, i: result.nextId })).toString("base64url");
+        return page(result.rows, cursor === null ? null : nextLink(url, cursor));
+      }),
+    );
 }
 
 /**

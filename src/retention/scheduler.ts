@@ -49,7 +49,9 @@ export function startRetention(options: {
         last = result;
         metrics.retentionSwept(result, (performance.now() - started) / 1000);
         if (result.rowsRemoved > 0 || result.partitionsDropped > 0 || result.deadLettersRemoved > 0) {
-          log(`retention: ${result.rowsRemoved} events (${result.bytesRemoved} bytes) and ${result.deadLettersRemoved} dead letters removed, ${result.partitionsDropped} partitions dropped, in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+          log(
+            `retention: ${result.rowsRemoved} events (${result.bytesRemoved} bytes) and ${result.deadLettersRemoved} dead letters removed, ${result.partitionsDropped} partitions dropped, in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+          );
         }
       } finally {
         await connection`select pg_advisory_unlock(${SWEEP_LOCK})`.catch(() => {});

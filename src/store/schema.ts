@@ -93,17 +93,21 @@ export const sourceDeletions = pgTable("source_deletions", {
  * One row per committed flush, written in the flush's own transaction: when a COMMIT's answer is
  * lost, the batch id says whether it happened, so a retry never stores a batch twice.
  */
-export const flushBatches = pgTable("flush_batches", {
-  id: uuid("id").primaryKey(),
-  /** Commit order of batches that stored log_events rows (null for dead letters). */
-  seq: bigint("seq", { mode: "number" }),
-  firstId: bigint("first_id", { mode: "number" }),
-  lastId: bigint("last_id", { mode: "number" }),
-  committedAt: timestamp("committed_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
-}, (table) => [
-  // The live tail and retention ask "batches committed after seq N" (a day of batches is ~1M rows).
-  index("flush_batches_seq_idx").on(table.seq),
-]);
+export const flushBatches = pgTable(
+  "flush_batches",
+  {
+    id: uuid("id").primaryKey(),
+    /** Commit order of batches that stored log_events rows (null for dead letters). */
+    seq: bigint("seq", { mode: "number" }),
+    firstId: bigint("first_id", { mode: "number" }),
+    lastId: bigint("last_id", { mode: "number" }),
+    committedAt: timestamp("committed_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+  },
+  (table) => [
+    // The live tail and retention ask "batches committed after seq N" (a day of batches is ~1M rows).
+    index("flush_batches_seq_idx").on(table.seq),
+  ],
+);
 
 /**
  * Events PostgreSQL refused for their data (SQLSTATE classes 22, 23, 54), isolated from their

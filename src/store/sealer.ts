@@ -168,9 +168,10 @@ async function sealTable(sql: Sql, table: string, stats: SealStats, signal: Abor
   }
   // Dead rows pruned and the emptied pages cut off, without blocking COPY, so the drop's check
   // under its lock reads (almost) nothing. Rows an older snapshot still sees stay until a later pass.
-  if (pages > 0) await sql.unsafe(`vacuum (truncate true) ${table}`).catch((error) => {
-    if ((error as { code?: string }).code !== UNDEFINED_TABLE) throw error;
-  });
+  if (pages > 0)
+    await sql.unsafe(`vacuum (truncate true) ${table}`).catch((error) => {
+      if ((error as { code?: string }).code !== UNDEFINED_TABLE) throw error;
+    });
 }
 
 /**
@@ -189,7 +190,8 @@ async function move(sql: Sql, table: string, first: number, end: number): Promis
              from ${table} where ctid >= '(${first},0)'::tid and ctid < '(${end},0)'::tid window w as (order by ctid)) x`,
       [MOVE_MAX_BYTES],
     );
-    const rows = await tx.unsafe<(MovedRow & { keep: boolean })[]>(`
+    const rows = await tx.unsafe<(MovedRow & { keep: boolean })[]>(
+      `
       with moved as (
         delete from ${table} where ctid = any($1::text::tid[]) returning id, source_id, dt, raw
       )
@@ -197,11 +199,16 @@ async function move(sql: Sql, table: string, first: number, end: number): Promis
         case jsonb_typeof(m.raw) when 'object' then (select coalesce(string_agg(key, ','), '') from jsonb_object_keys(m.raw) key) else '' end as shape,
         nullif(lower(left(m.raw->>'level', ${LEVEL_MAX_CHARS})), '') as level,
         (d.source_id is null and (s.id is null or m.dt >= now() - make_interval(secs => s.logs_retention * 86400))) as keep
-      from moved m left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id`, [picked?.ctids ?? "{}"]);
+      from moved m left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id`,
+      [picked?.ctids ?? "{}"],
+    );
     let sealed = 0;
     let blocks = 0;
     // Built and written one at a time: the event loop serves requests between two blocks.
-    for (const block of blocksOf(rows.filter((row) => row.keep), BLOCK_EVENTS)) {
+    for (const block of blocksOf(
+      rows.filter((row) => row.keep),
+      BLOCK_EVENTS,
+    )) {
       await writeBlocks(tx as unknown as Sql, [block]);
       sealed += block.n;
       blocks++;
@@ -218,9 +225,19 @@ export async function writeBlocks(sql: Sql, blocks: readonly Block[]): Promise<v
        values ($1::bigint, $2::text::timestamptz, $3::text::timestamptz, $4::bigint, $5::bigint, $6::int, $7::text::bigint[], $8::text::timestamptz[], $9::text, $10::bytea,
          $11::text::bigint[], $12::text::text[], $13::text::int[])`,
       [
-        block.sourceId, block.minDt, block.maxDt, block.minId, block.maxId, block.n, `{${block.ids.join(",")}}`, `{${block.dts.join(",")}}`,
-        block.body, block.bloom ? Buffer.from(block.bloom.buffer, block.bloom.byteOffset, block.bloom.byteLength) : null,
-        `{${block.histMinutes.join(",")}}`, textArray(block.histLevels), `{${block.histCounts.join(",")}}`,
+        block.sourceId,
+        block.minDt,
+        block.maxDt,
+        block.minId,
+        block.maxId,
+        block.n,
+        `{${block.ids.join(",")}}`,
+        `{${block.dts.join(",")}}`,
+        block.body,
+        block.bloom ? Buffer.from(block.bloom.buffer, block.bloom.byteOffset, block.bloom.byteLength) : null,
+        `{${block.histMinutes.join(",")}}`,
+        textArray(block.histLevels),
+        `{${block.histCounts.join(",")}}`,
       ] as never[],
     );
   }
@@ -289,7 +306,8 @@ export function startSealer(options: { sql: Sql; intervalMs: number; log: (line:
       try {
         if (close && (await closeGeneration(sql)) === "busy") {
           stats.closesBusy++;
-          if (++busyInARow === 3) log("sealer: the open generation could not be closed 3 times in a row (a long transaction holds log_hot?); new events stay hot until it can");
+          if (++busyInARow === 3)
+            log("sealer: the open generation could not be closed 3 times in a row (a long transaction holds log_hot?); new events stay hot until it can");
         } else if (close) {
           busyInARow = 0;
         }

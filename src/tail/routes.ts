@@ -44,17 +44,21 @@ export function tailRoutes({ sql, hub, apiTokenDigest, limits, log }: TailRoutes
       // would wait silently until the sequence caught up: say so instead.
       const latest = await latestSeq(sql);
       if (resume.seq > latest) {
-        throw new AppError("bad_request", `Last-Event-ID / cursor ${resumeText!.trim()} is ahead of this database (its latest batch is ${latest}); reconnect without it to start live`);
+        throw new AppError(
+          "bad_request",
+          `Last-Event-ID / cursor ${resumeText!.trim()} is ahead of this database (its latest batch is ${latest}); reconnect without it to start live`,
+        );
       }
     }
 
     const client = new TailClient(new Set(ids), query, query ? compileMatcher(query) : undefined, resume ?? { seq: hub.lastSeq, id: "" }, limits);
     hub.add(client);
-    if (resume) void catchUp(client, resume).catch((error) => {
-      log(`tail: catch-up failed (${(error as Error).message}); closing the stream, the client reconnects`);
-      client.note(`event: error\ndata: ${JSON.stringify({ errors: "could not read the rows after Last-Event-ID; reconnect to try again" })}\n\n`);
-      client.close();
-    });
+    if (resume)
+      void catchUp(client, resume).catch((error) => {
+        log(`tail: catch-up failed (${(error as Error).message}); closing the stream, the client reconnects`);
+        client.note(`event: error\ndata: ${JSON.stringify({ errors: "could not read the rows after Last-Event-ID; reconnect to try again" })}\n\n`);
+        client.close();
+      });
     else {
       // The live start as a position (an id-only block: EventSource keeps it as its last event id
       // and dispatches nothing), so a client that disconnects or pauses before its first row
@@ -78,7 +82,9 @@ export function tailRoutes({ sql, hub, apiTokenDigest, limits, log }: TailRoutes
     const oldest = await oldestSeq(sql);
     // Batches are numbered from 1: only when some before `oldest` were forgotten can rows be missing.
     if (oldest !== undefined && from.seq + 1 < oldest) {
-      client.note(`event: dropped\ndata: {"count":null,"reason":"the resume point is older than the kept batch log; rows before seq ${oldest} are not replayed"}\n\n`);
+      client.note(
+        `event: dropped\ndata: {"count":null,"reason":"the resume point is older than the kept batch log; rows before seq ${oldest} are not replayed"}\n\n`,
+      );
     }
     for (;;) {
       const upTo = hub.lastSeq;

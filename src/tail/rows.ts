@@ -63,7 +63,13 @@ export function textOf(row: TailRow): string {
 }
 
 const SHADOWED = new Set(["dt", "source_id", "id"]);
-const QUOTE = 34, BACKSLASH = 92, COMMA = 44, OPEN_BRACE = 123, CLOSE_BRACE = 125, OPEN_BRACKET = 91, CLOSE_BRACKET = 93;
+const QUOTE = 34,
+  BACKSLASH = 92,
+  COMMA = 44,
+  OPEN_BRACE = 123,
+  CLOSE_BRACE = 125,
+  OPEN_BRACKET = 91,
+  CLOSE_BRACKET = 93;
 
 /**
  * The top-level `"key":value` members of compact JSON object text, and whether logpond shadows

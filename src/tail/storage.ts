@@ -22,7 +22,10 @@ const toRow = (row: StoredRow): TailRow => ({ seq: Number(row.seq), id: row.id, 
 
 /** The rows of batch `seq` for these sources, in id order. */
 export async function readBatchRows(sql: Sql, seq: number, sourceIds: number[]): Promise<TailRow[]> {
-  const rows = await sql.unsafe<StoredRow[]>(`${SELECT} where b.seq = $1::bigint and e.source_id = any($2::bigint[]) order by e.id`, [seq, sourceIds] as never[]);
+  const rows = await sql.unsafe<StoredRow[]>(`${SELECT} where b.seq = $1::bigint and e.source_id = any($2::bigint[]) order by e.id`, [
+    seq,
+    sourceIds,
+  ] as never[]);
   return rows.map(toRow);
 }
 

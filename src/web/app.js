@@ -51,7 +51,9 @@ async function connect() {
     next = body.pagination.next;
   }
   state.connected = true;
-  state.sources = new Map(sources.map((s) => [s.id, { name: s.attributes.name, pattern: s.attributes.live_tail_pattern, paused: s.attributes.ingesting_paused }]));
+  state.sources = new Map(
+    sources.map((s) => [s.id, { name: s.attributes.name, pattern: s.attributes.live_tail_pattern, paused: s.attributes.ingesting_paused }]),
+  );
   for (const id of state.selected) if (!state.sources.has(id)) state.selected.delete(id);
   renderSources();
   restart();

@@ -3,7 +3,22 @@
 // their most frequent values; and the query term a click on a value adds.
 
 /** Shown first when present, in this order; other fields follow by how many rows have them. */
-const PREFERRED = ["level", "severity", "service", "service.name", "app", "env", "environment", "host", "hostname", "http.method", "http.status", "status", "logger", "job"];
+const PREFERRED = [
+  "level",
+  "severity",
+  "service",
+  "service.name",
+  "app",
+  "env",
+  "environment",
+  "host",
+  "hostname",
+  "http.method",
+  "http.status",
+  "status",
+  "logger",
+  "job",
+];
 /** Never offered: logpond's own fields and free text. */
 const SKIP = new Set(["dt", "id", "source_id", "message", "msg", "time", "timestamp", "date"]);
 /** A field with more distinct values than this among the rows is an identifier, not a facet. */
@@ -41,16 +56,18 @@ export function topFields(rows, maxFields = 6, maxValues = 5) {
     const i = PREFERRED.indexOf(path);
     return i < 0 ? PREFERRED.length : i;
   };
-  return [...stats]
-    // A field whose values mostly differ (ids, durations) says nothing as a facet.
-    .filter(([path, stat]) => !stat.wide && (rank(path) < PREFERRED.length || stat.values.size <= Math.max(1, stat.present * 0.6)))
-    .sort(([a, x], [b, y]) => rank(a) - rank(b) || y.present - x.present || (a < b ? -1 : 1))
-    .slice(0, maxFields)
-    .map(([path, stat]) => ({
-      path,
-      present: stat.present,
-      values: [...stat.values.values()].sort((a, b) => b.n - a.n || (String(a.value) < String(b.value) ? -1 : 1)).slice(0, maxValues),
-    }));
+  return (
+    [...stats]
+      // A field whose values mostly differ (ids, durations) says nothing as a facet.
+      .filter(([path, stat]) => !stat.wide && (rank(path) < PREFERRED.length || stat.values.size <= Math.max(1, stat.present * 0.6)))
+      .sort(([a, x], [b, y]) => rank(a) - rank(b) || y.present - x.present || (a < b ? -1 : 1))
+      .slice(0, maxFields)
+      .map(([path, stat]) => ({
+        path,
+        present: stat.present,
+        values: [...stat.values.values()].sort((a, b) => b.n - a.n || (String(a.value) < String(b.value) ? -1 : 1)).slice(0, maxValues),
+      }))
+  );
 }
 
 /** `path=value` (or `path!=value`), the value quoted when the query language needs it to be. */

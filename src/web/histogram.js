@@ -10,7 +10,8 @@ const LABEL = { error: "error", warn: "warn", info: "info", debug: "debug", othe
 const LEVELS_MAX = 6;
 const TICKS_S = [1, 5, 10, 30, 60, 300, 600, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86_400, 2 * 86_400, 7 * 86_400, 30 * 86_400, 365 * 86_400];
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-const W = 1000, H = 100;
+const W = 1000,
+  H = 100;
 
 const ms = (dt) => Date.parse(`${dt.slice(0, 23)}Z`);
 const number = (n) => n.toLocaleString("en-US");
@@ -147,7 +148,8 @@ export function createHistogram({ box, plot, axis, total, legend, onZoom }) {
   }
 
   function drawAxis() {
-    const from = buckets[0].start, to = buckets[buckets.length - 1].start + size;
+    const from = buckets[0].start,
+      to = buckets[buckets.length - 1].start + size;
     const most = Math.max(4, Math.floor(axis.clientWidth / 70)); // labels are ~50 px wide: keep air between them
     const step = (TICKS_S.find((s) => (to - from) / 1000 / s <= most) ?? TICKS_S[TICKS_S.length - 1]) * 1000;
     const labels = [];
@@ -176,7 +178,8 @@ export function createHistogram({ box, plot, axis, total, legend, onZoom }) {
   }
 
   function span(a, b) {
-    const p = parts(a), q = parts(b - 1);
+    const p = parts(a),
+      q = parts(b - 1);
     const day = `${MONTHS[p.mo]} ${p.d}`;
     const time = (x) => `${pad(x.h)}:${pad(x.mi)}${size < 60_000 ? `:${pad(x.s)}` : ""}`;
     const end = parts(b);
@@ -204,7 +207,8 @@ export function createHistogram({ box, plot, axis, total, legend, onZoom }) {
   });
   const end = (event) => {
     if (!start) return;
-    const from = buckets[0].start, to = buckets[buckets.length - 1].start + size;
+    const from = buckets[0].start,
+      to = buckets[buckets.length - 1].start + size;
     const x = fraction(event);
     const dragged = Math.abs(event.clientX - start.px) >= 4;
     const [a, b] = [start.x, x].sort((p, q) => p - q);

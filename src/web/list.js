@@ -37,7 +37,8 @@ export async function loadOlder(generation) {
     // The view opens at the newest row; an older page keeps the rows the reader was looking at in place.
     box.scrollTop = opening ? box.scrollHeight : box.scrollHeight - fromBottom;
     if (firstPage && body.meta?.empty_window && state.shown.size === 0) emptyWindow(body.meta, generation);
-    else if (state.shown.size === 0 && !state.segments.length) showEmpty(state.range === "live" ? "Nothing stored yet — new events appear here as they arrive." : "No events, here or before.");
+    else if (state.shown.size === 0 && !state.segments.length)
+      showEmpty(state.range === "live" ? "Nothing stored yet — new events appear here as they arrive." : "No events, here or before.");
   } catch (error) {
     if (generation === state.generation) showError(`could not load rows: ${error.message}`);
   } finally {
@@ -62,7 +63,9 @@ export function updateOlder() {
   const segment = state.segments[0];
   button.disabled = false;
   button.hidden = !segment;
-  if (segment) button.textContent = segment.before && !segment.started ? `Load older — before ${formatTime(state.window.from, state.utc).replace(/\.\d{3}$/, "")}` : "Load older";
+  if (segment)
+    button.textContent =
+      segment.before && !segment.started ? `Load older — before ${formatTime(state.window.from, state.utc).replace(/\.\d{3}$/, "")}` : "Load older";
 }
 
 function divider(text) {
@@ -152,11 +155,18 @@ function renderFields() {
       box.append(Object.assign(document.createElement("div"), { className: "field-name", textContent: path }));
       const list = document.createElement("ul");
       for (const { value, n } of values) {
-        const button = Object.assign(document.createElement("button"), { type: "button", className: "facet", title: `${filterTerm(path, value)} (Alt-click: ${filterTerm(path, value, true)})` });
+        const button = Object.assign(document.createElement("button"), {
+          type: "button",
+          className: "facet",
+          title: `${filterTerm(path, value)} (Alt-click: ${filterTerm(path, value, true)})`,
+        });
         button.dataset.term = filterTerm(path, value);
         button.dataset.exclude = filterTerm(path, value, true);
         button.style.setProperty("--share", `${Math.round((n / present) * 100)}%`);
-        button.append(Object.assign(document.createElement("span"), { className: "value", textContent: value === "" ? '""' : String(value) }), Object.assign(document.createElement("span"), { className: "n", textContent: n.toLocaleString("en-US") }));
+        button.append(
+          Object.assign(document.createElement("span"), { className: "value", textContent: value === "" ? '""' : String(value) }),
+          Object.assign(document.createElement("span"), { className: "n", textContent: n.toLocaleString("en-US") }),
+        );
         const item = document.createElement("li");
         item.append(button);
         list.append(item);

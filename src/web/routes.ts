@@ -22,15 +22,17 @@ export async function webRoutes() {
   const app = new Elysia({ name: "logpond/web" });
   for (const [route, { file, type }] of Object.entries(FILES)) {
     const body = await Bun.file(path.join(import.meta.dir, file)).text();
-    app.get(route, () =>
-      new Response(body, {
-        headers: {
-          "content-type": type,
-          "cache-control": "no-cache",
-          "content-security-policy": "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:",
-          "x-content-type-options": "nosniff",
-        },
-      }),
+    app.get(
+      route,
+      () =>
+        new Response(body, {
+          headers: {
+            "content-type": type,
+            "cache-control": "no-cache",
+            "content-security-policy": "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:",
+            "x-content-type-options": "nosniff",
+          },
+        }),
     );
   }
   return app;

@@ -18,7 +18,9 @@ export async function readEvents(response, onBlock) {
 }
 
 function parseBlock(block) {
-  let id = "", event = "message", data = "";
+  let id = "",
+    event = "message",
+    data = "";
   for (const line of block.split("\n")) {
     if (line.startsWith(":")) continue;
     const colon = line.indexOf(":");

@@ -14,7 +14,8 @@ import { API_TOKEN, startTestLogpond, type TestLogpond, type TestSource } from "
 // Callbacks given to page.* run in the browser, where `document` exists (tsc has no DOM lib here).
 declare const document: any;
 
-const SCREENSHOT = process.env.LIVE_TAIL_SCREENSHOT === "1" ? path.join(import.meta.dir, "..", "..", "docs", "live-tail.png") : path.join(tmpdir(), "logpond-live-tail.png");
+const SCREENSHOT =
+  process.env.LIVE_TAIL_SCREENSHOT === "1" ? path.join(import.meta.dir, "..", "..", "docs", "live-tail.png") : path.join(tmpdir(), "logpond-live-tail.png");
 
 let lp: TestLogpond;
 let browser: Browser;
@@ -60,7 +61,10 @@ test("token → sources → live rows → query → pause/resume", async () => {
     { level: "warn", message: "slow upstream", http: { method: "GET", path: "/api/search", status: 200 } },
     { level: "error", message: "upstream failed", http: { method: "POST", path: "/api/checkout", status: 502 } },
   ]);
-  await send(worker, [{ level: "info", job: "invoice-42", message: "invoice sent" }, { level: "debug", job: "invoice-43", message: "retry scheduled" }]);
+  await send(worker, [
+    { level: "info", job: "invoice-42", message: "invoice sent" },
+    { level: "debug", job: "invoice-43", message: "retry scheduled" },
+  ]);
   await waitForRow("upstream failed");
   await waitForRow("invoice sent");
   const texts = await rowTexts();
@@ -72,7 +76,10 @@ test("token → sources → live rows → query → pause/resume", async () => {
   await page.type("#query", "level:error OR http.status>=500");
   await page.click("#apply");
   await page.waitForFunction(() => document.querySelector("#state")?.textContent === "live");
-  await send(web, [{ level: "info", message: "quiet row", http: { status: 200 } }, { level: "error", message: "payment declined", http: { method: "POST", path: "/api/pay", status: 500 } }]);
+  await send(web, [
+    { level: "info", message: "quiet row", http: { status: 200 } },
+    { level: "error", message: "payment declined", http: { method: "POST", path: "/api/pay", status: 500 } },
+  ]);
   await waitForRow("payment declined");
   // The stored page is read beside the stream: on a loaded machine it can come after the live row.
   await waitForRow("upstream failed");
@@ -100,7 +107,10 @@ test("token → sources → live rows → query → pause/resume", async () => {
   expect((await rowTexts()).some((t) => t.includes("while paused"))).toBe(false);
   await page.click("#pause");
   await waitForRow("while paused");
-  await send(worker, [{ level: "info", job: "invoice-44", message: "invoice paid" }, { level: "error", job: "invoice-45", message: "card expired" }]);
+  await send(worker, [
+    { level: "info", job: "invoice-44", message: "invoice paid" },
+    { level: "error", job: "invoice-45", message: "card expired" },
+  ]);
   await waitForRow("card expired");
   const ids = await page.$$eval("#list li[data-id]", (items) => items.map((item) => (item as any).dataset.id));
   expect(new Set(ids).size).toBe(ids.length);
@@ -125,7 +135,10 @@ test("pause before any live row arrived, resume: the rows sent meanwhile appear"
 
 test("a source with more rows than fit opens at the newest row, and live rows arrive in view", async () => {
   const many = await lp.createSource({ name: "chatty" });
-  await send(many, Array.from({ length: 80 }, (_, i) => ({ level: "info", message: `chatty ${i}` })));
+  await send(
+    many,
+    Array.from({ length: 80 }, (_, i) => ({ level: "info", message: `chatty ${i}` })),
+  );
   await lp.flusher.flush();
   await clearQuery();
   await page.click("#apply");
@@ -153,12 +166,14 @@ test("a source with more rows than fit opens at the newest row, and live rows ar
 const HOUR = 3_600_000;
 const SERVICES = ["checkout", "billing", "search", "auth"];
 const EXPLORER_SHOT = (name: string) =>
-  process.env.LIVE_TAIL_SCREENSHOT === "1" && name === "24h" ? path.join(import.meta.dir, "..", "..", "docs", "explorer.png") : path.join(tmpdir(), `logpond-explorer-${name}.png`);
+  process.env.LIVE_TAIL_SCREENSHOT === "1" && name === "24h"
+    ? path.join(import.meta.dir, "..", "..", "docs", "explorer.png")
+    : path.join(tmpdir(), `logpond-explorer-${name}.png`);
 
 /** A day of a small service's events (seeded, so every run sends the same), a burst of errors six hours ago, and three older events. */
 function day(now: number) {
   let seed = 7;
-  const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+  const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
   const events: Record<string, unknown>[] = [];
   for (let i = 0; i < 360; i++) {
     const dt = new Date(now - 60_000 - Math.floor((i / 360) * 23 * HOUR) - Math.floor(random() * 60_000)).toISOString();
@@ -170,11 +185,21 @@ function day(now: number) {
     const r = random();
     const level = r < 0.05 ? "error" : r < 0.15 ? "warn" : r < 0.3 ? "debug" : "info";
     const status = level === "error" ? 502 : level === "warn" ? 429 : 200;
-    const message = level === "error" ? `upstream timeout after ${1000 + (i % 9) * 250} ms` : `${["GET", "POST"][i % 2]} /api/${service}/${i % 17} served in ${5 + (i % 40)} ms`;
+    const message =
+      level === "error"
+        ? `upstream timeout after ${1000 + (i % 9) * 250} ms`
+        : `${["GET", "POST"][i % 2]} /api/${service}/${i % 17} served in ${5 + (i % 40)} ms`;
     events.push({ dt, level, message, service, host: `web-${1 + (i % 3)}`, http: { method: ["GET", "POST"][i % 2], status } });
   }
   for (let i = 0; i < 60; i++) {
-    events.push({ dt: new Date(now - 6 * HOUR + i * 5_000).toISOString(), level: "error", message: `payment provider timeout #${i}`, service: "billing", host: "web-2", http: { method: "POST", status: 504 } });
+    events.push({
+      dt: new Date(now - 6 * HOUR + i * 5_000).toISOString(),
+      level: "error",
+      message: `payment provider timeout #${i}`,
+      service: "billing",
+      host: "web-2",
+      http: { method: "POST", status: 504 },
+    });
   }
   const older = [
     { dt: new Date(now - 26 * HOUR).toISOString(), level: "info", message: "nightly report sent", service: "billing" },
@@ -189,7 +214,13 @@ describe("the explorer", () => {
   let paused: TestSource;
   let sent: { events: Record<string, unknown>[]; older: Record<string, unknown>[] };
   const settled = () =>
-    page.waitForFunction(() => (globalThis as any).logpond.state.loadingOlder === undefined && document.querySelector("#histogram-total[data-total]") && (document.querySelector("#empty").hidden || document.querySelector("#empty").textContent !== "Loading…"), { timeout: 20_000 });
+    page.waitForFunction(
+      () =>
+        (globalThis as any).logpond.state.loadingOlder === undefined &&
+        document.querySelector("#histogram-total[data-total]") &&
+        (document.querySelector("#empty").hidden || document.querySelector("#empty").textContent !== "Loading…"),
+      { timeout: 20_000 },
+    );
   const histogramTotal = () => page.$eval("#histogram-total", (el) => Number((el as any).dataset.total));
   const barsTotal = () => page.$$eval("#histogram-plot g", (groups) => groups.reduce((sum, g) => sum + Number((g as any).dataset.count), 0));
   const shownIds = () => page.$$eval("#list li[data-id]", (items) => items.map((item) => (item as any).dataset.id as string));
@@ -292,7 +323,8 @@ describe("the explorer", () => {
   test("dragging across the histogram zooms the window to that stretch", async () => {
     await apply("");
     const box = (await (await page.$("#histogram-plot"))!.boundingBox())!;
-    const from = box.x + 0.7 * box.width, to = box.x + 0.8 * box.width;
+    const from = box.x + 0.7 * box.width,
+      to = box.x + 0.8 * box.width;
     await page.mouse.move(from, box.y + box.height / 2);
     await page.mouse.down();
     await page.mouse.move(to, box.y + box.height / 2, { steps: 8 });
@@ -342,11 +374,12 @@ describe("the explorer", () => {
   }, 60_000);
 
   test("rows carry the date when not today and both zones on hover; the zone toggles to UTC", async () => {
-    const cell = () => page.evaluate(() => {
-      const li = [...document.querySelectorAll("#list li[data-id]")].find((item: any) => item.textContent.includes("the very first event")) as any;
-      const time = li.querySelector(".time");
-      return { text: time.textContent as string, title: time.title as string, dt: time.dataset.dt as string };
-    });
+    const cell = () =>
+      page.evaluate(() => {
+        const li = [...document.querySelectorAll("#list li[data-id]")].find((item: any) => item.textContent.includes("the very first event")) as any;
+        const time = li.querySelector(".time");
+        return { text: time.textContent as string, title: time.title as string, dt: time.dataset.dt as string };
+      });
     const before = await cell();
     expect(before.text).toMatch(/^[A-Z][a-z]{2} \d{2} \d{2}:\d{2}:\d{2}\.\d{3}$/);
     expect(before.title).toContain(`${before.dt} (UTC)`);
@@ -354,7 +387,9 @@ describe("the explorer", () => {
     await page.click("#zone");
     expect(await page.$eval("#zone", (el) => el.textContent)).toBe("UTC");
     const utc = new Date(before.dt.slice(0, 23) + "Z");
-    expect((await cell()).text).toEndWith(`${String(utc.getUTCHours()).padStart(2, "0")}:${String(utc.getUTCMinutes()).padStart(2, "0")}:${String(utc.getUTCSeconds()).padStart(2, "0")}.${before.dt.slice(20, 23)}`);
+    expect((await cell()).text).toEndWith(
+      `${String(utc.getUTCHours()).padStart(2, "0")}:${String(utc.getUTCMinutes()).padStart(2, "0")}:${String(utc.getUTCSeconds()).padStart(2, "0")}.${before.dt.slice(20, 23)}`,
+    );
     await page.click("#zone");
     expect(await page.$eval("#zone", (el) => el.textContent)).toStartWith("local time");
   }, 60_000);
@@ -370,7 +405,9 @@ describe("the explorer", () => {
     await waitForRow("weekly export done");
     await page.waitForFunction(() => document.querySelector("#state")?.textContent === "live", { timeout: 20_000 });
     await pick("1h");
-    expect(await page.$eval("#empty", (el) => el.textContent)).toMatch(/^No events in this window\. The newest older one is from [A-Z][a-z]{2} \d{2} \d{2}:\d{2}:\d{2}\.\d{3}\.$/);
+    expect(await page.$eval("#empty", (el) => el.textContent)).toMatch(
+      /^No events in this window\. The newest older one is from [A-Z][a-z]{2} \d{2} \d{2}:\d{2}:\d{2}\.\d{3}\.$/,
+    );
     expect(await page.$eval("#older", (el) => el.textContent)).toStartWith("Load older — before ");
     await page.click("#older");
     await waitForRow("weekly export done");
@@ -381,7 +418,8 @@ describe("the explorer", () => {
   test("Pause and Resume take the same room: the controls around them do not move", async () => {
     await pick("live");
     await page.waitForFunction(() => document.querySelector("#state")?.textContent === "live");
-    const layout = () => page.evaluate(() => ["#pause", "#query", "#count", "#ranges"].map((s) => JSON.stringify(document.querySelector(s).getBoundingClientRect())));
+    const layout = () =>
+      page.evaluate(() => ["#pause", "#query", "#count", "#ranges"].map((s) => JSON.stringify(document.querySelector(s).getBoundingClientRect())));
     const running = await layout();
     await page.click("#pause");
     expect(await page.$eval("#pause", (el) => el.textContent)).toBe("Resume");
@@ -397,7 +435,9 @@ describe("the explorer", () => {
       await page.screenshot({ path: EXPLORER_SHOT("phone") });
       // Row lines are cut at the edge by design (ellipsis); everything else must fit.
       const wide = await page.evaluate(() =>
-        [...document.querySelectorAll("body *")].filter((el: any) => !el.closest("#list li") && el.getBoundingClientRect().right > 390.5).map((el: any) => `${el.tagName}#${el.id}.${el.className}`),
+        [...document.querySelectorAll("body *")]
+          .filter((el: any) => !el.closest("#list li") && el.getBoundingClientRect().right > 390.5)
+          .map((el: any) => `${el.tagName}#${el.id}.${el.className}`),
       );
       expect(wide).toEqual([]);
       expect(await page.$eval("#rows", (el) => el.scrollWidth <= el.clientWidth)).toBe(true);

@@ -19,9 +19,7 @@ export async function launchBrowser(): Promise<Browser> {
   const system = process.env.CHROMIUM_PATH;
   const executablePath = system ?? (await chromium.executablePath());
   const profile = mkdtempSync(path.join(tmpdir(), "logpond-chromium-"));
-  const args = system
-    ? ["--no-sandbox", "--headless", "--disable-gpu", ...QUIET]
-    : [...chromium.args.filter((arg) => !OFF.has(arg)), ...QUIET];
+  const args = system ? ["--no-sandbox", "--headless", "--disable-gpu", ...QUIET] : [...chromium.args.filter((arg) => !OFF.has(arg)), ...QUIET];
   const browser = await puppeteer.launch({ executablePath, headless: true, args: [...args, `--user-data-dir=${profile}`] });
   browser.once("disconnected", () => rmSync(profile, { recursive: true, force: true }));
   return browser;

@@ -62,7 +62,10 @@ export function parseExposition(text: string): Map<string, Family> {
     if (closed.has(family.name)) fail(`samples of ${family.name} are split up`);
     if (current && current !== family) closed.add(current.name);
     current = family;
-    const key = `${sample.name}{${Object.entries(sample.labels).sort().map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(",")}}`;
+    const key = `${sample.name}{${Object.entries(sample.labels)
+      .sort()
+      .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+      .join(",")}}`;
     if (series.has(key)) fail("series twice");
     series.add(key);
     family.samples.push(sample);
@@ -83,7 +86,7 @@ function parseSample(line: string, fail: (why: string) => never): Sample {
       if (!LABEL_NAME.test(labelName) || labelName.startsWith("__")) fail(`bad label name ${labelName}`);
       if (labelName in labels) fail(`label ${labelName} twice`);
       at += labelName.length;
-      if (line[at] !== "=" || line[at + 1] !== '"') fail("label without =\"");
+      if (line[at] !== "=" || line[at + 1] !== '"') fail('label without ="');
       at += 2;
       let value = "";
       for (;;) {

@@ -38,7 +38,9 @@ function slowUpload(url: string, token: string, body: string) {
     socket.on("error", reject);
   });
   const half = body.length >>> 1;
-  socket.write(`POST / HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, half)}`);
+  socket.write(
+    `POST / HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, half)}`,
+  );
   return {
     async finish() {
       socket.write(body.slice(half));

@@ -18,8 +18,7 @@ afterAll(async () => {
 });
 
 const json = (value: unknown) => JSON.stringify(value);
-const count = async (sourceId: string | number) =>
-  Number((await admin`select count(*)::int as n from log_events where source_id = ${Number(sourceId)}`)[0]!.n);
+const count = async (sourceId: string | number) => Number((await admin`select count(*)::int as n from log_events where source_id = ${Number(sourceId)}`)[0]!.n);
 
 /** Holds a SHARE lock on log_hot (COPY waits for it) until the returned function is called. */
 async function lockLogEvents(): Promise<() => Promise<void>> {
@@ -59,9 +58,7 @@ describe("poison isolation", () => {
     expect((await lp.ingest(source.token, json(events.slice(0, 50)))).status).toBe(202);
     expect((await lp.ingest(source.token, json(events.slice(50)))).status).toBe(202);
     const stored = await lp.stored(source.id);
-    expect(stored.map((row) => row.raw.i).sort((a, b) => a - b)).toEqual(
-      Array.from({ length: 100 }, (_, i) => i).filter((i) => i !== 17 && i !== 63),
-    );
+    expect(stored.map((row) => row.raw.i).sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i).filter((i) => i !== 17 && i !== 63));
     const dead = await admin`select raw, sqlstate, error, dt from dead_letters where source_id = ${Number(source.id)} order by id`;
     expect(dead.map((row) => JSON.parse(row.raw).i).sort()).toEqual([17, 63]);
     for (const row of dead) {
@@ -152,7 +149,15 @@ describe("INGEST_ACK=durable", () => {
   test("202 comes after the commit: the events are in PostgreSQL when the answer arrives", async () => {
     const source = await lp.createSource();
     const answers = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => lp.ingest(source.token, json([{ i, a: 1 }, { i, a: 2 }]))),
+      Array.from({ length: 20 }, (_, i) =>
+        lp.ingest(
+          source.token,
+          json([
+            { i, a: 1 },
+            { i, a: 2 },
+          ]),
+        ),
+      ),
     );
     expect(answers.map((r) => r.status)).toEqual(Array(20).fill(202));
     expect(await count(source.id)).toBe(40); // read straight away, no flush asked for

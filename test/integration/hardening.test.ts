@@ -49,10 +49,17 @@ describe("CORS on the ingestion listener", () => {
     const source = await lp.createSource();
     // @logtail/browser's request: JSON array, Bearer token, from another origin.
     const headers = { origin: "https://app.example.org", "content-type": "application/json" };
-    const ok = await fetch(`${lp.ingestUrl}/`, { method: "POST", headers: { ...headers, authorization: `Bearer ${source.token}` }, body: '[{"message":"from a browser","level":"info"}]' });
+    const ok = await fetch(`${lp.ingestUrl}/`, {
+      method: "POST",
+      headers: { ...headers, authorization: `Bearer ${source.token}` },
+      body: '[{"message":"from a browser","level":"info"}]',
+    });
     expect(ok.status).toBe(202);
     expect(ok.headers.get("access-control-allow-origin")).toBe("*");
-    for (const [authorization, status] of [["", 401], ["Bearer nope", 403]] as const) {
+    for (const [authorization, status] of [
+      ["", 401],
+      ["Bearer nope", 403],
+    ] as const) {
       const refused = await fetch(`${lp.ingestUrl}/`, { method: "POST", headers: { ...headers, authorization }, body: "{}" });
       expect(refused.status).toBe(status);
       expect(refused.headers.get("access-control-allow-origin")).toBe("*");
@@ -94,7 +101,9 @@ describe("bounded stop", () => {
     await new Promise((resolve) => socket.on("connect", resolve));
     socket.on("error", () => {});
     // Declares 100 bytes and sends 10: a client that never finishes its upload.
-    socket.write(`POST / HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${source.token}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"slow":12`);
+    socket.write(
+      `POST / HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${source.token}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"slow":12`,
+    );
     let answer = "";
     let closed = false;
     socket.on("data", (part: Buffer) => (answer += part.toString()));
@@ -169,7 +178,13 @@ describe("requests that can never fit → 413, never 503", () => {
       const nine = await small.ingest(source.token, JSON.stringify(events(9)));
       expect(nine.status).toBe(413);
       expect(await nine.text()).toContain("INGEST_MAX_EVENTS_PER_REQUEST");
-      const ndjson = await small.ingest(source.token, events(9).map((e) => JSON.stringify(e)).join("\n"), { "content-type": "application/x-ndjson" });
+      const ndjson = await small.ingest(
+        source.token,
+        events(9)
+          .map((e) => JSON.stringify(e))
+          .join("\n"),
+        { "content-type": "application/x-ndjson" },
+      );
       expect(ndjson.status).toBe(413);
       // MessagePack: decided from the array header alone (this body holds none of its 9 events).
       const header = await small.ingest(source.token, Buffer.from([0x99]), { "content-type": "application/msgpack" });
@@ -234,7 +249,9 @@ class HeldCache extends SourceCache {
 
 describe("source cache: a token rotation racing a reload", () => {
   const rotate = async (id: string) => {
-    const [row] = await lp.sql<{ token: string }[]>`update sources set token = ${crypto.randomUUID().replaceAll("-", "").slice(0, 24)} where id = ${Number(id)} returning token`;
+    const [row] = await lp.sql<
+      { token: string }[]
+    >`update sources set token = ${crypto.randomUUID().replaceAll("-", "").slice(0, 24)} where id = ${Number(id)} returning token`;
     return row!.token;
   };
 
@@ -305,16 +322,28 @@ describe("spill file", () => {
       ]);
       expect(pendingSpills(dataDir)).toEqual([file!]);
       const logs: string[] = [];
-      const replayed = await replaySpills(dataDir, connection, async () => {
-        throw new Error("nothing here is refused");
-      }, (line) => logs.push(line));
+      const replayed = await replaySpills(
+        dataDir,
+        connection,
+        async () => {
+          throw new Error("nothing here is refused");
+        },
+        (line) => logs.push(line),
+      );
       expect(replayed).toBe(4);
       expect(pendingSpills(dataDir)).toEqual([]);
       const stored = await lp.stored(source.id);
       expect(stored.map((r) => r.raw.n).sort()).toEqual([1, 2, 3, 4]);
       expect(String(stored.find((r) => r.raw.n === 4)?.id)).toBe(String(reserved));
       // A second replay (a crash before the delete) finds nothing; the same file again would be skipped whole.
-      expect(await replaySpills(dataDir, connection, async () => {}, () => {})).toBe(0);
+      expect(
+        await replaySpills(
+          dataDir,
+          connection,
+          async () => {},
+          () => {},
+        ),
+      ).toBe(0);
     } finally {
       await connection.close();
       rmSync(dataDir, { recursive: true, force: true });
@@ -336,7 +365,14 @@ describe("spill file", () => {
         path.join(spillFolder(dataDir), "spill-2026-11-21T00-00-00-000Z-1.bin"),
         `logpond-spill 1\n${entry({ batchId: crypto.randomUUID(), events: 2 }, plain)}${entry({ batchId: crypto.randomUUID(), events: 1, firstId: reserved, lastId: reserved }, prefixed)}`,
       );
-      expect(await replaySpills(dataDir, connection, async () => {}, () => {})).toBe(3);
+      expect(
+        await replaySpills(
+          dataDir,
+          connection,
+          async () => {},
+          () => {},
+        ),
+      ).toBe(3);
       const stored = await lp.stored(source.id);
       expect(stored.map((r) => r.raw).sort((a, b) => Number(a.n) - Number(b.n))).toEqual([{ n: 1, text: "tab\there \u00e9 ünï" }, { n: 2 }, { n: 3 }]);
       expect(String(stored.find((r) => r.raw.n === 3)?.id)).toBe(String(reserved));

@@ -33,7 +33,10 @@ beforeAll(async () => {
     return { dt: iso(BASE + Math.floor(i * 17_900)), ...(level === undefined ? {} : { level }), message: i % 10 === 0 ? `needle ${i}` : `hay ${i}` };
   });
   events.push({ dt: TO, level: "error", message: "last microsecond" });
-  const outside = [{ dt: iso(BASE - 1), level: "error", message: "just before" }, { dt: iso(BASE + 3_600_000), level: "error", message: "just after" }];
+  const outside = [
+    { dt: iso(BASE - 1), level: "error", message: "just before" },
+    { dt: iso(BASE + 3_600_000), level: "error", message: "just after" },
+  ];
   expect((await lp.ingest(web.token, JSON.stringify([...events, ...outside]))).status).toBe(202);
   expect((await lp.ingest(jobs.token, JSON.stringify([{ dt: iso(BASE + 90_000), level: "debug", message: "job ran" }]))).status).toBe(202);
   await lp.flusher.flush();
@@ -109,7 +112,10 @@ describe("counts", () => {
   });
 
   test("relative windows and the default: every bucket aligned to its size, the window inside them", async () => {
-    for (const [query, span] of [["from=now-1h", 3_600_000], ["", 30 * 60_000]] as const) {
+    for (const [query, span] of [
+      ["from=now-1h", 3_600_000],
+      ["", 30 * 60_000],
+    ] as const) {
       const body: any = await (await get(`source_ids=${web.id}&${query}`)).json();
       const { from, to, bucket_seconds: size } = body.meta;
       expect(ms(to) - ms(from)).toBe(span);
@@ -148,7 +154,10 @@ describe("refusals", () => {
     try {
       await locker.begin(async (tx) => {
         await tx`lock table log_events in access exclusive mode`;
-        expect(await errorOf(await impatient.api("GET", `${HISTOGRAM}?source_ids=${web.id}`))).toEqual({ status: 503, errors: expect.stringContaining("longer than 300 ms (QUERY_TIMEOUT_MS)") });
+        expect(await errorOf(await impatient.api("GET", `${HISTOGRAM}?source_ids=${web.id}`))).toEqual({
+          status: 503,
+          errors: expect.stringContaining("longer than 300 ms (QUERY_TIMEOUT_MS)"),
+        });
       });
     } finally {
       await locker.end();
@@ -168,11 +177,17 @@ describe("the query API's empty window", () => {
     });
     // The query decides what counts as older: the newest "needle" is in the hour before.
     const needles = events.filter((e) => e.message.startsWith("needle"));
-    expect((await live(`source_ids=${web.id}&${after}&query=needle`)).meta).toEqual({ empty_window: true, older: true, older_dt: micro(ms(needles.at(-1)!.dt)) });
+    expect((await live(`source_ids=${web.id}&${after}&query=needle`)).meta).toEqual({
+      empty_window: true,
+      older: true,
+      older_dt: micro(ms(needles.at(-1)!.dt)),
+    });
     expect((await live(`source_ids=${web.id}&${after}&query=nothing-matches-this`)).meta).toEqual({ empty_window: true, older: false, older_dt: null });
   });
   test("nothing older: older is false; a page with rows has no meta", async () => {
-    expect((await live(`source_ids=${web.id}&from=${encodeURIComponent(iso(BASE - 7_200_000))}&to=${encodeURIComponent(iso(BASE - 3_600_000))}`)).meta).toEqual({ empty_window: true, older: false, older_dt: null });
+    expect((await live(`source_ids=${web.id}&from=${encodeURIComponent(iso(BASE - 7_200_000))}&to=${encodeURIComponent(iso(BASE - 3_600_000))}`)).meta).toEqual(
+      { empty_window: true, older: false, older_dt: null },
+    );
     const full = await live(`source_ids=${web.id}&${window}&batch=5`);
     expect(full.data).toHaveLength(5);
     expect(full.meta).toBeUndefined();

@@ -37,8 +37,7 @@ test("ids are unique across two streams and two processes; seq follows commit or
 
   const requests = 120;
   const answers = await Promise.all(
-    Array.from({ length: requests }, (_, r) =>
-      (r % 2 === 0 ? a : b).ingest(source.token, JSON.stringify(Array.from({ length: 20 }, (_, i) => ({ r, i }))))),
+    Array.from({ length: requests }, (_, r) => (r % 2 === 0 ? a : b).ingest(source.token, JSON.stringify(Array.from({ length: 20 }, (_, i) => ({ r, i }))))),
   );
   expect(answers.map((response) => response.status)).toEqual(Array(requests).fill(202));
   await Promise.all([a.flusher.flush(), b.flusher.flush()]);
@@ -63,7 +62,10 @@ test("ids are unique across two streams and two processes; seq follows commit or
       return { id, sourceId: sourceOf(tuple) };
     }),
   );
-  const ours = announced.filter((row) => row.sourceId === Number(source.id)).map((row) => row.id).sort((x, y) => x - y);
+  const ours = announced
+    .filter((row) => row.sourceId === Number(source.id))
+    .map((row) => row.id)
+    .sort((x, y) => x - y);
   expect(ours).toEqual(rows.map((row) => row.id).sort((x, y) => x - y));
 
   // NOTIFYs are delivered in commit order, so strictly increasing seqs mean seq = commit order.

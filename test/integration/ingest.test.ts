@@ -31,7 +31,10 @@ async function expectStatus(response: Response, status: number, errorMatch?: Reg
 }
 
 describe("formats and encodings → 202, stored with their fields", () => {
-  const events = [{ message: "one", nested: { n: 1 } }, { message: "two", nested: { n: 2 } }];
+  const events = [
+    { message: "one", nested: { n: 1 } },
+    { message: "two", nested: { n: 2 } },
+  ];
   const bodies: [string, () => NonNullable<RequestInit["body"]>, Record<string, string>][] = [
     ["JSON object", () => JSON.stringify(events[0]), {}],
     ["JSON array", () => JSON.stringify(events), {}],
@@ -159,14 +162,28 @@ describe("status codes", () => {
     ["MessagePack RegExp", new Packr({ moreTypes: true, structuredClone: false }).pack({ r: /x/g }), MSGPACK],
     ["MessagePack Error", new Packr({ moreTypes: true, structuredClone: false }).pack({ e: new Error("x") }), MSGPACK],
     ["MessagePack typed array", new Packr({ moreTypes: true, structuredClone: false }).pack({ t: new Uint16Array([1, 2]) }), MSGPACK],
-    ["MessagePack structured clone", new Packr({ structuredClone: true }).pack((() => { const o: any = { a: 1 }; o.self = o; return o; })()), MSGPACK],
+    [
+      "MessagePack structured clone",
+      new Packr({ structuredClone: true }).pack(
+        (() => {
+          const o: any = { a: 1 };
+          o.self = o;
+          return o;
+        })(),
+      ),
+      MSGPACK,
+    ],
     ["MessagePack map key that is a map", Buffer.from([0x81, 0x81, 0xa1, 0x61, 0x01, 0x02]), MSGPACK],
     ["gzip that is not gzip", "not gzip", { "content-encoding": "gzip" }],
     ["truncated gzip", zlib.gzipSync('{"a":1}').subarray(0, 10), { "content-encoding": "gzip" }],
     ["deep JSON (100k)", zlib.gzipSync(`${"[".repeat(100_000)}${"]".repeat(100_000)}`), { "content-encoding": "gzip" }],
     ["deep JSON object (40k)", zlib.gzipSync(`${'{"a":'.repeat(40_000)}1${"}".repeat(40_000)}`), { "content-encoding": "gzip" }],
     ["JSON object one level too deep", `{"a":${'{"a":'.repeat(64)}1${"}".repeat(64)}}`, {}],
-    ["deep MessagePack (100k)", zlib.gzipSync(Buffer.concat([Buffer.from([0x81, 0xa1, 0x61]), Buffer.alloc(100_000, 0x91), Buffer.from([0x01])])), { ...MSGPACK, "content-encoding": "gzip" }],
+    [
+      "deep MessagePack (100k)",
+      zlib.gzipSync(Buffer.concat([Buffer.from([0x81, 0xa1, 0x61]), Buffer.alloc(100_000, 0x91), Buffer.from([0x01])])),
+      { ...MSGPACK, "content-encoding": "gzip" },
+    ],
     ["MessagePack one level too deep", Buffer.concat([Buffer.from([0x81, 0xa1, 0x61]), Buffer.alloc(64, 0x91), Buffer.from([0x01])]), MSGPACK],
   ];
   test.each(notAcceptable)("406: %s", async (_label, body, headers) => {
@@ -213,7 +230,15 @@ describe("status codes", () => {
 
   // Names an object inherits (constructor, toString, __proto__) are not media types either.
   // (No Content-Type at all is told from the body: test/integration/shippers.test.ts.)
-  test.each([["text/plain"], ["application/x-www-form-urlencoded"], ["application/xml"], ["constructor"], ["toString"], ["__proto__"], ["hasOwnProperty; charset=utf-8"]])("415: Content-Type %p", async (type) => {
+  test.each([
+    ["text/plain"],
+    ["application/x-www-form-urlencoded"],
+    ["application/xml"],
+    ["constructor"],
+    ["toString"],
+    ["__proto__"],
+    ["hasOwnProperty; charset=utf-8"],
+  ])("415: Content-Type %p", async (type) => {
     const response = await fetch(`${lp.ingestUrl}/`, {
       method: "POST",
       headers: type ? { authorization: `Bearer ${source.token}`, "content-type": type } : { authorization: `Bearer ${source.token}` },
@@ -229,7 +254,10 @@ describe("status codes", () => {
   test("all or nothing: one bad event rejects the request and stores nothing", async () => {
     const s = await lp.createSource();
     await expectStatus(await lp.ingest(s.token, '[{"a":1},{"b":2},7]'), 406);
-    await expectStatus(await lp.ingest(s.token, packr.pack([{ a: 1 }, { s: new Packr({ moreTypes: true }).unpack(new Packr({ moreTypes: true }).pack(new Set([1]))) }])), 406);
+    await expectStatus(
+      await lp.ingest(s.token, packr.pack([{ a: 1 }, { s: new Packr({ moreTypes: true }).unpack(new Packr({ moreTypes: true }).pack(new Set([1]))) }])),
+      406,
+    );
     expect(await lp.stored(s.id)).toHaveLength(0);
   });
 
@@ -288,7 +316,11 @@ describe("normalisation, through a real COPY", () => {
 
   test("binary → base64; NaN/Infinity → strings; integer keys → strings; undefined → null; timestamps → ISO", async () => {
     const s = await lp.createSource();
-    const map = new Map<unknown, unknown>([[1, "one"], [-2, "minus two"], ["k", "v"]]);
+    const map = new Map<unknown, unknown>([
+      [1, "one"],
+      [-2, "minus two"],
+      ["k", "v"],
+    ]);
     const body = new Packr({ structuredClone: false, mapsAsObjects: false, useRecords: false }).pack({
       bin: Buffer.from([0, 1, 2, 253, 254, 255]),
       nan: NaN,
@@ -313,7 +345,10 @@ describe("normalisation, through a real COPY", () => {
   test("__proto__ and constructor are plain data (JSON and MessagePack)", async () => {
     const s = await lp.createSource();
     await expectStatus(await lp.ingest(s.token, '{"__proto__":{"polluted":1},"constructor":{"prototype":{"x":1}}}'), 202);
-    const map = new Map<string, unknown>([["__proto__", { polluted: 2 }], ["constructor", "c"]]);
+    const map = new Map<string, unknown>([
+      ["__proto__", { polluted: 2 }],
+      ["constructor", "c"],
+    ]);
     await expectStatus(await lp.ingest(s.token, new Packr({ mapsAsObjects: false, useRecords: false }).pack(map), MSGPACK), 202);
     const rows = await lp.stored(s.id);
     expect(rows[0]!.text).toBe('{"__proto__": {"polluted": 1}, "constructor": {"prototype": {"x": 1}}}');
@@ -321,7 +356,23 @@ describe("normalisation, through a real COPY", () => {
     expect(({} as any).polluted).toBeUndefined();
   });
 
-  const tricky = ["tab\there", "new\nline", "cr\rhere", "back\\slash", "\\.", "\\N", "\\", 'quote"s', "emoji 😀🎉", "line\u2028sep\u2029", "עברית RTL \u202e", "del\u007f", "ctrl\u0001\u001f", "", " "];
+  const tricky = [
+    "tab\there",
+    "new\nline",
+    "cr\rhere",
+    "back\\slash",
+    "\\.",
+    "\\N",
+    "\\",
+    'quote"s',
+    "emoji 😀🎉",
+    "line\u2028sep\u2029",
+    "עברית RTL \u202e",
+    "del\u007f",
+    "ctrl\u0001\u001f",
+    "",
+    " ",
+  ];
   test("tricky strings round-trip byte-exact, in values and keys (JSON)", async () => {
     const s = await lp.createSource();
     const event = Object.fromEntries(tricky.map((t, i) => [`${t}#${i}`, t]));
@@ -378,18 +429,23 @@ describe("event time (dt)", () => {
     expect(row!.raw.dt).toBe(at);
   });
 
-  test.each([["absent", undefined], ["garbage", "yesterday"], ["a boolean", true], ["an object", { t: 1 }], ["year 10000", "10000-01-01T00:00:00Z"], ["31 April", "2026-04-31T00:00:00Z"], ["NaN string", "NaN"]])(
-    "dt %s → reception time, kept as sent",
-    async (_label, dt) => {
-      const s = await lp.createSource();
-      const before = Date.now();
-      await expectStatus(await lp.ingest(s.token, JSON.stringify({ dt, message: "m" })), 202);
-      const [row] = await lp.stored(s.id);
-      expect(row!.dt.getTime()).toBeGreaterThanOrEqual(before - 1000);
-      expect(row!.dt.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
-      expect(row!.raw.dt).toEqual(dt as any);
-    },
-  );
+  test.each([
+    ["absent", undefined],
+    ["garbage", "yesterday"],
+    ["a boolean", true],
+    ["an object", { t: 1 }],
+    ["year 10000", "10000-01-01T00:00:00Z"],
+    ["31 April", "2026-04-31T00:00:00Z"],
+    ["NaN string", "NaN"],
+  ])("dt %s → reception time, kept as sent", async (_label, dt) => {
+    const s = await lp.createSource();
+    const before = Date.now();
+    await expectStatus(await lp.ingest(s.token, JSON.stringify({ dt, message: "m" })), 202);
+    const [row] = await lp.stored(s.id);
+    expect(row!.dt.getTime()).toBeGreaterThanOrEqual(before - 1000);
+    expect(row!.dt.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+    expect(row!.raw.dt).toEqual(dt as any);
+  });
 });
 
 describe("source state", () => {
@@ -399,7 +455,9 @@ describe("source state", () => {
     await expectStatus(await lp.ingest(s.token, '[{"n":1},{"n":2}]'), 202);
     expect(lp.metrics.eventsDroppedPaused - before).toBe(2);
     expect(await lp.stored(s.id)).toHaveLength(0);
-    expect(await (await fetch(`${lp.apiUrl}/metrics`)).text()).toContain(`logpond_ingest_events_dropped_paused_total{protocol="better_stack",source_id="${s.id}"} 2\n`);
+    expect(await (await fetch(`${lp.apiUrl}/metrics`)).text()).toContain(
+      `logpond_ingest_events_dropped_paused_total{protocol="better_stack",source_id="${s.id}"} 2\n`,
+    );
     await lp.api("PATCH", `/api/v1/sources/${s.id}`, { ingesting_paused: false });
     await expectStatus(await lp.ingest(s.token, '{"n":3}'), 202);
     expect((await lp.stored(s.id)).map((r) => r.raw.n)).toEqual([3]);
@@ -470,7 +528,9 @@ describe("the in-flight memory budget (CONTRACT §3.1)", () => {
       let answer = "";
       socket.on("data", (part) => (answer += part.toString()));
       // Headers and the first kilobyte only: the upload is under way.
-      socket.write(`POST / HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${source.token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+      socket.write(
+        `POST / HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${source.token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+      );
       socket.write(body.subarray(0, 1000));
       const inFlight = async () => Number(/^logpond_ingest_inflight_bytes (\d+)$/m.exec(await (await small.api("GET", "/metrics")).text())![1]);
       const charged = Date.now() + 20_000;

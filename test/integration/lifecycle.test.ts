@@ -94,21 +94,34 @@ test("embedded PostgreSQL: data survives a restart and a SIGKILLed logpond; SIGT
 test.each([
   ["npm start", ["npm", "start"]],
   ["bun run start", [process.execPath, "run", "start"]],
-])("SIGTERM to `%s` stops logpond and its embedded PostgreSQL: exit 0, nothing left running", async (_, command) => {
-  const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-launcher-"));
-  try {
-    const lp = await start({ DATA_DIR: dataDir, DATABASE_URL: "" }, command);
-    const children = () => Bun.spawnSync(["ps", "-eo", "pid,args"]).stdout.toString().split("\n").filter((line) => line.includes(dataDir));
-    expect(children().length).toBeGreaterThan(0); // the postmaster, whose -D names the data folder
-    lp.proc.kill("SIGTERM"); // to the launcher itself, as `docker stop` or systemd would send it
-    expect(await lp.proc.exited).toBe(0);
-    expect(lp.output()).toContain("nothing left behind");
-    expect(children()).toEqual([]);
-    expect(await fetch(`${lp.apiUrl}/health`).then(() => "answered", () => "closed")).toBe("closed");
-  } finally {
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-}, 120_000);
+])(
+  "SIGTERM to `%s` stops logpond and its embedded PostgreSQL: exit 0, nothing left running",
+  async (_, command) => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-launcher-"));
+    try {
+      const lp = await start({ DATA_DIR: dataDir, DATABASE_URL: "" }, command);
+      const children = () =>
+        Bun.spawnSync(["ps", "-eo", "pid,args"])
+          .stdout.toString()
+          .split("\n")
+          .filter((line) => line.includes(dataDir));
+      expect(children().length).toBeGreaterThan(0); // the postmaster, whose -D names the data folder
+      lp.proc.kill("SIGTERM"); // to the launcher itself, as `docker stop` or systemd would send it
+      expect(await lp.proc.exited).toBe(0);
+      expect(lp.output()).toContain("nothing left behind");
+      expect(children()).toEqual([]);
+      expect(
+        await fetch(`${lp.apiUrl}/health`).then(
+          () => "answered",
+          () => "closed",
+        ),
+      ).toBe("closed");
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  },
+  120_000,
+);
 
 test("a second logpond on ports in use exits 1 saying so, and the first keeps all its traffic", async () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-first-"));

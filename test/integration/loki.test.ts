@@ -50,7 +50,9 @@ test("pino-loki with the token as its basic auth password: every line stored onc
   // The line's own time (pino's ms, as nanoseconds) is the event time.
   expect(bySeq.get(3)!.dt.getTime()).toBe(JSON.parse(failed.message).time);
 
-  const response = await fetch(`${lp.apiUrl}/api/v2/query/live-tail?source_ids=${source.id}&batch=100&query=level:error`, { headers: { authorization: `Bearer ${API_TOKEN}` } });
+  const response = await fetch(`${lp.apiUrl}/api/v2/query/live-tail?source_ids=${source.id}&batch=100&query=level:error`, {
+    headers: { authorization: `Bearer ${API_TOKEN}` },
+  });
   expect(((await response.json()) as { data: unknown[] }).data).toHaveLength(10);
 });
 
@@ -65,7 +67,17 @@ const push = (token: string, body: NonNullable<RequestInit["body"]>, headers: Re
 
 test("a snappy protobuf push (Promtail, Alloy), with and without its Content-Type: 204, each entry an event", async () => {
   const source = await lp.createSource();
-  const body = lokiProtobuf({ streams: [{ labels: '{job="varlogs", level="warn"}', entries: [{ timestamp: { seconds: 1764000000, nanos: 1 }, line: "disk almost full" }, { timestamp: { seconds: 1764000001 }, line: "disk full" }] }] });
+  const body = lokiProtobuf({
+    streams: [
+      {
+        labels: '{job="varlogs", level="warn"}',
+        entries: [
+          { timestamp: { seconds: 1764000000, nanos: 1 }, line: "disk almost full" },
+          { timestamp: { seconds: 1764000001 }, line: "disk full" },
+        ],
+      },
+    ],
+  });
   const typed = await push(source.token, body, { "content-type": "application/x-protobuf" });
   expect(typed.status).toBe(204);
   expect((await push(source.token, body)).status).toBe(204);

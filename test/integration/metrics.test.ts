@@ -59,7 +59,14 @@ test("per protocol and source: requests, events, bytes and refusals by reason; e
   expect(sampleValue(after, "logpond_ingest_bytes_received_total", of(b.id))).toBe(bodyB.length);
   expect(sampleValue(after, "logpond_ingest_events_dropped_paused_total", of(a.id))).toBe(0);
   const rejected = (labels: Record<string, string>) => samples(after, "logpond_ingest_requests_rejected_total", labels);
-  expect(rejected(of(a.id)).map((s) => [s.labels.reason, s.value]).sort()).toEqual([["body_undecodable", 1], ["unsupported_content_type", 1]]);
+  expect(
+    rejected(of(a.id))
+      .map((s) => [s.labels.reason, s.value])
+      .sort(),
+  ).toEqual([
+    ["body_undecodable", 1],
+    ["unsupported_content_type", 1],
+  ]);
   expect(rejected(of(b.id))).toEqual([]);
   expect(sampleValue(after, "logpond_ingest_requests_rejected_total", { ...of(""), reason: "missing_token" })).toBe(tokenless("missing_token") + 1);
   expect(sampleValue(after, "logpond_ingest_requests_rejected_total", { ...of(""), reason: "invalid_token" })).toBe(tokenless("invalid_token") + 1);
@@ -85,11 +92,24 @@ test("OTLP and Loki requests are counted and timed under their protocol; OTLP's 
     fetch(`${lp.ingestUrl}${path}`, { method: "POST", headers: { authorization: `Bearer ${source.token}`, "content-type": "application/json" }, body });
 
   // The middle record is over INGEST_MAX_EVENT_BYTES (1 MiB): refused alone, the other two kept.
-  const otlp = JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: ["kept 1", "x".repeat(1_100_000), "kept 2"].map((m) => ({ body: { stringValue: m } })) }] }] });
+  const otlp = JSON.stringify({
+    resourceLogs: [{ scopeLogs: [{ logRecords: ["kept 1", "x".repeat(1_100_000), "kept 2"].map((m) => ({ body: { stringValue: m } })) }] }],
+  });
   const answer = await post("/v1/logs", otlp);
   expect(answer.status).toBe(200);
   expect(await answer.json()).toMatchObject({ partialSuccess: { rejectedLogRecords: "1" } });
-  const loki = JSON.stringify({ streams: [{ stream: { job: "metrics" }, values: [[`${Date.now()}000000`, "one"], [`${Date.now()}000000`, "two"], [`${Date.now()}000000`, "three"]] }] });
+  const loki = JSON.stringify({
+    streams: [
+      {
+        stream: { job: "metrics" },
+        values: [
+          [`${Date.now()}000000`, "one"],
+          [`${Date.now()}000000`, "two"],
+          [`${Date.now()}000000`, "three"],
+        ],
+      },
+    ],
+  });
   expect((await post("/loki/api/v1/push", loki)).status).toBe(204);
   expect((await post("/loki/api/v1/push", "{")).status).toBe(400);
 

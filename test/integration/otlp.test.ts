@@ -48,9 +48,12 @@ async function emit(exporter: JsonExporter | ProtoExporter, service: string, cou
 async function query(source: TestSource, text: string): Promise<any[]> {
   const to = new Date(Date.UTC(2026, 10, 24, 13)).toISOString();
   const from = new Date(Date.UTC(2026, 10, 24, 11)).toISOString();
-  const response = await fetch(`${lp.apiUrl}/api/v2/query/live-tail?source_ids=${source.id}&batch=1000&from=${from}&to=${to}&query=${encodeURIComponent(text)}`, {
-    headers: { authorization: `Bearer ${API_TOKEN}` },
-  });
+  const response = await fetch(
+    `${lp.apiUrl}/api/v2/query/live-tail?source_ids=${source.id}&batch=1000&from=${from}&to=${to}&query=${encodeURIComponent(text)}`,
+    {
+      headers: { authorization: `Bearer ${API_TOKEN}` },
+    },
+  );
   expect(response.status).toBe(200);
   return ((await response.json()) as { data: any[] }).data;
 }
@@ -116,7 +119,9 @@ test("a record over INGEST_MAX_EVENT_BYTES: 200 with partial_success in the requ
     const json = await fetch(`${small.ingestUrl}/v1/logs`, {
       method: "POST",
       headers: { authorization: `Bearer ${source.token}`, "content-type": "application/json" },
-      body: JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: records.map((r) => ({ body: { stringValue: (r.body as { string_value: string }).string_value } })) }] }] }),
+      body: JSON.stringify({
+        resourceLogs: [{ scopeLogs: [{ logRecords: records.map((r) => ({ body: { stringValue: (r.body as { string_value: string }).string_value } })) }] }],
+      }),
     });
     expect(json.status).toBe(200);
     expect(await json.json()).toMatchObject({ partialSuccess: { rejectedLogRecords: "1" } });
@@ -154,7 +159,12 @@ test("over the rate limit: 429 with Retry-After, which OTLP exporters retry", as
   try {
     const source = await limited.createSource();
     const body = otlpProtobuf({ resource_logs: [{ scope_logs: [{ log_records: [{ body: anyValue("a") }, { body: anyValue("b") }] }] }] });
-    const send = () => fetch(`${limited.ingestUrl}/v1/logs`, { method: "POST", headers: { authorization: `Bearer ${source.token}`, "content-type": "application/x-protobuf" }, body });
+    const send = () =>
+      fetch(`${limited.ingestUrl}/v1/logs`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${source.token}`, "content-type": "application/x-protobuf" },
+        body,
+      });
     expect((await send()).status).toBe(200);
     const refused = await send();
     expect(refused.status).toBe(429);

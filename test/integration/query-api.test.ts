@@ -83,9 +83,12 @@ describe("parameters", () => {
   test("a query that does not parse → 400 naming the position", async () => {
     await expectError(await get(`source_ids=${source.id}&query=${encodeURIComponent("level:error AND (a OR")}`), 400, "position 22");
   });
-  test.each(["garbage", "eyJ2IjoxfQ", Buffer.from('{"v":1,"h":"x","f":"a","t":"b","d":"c","i":"1"}').toString("base64url")])("cursor %s → 400", async (cursor) => {
-    await expectError(await get(`source_ids=${source.id}&cursor=${cursor}`), 400, "cursor is not one this API gave out");
-  });
+  test.each(["garbage", "eyJ2IjoxfQ", Buffer.from('{"v":1,"h":"x","f":"a","t":"b","d":"c","i":"1"}').toString("base64url")])(
+    "cursor %s → 400",
+    async (cursor) => {
+      await expectError(await get(`source_ids=${source.id}&cursor=${cursor}`), 400, "cursor is not one this API gave out");
+    },
+  );
 });
 
 describe("rows and defaults", () => {
@@ -102,7 +105,10 @@ describe("rows and defaults", () => {
   });
   test("events dated before 1901 keep their dt and are found by from/to (Date.UTC's 0–99 mapping once made them reception-time)", async () => {
     const old = await lp.createSource();
-    const events = [{ dt: "1850-06-01T12:00:00Z", message: "victorian" }, { dt: "0500-06-01T12:00:00Z", message: "year 500" }];
+    const events = [
+      { dt: "1850-06-01T12:00:00Z", message: "victorian" },
+      { dt: "0500-06-01T12:00:00Z", message: "year 500" },
+    ];
     expect((await lp.ingest(old.token, JSON.stringify(events))).status).toBe(202);
     await lp.flusher.flush();
     const body: any = await (await get(`source_ids=${old.id}&order=oldest_first&from=0100-01-01T00:00:00Z&to=1900-01-01T00:00:00Z`)).json();
@@ -144,7 +150,11 @@ describe("rows and defaults", () => {
       await expectError(await get(`source_ids=${source.id}&${other}&cursor=${cursor}`), 400, "cursor belongs to other parameters");
     }
     const other = await lp.createSource();
-    await expectError(await get(`source_ids=${other.id}&query=${encodeURIComponent("http.status>0")}&cursor=${cursor}`), 400, "cursor belongs to other parameters");
+    await expectError(
+      await get(`source_ids=${other.id}&query=${encodeURIComponent("http.status>0")}&cursor=${cursor}`),
+      400,
+      "cursor belongs to other parameters",
+    );
   });
   test("a query running past QUERY_TIMEOUT_MS is cancelled → 503 with the reason", async () => {
     const impatient = await startTestLogpond({ QUERY_TIMEOUT_MS: "300" });
@@ -177,10 +187,21 @@ describe("dead letters", () => {
     expect(first.data[0].failed_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
     const second: any = await (await fetch(first.pagination.next, { headers: { authorization: `Bearer test-api-token-0123456789abcdef` } })).json();
     expect(second).toEqual({ data: [expect.objectContaining({ raw: '{"n":0}' })], pagination: { next: null } });
-    await expectError(await lp.api("GET", `/api/v2/query/dead-letters?source_ids=${dead.id}&order=oldest_first&cursor=${new URL(first.pagination.next).searchParams.get("cursor")}`), 400, "cursor belongs to other parameters");
+    await expectError(
+      await lp.api(
+        "GET",
+        `/api/v2/query/dead-letters?source_ids=${dead.id}&order=oldest_first&cursor=${new URL(first.pagination.next).searchParams.get("cursor")}`,
+      ),
+      400,
+      "cursor belongs to other parameters",
+    );
     await expectError(await lp.api("GET", "/api/v2/query/dead-letters?source_ids=123456789"), 404, "Source 123456789 was not found");
     await expectError(await lp.api("GET", `/api/v2/query/dead-letters?source_ids=${dead.id}&query=level%3Aerror`), 400, "dead-letters does not take query");
-    await expectError(await lp.api("GET", `/api/v2/query/dead-letters?source_ids=${dead.id}&from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z`), 400, "does not take from, to");
+    await expectError(
+      await lp.api("GET", `/api/v2/query/dead-letters?source_ids=${dead.id}&from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z`),
+      400,
+      "does not take from, to",
+    );
     await expectError(await lp.api("GET", "/api/v2/query/dead-letters"), 400, "source_ids is required");
   });
 });
@@ -212,7 +233,8 @@ describe("cursor walk", () => {
           const key: [string, bigint] = [row.dt, BigInt(row.id)];
           if (previous) {
             const ascending = key[0] > previous[0] || (key[0] === previous[0] && key[1] > previous[1]);
-            if (order === "oldest_first" ? !ascending : ascending) throw new Error(`${order}: ${JSON.stringify(key.map(String))} after ${JSON.stringify(previous.map(String))}`);
+            if (order === "oldest_first" ? !ascending : ascending)
+              throw new Error(`${order}: ${JSON.stringify(key.map(String))} after ${JSON.stringify(previous.map(String))}`);
           }
           previous = key;
         }

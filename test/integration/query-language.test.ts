@@ -34,24 +34,87 @@ describe("parser", () => {
     ["   ", null],
     ["error", { kind: "text", text: "error" }],
     ['"disk full"', { kind: "text", text: "disk full" }],
-    ["a b", { kind: "and", nodes: [{ kind: "text", text: "a" }, { kind: "text", text: "b" }] }],
-    ["a and b", { kind: "and", nodes: [{ kind: "text", text: "a" }, { kind: "text", text: "b" }] }],
-    ["a OR b c", { kind: "or", nodes: [{ kind: "text", text: "a" }, { kind: "and", nodes: [{ kind: "text", text: "b" }, { kind: "text", text: "c" }] }] }],
+    [
+      "a b",
+      {
+        kind: "and",
+        nodes: [
+          { kind: "text", text: "a" },
+          { kind: "text", text: "b" },
+        ],
+      },
+    ],
+    [
+      "a and b",
+      {
+        kind: "and",
+        nodes: [
+          { kind: "text", text: "a" },
+          { kind: "text", text: "b" },
+        ],
+      },
+    ],
+    [
+      "a OR b c",
+      {
+        kind: "or",
+        nodes: [
+          { kind: "text", text: "a" },
+          {
+            kind: "and",
+            nodes: [
+              { kind: "text", text: "b" },
+              { kind: "text", text: "c" },
+            ],
+          },
+        ],
+      },
+    ],
     ["not a", { kind: "not", node: { kind: "text", text: "a" } }],
-    ["(a or b) c", { kind: "and", nodes: [{ kind: "or", nodes: [{ kind: "text", text: "a" }, { kind: "text", text: "b" }] }, { kind: "text", text: "c" }] }],
+    [
+      "(a or b) c",
+      {
+        kind: "and",
+        nodes: [
+          {
+            kind: "or",
+            nodes: [
+              { kind: "text", text: "a" },
+              { kind: "text", text: "b" },
+            ],
+          },
+          { kind: "text", text: "c" },
+        ],
+      },
+    ],
     ["http.status>=500", { kind: "field", path: ["http", "status"], op: ">=", value: "500", number: 500 }],
     ['msg:"a b"', { kind: "field", path: ["msg"], op: ":", value: "a b" }],
     ["level!:debug", { kind: "field", path: ["level"], op: "!:", value: "debug" }],
     ["level=error", { kind: "field", path: ["level"], op: "=", value: "error" }],
     ["code!=-1.5", { kind: "field", path: ["code"], op: "!=", value: "-1.5", number: -1.5 }],
-    ["x<3 y<=4 z>5", { kind: "and", nodes: [
-      { kind: "field", path: ["x"], op: "<", value: "3", number: 3 },
-      { kind: "field", path: ["y"], op: "<=", value: "4", number: 4 },
-      { kind: "field", path: ["z"], op: ">", value: "5", number: 5 },
-    ] }],
+    [
+      "x<3 y<=4 z>5",
+      {
+        kind: "and",
+        nodes: [
+          { kind: "field", path: ["x"], op: "<", value: "3", number: 3 },
+          { kind: "field", path: ["y"], op: "<=", value: "4", number: 4 },
+          { kind: "field", path: ["z"], op: ">", value: "5", number: 5 },
+        ],
+      },
+    ],
     ['"say \\"hi\\""', { kind: "text", text: 'say "hi"' }],
     ["level = error", { kind: "field", path: ["level"], op: "=", value: "error" }],
-    ["http.status >= 500 a", { kind: "and", nodes: [{ kind: "field", path: ["http", "status"], op: ">=", value: "500", number: 500 }, { kind: "text", text: "a" }] }],
+    [
+      "http.status >= 500 a",
+      {
+        kind: "and",
+        nodes: [
+          { kind: "field", path: ["http", "status"], op: ">=", value: "500", number: 500 },
+          { kind: "text", text: "a" },
+        ],
+      },
+    ],
   ])("%p parses", (query, expected) => {
     expect(shape(query)).toEqual(expected);
   });
@@ -93,9 +156,36 @@ describe("parser", () => {
 // characters, upper and lower case, non-ASCII letters, numbers in exponent notation, nesting.
 const KEYS = ["level", "msg", "n", "http", "tags", "ok", "Level", "id"];
 const text = fc.oneof(
-  fc.constantFrom("error", "ERROR", "Warn", "disk full", "a%b", "a_b", 'say "hi"', "back\\slash", "tab\there", "Éclair", "éclair", "😀", "500", "1.5", "true", ""),
+  fc.constantFrom(
+    "error",
+    "ERROR",
+    "Warn",
+    "disk full",
+    "a%b",
+    "a_b",
+    'say "hi"',
+    "back\\slash",
+    "tab\there",
+    "Éclair",
+    "éclair",
+    "😀",
+    "500",
+    "1.5",
+    "true",
+    "",
+  ),
   // Long enough for the blocks' gram filters (6 characters): whole ids, parts of them, phrases.
-  fc.constantFrom("req-7F3a9c2e41", "7f3a9c2e", "3a9c2e41x", "connection refused", "Connection", "timeout=30s", "(paren)thesis", "quote\"inside", "123456789.125"),
+  fc.constantFrom(
+    "req-7F3a9c2e41",
+    "7f3a9c2e",
+    "3a9c2e41x",
+    "connection refused",
+    "Connection",
+    "timeout=30s",
+    "(paren)thesis",
+    'quote"inside',
+    "123456789.125",
+  ),
   fc.string({ maxLength: 6, unit: fc.constantFrom("a", "B", "%", "_", "\\", '"', " ", "é", "1", ":") }),
 );
 const number = fc.oneof(
@@ -112,15 +202,23 @@ const value: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
 const event = fc.dictionary(fc.constantFrom(...KEYS), value, { maxKeys: 6 });
 
 const path = fc.array(fc.constantFrom(...KEYS, "status", "a", "0", "1", "-1"), { minLength: 1, maxLength: 3 });
-const literal = fc.oneof(text, fc.constantFrom("500", "404", "0", "-1", "1.5", "0.1", "true", "false", "null"), number.map((n) => String(n)));
+const literal = fc.oneof(
+  text,
+  fc.constantFrom("500", "404", "0", "-1", "1.5", "0.1", "true", "false", "null"),
+  number.map((n) => String(n)),
+);
 const leaf: fc.Arbitrary<Node> = fc.oneof(
   text.map((t): Node => ({ kind: "text", text: t })),
-  fc.tuple(path, fc.constantFrom(":", "!:", "=", "!=") as fc.Arbitrary<":" | "!:" | "=" | "!=">, literal).map(
-    ([p, op, v]): Node => ({ kind: "field", path: p, op, value: v, number: undefined }),
-  ),
-  fc.tuple(path, fc.constantFrom(">", ">=", "<", "<=") as fc.Arbitrary<">" | ">=" | "<" | "<=">, fc.oneof(fc.constantFrom("500", "0", "-1", "1.5", "0.1"), fc.integer({ min: -1000, max: 1000 }).map(String))).map(
-    ([p, op, v]): Node => ({ kind: "field", path: p, op, value: v, number: undefined }),
-  ),
+  fc
+    .tuple(path, fc.constantFrom(":", "!:", "=", "!=") as fc.Arbitrary<":" | "!:" | "=" | "!=">, literal)
+    .map(([p, op, v]): Node => ({ kind: "field", path: p, op, value: v, number: undefined })),
+  fc
+    .tuple(
+      path,
+      fc.constantFrom(">", ">=", "<", "<=") as fc.Arbitrary<">" | ">=" | "<" | "<=">,
+      fc.oneof(fc.constantFrom("500", "0", "-1", "1.5", "0.1"), fc.integer({ min: -1000, max: 1000 }).map(String)),
+    )
+    .map(([p, op, v]): Node => ({ kind: "field", path: p, op, value: v, number: undefined })),
 );
 const tree: fc.Arbitrary<Node> = fc.letrec((tie) => ({
   node: fc.oneof({ depthSize: "small" }, leaf, leaf, tie("not"), tie("and"), tie("or")),

@@ -67,7 +67,10 @@ test("a dropped day counts its events as removed", async () => {
   const events = Array.from({ length: 20 }, (_, n) => ({ dt: day.toISOString(), n }));
   // Written as a tool would (past the source's retention, the sealer would drop them first).
   const tool = openFlushConnection(db.url, 5_000);
-  await tool.write(crypto.randomUUID(), events.map((e) => `${source.id}\t${e.dt}\t${JSON.stringify(e)}\n`));
+  await tool.write(
+    crypto.randomUUID(),
+    events.map((e) => `${source.id}\t${e.dt}\t${JSON.stringify(e)}\n`),
+  );
   await tool.close();
   await db.sql`update sources set logs_retention = 60 where id = ${Number(source.id)}`;
   await sealAll(db.sql);
@@ -97,7 +100,11 @@ test("seals and sweeps days apart, retention lowered and raised, late events and
     batch.forEach((e) => events.set(e.key, { source, dt: Date.parse(e.dt), gone: false }));
     expect((await lp.ingest(token, JSON.stringify(batch))).status).toBe(202);
   }
-  for (const s of sources) await send(s.id, Array.from({ length: 25 * 4 }, (_, i) => start.getTime() + DAY_MS - i * 6 * HOUR - 17_000));
+  for (const s of sources)
+    await send(
+      s.id,
+      Array.from({ length: 25 * 4 }, (_, i) => start.getTime() + DAY_MS - i * 6 * HOUR - 17_000),
+    );
   await lp.flusher.flush();
 
   let deleted: string | undefined;
@@ -120,7 +127,10 @@ test("seals and sweeps days apart, retention lowered and raised, late events and
     // Late events, dated anywhere in the last 15 days (days already cleared included).
     for (const s of sources) {
       if (s.id === deleted) continue;
-      await send(s.id, Array.from({ length: 6 }, () => now.getTime() - random() * 15 * DAY_MS));
+      await send(
+        s.id,
+        Array.from({ length: 6 }, () => now.getTime() - random() * 15 * DAY_MS),
+      );
     }
     await lp.flusher.flush();
 
@@ -140,8 +150,12 @@ test("seals and sweeps days apart, retention lowered and raised, late events and
       step,
       leftBehind: [...stored]
         .filter((key) => events.get(key)!.gone && !keptDays.has(`${events.get(key)!.source} ${Math.floor(events.get(key)!.dt / DAY_MS)}`))
-        .map((key) => ({ ...events.get(key)!, dt: new Date(events.get(key)!.dt).toISOString() })).slice(0, 5),
-      removedEarly: expected.filter((key) => !stored.has(key)).map((key) => ({ ...events.get(key)!, dt: new Date(events.get(key)!.dt).toISOString() })).slice(0, 5),
+        .map((key) => ({ ...events.get(key)!, dt: new Date(events.get(key)!.dt).toISOString() }))
+        .slice(0, 5),
+      removedEarly: expected
+        .filter((key) => !stored.has(key))
+        .map((key) => ({ ...events.get(key)!, dt: new Date(events.get(key)!.dt).toISOString() }))
+        .slice(0, 5),
     };
     expect(wrong).toEqual({ step, leftBehind: [], removedEarly: [] });
   }

@@ -45,7 +45,10 @@ test("a sweep removes exactly the expired events of each source, and nothing els
   // Rows of no known source (written as a tool would): retention leaves them unless their whole day goes.
   const orphan = 777_000_001;
   const tool = openFlushConnection(db.url, 5_000);
-  await tool.write(crypto.randomUUID(), AGES_DAYS.map((age) => `${orphan}\t${new Date(now.getTime() - age * DAY_MS).toISOString()}\t{"age": ${age}}\n`));
+  await tool.write(
+    crypto.randomUUID(),
+    AGES_DAYS.map((age) => `${orphan}\t${new Date(now.getTime() - age * DAY_MS).toISOString()}\t{"age": ${age}}\n`),
+  );
   await tool.close();
   await lp.flusher.flush();
 

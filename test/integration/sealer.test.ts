@@ -37,7 +37,9 @@ function events(count: number, seed: number, base: number): Record<string, unkno
   const out: Record<string, unknown>[] = [];
   for (let i = 0; i < count; i++) {
     const dt = new Date(base - Math.floor(next() * 3_600_000)).toISOString();
-    const id = Math.floor(next() * 2 ** 32).toString(16).padStart(8, "0");
+    const id = Math.floor(next() * 2 ** 32)
+      .toString(16)
+      .padStart(8, "0");
     switch (i % 5) {
       case 0:
         out.push({ dt, level: ["info", "warn", "error"][i % 3], message: `request ${id} done`, status: 200 + (i % 4) * 100, ms: 1.5 + i });
@@ -46,7 +48,7 @@ function events(count: number, seed: number, base: number): Record<string, unkno
         out.push({ dt, message: `line\nwith "quotes", a tab\t, a backslash \\ and ünïcödé ✓ ${id}`, tags: ["a", id] });
         break;
       case 2:
-        out.push({ dt, http: { method: "GET", path: `/users/${id}`, headers: { "x-id": id } }, big: 12345678901234567890, small: 1.50 });
+        out.push({ dt, http: { method: "GET", path: `/users/${id}`, headers: { "x-id": id } }, big: 12345678901234567890, small: 1.5 });
         break;
       case 3:
         out.push({ dt, level: "debug", nothing: null, flag: i % 2 === 0, empty: {}, list: [] });
@@ -86,7 +88,9 @@ async function walk(sourceId: string, query: string): Promise<string[]> {
 
 const hotRows = async () => Number((await db.sql<{ n: string }[]>`select count(*) as n from log_hot`)[0]!.n);
 const hotLeaves = async () =>
-  (await db.sql<{ name: string }[]>`select c.relname as name from pg_partition_tree('log_hot') t join pg_class c on c.oid = t.relid where t.isleaf order by 1`).map((r) => r.name);
+  (
+    await db.sql<{ name: string }[]>`select c.relname as name from pg_partition_tree('log_hot') t join pg_class c on c.oid = t.relid where t.isleaf order by 1`
+  ).map((r) => r.name);
 
 test("sealed events read the same as hot ones: the view, the query API, the tail's catch-up, the histogram", async () => {
   const a = await lp.createSource();
@@ -219,7 +223,10 @@ test("microseconds survive sealing: events within one millisecond page one by on
   const source = await lp.createSource();
   const base = new Date(Date.now() - 120_000).toISOString().slice(0, 23); // …T12:34:56.789
   const dts = ["200", "400", "600"].map((us) => `${base}${us}Z`);
-  await ingest(source, dts.map((dt, i) => ({ dt, i })));
+  await ingest(
+    source,
+    dts.map((dt, i) => ({ dt, i })),
+  );
   await lp.flusher.flush();
   const walk1 = async (order: string) => {
     const seen: number[] = [];
@@ -233,11 +240,19 @@ test("microseconds survive sealing: events within one millisecond page one by on
     return seen;
   };
   const between = async (from: string, to: string) =>
-    (await db.sql<{ i: number }[]>`select (raw->>'i')::int as i from log_events_between(${[Number(source.id)]}::bigint[], ${from}::text::timestamptz, ${to}::text::timestamptz) order by dt`).map((r) => r.i);
+    (
+      await db.sql<
+        { i: number }[]
+      >`select (raw->>'i')::int as i from log_events_between(${[Number(source.id)]}::bigint[], ${from}::text::timestamptz, ${to}::text::timestamptz) order by dt`
+    ).map((r) => r.i);
   for (const tier of ["hot", "sealed"]) {
     if (tier === "sealed") await lp.sealer.sealNow();
     expect({ tier, oldest: await walk1("oldest_first"), newest: await walk1("newest_first") }).toEqual({ tier, oldest: [0, 1, 2], newest: [2, 1, 0] });
-    expect({ tier, within: await between(`${base}300Z`, `${base}500Z`), after: await between(`${base}500Z`, `${base}999Z`) }).toEqual({ tier, within: [1], after: [2] });
+    expect({ tier, within: await between(`${base}300Z`, `${base}500Z`), after: await between(`${base}500Z`, `${base}999Z`) }).toEqual({
+      tier,
+      within: [1],
+      after: [2],
+    });
   }
 }, 60_000);
 
@@ -258,7 +273,9 @@ test("events dated far ahead seal and read back in order; the histogram puts the
   const inMinute = await db.sql`
     select raw->>'i' as i from log_events_between(${[Number(source.id)]}::bigint[], '3000-01-01T00:00:00Z', '3000-01-01T00:00:59.999999Z')`;
   expect(inMinute.map((r) => r.i)).toEqual(["1"]);
-  const histogram = (await (await lp.api("GET", `/api/v2/query/histogram?source_ids=${source.id}&from=3000-01-01T00:00:00Z&to=3000-01-01T00:02:00Z&buckets=3`)).json()) as {
+  const histogram = (await (
+    await lp.api("GET", `/api/v2/query/histogram?source_ids=${source.id}&from=3000-01-01T00:00:00Z&to=3000-01-01T00:02:00Z&buckets=3`)
+  ).json()) as {
     data: { count: number }[];
   };
   expect(histogram.data.map((b) => b.count)).toEqual([1, 1, 0]);
@@ -269,7 +286,12 @@ test("a query the index must not narrow finds sealed events: n=-0 matches 0, KEL
   await ingest(source, [{ n: 0 }, { n: -0.0 }, { msg: "\u212Aelvin scale" }]);
   await lp.flusher.flush();
   const count = async (query: string) => {
-    const body = (await (await lp.api("GET", `/api/v2/query/live-tail?source_ids=${source.id}&from=${new Date(Date.now() - 600_000).toISOString()}&query=${encodeURIComponent(query)}`)).json()) as { data: unknown[] };
+    const body = (await (
+      await lp.api(
+        "GET",
+        `/api/v2/query/live-tail?source_ids=${source.id}&from=${new Date(Date.now() - 600_000).toISOString()}&query=${encodeURIComponent(query)}`,
+      )
+    ).json()) as { data: unknown[] };
     return body.data.length;
   };
   const before = [await count("n=-0"), await count("n=0"), await count("\u212Aelvin")];

@@ -60,7 +60,8 @@ describe("live tail: resume while rows move between tiers", () => {
   function expectIncreasing(ids: string[]): void {
     const key = (id: string) => id.split("-").map(BigInt) as [bigint, bigint];
     for (let i = 1; i < ids.length; i++) {
-      const [s0, i0] = key(ids[i - 1]!), [s1, i1] = key(ids[i]!);
+      const [s0, i0] = key(ids[i - 1]!),
+        [s1, i1] = key(ids[i]!);
       if (!(s1 > s0 || (s1 === s0 && i1 > i0))) throw new Error(`event ${ids[i]} came after ${ids[i - 1]}`);
     }
   }
@@ -77,7 +78,10 @@ describe("live tail: resume while rows move between tiers", () => {
     await first.until(() => first.rows().length >= 300, 20_000, "the first 300 rows");
     const cut = messages(first)[149]!;
     await first.close();
-    const before = first.rows().slice(0, 150).map((row) => row.n);
+    const before = first
+      .rows()
+      .slice(0, 150)
+      .map((row) => row.n);
 
     for (let i = 6; i < 12; i++) await send(source, numbered(i * 50, 50)); // while away
     await lp.flusher.flush();
@@ -113,7 +117,10 @@ describe("live tail: resume while rows move between tiers", () => {
     expectIncreasing(messages(replay).map((e) => e.id!));
     const cut = messages(replay)[224]!;
     await replay.close();
-    const before = replay.rows().slice(0, 225).map((row) => row.n);
+    const before = replay
+      .rows()
+      .slice(0, 225)
+      .map((row) => row.n);
 
     for (let i = 10; i < 14; i++) await send(source, numbered(i * 50, 50)); // hot, until the sealer takes them
     await lp.flusher.flush();
@@ -139,7 +146,13 @@ describe("live tail: resume while rows move between tiers", () => {
     const ids: string[] = [];
     // While away: rows that are all sealed before the client comes back, then rows that are hot
     // (unless the 100 ms timer takes them first). 1,800 rows make a catch-up of more than one page.
-    const away: [sealed: number, hot: number][] = [[150, 150], [150, 150], [1_800, 300], [150, 150], [150, 150]];
+    const away: [sealed: number, hot: number][] = [
+      [150, 150],
+      [150, 150],
+      [1_800, 300],
+      [150, 150],
+      [150, 150],
+    ];
     let stream = await open(source.id); // live: opened before the first row is sent
     for (const [sealed, hot] of away) {
       // Connected: what was missed comes back, 100 more rows arrive live, and the client leaves mid-way.
@@ -196,7 +209,11 @@ describe("query API: a keyset cursor walk while the sealer runs every 100 ms und
       const at = () => new Date(base - Math.floor(next() * 600) * 1000).toISOString();
       const from = new Date(base - 700_000).toISOString();
       const to = new Date(base + 1000).toISOString();
-      for (let b = 0; b < 4; b++) await send(source, Array.from({ length: 500 }, (_, i) => ({ dt: at(), k: `p${b * 500 + i}`, pad: "x".repeat(Math.floor(next() * 200)) })));
+      for (let b = 0; b < 4; b++)
+        await send(
+          source,
+          Array.from({ length: 500 }, (_, i) => ({ dt: at(), k: `p${b * 500 + i}`, pad: "x".repeat(Math.floor(next() * 200)) })),
+        );
       await lp.flusher.flush();
       const blocksBefore = (await tiers(db.sql, Number(source.id))).blocks;
 
@@ -265,7 +282,9 @@ describe("query API: a keyset cursor walk while the sealer runs every 100 ms und
 
       // The walk ran while rows of this source moved into blocks.
       const end = await tiers(db.sql, Number(source.id));
-      console.log(`sealing-reads: ${order}: ${JSON.stringify({ pages: pages.length, seen: seen.length, concurrent: committedAt.size, blocksBefore, blocksAfter: end.blocks, hotAfter: end.hot })}`);
+      console.log(
+        `sealing-reads: ${order}: ${JSON.stringify({ pages: pages.length, seen: seen.length, concurrent: committedAt.size, blocksBefore, blocksAfter: end.blocks, hotAfter: end.hot })}`,
+      );
       expect(pages.length).toBeGreaterThan(50);
       expect(end.blocks).toBeGreaterThan(blocksBefore);
       expect(end.hot + end.sealed).toBe(end.distinctIds);

@@ -7,7 +7,14 @@ import * as zlib from "node:zlib";
 import { compressSync } from "snappy";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 import { eventTime, hex, T0, type Fixture } from "../fixtures/shippers/fixture";
-import { fluentBitJson, fluentBitJsonLines, fluentBitJsonStream, fluentBitMsgpack, fluentBitMsgpackLegacy, fluentBitMsgpackOtel } from "../fixtures/shippers/fluent-bit";
+import {
+  fluentBitJson,
+  fluentBitJsonLines,
+  fluentBitJsonStream,
+  fluentBitMsgpack,
+  fluentBitMsgpackLegacy,
+  fluentBitMsgpackOtel,
+} from "../fixtures/shippers/fluent-bit";
 import { fluentdOutHttpJsonArray, fluentdOutHttpMsgpack, fluentPluginLogtail010, fluentPluginLogtail011 } from "../fixtures/shippers/fluentd";
 import { pinoHttpSendNdjson } from "../fixtures/shippers/pino-http-send";
 import { literalSnappy, vectorCompressed, vectorJson, vectorNdjson } from "../fixtures/shippers/vector";
@@ -22,9 +29,19 @@ afterAll(async () => {
 });
 
 const fixtures: Fixture[] = [
-  fluentBitMsgpack, fluentBitMsgpackOtel, fluentBitMsgpackLegacy, fluentBitJsonStream, fluentBitJson, fluentBitJsonLines,
-  fluentPluginLogtail011, fluentPluginLogtail010, fluentdOutHttpMsgpack, fluentdOutHttpJsonArray,
-  vectorJson, vectorNdjson, ...vectorCompressed,
+  fluentBitMsgpack,
+  fluentBitMsgpackOtel,
+  fluentBitMsgpackLegacy,
+  fluentBitJsonStream,
+  fluentBitJson,
+  fluentBitJsonLines,
+  fluentPluginLogtail011,
+  fluentPluginLogtail010,
+  fluentdOutHttpMsgpack,
+  fluentdOutHttpJsonArray,
+  vectorJson,
+  vectorNdjson,
+  ...vectorCompressed,
   pinoHttpSendNdjson,
 ];
 
@@ -108,7 +125,11 @@ describe("values back to back are bounded like an array (CONTRACT §3.1)", () =>
     const source = await newSource();
     const body = zlib.gzipSync(Buffer.alloc(20_000_000, 0x80), { level: 9 });
     expect(body.length).toBeLessThan(64 * 1024);
-    await expectRefused(post(source, body, { "content-type": "application/msgpack", "content-encoding": "gzip" }), 413, /more than 100000 events.*INGEST_MAX_EVENTS_PER_REQUEST/);
+    await expectRefused(
+      post(source, body, { "content-type": "application/msgpack", "content-encoding": "gzip" }),
+      413,
+      /more than 100000 events.*INGEST_MAX_EVENTS_PER_REQUEST/,
+    );
     // With no array header to read, and without a Content-Type: the body's first byte says MessagePack.
     await expectRefused(post(source, body, { "content-encoding": "gzip" }), 413, /more than 100000 events/);
   });
@@ -129,7 +150,11 @@ describe("values back to back are bounded like an array (CONTRACT §3.1)", () =>
 
   test("under 1 MiB (not walked): 900,000 empty maps back to back are counted once decoded → 413", async () => {
     const source = await newSource();
-    await expectRefused(post(source, Buffer.alloc(900_000, 0x80), { "content-type": "application/msgpack" }), 413, /900000 events.*INGEST_MAX_EVENTS_PER_REQUEST/);
+    await expectRefused(
+      post(source, Buffer.alloc(900_000, 0x80), { "content-type": "application/msgpack" }),
+      413,
+      /900000 events.*INGEST_MAX_EVENTS_PER_REQUEST/,
+    );
     await expectRefused(post(source, Buffer.from("{}".repeat(150_000)), { "content-type": "application/json" }), 413, /150000 events/);
     expect(await rows(source)).toHaveLength(0);
   });
@@ -171,9 +196,12 @@ describe("Content-Encoding snappy and lz4", () => {
 
   test("lz4 → 415 listing the encodings logpond takes", async () => {
     const source = await newSource();
-    await expectRefused(post(source, Buffer.from("{}"), { "content-type": "application/json", "content-encoding": "lz4" }), 415, /"lz4" is not supported; use one of: gzip, deflate, br, zstd, snappy, identity/);
+    await expectRefused(
+      post(source, Buffer.from("{}"), { "content-type": "application/json", "content-encoding": "lz4" }),
+      415,
+      /"lz4" is not supported; use one of: gzip, deflate, br, zstd, snappy, identity/,
+    );
   });
-
 });
 
 describe("no Content-Type: told from the body when it is unambiguous", () => {
@@ -191,7 +219,18 @@ describe("no Content-Type: told from the body when it is unambiguous", () => {
       expect((await post(source, body, {})).status).toBe(202);
       await lp.flusher.flush(); // one request's rows at a time: ids in request order
     }
-    expect((await rows(source)).map((r) => (r.raw as { n?: number; log?: string }).n ?? (r.raw as { log: string }).log)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, "legacy one", "legacy two"]);
+    expect((await rows(source)).map((r) => (r.raw as { n?: number; log?: string }).n ?? (r.raw as { log: string }).log)).toEqual([
+      1,
+      2,
+      3,
+      4,
+      5,
+      6,
+      7,
+      8,
+      "legacy one",
+      "legacy two",
+    ]);
   });
 
   test("anything else → 415 saying what to send; nothing stored", async () => {
@@ -199,7 +238,11 @@ describe("no Content-Type: told from the body when it is unambiguous", () => {
     for (const body of ["hello", "42", '"a string"', ""]) {
       const response = await post(source, Buffer.from(body), {});
       const text = await response.text();
-      expect({ body, status: response.status, errors: JSON.parse(text).errors }).toEqual({ body, status: 415, errors: expect.stringMatching(/Content-Type is missing.*application\/json.*application\/msgpack/) });
+      expect({ body, status: response.status, errors: JSON.parse(text).errors }).toEqual({
+        body,
+        status: 415,
+        errors: expect.stringMatching(/Content-Type is missing.*application\/json.*application\/msgpack/),
+      });
     }
     expect(await rows(source)).toHaveLength(0);
   });

@@ -188,15 +188,19 @@ describe("update", () => {
     expect(again.data.attributes.name).toBe("renamed");
   });
 
-  test.each([["platform", "nginx"], ["token", "x"], ["table_name", "x"], ["id", "5"], ["created_at", "x"], ["updated_at", "x"]])(
-    "%s is read-only → 422",
-    async (attribute, value) => {
-      const source = await lp.createSource();
-      const response = await lp.api("PATCH", `/api/v1/sources/${source.id}`, { [attribute]: value });
-      expect(response.status).toBe(422);
-      expect(((await response.json()) as any).invalid_attributes[attribute]).toEqual(["is read-only"]);
-    },
-  );
+  test.each([
+    ["platform", "nginx"],
+    ["token", "x"],
+    ["table_name", "x"],
+    ["id", "5"],
+    ["created_at", "x"],
+    ["updated_at", "x"],
+  ])("%s is read-only → 422", async (attribute, value) => {
+    const source = await lp.createSource();
+    const response = await lp.api("PATCH", `/api/v1/sources/${source.id}`, { [attribute]: value });
+    expect(response.status).toBe(422);
+    expect(((await response.json()) as any).invalid_attributes[attribute]).toEqual(["is read-only"]);
+  });
 
   test("wrong types → 422; not JSON → 400; unknown id → 404", async () => {
     const source = await lp.createSource();

@@ -24,7 +24,8 @@ async function open(target: TestLogpond, query: string, headers: Record<string, 
   expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
   return new SseReader(response);
 }
-const numbered = (from: number, count: number, extra: Record<string, unknown> = {}) => Array.from({ length: count }, (_, i) => ({ n: from + i, level: (from + i) % 3 === 0 ? "warn" : "info", ...extra }));
+const numbered = (from: number, count: number, extra: Record<string, unknown> = {}) =>
+  Array.from({ length: count }, (_, i) => ({ n: from + i, level: (from + i) % 3 === 0 ? "warn" : "info", ...extra }));
 async function send(target: TestLogpond, source: TestSource, events: unknown[]) {
   const response = await target.ingest(source.token, JSON.stringify(events));
   expect(response.status).toBe(202);
@@ -42,7 +43,8 @@ async function waitFor(condition: () => boolean, what: string): Promise<void> {
 
 function expectIncreasing(ids: string[]) {
   for (let i = 1; i < ids.length; i++) {
-    const [s0, i0] = position(ids[i - 1]!), [s1, i1] = position(ids[i]!);
+    const [s0, i0] = position(ids[i - 1]!),
+      [s1, i1] = position(ids[i]!);
     if (!(s1 > s0 || (s1 === s0 && i1 > i0))) throw new Error(`event ${ids[i]} came after ${ids[i - 1]}`);
   }
 }
@@ -71,7 +73,11 @@ test("rows arrive live after their commit, each once and in order, from memory",
     expect(rows.map((row) => row.n)).toEqual(Array.from({ length: 100 }, (_, i) => i));
     // This process's batches came from memory, none read back from PostgreSQL.
     expect(lp.tail.readBack).toBe(readBack);
-    expect(rows[0]).toMatchObject({ source_id: source.id, id: expect.stringMatching(/^\d+$/), dt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/) });
+    expect(rows[0]).toMatchObject({
+      source_id: source.id,
+      id: expect.stringMatching(/^\d+$/),
+      dt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/),
+    });
   } finally {
     unsubscribe();
     await stream.close();
@@ -102,13 +108,17 @@ describe("resume", () => {
       // Resume from the 150th row: whatever the first stream got after it is sent again, nothing less.
       const cut = first.events.filter((e) => e.event === "message")[149]!;
       await first.close();
-      const before = first.rows().slice(0, 150).map((row) => row.n);
+      const before = first
+        .rows()
+        .slice(0, 150)
+        .map((row) => row.n);
 
       for (let i = 10; i < 16; i++) await send(lp, source, numbered(i * 50, 50)); // while away
       await lp.flusher.flush();
-      const resumed = via === "Last-Event-ID"
-        ? await open(lp, `source_ids=${source.id}`, { "last-event-id": cut.id! })
-        : await open(lp, `source_ids=${source.id}&cursor=${cut.id}`);
+      const resumed =
+        via === "Last-Event-ID"
+          ? await open(lp, `source_ids=${source.id}`, { "last-event-id": cut.id! })
+          : await open(lp, `source_ids=${source.id}&cursor=${cut.id}`);
       const sending = (async () => {
         for (let i = 16; i < 30; i++) await send(lp, source, numbered(i * 50, 50)); // during catch-up and after
       })();
@@ -204,11 +214,13 @@ test("50 concurrent streams while json-100 bodies are ingested", async () => {
   const streams = await Promise.all(Array.from({ length: 50 }, (_, i) => open(lp, `source_ids=${source.id}${i % 5 === 0 ? "&query=level:warn" : ""}`)));
   const bodies = Array.from({ length: 80 }, (_, k) => JSON.stringify(Array.from({ length: 100 }, (_, i) => benchEvent(k * 100 + i))));
   let next = 0;
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (next < bodies.length) await lp.ingest(source.token, bodies[next++]!).then((r) => expect(r.status).toBe(202));
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (next < bodies.length) await lp.ingest(source.token, bodies[next++]!).then((r) => expect(r.status).toBe(202));
+    }),
+  );
   await lp.flusher.flush();
-  const warn = bodies.length * 100 / 10;
+  const warn = (bodies.length * 100) / 10;
   for (const [i, stream] of streams.entries()) {
     const expected = i % 5 === 0 ? warn : bodies.length * 100;
     await stream.until(() => stream.events.filter((e) => e.event === "message").length >= expected, 30_000, `stream ${i}`);
@@ -312,7 +324,10 @@ async function rawStream(target: TestLogpond, path: string) {
       for (;;) {
         const body = dechunk(raw.subarray(raw.indexOf("\r\n\r\n") + 4));
         if (done(body)) return body;
-        if (Date.now() > until) throw new Error(`the stalled client's stream did not deliver (${raw.length} bytes read, ${(body.match(/\ndata: /g) ?? []).length} rows, ends ${JSON.stringify(body.slice(-300))})`);
+        if (Date.now() > until)
+          throw new Error(
+            `the stalled client's stream did not deliver (${raw.length} bytes read, ${(body.match(/\ndata: /g) ?? []).length} rows, ends ${JSON.stringify(body.slice(-300))})`,
+          );
         await Bun.sleep(10);
       }
     },

@@ -95,7 +95,10 @@ async function sealedUnderLoad(sourceId: number): Promise<void> {
 /** A value of the service's /metrics (undefined when it does not answer). */
 async function metric(service: Service, name: string): Promise<number | undefined> {
   try {
-    const response = await fetch(`${service.apiUrl}/metrics`, { headers: { authorization: `Bearer ${SERVICE_API_TOKEN}` }, signal: AbortSignal.timeout(5_000) });
+    const response = await fetch(`${service.apiUrl}/metrics`, {
+      headers: { authorization: `Bearer ${SERVICE_API_TOKEN}` },
+      signal: AbortSignal.timeout(5_000),
+    });
     const line = (await response.text()).split("\n").find((l) => l.startsWith(`${name} `));
     return line === undefined ? undefined : Number(line.split(" ")[1]);
   } catch {
@@ -111,7 +114,13 @@ const ended = (service: Service) => service.proc.exitCode !== null || service.pr
  * row of the source must be in blocks. (Without sealing during the load, the seal of a still table
  * is test/integration/sealer.test.ts's.)
  */
-async function conserved(label: string, sourceId: number, acked: readonly [number, number][], sealed: boolean, extra: Record<string, unknown> = {}): Promise<void> {
+async function conserved(
+  label: string,
+  sourceId: number,
+  acked: readonly [number, number][],
+  sealed: boolean,
+  extra: Record<string, unknown> = {},
+): Promise<void> {
   const left = await tiers(sql, sourceId);
   if (sealed) await sealAll(sql as never);
   const verdict = await verify(sql, sourceId, acked);
@@ -222,7 +231,10 @@ test(
       expect(restarted.output()).toMatch(new RegExp(`spill: ${spilled[1]} events of .* written to PostgreSQL`));
       restarted.proc.kill("SIGTERM");
       expect(await restarted.proc.exited).toBe(0);
-      await conserved("spill", source.id, generator.acked, sealing.SEAL_INTERVAL_MS !== undefined, { spilled: Number(spilled[1]), statuses: Object.fromEntries(generator.statuses) });
+      await conserved("spill", source.id, generator.acked, sealing.SEAL_INTERVAL_MS !== undefined, {
+        spilled: Number(spilled[1]),
+        statuses: Object.fromEntries(generator.statuses),
+      });
     } finally {
       for (const s of [service, restarted]) {
         if (s && s.proc.exitCode === null && s.proc.signalCode === null) s.proc.kill("SIGKILL");
@@ -272,7 +284,10 @@ for (const scenario of scenarios) {
         } else {
           expect(service.proc.signalCode).toBe("SIGKILL");
         }
-        await conserved(scenario.name, source.id, generator.acked, sealing.SEAL_INTERVAL_MS !== undefined, { faults: repeats, statuses: Object.fromEntries(generator.statuses) });
+        await conserved(scenario.name, source.id, generator.acked, sealing.SEAL_INTERVAL_MS !== undefined, {
+          faults: repeats,
+          statuses: Object.fromEntries(generator.statuses),
+        });
       } finally {
         if (service.proc.exitCode === null && service.proc.signalCode === null) service.proc.kill("SIGKILL");
         await service.proc.exited;
@@ -373,7 +388,10 @@ for (const fault of moveFaults) {
         await lock.release();
         await backendGone(sql, move.pid);
         // The service is gone, or seals again: a pass that began after the fault has ended.
-        await waitFor("the service to end or its sealer to pass again", async () => ended(first) || ((await metric(first, "logpond_sealer_last_pass_timestamp_seconds")) ?? 0) > faultAt);
+        await waitFor(
+          "the service to end or its sealer to pass again",
+          async () => ended(first) || ((await metric(first, "logpond_sealer_last_pass_timestamp_seconds")) ?? 0) > faultAt,
+        );
         const exit = first.proc.signalCode === "SIGKILL" ? "killed" : (first.proc.exitCode ?? undefined);
 
         // The move happened whole or not at all: blocks its transaction wrote hold all its rows or
@@ -397,15 +415,28 @@ for (const fault of moveFaults) {
         await Bun.sleep(PHASE_MS / 2);
         for (const generator of generators) await generator.stop();
         const last = services.at(-1)!;
-        await waitFor("the service's sealer to seal every row of the source", async () => (await sql`select 1 from log_hot where source_id = ${source.id} limit 1`).length === 0);
+        await waitFor(
+          "the service's sealer to seal every row of the source",
+          async () => (await sql`select 1 from log_hot where source_id = ${source.id} limit 1`).length === 0,
+        );
         last.proc.kill("SIGTERM");
         expect(await last.proc.exited).toBe(0);
 
         const statuses: Record<string, number> = {};
         for (const [status, n] of generators.flatMap((generator) => [...generator.statuses])) statuses[status] = (statuses[status] ?? 0) + n;
-        await conserved(fault.name, source.id, generators.flatMap((generator) => generator.acked), true, {
-          stalledMoveRows: move.ids.length, outcome: fault.outcome, sealedBefore, exit: exit ?? "running", statuses,
-        });
+        await conserved(
+          fault.name,
+          source.id,
+          generators.flatMap((generator) => generator.acked),
+          true,
+          {
+            stalledMoveRows: move.ids.length,
+            outcome: fault.outcome,
+            sealedBefore,
+            exit: exit ?? "running",
+            statuses,
+          },
+        );
         // The fault ended the service only where it should, and as it should.
         expect(exit).toBe(fault.exit);
         if (exit === 0) expect(first.output()).toContain("nothing left behind");

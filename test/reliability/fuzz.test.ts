@@ -152,9 +152,15 @@ const keyOf = (strings: fc.Arbitrary<string>, proto: boolean) =>
   fc.oneof(strings, fc.constantFrom("dt", "message", "constructor", "toString", "", ...(proto ? ["__proto__"] : [])));
 const numberText = fc.oneof(
   fc.tuple(fc.constantFrom("", "-"), fc.integer({ min: 1, max: 9 }), fc.stringMatching(/^\d{0,30}$/)).map(([s, d, rest]) => new NumberText(`${s}${d}${rest}`)),
-  fc.tuple(fc.constantFrom("", "-"), fc.stringMatching(/^[1-9]\d{0,3}(\.\d{1,5})?$/), fc.constantFrom("e", "E"), fc.constantFrom("", "+", "-"), fc.integer({ min: 0, max: 1200 })).map(
-    ([s, m, e, sign, x]) => new NumberText(`${s}${m}${e}${sign}${x}`),
-  ),
+  fc
+    .tuple(
+      fc.constantFrom("", "-"),
+      fc.stringMatching(/^[1-9]\d{0,3}(\.\d{1,5})?$/),
+      fc.constantFrom("e", "E"),
+      fc.constantFrom("", "+", "-"),
+      fc.integer({ min: 0, max: 1200 }),
+    )
+    .map(([s, m, e, sign, x]) => new NumberText(`${s}${m}${e}${sign}${x}`)),
   fc.constantFrom(new NumberText("0e999"), new NumberText("-0"), new NumberText("0.0e-500"), new NumberText("1e131072"), new NumberText("1e-16384")),
 );
 const dtValue = fc.oneof(
@@ -171,15 +177,15 @@ function events(leaf: fc.Arbitrary<Tree>, key: fc.Arbitrary<string>, withIntMaps
       leaf,
       fc.array(tie("tree"), { maxLength: 4 }),
       fc.array(fc.tuple(key, tie("tree")), { maxLength: 5 }).map((fields) => ({ fields })),
-      ...(withIntMaps ? [fc.array(fc.tuple(fc.integer({ min: -5, max: 1_000_000 }), tie("tree")), { maxLength: 4 }).map((pairs) => ({ intMap: uniqueKeys(pairs) }))] : []),
+      ...(withIntMaps
+        ? [fc.array(fc.tuple(fc.integer({ min: -5, max: 1_000_000 }), tie("tree")), { maxLength: 4 }).map((pairs) => ({ intMap: uniqueKeys(pairs) }))]
+        : []),
     ),
   }));
-  const event = fc
-    .tuple(fc.array(fc.tuple(key, tree), { maxLength: 6 }), fc.option(dtValue, { freq: 3 }))
-    .map(([entries, dt]) => {
-      const kept = entries.filter(([k]) => k !== "#" && k !== "dt");
-      return dt === null ? kept : [...kept, ["dt", dt] as [string, Tree]];
-    });
+  const event = fc.tuple(fc.array(fc.tuple(key, tree), { maxLength: 6 }), fc.option(dtValue, { freq: 3 })).map(([entries, dt]) => {
+    const kept = entries.filter(([k]) => k !== "#" && k !== "dt");
+    return dt === null ? kept : [...kept, ["dt", dt] as [string, Tree]];
+  });
   return fc.array(event, { minLength: 1, maxLength: 5 }).map((list) => list.map((fields, i) => ({ fields: [["#", i] as [string, Tree], ...fields] })));
 }
 
@@ -215,106 +221,148 @@ const recordPackr = new Packr({ useRecords: true, structuredClone: false });
 
 /** Per-test time limit: generous per case, so FUZZ_RUNS=200000 has room too. */
 const TIME_LIMIT_MS = Math.max(30_000, RUNS * 3);
-const share = (part: number) => ({ seed: SEED + part, numRuns: Math.max(1, Math.round(RUNS * [0.3, 0.3, 0.2, 0.2][part]!)), endOnFailure: true, includeErrorInReport: true });
+const share = (part: number) => ({
+  seed: SEED + part,
+  numRuns: Math.max(1, Math.round(RUNS * [0.3, 0.3, 0.2, 0.2][part]!)),
+  endOnFailure: true,
+  includeErrorInReport: true,
+});
 
-test("JSON and NDJSON events decode, normalise and encode as specified", () => {
-  fc.assert(
-    fc.property(jsonEvents, fc.boolean(), (list, ndjson) => {
-      const expected = list.map((event) => expectedOf(event));
-      const text = ndjson ? list.map(jsonText).join("\n") : jsonText(list);
-      feed(ndjson ? "NDJSON" : "JSON", Buffer.from(text), ndjson ? "ndjson" : "json", expected);
-    }),
-    share(0),
-  );
-}, TIME_LIMIT_MS);
+test(
+  "JSON and NDJSON events decode, normalise and encode as specified",
+  () => {
+    fc.assert(
+      fc.property(jsonEvents, fc.boolean(), (list, ndjson) => {
+        const expected = list.map((event) => expectedOf(event));
+        const text = ndjson ? list.map(jsonText).join("\n") : jsonText(list);
+        feed(ndjson ? "NDJSON" : "JSON", Buffer.from(text), ndjson ? "ndjson" : "json", expected);
+      }),
+      share(0),
+    );
+  },
+  TIME_LIMIT_MS,
+);
 
-test("MessagePack events (plain maps and records) decode, normalise and encode as specified", () => {
-  fc.assert(
-    fc.property(fc.boolean().chain((records) => fc.tuple(fc.constant(records), msgpackEvents(records))), ([records, list]) => {
-      const packed = (records ? recordPackr : plainPackr).pack(list.map(msgpackValue));
-      feed(records ? "msgpackr records" : "MessagePack", packed, "msgpack", list.map((event) => expectedOf(event, records)));
-    }),
-    share(1),
-  );
-}, TIME_LIMIT_MS);
+test(
+  "MessagePack events (plain maps and records) decode, normalise and encode as specified",
+  () => {
+    fc.assert(
+      fc.property(
+        fc.boolean().chain((records) => fc.tuple(fc.constant(records), msgpackEvents(records))),
+        ([records, list]) => {
+          const packed = (records ? recordPackr : plainPackr).pack(list.map(msgpackValue));
+          feed(
+            records ? "msgpackr records" : "MessagePack",
+            packed,
+            "msgpack",
+            list.map((event) => expectedOf(event, records)),
+          );
+        },
+      ),
+      share(1),
+    );
+  },
+  TIME_LIMIT_MS,
+);
 
-test("random bytes never escape as an exception", () => {
-  fc.assert(
-    fc.property(fc.uint8Array({ maxLength: 300 }), fc.constantFrom<Format>("json", "ndjson", "msgpack"), (bytes, format) => {
-      feed(`random ${format}`, bytes, format);
-    }),
-    share(2),
-  );
-}, TIME_LIMIT_MS);
+test(
+  "random bytes never escape as an exception",
+  () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), fc.constantFrom<Format>("json", "ndjson", "msgpack"), (bytes, format) => {
+        feed(`random ${format}`, bytes, format);
+      }),
+      share(2),
+    );
+  },
+  TIME_LIMIT_MS,
+);
 
-test("mutated valid bodies never escape as an exception", () => {
-  const body = fc.oneof(
-    jsonEvents.map((list) => ({ format: "json" as Format, bytes: Buffer.from(jsonText(list)) })),
-    msgpackEvents(false).map((list) => ({ format: "msgpack" as Format, bytes: plainPackr.pack(list.map(msgpackValue)) })),
-    msgpackEvents(true).map((list) => ({ format: "msgpack" as Format, bytes: recordPackr.pack(list.map(msgpackValue)) })),
-  );
-  const mutation = fc.tuple(fc.constantFrom("flip", "cut", "insert", "drop"), fc.double({ min: 0, max: 1, noNaN: true }), fc.integer({ min: 0, max: 255 }));
-  fc.assert(
-    fc.property(body, fc.array(mutation, { minLength: 1, maxLength: 4 }), ({ format, bytes }, mutations) => {
-      let out = Buffer.from(bytes);
-      for (const [kind, where, byte] of mutations) {
-        const at = Math.min(out.length, Math.floor(where * out.length));
-        if (kind === "flip" && at < out.length) out[at] = byte;
-        else if (kind === "cut") out = out.subarray(0, at);
-        else if (kind === "insert") out = Buffer.concat([out.subarray(0, at), Buffer.from([byte]), out.subarray(at)]);
-        else out = Buffer.concat([out.subarray(0, at), out.subarray(at + 1)]);
-      }
-      feed(`mutated ${format}`, out, format);
-    }),
-    share(3),
-  );
-}, TIME_LIMIT_MS);
+test(
+  "mutated valid bodies never escape as an exception",
+  () => {
+    const body = fc.oneof(
+      jsonEvents.map((list) => ({ format: "json" as Format, bytes: Buffer.from(jsonText(list)) })),
+      msgpackEvents(false).map((list) => ({ format: "msgpack" as Format, bytes: plainPackr.pack(list.map(msgpackValue)) })),
+      msgpackEvents(true).map((list) => ({ format: "msgpack" as Format, bytes: recordPackr.pack(list.map(msgpackValue)) })),
+    );
+    const mutation = fc.tuple(fc.constantFrom("flip", "cut", "insert", "drop"), fc.double({ min: 0, max: 1, noNaN: true }), fc.integer({ min: 0, max: 255 }));
+    fc.assert(
+      fc.property(body, fc.array(mutation, { minLength: 1, maxLength: 4 }), ({ format, bytes }, mutations) => {
+        let out = Buffer.from(bytes);
+        for (const [kind, where, byte] of mutations) {
+          const at = Math.min(out.length, Math.floor(where * out.length));
+          if (kind === "flip" && at < out.length) out[at] = byte;
+          else if (kind === "cut") out = out.subarray(0, at);
+          else if (kind === "insert") out = Buffer.concat([out.subarray(0, at), Buffer.from([byte]), out.subarray(at)]);
+          else out = Buffer.concat([out.subarray(0, at), out.subarray(at + 1)]);
+        }
+        feed(`mutated ${format}`, out, format);
+      }),
+      share(3),
+    );
+  },
+  TIME_LIMIT_MS,
+);
 
-test("every accepted event is stored by COPY without an error and reads back as specified", async () => {
-  expect(accepted.length).toBeGreaterThan(RUNS / 2);
-  const connection = openFlushConnection(url, 60_000);
-  try {
-    // Batches of cases; a refused batch is halved until the case PostgreSQL refuses is named.
-    const write = async (cases: Accepted[]): Promise<void> => {
-      try {
-        await connection.write(crypto.randomUUID(), cases.map((c) => c.rows));
-      } catch (error) {
-        if (cases.length === 1) throw new Error(`PostgreSQL refused case ${cases[0]!.label} (seed ${SEED}): ${(error as Error).message}\n${tuplesOf(cases[0]!.rows).map(toText).join("").slice(0, 2000)}`);
-        const middle = cases.length >>> 1;
-        await write(cases.slice(0, middle));
-        await write(cases.slice(middle));
-      }
-    };
-    for (let i = 0; i < accepted.length; i += 500) await write(accepted.slice(i, i + 500));
-  } finally {
-    await connection.close();
-  }
-
-  // dt as text: postgres.js reads a timestamptz through Date's parser, which refuses years 1–99.
-  const rows = await sql<{ source_id: string; text: string; dt: string }[]>`
-    select source_id, raw::text as text, to_char(dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt from log_events where source_id >= ${BASE_SOURCE}`;
-  const bySource = new Map<number, unknown[]>();
-  for (const row of rows) {
-    expect(microsText(eventMicros(row.dt)!)).toBe(row.dt); // a time in range, in the form the API shows
-    const list = bySource.get(Number(row.source_id)) ?? [];
-    list.push(JSON.parse(row.text, (_key, value, context?: { source?: string }) => (typeof value === "number" ? new NumberText(context!.source!) : value)));
-    bySource.set(Number(row.source_id), list);
-  }
-  let checked = 0;
-  for (const c of accepted) {
-    const stored = bySource.get(c.sourceId) ?? [];
-    if (stored.length !== c.count) throw new Error(`case ${c.label}: ${c.count} events encoded, ${stored.length} stored (seed ${SEED})`);
-    if (!c.expected) continue;
-    const order = (event: any) => Number((event["#"] as NumberText).text);
-    stored.sort((a, b) => order(a) - order(b));
-    for (let i = 0; i < stored.length; i++) {
-      const problem = difference(stored[i], c.expected[i], "");
-      if (problem) throw new Error(`case ${c.label} event ${i}: ${problem} (seed ${SEED})\nstored:   ${rows.find((r) => Number(r.source_id) === c.sourceId)?.text.slice(0, 500)}`);
-      checked++;
+test(
+  "every accepted event is stored by COPY without an error and reads back as specified",
+  async () => {
+    expect(accepted.length).toBeGreaterThan(RUNS / 2);
+    const connection = openFlushConnection(url, 60_000);
+    try {
+      // Batches of cases; a refused batch is halved until the case PostgreSQL refuses is named.
+      const write = async (cases: Accepted[]): Promise<void> => {
+        try {
+          await connection.write(
+            crypto.randomUUID(),
+            cases.map((c) => c.rows),
+          );
+        } catch (error) {
+          if (cases.length === 1)
+            throw new Error(
+              `PostgreSQL refused case ${cases[0]!.label} (seed ${SEED}): ${(error as Error).message}\n${tuplesOf(cases[0]!.rows).map(toText).join("").slice(0, 2000)}`,
+            );
+          const middle = cases.length >>> 1;
+          await write(cases.slice(0, middle));
+          await write(cases.slice(middle));
+        }
+      };
+      for (let i = 0; i < accepted.length; i += 500) await write(accepted.slice(i, i + 500));
+    } finally {
+      await connection.close();
     }
-  }
-  console.log(`fuzz: ${caseNo} cases, ${accepted.length} bodies accepted, ${rows.length} events stored, ${checked} compared with the specification`);
-}, TIME_LIMIT_MS * 2);
+
+    // dt as text: postgres.js reads a timestamptz through Date's parser, which refuses years 1–99.
+    const rows = await sql<{ source_id: string; text: string; dt: string }[]>`
+    select source_id, raw::text as text, to_char(dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt from log_events where source_id >= ${BASE_SOURCE}`;
+    const bySource = new Map<number, unknown[]>();
+    for (const row of rows) {
+      expect(microsText(eventMicros(row.dt)!)).toBe(row.dt); // a time in range, in the form the API shows
+      const list = bySource.get(Number(row.source_id)) ?? [];
+      list.push(JSON.parse(row.text, (_key, value, context?: { source?: string }) => (typeof value === "number" ? new NumberText(context!.source!) : value)));
+      bySource.set(Number(row.source_id), list);
+    }
+    let checked = 0;
+    for (const c of accepted) {
+      const stored = bySource.get(c.sourceId) ?? [];
+      if (stored.length !== c.count) throw new Error(`case ${c.label}: ${c.count} events encoded, ${stored.length} stored (seed ${SEED})`);
+      if (!c.expected) continue;
+      const order = (event: any) => Number((event["#"] as NumberText).text);
+      stored.sort((a, b) => order(a) - order(b));
+      for (let i = 0; i < stored.length; i++) {
+        const problem = difference(stored[i], c.expected[i], "");
+        if (problem)
+          throw new Error(
+            `case ${c.label} event ${i}: ${problem} (seed ${SEED})\nstored:   ${rows.find((r) => Number(r.source_id) === c.sourceId)?.text.slice(0, 500)}`,
+          );
+        checked++;
+      }
+    }
+    console.log(`fuzz: ${caseNo} cases, ${accepted.length} bodies accepted, ${rows.length} events stored, ${checked} compared with the specification`);
+  },
+  TIME_LIMIT_MS * 2,
+);
 
 /** Where a stored value (numbers as their text) differs from the expected one; "" when equal. */
 function difference(stored: unknown, expected: unknown, at: string): string {
@@ -324,7 +372,8 @@ function difference(stored: unknown, expected: unknown, at: string): string {
     return `${at}: number ${stored.text} where ${JSON.stringify(expected)} was expected`;
   }
   if (Array.isArray(expected)) {
-    if (!Array.isArray(stored) || stored.length !== expected.length) return `${at}: ${JSON.stringify(stored)?.slice(0, 80)} is not an array of ${expected.length}`;
+    if (!Array.isArray(stored) || stored.length !== expected.length)
+      return `${at}: ${JSON.stringify(stored)?.slice(0, 80)} is not an array of ${expected.length}`;
     for (let i = 0; i < expected.length; i++) {
       const problem = difference(stored[i], expected[i], `${at}[${i}]`);
       if (problem) return problem;

@@ -76,118 +76,118 @@ async function send(shape: Shape, token: string): Promise<Answer> {
 }
 const MAX_RETRIES = 5;
 
-test(
-  "hostile shapes next to normal traffic: each answered as the contract says, normal traffic served, RSS < 1 GiB, nothing acknowledged lost",
-  async () => {
-    const shapes = buildShapes({ maxDecompressedBytes: LIMIT, events: 20_000_000 });
-    const hostile = await createSource(service, "hostile");
-    const normal = await createSource(service, "normal");
-    const pid = service.proc.pid;
+test("hostile shapes next to normal traffic: each answered as the contract says, normal traffic served, RSS < 1 GiB, nothing acknowledged lost", async () => {
+  const shapes = buildShapes({ maxDecompressedBytes: LIMIT, events: 20_000_000 });
+  const hostile = await createSource(service, "hostile");
+  const normal = await createSource(service, "normal");
+  const pid = service.proc.pid;
 
-    let running = true;
-    let peakRss = rssOf(pid);
-    const sampler = (async () => {
-      while (running) {
-        peakRss = Math.max(peakRss, rssOf(pid));
-        await Bun.sleep(5);
-      }
-    })();
-    const latencies: number[] = []; // printed only: not asserted
-    const acked: number[] = [];
-    const normalStatuses = new Map<number | string, number>();
-    let hostilePhase = false;
-    let servedDuringHostile = 0;
-    let next = 0;
-    const workers = Array.from({ length: NORMAL_WORKERS }, async () => {
-      while (running) {
-        const first = next;
-        next += 10;
-        const events = Array.from({ length: 10 }, (_, i) => ({ seq: first + i, message: `normal ${first + i}` }));
-        const started = performance.now();
-        let status: number | string;
-        try {
-          const response = await fetch(`${service.ingestUrl}/`, {
-            method: "POST",
-            headers: { authorization: `Bearer ${normal.token}`, "content-type": "application/json" },
-            body: JSON.stringify(events),
-            signal: AbortSignal.timeout(30_000), // a guard against a hang, not a latency bound
-          });
-          await response.arrayBuffer();
-          status = response.status;
-          if (status === 202) for (const e of events) acked.push(e.seq);
-          if (status === 202 && hostilePhase) servedDuringHostile++;
-        } catch {
-          status = "no answer";
-        }
-        latencies.push(performance.now() - started);
-        normalStatuses.set(status, (normalStatuses.get(status) ?? 0) + 1);
-        await Bun.sleep(5);
-      }
-    });
-
-    const answers: Answer[] = [];
-    try {
-      await Bun.sleep(300); // normal traffic first, so it covers the whole hostile phase
-      hostilePhase = true;
-      for (let i = 0; i < shapes.length; i += 2) {
-        answers.push(...(await Promise.all(shapes.slice(i, i + 2).map((shape) => send(shape, hostile.token)))));
-      }
-      hostilePhase = false;
-      await Bun.sleep(300);
-    } finally {
-      running = false;
-      await Promise.all([...workers, sampler]);
+  let running = true;
+  let peakRss = rssOf(pid);
+  const sampler = (async () => {
+    while (running) {
+      peakRss = Math.max(peakRss, rssOf(pid));
+      await Bun.sleep(5);
     }
+  })();
+  const latencies: number[] = []; // printed only: not asserted
+  const acked: number[] = [];
+  const normalStatuses = new Map<number | string, number>();
+  let hostilePhase = false;
+  let servedDuringHostile = 0;
+  let next = 0;
+  const workers = Array.from({ length: NORMAL_WORKERS }, async () => {
+    while (running) {
+      const first = next;
+      next += 10;
+      const events = Array.from({ length: 10 }, (_, i) => ({ seq: first + i, message: `normal ${first + i}` }));
+      const started = performance.now();
+      let status: number | string;
+      try {
+        const response = await fetch(`${service.ingestUrl}/`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${normal.token}`, "content-type": "application/json" },
+          body: JSON.stringify(events),
+          signal: AbortSignal.timeout(30_000), // a guard against a hang, not a latency bound
+        });
+        await response.arrayBuffer();
+        status = response.status;
+        if (status === 202) for (const e of events) acked.push(e.seq);
+        if (status === 202 && hostilePhase) servedDuringHostile++;
+      } catch {
+        status = "no answer";
+      }
+      latencies.push(performance.now() - started);
+      normalStatuses.set(status, (normalStatuses.get(status) ?? 0) + 1);
+      await Bun.sleep(5);
+    }
+  });
 
-    latencies.sort((a, b) => a - b);
-    const p99 = latencies[Math.floor(latencies.length * 0.99)]!;
-    const worstHostile = Math.max(...answers.map((a) => Math.max(a.ms, a.refusedMs)));
-    for (const a of answers) console.log(`hostile-load: ${a.status} in ${Math.round(a.ms)} ms${a.retried ? ` after ${a.retried} × 503` : ""}: ${a.shape}${a.status === 202 ? "" : ` — ${a.text.slice(0, 160)}`}`);
+  const answers: Answer[] = [];
+  try {
+    await Bun.sleep(300); // normal traffic first, so it covers the whole hostile phase
+    hostilePhase = true;
+    for (let i = 0; i < shapes.length; i += 2) {
+      answers.push(...(await Promise.all(shapes.slice(i, i + 2).map((shape) => send(shape, hostile.token)))));
+    }
+    hostilePhase = false;
+    await Bun.sleep(300);
+  } finally {
+    running = false;
+    await Promise.all([...workers, sampler]);
+  }
+
+  latencies.sort((a, b) => a - b);
+  const p99 = latencies[Math.floor(latencies.length * 0.99)]!;
+  const worstHostile = Math.max(...answers.map((a) => Math.max(a.ms, a.refusedMs)));
+  for (const a of answers)
     console.log(
-      `hostile-load: peaks: logpond RSS ${Math.round(peakRss / MIB)} MiB, normal traffic p99 ${Math.round(p99)} ms ` +
-        `(max ${Math.round(latencies.at(-1)!)} ms, ${latencies.length} requests, ${servedDuringHostile} served during the hostile phase, ` +
-        `statuses ${JSON.stringify(Object.fromEntries(normalStatuses))}), slowest hostile answer ${Math.round(worstHostile)} ms (timings informational, not asserted)`,
+      `hostile-load: ${a.status} in ${Math.round(a.ms)} ms${a.retried ? ` after ${a.retried} × 503` : ""}: ${a.shape}${a.status === 202 ? "" : ` — ${a.text.slice(0, 160)}`}`,
     );
+  console.log(
+    `hostile-load: peaks: logpond RSS ${Math.round(peakRss / MIB)} MiB, normal traffic p99 ${Math.round(p99)} ms ` +
+      `(max ${Math.round(latencies.at(-1)!)} ms, ${latencies.length} requests, ${servedDuringHostile} served during the hostile phase, ` +
+      `statuses ${JSON.stringify(Object.fromEntries(normalStatuses))}), slowest hostile answer ${Math.round(worstHostile)} ms (timings informational, not asserted)`,
+  );
 
-    // Every hostile shape got a status the contract allows for it: a refusal says why (JSON
-    // `errors`), a 202 has an empty body. (503s on the way were checked as they came: reason and
-    // Retry-After; a shape still refused after MAX_RETRIES fails here, 503 being no shape's answer.)
-    expect(answers).toHaveLength(shapes.length);
-    let hostileAcked = 0;
-    for (const [i, shape] of shapes.entries()) {
-      const answer = answers[i]!;
-      if (!shape.expect.includes(answer.status)) throw new Error(`${shape.name}: expected ${shape.expect.join(" or ")}, got ${answer.status} ${answer.text.slice(0, 400)}`);
-      if (answer.status === 202) {
-        expect({ shape: shape.name, body: answer.text }).toEqual({ shape: shape.name, body: "" });
-        if (shape.events === undefined) throw new Error(`${shape.name}: accepted, but shapes.ts does not say how many events it holds`);
-        hostileAcked += shape.events;
-      } else {
-        expect({ shape: shape.name, body: JSON.parse(answer.text) }).toEqual({ shape: shape.name, body: { errors: expect.any(String) } });
-      }
+  // Every hostile shape got a status the contract allows for it: a refusal says why (JSON
+  // `errors`), a 202 has an empty body. (503s on the way were checked as they came: reason and
+  // Retry-After; a shape still refused after MAX_RETRIES fails here, 503 being no shape's answer.)
+  expect(answers).toHaveLength(shapes.length);
+  let hostileAcked = 0;
+  for (const [i, shape] of shapes.entries()) {
+    const answer = answers[i]!;
+    if (!shape.expect.includes(answer.status))
+      throw new Error(`${shape.name}: expected ${shape.expect.join(" or ")}, got ${answer.status} ${answer.text.slice(0, 400)}`);
+    if (answer.status === 202) {
+      expect({ shape: shape.name, body: answer.text }).toEqual({ shape: shape.name, body: "" });
+      if (shape.events === undefined) throw new Error(`${shape.name}: accepted, but shapes.ts does not say how many events it holds`);
+      hostileAcked += shape.events;
+    } else {
+      expect({ shape: shape.name, body: JSON.parse(answer.text) }).toEqual({ shape: shape.name, body: { errors: expect.any(String) } });
     }
-    expect(peakRss).toBeLessThan(1024 * MIB);
-    // Other clients were served: every normal request got a 202 (none refused, none unanswered),
-    // and they kept being answered while the hostile shapes were handled.
-    expect(latencies.length).toBeGreaterThan(0);
-    expect(Object.fromEntries(normalStatuses)).toEqual({ 202: latencies.length });
-    expect(servedDuringHostile).toBeGreaterThan(0);
+  }
+  expect(peakRss).toBeLessThan(1024 * MIB);
+  // Other clients were served: every normal request got a 202 (none refused, none unanswered),
+  // and they kept being answered while the hostile shapes were handled.
+  expect(latencies.length).toBeGreaterThan(0);
+  expect(Object.fromEntries(normalStatuses)).toEqual({ 202: latencies.length });
+  expect(servedDuringHostile).toBeGreaterThan(0);
 
-    // Everything acknowledged is stored (a flush every FLUSH_INTERVAL_MS: wait for it; the
-    // deadline only keeps a failure from hanging).
-    const deadline = Date.now() + 30_000;
-    let stored = new Set<number>();
-    let hostileStored = 0;
-    while (Date.now() < deadline) {
-      const rows = await sql<{ seq: number }[]>`select (raw->>'seq')::int as seq from log_events where source_id = ${normal.id}`;
-      stored = new Set(rows.map((r) => r.seq));
-      hostileStored = (await sql<{ n: number }[]>`select count(*)::int as n from log_events where source_id = ${hostile.id}`)[0]!.n;
-      if (acked.every((seq) => stored.has(seq)) && hostileStored >= hostileAcked) break;
-      await Bun.sleep(100);
-    }
-    expect(acked.length).toBeGreaterThan(0);
-    expect(acked.filter((seq) => !stored.has(seq))).toEqual([]);
-    expect(stored.size).toBe(acked.length); // numbers are never reused: nothing unacknowledged either
-    expect(hostileStored).toBe(hostileAcked);
-  },
-  90_000,
-);
+  // Everything acknowledged is stored (a flush every FLUSH_INTERVAL_MS: wait for it; the
+  // deadline only keeps a failure from hanging).
+  const deadline = Date.now() + 30_000;
+  let stored = new Set<number>();
+  let hostileStored = 0;
+  while (Date.now() < deadline) {
+    const rows = await sql<{ seq: number }[]>`select (raw->>'seq')::int as seq from log_events where source_id = ${normal.id}`;
+    stored = new Set(rows.map((r) => r.seq));
+    hostileStored = (await sql<{ n: number }[]>`select count(*)::int as n from log_events where source_id = ${hostile.id}`)[0]!.n;
+    if (acked.every((seq) => stored.has(seq)) && hostileStored >= hostileAcked) break;
+    await Bun.sleep(100);
+  }
+  expect(acked.length).toBeGreaterThan(0);
+  expect(acked.filter((seq) => !stored.has(seq))).toEqual([]);
+  expect(stored.size).toBe(acked.length); // numbers are never reused: nothing unacknowledged either
+  expect(hostileStored).toBe(hostileAcked);
+}, 90_000);

@@ -71,7 +71,12 @@ const CRLF = "\r\n";
 function request(headers: Record<string, string>, body: string | Uint8Array = "", line = "POST / HTTP/1.1"): (string | Uint8Array)[] {
   const bytes = typeof body === "string" ? Buffer.from(body) : body;
   const all = { host: "127.0.0.1", connection: "close", "content-length": String(bytes.length), ...headers };
-  const head = [line, ...Object.entries(all).filter(([, v]) => v !== "").map(([k, v]) => `${k}: ${v}`)].join(CRLF);
+  const head = [
+    line,
+    ...Object.entries(all)
+      .filter(([, v]) => v !== "")
+      .map(([k, v]) => `${k}: ${v}`),
+  ].join(CRLF);
   return [head + CRLF + CRLF, bytes];
 }
 const bearer = () => `Bearer ${source.token}`;
@@ -96,18 +101,47 @@ const cases: Case[] = [
   { name: "no Authorization header", status: 401, send: () => raw(request({ "content-type": "application/json" }, "{}")) },
   { name: "Bearer with no token", status: 401, send: () => raw(request({ authorization: "Bearer ", "content-type": "application/json" }, "{}")) },
   { name: "Basic credentials", status: 401, send: () => raw(request({ authorization: "Basic dXNlcjpwYXNz", "content-type": "application/json" }, "{}")) },
-  { name: "BearerX scheme glued to the token", status: 401, send: () => raw(request({ authorization: `Bearer${source.token}`, "content-type": "application/json" }, "{}")) },
+  {
+    name: "BearerX scheme glued to the token",
+    status: 401,
+    send: () => raw(request({ authorization: `Bearer${source.token}`, "content-type": "application/json" }, "{}")),
+  },
   { name: "unknown token", status: 403, send: () => raw(request({ authorization: "Bearer nope", "content-type": "application/json" }, "{}")) },
-  { name: "valid token with one character more", status: 403, send: () => raw(request({ authorization: `${bearer()}x`, "content-type": "application/json" }, "{}")) },
+  {
+    name: "valid token with one character more",
+    status: 403,
+    send: () => raw(request({ authorization: `${bearer()}x`, "content-type": "application/json" }, "{}")),
+  },
   { name: "4 KiB token", status: 403, send: () => raw(request({ authorization: `Bearer ${"A".repeat(4096)}`, "content-type": "application/json" }, "{}")) },
-  { name: "16 KiB token (header too large)", status: 431, send: () => raw(request({ authorization: `Bearer ${"A".repeat(16384)}`, "content-type": "application/json" }, "{}")) },
-  { name: "token in the query string only", status: 401, send: () => raw(request({ "content-type": "application/json" }, "{}", `POST /?access_token=${source.token} HTTP/1.1`)) },
+  {
+    name: "16 KiB token (header too large)",
+    status: 431,
+    send: () => raw(request({ authorization: `Bearer ${"A".repeat(16384)}`, "content-type": "application/json" }, "{}")),
+  },
+  {
+    name: "token in the query string only",
+    status: 401,
+    send: () => raw(request({ "content-type": "application/json" }, "{}", `POST /?access_token=${source.token} HTTP/1.1`)),
+  },
   // Lengths and framing
-  { name: "Content-Length far above the limit (small body)", status: 413, errors: /INGEST_MAX_BODY_BYTES/, send: () => raw(request({ ...okJson(), "content-length": "99999999999" }, "{}"), { waitMs: 20_000 }) },
+  {
+    name: "Content-Length far above the limit (small body)",
+    status: 413,
+    errors: /INGEST_MAX_BODY_BYTES/,
+    send: () => raw(request({ ...okJson(), "content-length": "99999999999" }, "{}"), { waitMs: 20_000 }),
+  },
   { name: "negative Content-Length", status: 400, send: () => raw(request({ ...okJson(), "content-length": "-5" }, "{}")) },
   { name: "non-numeric Content-Length", status: 400, send: () => raw(request({ ...okJson(), "content-length": "12abc" }, "{}")) },
-  { name: "Content-Length and chunked together (smuggling)", status: 400, send: () => raw(request({ ...okJson(), "transfer-encoding": "chunked" }, '2\r\n{}\r\n0\r\n\r\n')) },
-  { name: "chunked with a bad chunk size", status: 400, send: () => raw(request({ ...okJson(), "content-length": "", "transfer-encoding": "chunked" }, "zz\r\n{}\r\n0\r\n\r\n")) },
+  {
+    name: "Content-Length and chunked together (smuggling)",
+    status: 400,
+    send: () => raw(request({ ...okJson(), "transfer-encoding": "chunked" }, "2\r\n{}\r\n0\r\n\r\n")),
+  },
+  {
+    name: "chunked with a bad chunk size",
+    status: 400,
+    send: () => raw(request({ ...okJson(), "content-length": "", "transfer-encoding": "chunked" }, "zz\r\n{}\r\n0\r\n\r\n")),
+  },
   {
     name: "chunked body over INGEST_MAX_BODY_BYTES",
     status: 413,
@@ -128,15 +162,28 @@ const cases: Case[] = [
       return raw([head, ...[0, 4, 8, 12, 16, 20].map((i) => body.subarray(i, i + 4))], { pauseMs: 200 });
     },
   },
-  { name: "slow sender who stops mid-body and hangs up", status: null, send: () => raw(request({ ...okJson(), "content-length": "40" }, '{"slow":"quitter"'), { pauseMs: 300, hangUp: true }) },
+  {
+    name: "slow sender who stops mid-body and hangs up",
+    status: null,
+    send: () => raw(request({ ...okJson(), "content-length": "40" }, '{"slow":"quitter"'), { pauseMs: 300, hangUp: true }),
+  },
   { name: "request line garbage", status: 400, send: () => raw(["GARBAGE\r\n\r\n"]) },
   { name: "64 KiB header", status: 431, send: () => raw(request({ ...okJson(), "x-big": "y".repeat(65536) }, "{}")) },
   { name: "GET on the ingestion path", status: 404, send: () => raw(request(okJson(), "", "GET / HTTP/1.1")) },
   // Encodings
   { name: "unsupported Content-Type", status: 415, errors: /application\/json/, send: () => raw(request({ ...okJson(), "content-type": "text/plain" }, "{}")) },
-  { name: "no Content-Type, a body neither JSON nor MessagePack", status: 415, errors: /missing/, send: () => raw(request({ authorization: bearer() }, "hello")) },
+  {
+    name: "no Content-Type, a body neither JSON nor MessagePack",
+    status: 415,
+    errors: /missing/,
+    send: () => raw(request({ authorization: bearer() }, "hello")),
+  },
   { name: "unsupported Content-Encoding", status: 415, errors: /gzip/, send: () => raw(request(okJson({ "content-encoding": "compress" }), "{}")) },
-  { name: "stacked Content-Encoding", status: 415, send: () => raw(request(okJson({ "content-encoding": "gzip, br" }), zlib.brotliCompressSync(zlib.gzipSync("{}")))) },
+  {
+    name: "stacked Content-Encoding",
+    status: 415,
+    send: () => raw(request(okJson({ "content-encoding": "gzip, br" }), zlib.brotliCompressSync(zlib.gzipSync("{}")))),
+  },
   { name: "gzip header on a plain body", status: 406, send: () => raw(request(okJson({ "content-encoding": "gzip" }), '{"plain":true}')) },
   { name: "truncated gzip", status: 406, send: () => raw(request(okJson({ "content-encoding": "gzip" }), zlib.gzipSync('{"a":"truncated"}').subarray(0, 20))) },
   {
@@ -146,7 +193,11 @@ const cases: Case[] = [
     send: () => raw(request(okJson({ "content-encoding": "gzip" }), zlib.gzipSync(Buffer.alloc(64 << 20), { level: 9 }))),
   },
   { name: "zstd bomb", status: 413, send: () => raw(request(okJson({ "content-encoding": "zstd" }), zlib.zstdCompressSync(Buffer.alloc(32 << 20)))) },
-  { name: "brotli with trailing garbage", status: 406, send: () => raw(request(okJson({ "content-encoding": "br" }), Buffer.concat([zlib.brotliCompressSync("{}"), Buffer.from("junk")]))) },
+  {
+    name: "brotli with trailing garbage",
+    status: 406,
+    send: () => raw(request(okJson({ "content-encoding": "br" }), Buffer.concat([zlib.brotliCompressSync("{}"), Buffer.from("junk")]))),
+  },
   // Bodies
   { name: "empty body", status: 406, send: () => raw(request(okJson(), "")) },
   { name: "JSON with trailing bytes", status: 406, send: () => raw(request(okJson(), '{"a":1} trailing')) },
@@ -154,11 +205,31 @@ const cases: Case[] = [
   { name: "a JSON number", status: 406, send: () => raw(request(okJson(), "42")) },
   { name: "an array with a non-object at index 1", status: 406, errors: /event 1/, send: () => raw(request(okJson(), '[{"a":1},2,{"c":3}]')) },
   { name: "100k nested JSON arrays", status: 406, send: () => raw(request(okJson(), `{"deep":${deep(100_000)}}`)) },
-  { name: "100k nested MessagePack arrays", status: 406, send: () => raw(request({ ...okJson(), "content-type": "application/msgpack" }, Buffer.concat([Buffer.from([0x81, 0xa1, 0x64]), msgpackDeep(100_000)]))) },
-  { name: "truncated MessagePack", status: 406, send: () => raw(request({ ...okJson(), "content-type": "application/msgpack" }, packr.pack([{ a: "truncated message" }]).subarray(0, 9))) },
-  { name: "MessagePack with trailing bytes", status: 406, send: () => raw(request({ ...okJson(), "content-type": "application/msgpack" }, Buffer.concat([packr.pack({ a: 1 }), Buffer.from([0xc0, 0xc0])]))) },
-  { name: "MessagePack map32 claiming 4 billion entries", status: 406, send: () => raw(request({ ...okJson(), "content-type": "application/msgpack" }, Buffer.from([0xdf, 0xff, 0xff, 0xff, 0xff, 0xa1, 0x61]))) },
-  { name: "MessagePack str32 claiming 4 GiB", status: 406, send: () => raw(request({ ...okJson(), "content-type": "application/msgpack" }, Buffer.from([0x81, 0xa1, 0x61, 0xdb, 0xff, 0xff, 0xff, 0xf0, 0x61]))) },
+  {
+    name: "100k nested MessagePack arrays",
+    status: 406,
+    send: () => raw(request({ ...okJson(), "content-type": "application/msgpack" }, Buffer.concat([Buffer.from([0x81, 0xa1, 0x64]), msgpackDeep(100_000)]))),
+  },
+  {
+    name: "truncated MessagePack",
+    status: 406,
+    send: () => raw(request({ ...okJson(), "content-type": "application/msgpack" }, packr.pack([{ a: "truncated message" }]).subarray(0, 9))),
+  },
+  {
+    name: "MessagePack with trailing bytes",
+    status: 406,
+    send: () => raw(request({ ...okJson(), "content-type": "application/msgpack" }, Buffer.concat([packr.pack({ a: 1 }), Buffer.from([0xc0, 0xc0])]))),
+  },
+  {
+    name: "MessagePack map32 claiming 4 billion entries",
+    status: 406,
+    send: () => raw(request({ ...okJson(), "content-type": "application/msgpack" }, Buffer.from([0xdf, 0xff, 0xff, 0xff, 0xff, 0xa1, 0x61]))),
+  },
+  {
+    name: "MessagePack str32 claiming 4 GiB",
+    status: 406,
+    send: () => raw(request({ ...okJson(), "content-type": "application/msgpack" }, Buffer.from([0x81, 0xa1, 0x61, 0xdb, 0xff, 0xff, 0xff, 0xf0, 0x61]))),
+  },
   {
     name: "msgpackr structured-clone cycle (an object that contains itself)",
     status: 406,
@@ -168,11 +239,34 @@ const cases: Case[] = [
       return raw(request({ ...okJson(), "content-type": "application/msgpack" }, new Packr({ structuredClone: true }).pack(cyclic)));
     },
   },
-  { name: "MessagePack unknown extension type 0x13", status: 406, send: () => raw(request({ ...okJson(), "content-type": "application/msgpack" }, Buffer.from([0x81, 0xa1, 0x65, 0xd4, 0x13, 0x00]))) },
-  { name: "MessagePack string instead of a map", status: 406, send: () => raw(request({ ...okJson(), "content-type": "application/msgpack" }, packr.pack("just a string"))) },
-  { name: "NDJSON with a bad third line", status: 406, errors: /2/, send: () => raw(request({ ...okJson(), "content-type": "application/x-ndjson" }, '{"a":1}\n{"b":2}\n{"c":\n')) },
-  { name: "one event over INGEST_MAX_EVENT_BYTES", status: 413, errors: /INGEST_MAX_EVENT_BYTES/, send: () => raw(request(okJson(), JSON.stringify([{ small: 1 }, { big: "z".repeat(70_000) }]))) },
-  { name: "invalid UTF-8 inside a JSON string (kept, replaced)", status: 202, stores: 1, send: () => raw(request(okJson(), Buffer.from([...Buffer.from('{"bad":"'), 0xff, 0xfe, ...Buffer.from('"}')]))) },
+  {
+    name: "MessagePack unknown extension type 0x13",
+    status: 406,
+    send: () => raw(request({ ...okJson(), "content-type": "application/msgpack" }, Buffer.from([0x81, 0xa1, 0x65, 0xd4, 0x13, 0x00]))),
+  },
+  {
+    name: "MessagePack string instead of a map",
+    status: 406,
+    send: () => raw(request({ ...okJson(), "content-type": "application/msgpack" }, packr.pack("just a string"))),
+  },
+  {
+    name: "NDJSON with a bad third line",
+    status: 406,
+    errors: /2/,
+    send: () => raw(request({ ...okJson(), "content-type": "application/x-ndjson" }, '{"a":1}\n{"b":2}\n{"c":\n')),
+  },
+  {
+    name: "one event over INGEST_MAX_EVENT_BYTES",
+    status: 413,
+    errors: /INGEST_MAX_EVENT_BYTES/,
+    send: () => raw(request(okJson(), JSON.stringify([{ small: 1 }, { big: "z".repeat(70_000) }]))),
+  },
+  {
+    name: "invalid UTF-8 inside a JSON string (kept, replaced)",
+    status: 202,
+    stores: 1,
+    send: () => raw(request(okJson(), Buffer.from([...Buffer.from('{"bad":"'), 0xff, 0xfe, ...Buffer.from('"}')]))),
+  },
 ];
 
 test("the table holds at least 30 hostile requests", () => {

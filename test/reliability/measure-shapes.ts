@@ -87,7 +87,9 @@ if (import.meta.main) {
         const idle = Math.round(rssOf(service.proc.pid) / MIB);
         const m = await measure(service, source.token, shape);
         const died = service.proc.exitCode !== null || service.proc.signalCode !== null;
-        console.log(`| ${m.name} | ${shape.body.length} B | ${m.status}${died ? " (process died)" : ""} | ${m.ms} ms | ${m.peakRssMiB} MiB (idle ${idle}) | ${m.worstProbeMs} ms |`);
+        console.log(
+          `| ${m.name} | ${shape.body.length} B | ${m.status}${died ? " (process died)" : ""} | ${m.ms} ms | ${m.peakRssMiB} MiB (idle ${idle}) | ${m.worstProbeMs} ms |`,
+        );
       } finally {
         service.proc.kill("SIGTERM");
         await service.proc.exited;

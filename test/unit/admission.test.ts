@@ -20,10 +20,26 @@ function deps(ring: Ring): IngestDeps {
   const cache = new SourceCache();
   cache.put({ id: 1, token: "source-token", ingestingPaused: false });
   return {
-    cache, ring, flusher: { pushed() {} } as unknown as Flusher, metrics: new Metrics(),
-    limits: { maxBodyBytes: 20 << 20, maxDecompressedBytes: 100 << 20, maxEventBytes: 1 << 20, maxDepth: 64, maxEventsPerRequest: 100_000, bufferMaxEvents: 1_000_000, ringMaxBytes: MAX_BYTES },
-    inFlight: new InFlight(512 << 20), decodeWorker: new DecodeWorker(), gcPacer: new GcPacer(Infinity), ackMode: "buffered",
-    durableTimeoutMs: 10_000, rateLimiter: new RateLimiter(0), accepting: () => true,
+    cache,
+    ring,
+    flusher: { pushed() {} } as unknown as Flusher,
+    metrics: new Metrics(),
+    limits: {
+      maxBodyBytes: 20 << 20,
+      maxDecompressedBytes: 100 << 20,
+      maxEventBytes: 1 << 20,
+      maxDepth: 64,
+      maxEventsPerRequest: 100_000,
+      bufferMaxEvents: 1_000_000,
+      ringMaxBytes: MAX_BYTES,
+    },
+    inFlight: new InFlight(512 << 20),
+    decodeWorker: new DecodeWorker(),
+    gcPacer: new GcPacer(Infinity),
+    ackMode: "buffered",
+    durableTimeoutMs: 10_000,
+    rateLimiter: new RateLimiter(0),
+    accepting: () => true,
   };
 }
 

@@ -11,7 +11,16 @@ import { AppError } from "../../src/errors";
 
 const generous: CostLimits = { maxEvents: 1_000_000, maxDecompressedBytes: 1 << 30, maxDepth: 64, maxEventBytes: 1 << 20 };
 const json = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: "small" }, fc.string(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null), tie("array"), tie("object")),
+  value: fc.oneof(
+    { depthSize: "small" },
+    fc.string(),
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.boolean(),
+    fc.constant(null),
+    tie("array"),
+    tie("object"),
+  ),
   array: fc.array(tie("value"), { maxLength: 5 }),
   object: fc.dictionary(fc.string({ maxLength: 8 }), tie("value"), { maxKeys: 5 }),
 })) as unknown as { object: fc.Arbitrary<Record<string, unknown>> };
@@ -24,7 +33,11 @@ function decodedCount(body: Buffer, format: "json" | "ndjson" | "msgpack"): numb
 }
 
 test("MessagePack, plain maps and records (one-byte and two-byte ids): the walk counts what the decoder builds", () => {
-  const packers = [new Packr({ useRecords: false }), new Packr({ useRecords: true }), new Packr({ useRecords: true, maxSharedStructures: 0, maxOwnStructures: 1000 } as ConstructorParameters<typeof Packr>[0])];
+  const packers = [
+    new Packr({ useRecords: false }),
+    new Packr({ useRecords: true }),
+    new Packr({ useRecords: true, maxSharedStructures: 0, maxOwnStructures: 1000 } as ConstructorParameters<typeof Packr>[0]),
+  ];
   fc.assert(
     fc.property(events, fc.integer({ min: 0, max: 2 }), fc.boolean(), (list, which, single) => {
       const body = packers[which]!.pack(single ? list[0] : list);

@@ -63,7 +63,13 @@ test("Content-Type parameters are ignored; unknown types are refused", () => {
 
 test("encoded rows are binary COPY tuples: one per event, the JSON text as JSON.stringify wrote it", () => {
   const event = { a: "tab\there", b: "back\\slash", c: "nl\n", d: "ünï 😀" };
-  const result = encodeEvents([event, { dt: "0001-01-01T00:00:00.000001Z" }, { dt: "9999-12-31T23:59:59.999999Z" }], "json", 7, eventMicros("2026-01-01T00:00:00.000Z")!, limits);
+  const result = encodeEvents(
+    [event, { dt: "0001-01-01T00:00:00.000001Z" }, { dt: "9999-12-31T23:59:59.999999Z" }],
+    "json",
+    7,
+    eventMicros("2026-01-01T00:00:00.000Z")!,
+    limits,
+  );
   if (result instanceof AppError) throw new Error(result.message);
   const tuples = tuplesOf(result.rows);
   expect(tuples).toHaveLength(3);

@@ -160,7 +160,8 @@ class Model {
     const call = (method: Method, args: any[]) =>
       new Promise<any>((resolve, reject) => {
         if (this.pending.some((other) => other.stream === index)) this.problem(`stream ${index} got a ${method} while a call of its own was unanswered`);
-        if ((method === "write" || method === "deadLetter") && this.uncertain.has(args[0])) this.problem(`batch ${args[0]} written again before its lost answer was asked about`);
+        if ((method === "write" || method === "deadLetter") && this.uncertain.has(args[0]))
+          this.problem(`batch ${args[0]} written again before its lost answer was asked about`);
         if (method === "forgetBatches" && this.uncertain.size > 0) this.problem(`batch ids forgotten while ${this.uncertain.size} answers are unknown`);
         if (this.phase === "handed over" && method !== "forgetBatches") this.problem(`a ${method} tried after the hand-over`);
         if (method === "write") this.checkNotAbandoned(index, args[1], args[2]);
@@ -265,7 +266,8 @@ class Model {
   private store(stream: number, batchId: string, tuples: Uint8Array[], ids: IdRange | undefined): Commit {
     const block = this.blocks[stream];
     if (!ids) this.problem(`batch ${batchId} written without its ids`);
-    else if (!block || ids.firstId < block.firstId || ids.lastId > block.lastId) this.problem(`batch ${batchId} written with ids ${ids.firstId}–${ids.lastId}, not in its stream's block ${block?.firstId}–${block?.lastId}`);
+    else if (!block || ids.firstId < block.firstId || ids.lastId > block.lastId)
+      this.problem(`batch ${batchId} written with ids ${ids.firstId}–${ids.lastId}, not in its stream's block ${block?.firstId}–${block?.lastId}`);
     let previous = -Infinity;
     for (const tuple of tuples) {
       const event = sourceOf(tuple);
@@ -374,7 +376,8 @@ class Model {
     const ring = this.ring;
     if (ring.pendingEvents < 0 || ring.heldEvents < ring.pendingEvents) this.problem(`ring counts ${ring.pendingEvents} pending, ${ring.heldEvents} held`);
     if (this.flusher.streamsBusy < 0 || this.flusher.streamsBusy > this.streams.length) this.problem(`${this.flusher.streamsBusy} streams busy`);
-    if (this.metrics.eventsLost !== this.refusedLetters.size) this.problem(`${this.metrics.eventsLost} events counted lost, ${this.refusedLetters.size} dead letters refused`);
+    if (this.metrics.eventsLost !== this.refusedLetters.size)
+      this.problem(`${this.metrics.eventsLost} events counted lost, ${this.refusedLetters.size} dead letters refused`);
     if (this.problems.length > 0) throw new Error(`seed ${this.seed}:\n${this.problems.slice(0, 10).join("\n")}`);
   }
 
@@ -384,7 +387,9 @@ class Model {
     for (const entry of this.held) {
       const tuples = entry.rows.flatMap((rows) => tuplesOf(rows));
       if (tuples.length !== entry.events) this.problem(`held batch ${entry.batchId} says ${entry.events} events, holds ${tuples.length}`);
-      if (entry.ids) for (const tuple of tuples) if (idOf(tuple) < entry.ids.firstId || idOf(tuple) > entry.ids.lastId) this.problem(`held batch ${entry.batchId}: an id outside its range`);
+      if (entry.ids)
+        for (const tuple of tuples)
+          if (idOf(tuple) < entry.ids.firstId || idOf(tuple) > entry.ids.lastId) this.problem(`held batch ${entry.batchId}: an id outside its range`);
       // At the next start a batch id already committed is skipped (store/copy.ts); the rest is written.
       if (this.batches.has(entry.batchId)) continue;
       for (const tuple of tuples) {
@@ -394,11 +399,16 @@ class Model {
       }
     }
     for (const [event, durable] of this.pushed) {
-      const ends = [this.stored.has(event), this.deadLetters.has(event), this.refusedLetters.has(event), replayed.has(event), durable?.dropped === true].filter(Boolean).length;
+      const ends = [this.stored.has(event), this.deadLetters.has(event), this.refusedLetters.has(event), replayed.has(event), durable?.dropped === true].filter(
+        Boolean,
+      ).length;
       // A durable request that gave up while its batch was held at the hand-over is neither: it was
       // never answered 2xx, and the stop drops it.
       const gaveUp = durable?.chunk!.abandoned === true && this.phase === "handed over";
-      if (ends > 1 || (ends === 0 && !gaveUp)) this.problem(`event ${event} ended ${ends} ways (stored ${this.stored.has(event)}, dead letter ${this.deadLetters.has(event)}, lost ${this.refusedLetters.has(event)}, handed over ${replayed.has(event)}, dropped ${durable?.dropped === true})`);
+      if (ends > 1 || (ends === 0 && !gaveUp))
+        this.problem(
+          `event ${event} ended ${ends} ways (stored ${this.stored.has(event)}, dead letter ${this.deadLetters.has(event)}, lost ${this.refusedLetters.has(event)}, handed over ${replayed.has(event)}, dropped ${durable?.dropped === true})`,
+        );
     }
     // The live tail hears of each log_events commit once, with the rows and ids that were stored.
     const seqs = new Set<number>();
@@ -409,15 +419,18 @@ class Model {
       const stored = bySeq.get(batch.seq);
       const events = batch.rows.flatMap((rows) => tuplesOf(rows)).map(sourceOf);
       if (!stored || stored.events.join() !== events.join()) this.problem(`commit ${batch.seq} published with other rows than were stored`);
-      else if (stored.ids?.firstId !== batch.firstId || stored.ids?.lastId !== batch.lastId) this.problem(`commit ${batch.seq} published with other ids than were stored`);
-      for (const tuple of batch.rows.flatMap((rows) => tuplesOf(rows))) if (this.stored.get(sourceOf(tuple)) !== idOf(tuple)) this.problem(`commit ${batch.seq}: event ${sourceOf(tuple)} published with another id`);
+      else if (stored.ids?.firstId !== batch.firstId || stored.ids?.lastId !== batch.lastId)
+        this.problem(`commit ${batch.seq} published with other ids than were stored`);
+      for (const tuple of batch.rows.flatMap((rows) => tuplesOf(rows)))
+        if (this.stored.get(sourceOf(tuple)) !== idOf(tuple)) this.problem(`commit ${batch.seq}: event ${sourceOf(tuple)} published with another id`);
     }
     const logCommits = [...this.batches.values()].filter((b) => b.seq !== null).length;
     if (seqs.size !== logCommits && this.phase === "drained") this.problem(`${logCommits} commits, ${seqs.size} published`);
     if (this.phase === "drained") {
       if (this.ring.heldEvents !== 0 || this.ring.pendingEvents !== 0) this.problem(`drained, yet the ring holds ${this.ring.heldEvents} events`);
       if (this.flusher.streamsBusy !== 0) this.problem(`drained, yet ${this.flusher.streamsBusy} streams are busy`);
-      for (const durable of this.durables) if (!durable.outcome && !durable.dropped) this.problem(`drained, yet a durable request (events ${durable.events[0]}…) was never answered`);
+      for (const durable of this.durables)
+        if (!durable.outcome && !durable.dropped) this.problem(`drained, yet a durable request (events ${durable.events[0]}…) was never answered`);
     }
     if (this.clock.timers.length > 0) this.problem(`${this.clock.timers.length} timers left running`);
     if (this.pending.length > 0) this.problem(`${this.pending.length} calls left unanswered`);
@@ -441,12 +454,14 @@ class Durable {
       this.dropped = true;
       for (const n of this.events) this.model.open.delete(n);
       this.model.see("durable dropped");
-      if (this.events.some((n) => this.model.stored.has(n) || this.model.deadLetters.has(n))) this.model.problem(`a durable request told "dropped" after its events were stored`);
+      if (this.events.some((n) => this.model.stored.has(n) || this.model.deadLetters.has(n)))
+        this.model.problem(`a durable request told "dropped" after its events were stored`);
       return;
     }
     this.outcome = "stored";
     for (const n of this.events) {
-      if (!this.model.stored.has(n) && !this.model.deadLetters.has(n) && !this.model.refusedLetters.has(n)) this.model.problem(`a durable request told "stored" before event ${n} was`);
+      if (!this.model.stored.has(n) && !this.model.deadLetters.has(n) && !this.model.refusedLetters.has(n))
+        this.model.problem(`a durable request told "stored" before event ${n} was`);
     }
   }
 }
@@ -516,10 +531,29 @@ test(`the flusher keeps its invariants under ${RUNS} random runs of ${STEPS} ste
   console.log(`flusher model: seeds ${seeds.join(", ")} (replay one with FLUSHER_MODEL_SEED=<seed>)`);
   Model.seen = {};
   for (const seed of seeds) await run(seed);
-  console.log(`flusher model: ${Object.entries(Model.seen).map(([what, n]) => `${what} ${n}`).join(", ")}`);
+  console.log(
+    `flusher model: ${Object.entries(Model.seen)
+      .map(([what, n]) => `${what} ${n}`)
+      .join(", ")}`,
+  );
   if (replay) return;
   // The runs went through every state and outcome (a model that stopped reaching them tests nothing).
-  for (const what of ["rows refused", "dead letter stored", "dead letter refused", "commit answer lost", "probe: committed", "probe: not committed", "abandoned while taken", "abandoned before taken", "durable dropped", "flush resolved", "forget", "ring full", "drained", "handed over"]) {
+  for (const what of [
+    "rows refused",
+    "dead letter stored",
+    "dead letter refused",
+    "commit answer lost",
+    "probe: committed",
+    "probe: not committed",
+    "abandoned while taken",
+    "abandoned before taken",
+    "durable dropped",
+    "flush resolved",
+    "forget",
+    "ring full",
+    "drained",
+    "handed over",
+  ]) {
     expect({ what, seen: (Model.seen[what] ?? 0) > 0 }).toEqual({ what, seen: true });
   }
 }, 60_000);

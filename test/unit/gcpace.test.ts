@@ -68,7 +68,14 @@ test("sample() reads the RSS for admission and collects nothing, past both marks
 
 test("after a full collection rssBytes is read again", () => {
   let reads = 0;
-  const gc = new GcPacer(500 * MIB, Infinity, () => ({ rss: ++reads === 1 ? 600 * MIB : 300 * MIB, spare: 0 }), () => {}, () => 0, (run) => run());
+  const gc = new GcPacer(
+    500 * MIB,
+    Infinity,
+    () => ({ rss: ++reads === 1 ? 600 * MIB : 300 * MIB, spare: 0 }),
+    () => {},
+    () => 0,
+    (run) => run(),
+  );
   gc.handled(8 * MIB);
   expect(gc.rssBytes).toBe(300 * MIB);
   expect(reads).toBe(2);
@@ -87,7 +94,13 @@ test("the ring's free slabs are not garbage for the first mark; the second judge
 
 test("the collection runs in a microtask, once the request that handled the bytes is off the stack; one at a time", async () => {
   const calls: boolean[] = [];
-  const gc = new GcPacer(500 * MIB, Infinity, () => ({ rss: 0, spare: 0 }), (full) => calls.push(full), () => 0);
+  const gc = new GcPacer(
+    500 * MIB,
+    Infinity,
+    () => ({ rss: 0, spare: 0 }),
+    (full) => calls.push(full),
+    () => 0,
+  );
   gc.handled(8 * MIB);
   gc.handled(8 * MIB); // due again before the first ran: not queued twice
   expect(calls).toEqual([]);

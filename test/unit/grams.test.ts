@@ -10,13 +10,14 @@ function random(seed: number): () => number {
   let state = seed >>> 0;
   return () => (state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32;
 }
-const has = (filter: Uint8Array, grams: number[]) => grams.every((g) => ((filter[(g % (filter.length * 8)) >>> 3]! >> ((g % (filter.length * 8)) & 7)) & 1) === 1);
+const has = (filter: Uint8Array, grams: number[]) =>
+  grams.every((g) => ((filter[(g % (filter.length * 8)) >>> 3]! >> ((g % (filter.length * 8)) & 7)) & 1) === 1);
 
 describe("Bloom filter of a block", () => {
   const next = random(42);
   const hex = (n: number) => Array.from({ length: n }, () => "0123456789abcdef"[Math.floor(next() * 16)]).join("");
   const lines = Array.from({ length: 1_000 }, (_, i) =>
-    JSON.stringify({ level: i % 7 === 0 ? "ERROR" : "info", message: `GET /users/${hex(8)} took ${i} ms`, trace_id: hex(32), note: "ünïcödé (x) \"q\"" }),
+    JSON.stringify({ level: i % 7 === 0 ? "ERROR" : "info", message: `GET /users/${hex(8)} took ${i} ms`, trace_id: hex(32), note: 'ünïcödé (x) "q"' }),
   );
   const filter = bloom(lines)!;
 

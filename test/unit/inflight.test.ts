@@ -36,7 +36,12 @@ test("the room the ring leaves bounds requests too, whichever is smaller", () =>
 test("a big request beside another big one is judged by the big room; alone among big ones, by the ring's room, whatever small ones are in flight", () => {
   const room = 400 * MIB;
   let bigRoom = 100 * MIB; // the process's RSS leaves less
-  const inFlight = new InFlight(1024 * MIB, () => room, () => bigRoom, MIB);
+  const inFlight = new InFlight(
+    1024 * MIB,
+    () => room,
+    () => bigRoom,
+    MIB,
+  );
   const small = inFlight.charge(0.5 * MIB)!; // 2 MiB: small, by the ring's room
   const first = inFlight.charge(30 * MIB)!; // 120 MiB: the only big one, so by the ring's room (122 ≤ 400)
   expect(first).toBe(120 * MIB);

@@ -8,14 +8,25 @@ const SRC = path.join(import.meta.dir, "..", "..", "src");
 
 /** Lower layers first; a module may import its own layer or lower ones. */
 const LAYERS: Record<string, number> = {
-  "errors.ts": 0, "config.ts": 0, "metrics.ts": 0, "types.d.ts": 0, metrics: 0, "timers.ts": 0, "rpc.ts": 0,
+  "errors.ts": 0,
+  "config.ts": 0,
+  "metrics.ts": 0,
+  "types.d.ts": 0,
+  metrics: 0,
+  "timers.ts": 0,
+  "rpc.ts": 0,
   codec: 1,
   store: 2,
   buffer: 3,
   http: 4,
-  sources: 5, ingest: 5, query: 5, retention: 5,
-  tail: 6, web: 6,
-  "server.ts": 7, "main.ts": 8,
+  sources: 5,
+  ingest: 5,
+  query: 5,
+  retention: 5,
+  tail: 6,
+  web: 6,
+  "server.ts": 7,
+  "main.ts": 8,
 };
 
 function modules(dir = SRC): string[] {
@@ -74,7 +85,8 @@ test("codec/ knows nothing of HTTP or storage", () => {
   for (const [module, targets] of graph) {
     if (!module.startsWith(`codec${path.sep}`)) continue;
     for (const target of targets) if (!target.startsWith(`codec${path.sep}`) && target !== "errors.ts") reaching.push(`${module} → ${target}`);
-    if (/from "(elysia|postgres|drizzle-orm[^"]*)"/.test(readFileSync(path.join(SRC, module), "utf8"))) reaching.push(`${module} → a server or database package`);
+    if (/from "(elysia|postgres|drizzle-orm[^"]*)"/.test(readFileSync(path.join(SRC, module), "utf8")))
+      reaching.push(`${module} → a server or database package`);
   }
   expect(reaching).toEqual([]);
 });

@@ -13,26 +13,58 @@ import { lokiProtobuf, nanos } from "../helpers/protos";
 const AT = new Date("2026-11-24T12:00:00.000Z");
 const PUSH = {
   streams: [
-    { labels: '{job="api", level="error", note="say \\"hi\\"\\n"}', entries: [
-      { timestamp: { seconds: AT.getTime() / 1000, nanos: 123_456_789 }, line: "first line" },
-      { timestamp: { seconds: AT.getTime() / 1000 + 1, nanos: 0 }, line: "second", structuredMetadata: [{ name: "trace_id", value: "abc" }, { name: "level", value: "warn" }] },
-    ] },
-    { labels: "{}", entries: [{ timestamp: { seconds: AT.getTime() / 1000, nanos: 5 }, line: "bare", structuredMetadata: [{ name: "detected_level", value: "info" }] }] },
+    {
+      labels: '{job="api", level="error", note="say \\"hi\\"\\n"}',
+      entries: [
+        { timestamp: { seconds: AT.getTime() / 1000, nanos: 123_456_789 }, line: "first line" },
+        {
+          timestamp: { seconds: AT.getTime() / 1000 + 1, nanos: 0 },
+          line: "second",
+          structuredMetadata: [
+            { name: "trace_id", value: "abc" },
+            { name: "level", value: "warn" },
+          ],
+        },
+      ],
+    },
+    {
+      labels: "{}",
+      entries: [{ timestamp: { seconds: AT.getTime() / 1000, nanos: 5 }, line: "bare", structuredMetadata: [{ name: "detected_level", value: "info" }] }],
+    },
   ],
 };
 const EXPECTED = [
   { dt: "2026-11-24T12:00:00.123456789Z", level: "error", message: "first line", labels: { job: "api", level: "error", note: 'say "hi"\n' } },
-  { dt: "2026-11-24T12:00:01.000000000Z", level: "error", message: "second", labels: { job: "api", level: "error", note: 'say "hi"\n' }, metadata: { trace_id: "abc", level: "warn" } },
+  {
+    dt: "2026-11-24T12:00:01.000000000Z",
+    level: "error",
+    message: "second",
+    labels: { job: "api", level: "error", note: 'say "hi"\n' },
+    metadata: { trace_id: "abc", level: "warn" },
+  },
   { dt: "2026-11-24T12:00:00.000000005Z", level: "info", message: "bare", labels: {}, metadata: { detected_level: "info" } },
 ];
 const JSON_PUSH = {
   streams: [
-    { stream: { job: "api", level: "error", note: 'say "hi"\n' }, values: [[nanos(AT, 123_456_789), "first line"], [nanos(new Date(AT.getTime() + 1000)), "second", { trace_id: "abc", level: "warn" }]] },
+    {
+      stream: { job: "api", level: "error", note: 'say "hi"\n' },
+      values: [
+        [nanos(AT, 123_456_789), "first line"],
+        [nanos(new Date(AT.getTime() + 1000)), "second", { trace_id: "abc", level: "warn" }],
+      ],
+    },
     { stream: {}, values: [[nanos(AT, 5), "bare", { detected_level: "info" }]] },
   ],
 };
 
-const LIMITS = { maxEventBytes: 1 << 20, maxDepth: 64, maxDecompressedBytes: 100 << 20, maxEventsPerRequest: 100_000, bufferMaxEvents: 1_000_000, ringMaxBytes: 1 << 30 };
+const LIMITS = {
+  maxEventBytes: 1 << 20,
+  maxDepth: 64,
+  maxDecompressedBytes: 100 << 20,
+  maxEventsPerRequest: 100_000,
+  bufferMaxEvents: 1_000_000,
+  ringMaxBytes: 1 << 30,
+};
 const plain = (value: unknown) => JSON.parse(JSON.stringify(value));
 
 test("protobuf (after its snappy block) and JSON: each line one event with its labels and metadata", () => {
@@ -51,14 +83,26 @@ test.each([
   expect(plain(parseLabels(text))).toEqual(labels);
 });
 
-test.each(["", "job=\"a\"", "{job=a}", '{job="a"', '{job="a"} x', '{1a="b"}', '{a="b" c="d"}'])("labels %p are refused", (text) => {
+test.each(["", 'job="a"', "{job=a}", '{job="a"', '{job="a"} x', '{1a="b"}', '{a="b" c="d"}'])("labels %p are refused", (text) => {
   expect(typeof parseLabels(text)).toBe("string");
 });
 
 test("a bad stream or entry refuses the push naming it", () => {
   const refusal = (value: unknown) => (decodeBody(Buffer.from(JSON.stringify(value)), "loki-json") as AppError).message;
   expect(refusal({ streams: {} })).toBe("Loki push: the body is not an object with a streams array");
-  expect(refusal({ streams: [{ stream: {}, values: [["1", "ok"], ["soon", "x"]] }] })).toContain("streams[0].values[1]: the timestamp is not nanoseconds");
+  expect(
+    refusal({
+      streams: [
+        {
+          stream: {},
+          values: [
+            ["1", "ok"],
+            ["soon", "x"],
+          ],
+        },
+      ],
+    }),
+  ).toContain("streams[0].values[1]: the timestamp is not nanoseconds");
   expect(refusal({ streams: [{ stream: {}, values: [["1", 5]] }] })).toContain("the line is not a string");
   expect(refusal({ streams: [{ stream: "x", values: [] }] })).toContain("streams[0].stream (its labels) is not an object");
   const badLabels = unsnappy(lokiProtobuf({ streams: [{ labels: "{job=api}", entries: [{ line: "x" }] }] }), 1 << 20) as Buffer;
@@ -70,7 +114,10 @@ test("every truncated prefix of a snappy body, of its protobuf (one stream) and 
   const proto = unsnappy(snappy, 1 << 20) as Buffer;
   for (let length = 0; length < snappy.length; length++) expect(unsnappy(snappy.subarray(0, length), 1 << 20)).toBeInstanceOf(AppError);
   const json = Buffer.from(JSON.stringify(JSON_PUSH));
-  for (const [body, format] of [[proto, "loki-proto"], [json, "loki-json"]] as const) {
+  for (const [body, format] of [
+    [proto, "loki-proto"],
+    [json, "loki-json"],
+  ] as const) {
     expect(prepareBody(body, format, 1, 0, LIMITS)).not.toBeInstanceOf(AppError);
     for (let length = 0; length < body.length; length++) {
       const result = prepareBody(body.subarray(0, length), format, 1, 0, LIMITS);

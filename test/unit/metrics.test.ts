@@ -37,7 +37,10 @@ describe("histogram", () => {
   test("rendered cumulative, ending at +Inf = _count, then _sum and _count", () => {
     const h = new Histogram([0.1, 1]);
     for (const v of [0.05, 0.1, 0.5, 3, 4]) h.observe(v);
-    const text = new Exposition().family("x_seconds", "histogram", "x").histogram("x_seconds", labels({ a: "b" }), h).text();
+    const text = new Exposition()
+      .family("x_seconds", "histogram", "x")
+      .histogram("x_seconds", labels({ a: "b" }), h)
+      .text();
     expect(text).toBe(
       [
         "# HELP x_seconds x",
@@ -86,7 +89,7 @@ describe("exposition", () => {
   test.each([
     ["TYPE twice", "# TYPE x counter\n# TYPE x counter\nx 1"],
     ["HELP after the family's samples", "# TYPE x gauge\nx 1\n# HELP x late"],
-    ["samples of x are split up", "# TYPE x gauge\nx 1\n# TYPE y gauge\ny 1\nx{a=\"b\"} 2"],
+    ["samples of x are split up", '# TYPE x gauge\nx 1\n# TYPE y gauge\ny 1\nx{a="b"} 2'],
     ["bad escape in a label value", '# TYPE x gauge\nx{a="\\q"} 1'],
     ["bad value", "# TYPE x gauge\nx one"],
     ["series twice", "# TYPE x gauge\nx 1\nx 2"],
@@ -146,14 +149,19 @@ describe("Metrics", () => {
     metrics.reject("too_deep", "better_stack", 2);
     const families = parseExposition(metrics.render({}, { sourceExists: (id) => id === 1 }));
     expect(samples(families, "logpond_ingest_events_received_total").map((s) => s.labels.source_id)).toEqual(["1"]);
-    expect(samples(families, "logpond_ingest_requests_rejected_total").map((s) => s.labels)).toEqual([{ protocol: "better_stack", source_id: "", reason: "invalid_token" }]);
+    expect(samples(families, "logpond_ingest_requests_rejected_total").map((s) => s.labels)).toEqual([
+      { protocol: "better_stack", source_id: "", reason: "invalid_token" },
+    ]);
   });
 
   test("everything renders as valid exposition: counters named _total, histograms from the start, process_* read", () => {
     const metrics = new Metrics();
     metrics.flushed("interval", 10, 0.02);
     metrics.querySeconds("/api/v2/query/live-tail", 0.3);
-    const text = metrics.render({ logpond_buffer_events: { help: "g", value: 3 } }, { counters: { logpond_tail_batches_read_back_total: { help: "c", value: 2 } } });
+    const text = metrics.render(
+      { logpond_buffer_events: { help: "g", value: 3 } },
+      { counters: { logpond_tail_batches_read_back_total: { help: "c", value: 2 } } },
+    );
     const families = parseExposition(text);
     for (const family of families.values()) if (family.type === "counter") expect(family.name).toEndWith("_total");
     expect(families.get("logpond_tail_batches_read_back_total")!.type).toBe("counter");
@@ -164,7 +172,8 @@ describe("Metrics", () => {
     expect(sampleValue(families, "logpond_flush_duration_seconds_bucket", { le: "0.025" })).toBe(1);
     expect(sampleValue(families, "logpond_flush_duration_seconds_bucket", { le: "0.01" })).toBe(0);
     for (const protocol of PROTOCOLS) expect(sampleValue(families, "logpond_ingest_request_duration_seconds_bucket", { protocol, le: "+Inf" })).toBe(0);
-    for (const route of QUERY_ROUTES) expect(sampleValue(families, "logpond_query_request_duration_seconds_count", { route })).toBe(route === "/api/v2/query/live-tail" ? 1 : 0);
+    for (const route of QUERY_ROUTES)
+      expect(sampleValue(families, "logpond_query_request_duration_seconds_count", { route })).toBe(route === "/api/v2/query/live-tail" ? 1 : 0);
     expect(sampleValue(families, "process_cpu_seconds_total")).toBeGreaterThan(0);
     expect(sampleValue(families, "process_resident_memory_bytes")).toBeGreaterThan(0);
     const start = sampleValue(families, "process_start_time_seconds")!;

@@ -27,24 +27,21 @@ test.each([
   expect(needsExactNumbers(`[${event(value)},${event(value)}]`)).toBe(false);
 });
 
-test.each([
-  ["12345678901234567"],
-  ["1e400"],
-  ["1e-400"],
-  ["-0.0000000000000000000001"],
-  ["1.5e308"],
-  ["-12345678901234567890"],
-  ["1E+400"],
-  ["0.1e-999"],
-])("detour: %s", (value) => {
-  expect(needsExactNumbers(event(value))).toBe(true);
-  // after strings holding candidates, escaped quotes and backslashes
-  expect(needsExactNumbers(`{"a":"e123 \\" 12345678901234567","b\\\\":"x\\\\","c":${value}}`)).toBe(true);
-  expect(needsExactNumbers(`["req-0001e240",${value}]`)).toBe(true);
-});
+test.each([["12345678901234567"], ["1e400"], ["1e-400"], ["-0.0000000000000000000001"], ["1.5e308"], ["-12345678901234567890"], ["1E+400"], ["0.1e-999"]])(
+  "detour: %s",
+  (value) => {
+    expect(needsExactNumbers(event(value))).toBe(true);
+    // after strings holding candidates, escaped quotes and backslashes
+    expect(needsExactNumbers(`{"a":"e123 \\" 12345678901234567","b\\\\":"x\\\\","c":${value}}`)).toBe(true);
+    expect(needsExactNumbers(`["req-0001e240",${value}]`)).toBe(true);
+  },
+);
 
 test("the detour keeps what a double can't carry; the fast path gives the same values otherwise", () => {
-  const decoded = decodeBody(Buffer.from(`[{"id":"req-0001e240","big":12345678901234567,"huge":1e400,"tiny":1e-400,"n":1.5}]`), "json") as Record<string, unknown>[];
+  const decoded = decodeBody(Buffer.from(`[{"id":"req-0001e240","big":12345678901234567,"huge":1e400,"tiny":1e-400,"n":1.5}]`), "json") as Record<
+    string,
+    unknown
+  >[];
   expect(JSON.stringify(decoded[0])).toBe(`{"id":"req-0001e240","big":12345678901234567,"huge":"1e400","tiny":"1e-400","n":1.5}`);
   const plain = decodeBody(Buffer.from(`{"id":"req-0001e240","s":"12345678901234567890","n":1.5}`), "json") as Record<string, unknown>[];
   expect(plain[0]).toEqual({ id: "req-0001e240", s: "12345678901234567890", n: 1.5 });

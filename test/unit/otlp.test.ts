@@ -19,42 +19,92 @@ const SPAN = Buffer.from("b7ad6b7169203331", "hex");
 
 /** One resource, one scope, three records: the shapes the mapping must handle (snake_case, for protobufjs). */
 const REQUEST = {
-  resource_logs: [{
-    resource: { attributes: [attr("service.name", "checkout"), attr("service.version", "1.2.3"), attr("host.name", "web-1"), attr("telemetry.sdk.language", "nodejs")] },
-    scope_logs: [{
-      scope: { name: "checkout-logger", version: "0.9.0" },
-      log_records: [
+  resource_logs: [
+    {
+      resource: {
+        attributes: [attr("service.name", "checkout"), attr("service.version", "1.2.3"), attr("host.name", "web-1"), attr("telemetry.sdk.language", "nodejs")],
+      },
+      scope_logs: [
         {
-          time_unix_nano: nanos(AT, 456_789), observed_time_unix_nano: nanos(new Date(AT.getTime() + 5)),
-          severity_number: 17, severity_text: "Error", body: anyValue("payment failed"),
-          attributes: [attr("http.request.method", "POST"), attr("http.response.status_code", 502), attr("order", { id: 42, items: ["a", "b"] }), attr("big", 1234567890123456789n), attr("negative", -9007199254740993n), attr("ratio", 0.25), attr("ok", false), attr("raw", Buffer.from([1, 2, 3])), attr("__proto__", "plain data")],
-          trace_id: TRACE, span_id: SPAN, flags: 1, event_name: "payment.failed",
+          scope: { name: "checkout-logger", version: "0.9.0" },
+          log_records: [
+            {
+              time_unix_nano: nanos(AT, 456_789),
+              observed_time_unix_nano: nanos(new Date(AT.getTime() + 5)),
+              severity_number: 17,
+              severity_text: "Error",
+              body: anyValue("payment failed"),
+              attributes: [
+                attr("http.request.method", "POST"),
+                attr("http.response.status_code", 502),
+                attr("order", { id: 42, items: ["a", "b"] }),
+                attr("big", 1234567890123456789n),
+                attr("negative", -9007199254740993n),
+                attr("ratio", 0.25),
+                attr("ok", false),
+                attr("raw", Buffer.from([1, 2, 3])),
+                attr("__proto__", "plain data"),
+              ],
+              trace_id: TRACE,
+              span_id: SPAN,
+              flags: 1,
+              event_name: "payment.failed",
+            },
+            {
+              observed_time_unix_nano: nanos(AT, 1),
+              severity_number: 9,
+              body: anyValue({ structured: true, n: 1 }),
+              attributes: [attr("a", 1), attr("a.b", 2), attr("x.y", 3), attr("x.y.z", 4), attr("p..q", 5)],
+            },
+            { severity_number: 0, body: anyValue(7.5), attributes: [attr("nan", Number.NaN), attr("minus", -5), attr("min", -(2 ** 53) + 1)] },
+          ],
         },
-        { observed_time_unix_nano: nanos(AT, 1), severity_number: 9, body: anyValue({ structured: true, n: 1 }), attributes: [attr("a", 1), attr("a.b", 2), attr("x.y", 3), attr("x.y.z", 4), attr("p..q", 5)] },
-        { severity_number: 0, body: anyValue(7.5), attributes: [attr("nan", Number.NaN), attr("minus", -5), attr("min", -(2 ** 53) + 1)] },
       ],
-    }],
-  }],
+    },
+  ],
 };
 
 const EXPECTED = [
   {
-    dt: "2026-11-24T12:00:00.123456789Z", level: "Error", severity_number: 17, message: "payment failed",
-    trace_id: "0af7651916cd43dd8448eb211c80319c", span_id: "b7ad6b7169203331", flags: 1, event_name: "payment.failed",
-    attributes: { http: { request: { method: "POST" }, response: { status_code: 502 } }, order: { id: 42, items: ["a", "b"] }, big: "<exact>", negative: "<exact negative>", ratio: 0.25, ok: false, raw: "AQID", ["__proto__"]: "plain data" },
+    dt: "2026-11-24T12:00:00.123456789Z",
+    level: "Error",
+    severity_number: 17,
+    message: "payment failed",
+    trace_id: "0af7651916cd43dd8448eb211c80319c",
+    span_id: "b7ad6b7169203331",
+    flags: 1,
+    event_name: "payment.failed",
+    attributes: {
+      http: { request: { method: "POST" }, response: { status_code: 502 } },
+      order: { id: 42, items: ["a", "b"] },
+      big: "<exact>",
+      negative: "<exact negative>",
+      ratio: 0.25,
+      ok: false,
+      raw: "AQID",
+      ["__proto__"]: "plain data",
+    },
     service: { name: "checkout", version: "1.2.3" },
     resource: { host: { name: "web-1" }, telemetry: { sdk: { language: "nodejs" } } },
     scope: { name: "checkout-logger", version: "0.9.0" },
   },
   {
-    dt: "2026-11-24T12:00:00.123000001Z", level: "INFO", severity_number: 9, body: { structured: true, n: 1 },
+    dt: "2026-11-24T12:00:00.123000001Z",
+    level: "INFO",
+    severity_number: 9,
+    body: { structured: true, n: 1 },
     // `a` is a number, so `a.b` stays flat; `x.y` is a number, so `x.y.z` does; an empty part stays flat.
     attributes: { a: 1, "a.b": 2, x: { y: 3 }, "x.y.z": 4, "p..q": 5 },
-    service: { name: "checkout", version: "1.2.3" }, resource: { host: { name: "web-1" }, telemetry: { sdk: { language: "nodejs" } } }, scope: { name: "checkout-logger", version: "0.9.0" },
+    service: { name: "checkout", version: "1.2.3" },
+    resource: { host: { name: "web-1" }, telemetry: { sdk: { language: "nodejs" } } },
+    scope: { name: "checkout-logger", version: "0.9.0" },
   },
   {
-    body: 7.5, attributes: { nan: "NaN", minus: -5, min: -(2 ** 53) + 1 },
-    service: { name: "checkout", version: "1.2.3" }, resource: { host: { name: "web-1" }, telemetry: { sdk: { language: "nodejs" } } }, scope: { name: "checkout-logger", version: "0.9.0" },
+    body: 7.5,
+    attributes: { nan: "NaN", minus: -5, min: -(2 ** 53) + 1 },
+    service: { name: "checkout", version: "1.2.3" },
+    resource: { host: { name: "web-1" }, telemetry: { sdk: { language: "nodejs" } } },
+    scope: { name: "checkout-logger", version: "0.9.0" },
   },
 ];
 
@@ -77,9 +127,16 @@ function jsonOf(request: typeof REQUEST): string {
       scopeLogs: rl.scope_logs.map((sl) => ({
         scope: sl.scope,
         logRecords: sl.log_records.map((r: any) => ({
-          timeUnixNano: r.time_unix_nano, observedTimeUnixNano: r.observed_time_unix_nano, severityNumber: r.severity_number,
-          severityText: r.severity_text, body: r.body && value(r.body), attributes: attributes(r.attributes),
-          traceId: r.trace_id?.toString("hex").toUpperCase(), spanId: r.span_id?.toString("hex"), flags: r.flags, eventName: r.event_name,
+          timeUnixNano: r.time_unix_nano,
+          observedTimeUnixNano: r.observed_time_unix_nano,
+          severityNumber: r.severity_number,
+          severityText: r.severity_text,
+          body: r.body && value(r.body),
+          attributes: attributes(r.attributes),
+          traceId: r.trace_id?.toString("hex").toUpperCase(),
+          spanId: r.span_id?.toString("hex"),
+          flags: r.flags,
+          eventName: r.event_name,
         })),
       })),
     })),
@@ -120,7 +177,14 @@ test("nanosText is exact for any 64-bit value past 1970 (against BigInt)", () =>
   );
 });
 
-const LIMITS = { maxEventBytes: 1 << 20, maxDepth: 64, maxDecompressedBytes: 100 << 20, maxEventsPerRequest: 100_000, bufferMaxEvents: 1_000_000, ringMaxBytes: 1 << 30 };
+const LIMITS = {
+  maxEventBytes: 1 << 20,
+  maxDepth: 64,
+  maxDecompressedBytes: 100 << 20,
+  maxEventsPerRequest: 100_000,
+  bufferMaxEvents: 1_000_000,
+  ringMaxBytes: 1 << 30,
+};
 const COST: CostLimits = { maxEvents: 100_000, maxDecompressedBytes: 100 << 20, maxDepth: 64, maxEventBytes: 1 << 20 };
 
 function prepared(body: Buffer, format: "otlp-proto" | "otlp-json", limits = LIMITS) {
@@ -131,7 +195,10 @@ test("every truncated prefix of a protobuf body (one resource) and of its JSON i
   const proto = otlpProtobuf(REQUEST);
   const json = Buffer.from(jsonOf(REQUEST));
   expect(prepared(proto, "otlp-proto")).not.toBeInstanceOf(AppError);
-  for (const [body, format] of [[proto, "otlp-proto"], [json, "otlp-json"]] as const) {
+  for (const [body, format] of [
+    [proto, "otlp-proto"],
+    [json, "otlp-json"],
+  ] as const) {
     for (let length = 0; length < body.length; length++) {
       const result = prepared(body.subarray(0, length), format);
       expect(result).toBeInstanceOf(AppError);
@@ -198,14 +265,19 @@ test("deeply nested AnyValues: past INGEST_MAX_DEPTH the decoder stops (no recur
   expect((deep as AppError).reason).toBe("too_deep");
   expect(decodeBody(deepRecord(63), "otlp-proto")).toHaveLength(1);
   // 63 arrays in an attribute: within the decoder's bound, but the event (event → attributes → 63 arrays) is deeper than 64.
-  const partial = prepared(Buffer.concat([deepRecord(63, true), otlpProtobuf({ resource_logs: [{ scope_logs: [{ log_records: [{ body: anyValue("fine") }] }] }] })]), "otlp-proto");
+  const partial = prepared(
+    Buffer.concat([deepRecord(63, true), otlpProtobuf({ resource_logs: [{ scope_logs: [{ log_records: [{ body: anyValue("fine") }] }] }] })]),
+    "otlp-proto",
+  );
   expect(partial).not.toBeInstanceOf(AppError);
   expect(partial).toMatchObject({ count: 1, refused: 1 });
   expect((partial as { refusal: string }).refusal).toContain("deeper than 64");
 });
 
 test("a record over INGEST_MAX_EVENT_BYTES is left out and counted (partial success); the others are encoded", () => {
-  const body = otlpProtobuf({ resource_logs: [{ scope_logs: [{ log_records: [{ body: anyValue("small") }, { body: anyValue("x".repeat(5000)) }, { body: anyValue("small too") }] }] }] });
+  const body = otlpProtobuf({
+    resource_logs: [{ scope_logs: [{ log_records: [{ body: anyValue("small") }, { body: anyValue("x".repeat(5000)) }, { body: anyValue("small too") }] }] }],
+  });
   const result = prepared(body, "otlp-proto", { ...LIMITS, maxEventBytes: 1000 });
   expect(result).toMatchObject({ count: 2, refused: 1 });
   expect((result as { refusal: string }).refusal).toContain("1 of 3 log records were refused; the first: event 1 is");
@@ -225,7 +297,13 @@ test("a million empty records (2 MB) are 413 before one is built; a million valu
 
   const pairs = Buffer.alloc(2 * 600_000, Buffer.from([0x32, 0x00])); // LogRecord.attributes, empty KeyValues
   const record = Buffer.concat([Buffer.from([0x12]), varint(pairs.length), pairs]);
-  const wide = Buffer.concat([Buffer.from([0x0a]), varint(record.length + varint(record.length).length + 1), Buffer.from([0x12]), varint(record.length), record]);
+  const wide = Buffer.concat([
+    Buffer.from([0x0a]),
+    varint(record.length + varint(record.length).length + 1),
+    Buffer.from([0x12]),
+    varint(record.length),
+    record,
+  ]);
   const limits = { ...COST, maxDecompressedBytes: 4 << 20 }; // 262,144 values
   expect(measureBody(wide, "otlp-proto", limits)).toBe(1);
   const decoded = decodeBody(wide, "otlp-proto", limits);
@@ -237,9 +315,20 @@ test("OTLP/JSON: the wrong structure is refused naming its place; scalars of the
   const refusal = (value: unknown) => decodeBody(Buffer.from(JSON.stringify(value)), "otlp-json") as AppError;
   expect(refusal([1]).message).toContain("not an object");
   expect(refusal({ resourceLogs: {} }).message).toBe("OTLP/JSON: resourceLogs is not an array");
-  expect(refusal({ resourceLogs: [{ scopeLogs: [{ logRecords: [{}, 5] }] }] }).message).toBe("OTLP/JSON: resourceLogs[0].scopeLogs[0].logRecords[1]: is not an object");
-  expect(refusal({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ attributes: [{ value: {} }] }] }] }] }).message).toContain("logRecords[0]: attributes[0] is not a KeyValue");
-  const lenient = decodeBody(Buffer.from(JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ severityNumber: "SEVERITY_NUMBER_WARN", timeUnixNano: true, flags: "x", body: { stringValue: 5 } }] }] }] })), "otlp-json");
+  expect(refusal({ resourceLogs: [{ scopeLogs: [{ logRecords: [{}, 5] }] }] }).message).toBe(
+    "OTLP/JSON: resourceLogs[0].scopeLogs[0].logRecords[1]: is not an object",
+  );
+  expect(refusal({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ attributes: [{ value: {} }] }] }] }] }).message).toContain(
+    "logRecords[0]: attributes[0] is not a KeyValue",
+  );
+  const lenient = decodeBody(
+    Buffer.from(
+      JSON.stringify({
+        resourceLogs: [{ scopeLogs: [{ logRecords: [{ severityNumber: "SEVERITY_NUMBER_WARN", timeUnixNano: true, flags: "x", body: { stringValue: 5 } }] }] }],
+      }),
+    ),
+    "otlp-json",
+  );
   expect(JSON.parse(JSON.stringify(lenient))).toEqual([{ level: "WARN", severity_number: 13 }]);
 });
 

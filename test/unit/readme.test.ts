@@ -25,7 +25,10 @@ function documented(): Map<string, string> {
 
 /** "20 MiB" → 20971520, "`3000`" → 3000, "1,000,000" → 1000000, "`0` (off)" → 0, "`./.data`" → "./.data". */
 function parse(text: string): string | number {
-  const plain = text.replaceAll("`", "").replace(/\s*\(.*\)$/, "").trim();
+  const plain = text
+    .replaceAll("`", "")
+    .replace(/\s*\(.*\)$/, "")
+    .trim();
   const mib = /^([\d.]+) MiB$/.exec(plain);
   if (mib) return Number(mib[1]) * 1024 * 1024;
   if (/^[\d,]+$/.test(plain)) return Number(plain.replaceAll(",", ""));

@@ -30,7 +30,9 @@ function stored(body: Buffer, format: "json" | "ndjson" | "msgpack"): { raw: unk
   if (decoded instanceof AppError) return `${decoded.reason}: ${decoded.message}`;
   const encoded = encodeEvents(decoded, format, 1, RECEIVED, limits);
   if (encoded instanceof AppError) return `${encoded.reason}: ${encoded.message}`;
-  return tuplesOf(encoded.rows).map(fieldsOf).map((f) => ({ raw: JSON.parse(f.raw), dt: microsText(f.dt) }));
+  return tuplesOf(encoded.rows)
+    .map(fieldsOf)
+    .map((f) => ({ raw: JSON.parse(f.raw), dt: microsText(f.dt) }));
 }
 const RECEPTION = microsText(RECEIVED);
 
@@ -64,12 +66,18 @@ test("an array of entries, and a record holding __proto__ (decoded as a Map), be
   expect(result).toHaveLength(1);
   const raw = result[0]!.raw;
   expect(Object.getOwnPropertyDescriptor(raw, "__proto__")?.value).toBe("data"); // plain data, not a prototype
-  expect({ dt: raw.dt, internal: raw.__internal__, keys: Object.keys(raw).sort() }).toEqual({ dt: "2026-11-21T12:33:53.000000000Z", internal: { log_metadata: { k: "v" } }, keys: ["__internal__", "__proto__", "dt"] });
+  expect({ dt: raw.dt, internal: raw.__internal__, keys: Object.keys(raw).sort() }).toEqual({
+    dt: "2026-11-21T12:33:53.000000000Z",
+    internal: { log_metadata: { k: "v" } },
+    keys: ["__internal__", "__proto__", "dt"],
+  });
 });
 
 test("an EventTime inside a record is stored as its RFC 3339 text, and read as a dt", () => {
   const body = map(["seen", eventTime(T0, 5)], ["dt", eventTime(T0 + 1, 0)]);
-  expect(stored(body, "msgpack")).toEqual([{ raw: { seen: "2026-11-21T12:33:53.000000005Z", dt: "2026-11-21T12:33:54.000000000Z" }, dt: "2026-11-21T12:33:54.000000Z" }]);
+  expect(stored(body, "msgpack")).toEqual([
+    { raw: { seen: "2026-11-21T12:33:53.000000005Z", dt: "2026-11-21T12:33:54.000000000Z" }, dt: "2026-11-21T12:33:54.000000Z" },
+  ]);
   // msgpackr's own undefined (fixext 1 of type 0) is still null.
   expect(stored(hex("81 a1 75 d4 00 00"), "msgpack")).toEqual([{ raw: { u: null }, dt: RECEPTION }]);
 });
@@ -98,12 +106,18 @@ test("JSON values back to back: split by brackets and quotes, never inside a str
   expect(stored(Buffer.from('{"a":1},{"b":2}'), "json")).toMatch(/^body_undecodable: .*value 1 of 3/);
   expect(stored(Buffer.from('{"a":1} [{"b":2}]'), "json")).toMatch(/^not_an_event: event 1 /);
   // Exact numbers survive the sequence path too.
-  expect(stored(Buffer.from('{"n":12345678901234567890}{"n":1}'), "json")).toEqual([{ raw: { n: 12345678901234567890 }, dt: RECEPTION }, { raw: { n: 1 }, dt: RECEPTION }]);
+  expect(stored(Buffer.from('{"n":12345678901234567890}{"n":1}'), "json")).toEqual([
+    { raw: { n: 12345678901234567890 }, dt: RECEPTION },
+    { raw: { n: 1 }, dt: RECEPTION },
+  ]);
 });
 
 test("MessagePack values back to back: a cut or garbage after the first value is refused, naming the value", () => {
   const two = Buffer.concat([map(["a", str("1")]), map(["b", str("2")])]);
-  expect(stored(two, "msgpack")).toEqual([{ raw: { a: "1" }, dt: RECEPTION }, { raw: { b: "2" }, dt: RECEPTION }]);
+  expect(stored(two, "msgpack")).toEqual([
+    { raw: { a: "1" }, dt: RECEPTION },
+    { raw: { b: "2" }, dt: RECEPTION },
+  ]);
   expect(stored(two.subarray(0, two.length - 1), "msgpack")).toMatch(/^body_undecodable: .*value 1 \(at byte 5\)/);
   expect(stored(Buffer.concat([two, hex("d4 13 00")]), "msgpack")).toMatch(/^body_undecodable: .*value 2 .*Unknown extension/);
   expect(stored(Buffer.concat([two, hex("05")]), "msgpack")).toMatch(/^not_an_event: event 2 /);

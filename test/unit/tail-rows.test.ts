@@ -15,7 +15,15 @@ test("spliced row text = the event with dt, source_id and id set by logpond", ()
       const expected = { ...JSON.parse(raw), dt: row.dt, source_id: "7", id: "42" };
       expect(JSON.parse(text)).toEqual(expected);
       // No duplicate keys: as many members as the parsed object has keys.
-      expect(text).toBe(JSON.stringify(Object.assign(Object.fromEntries(Object.entries(JSON.parse(raw)).filter(([k]) => !["dt", "id", "source_id"].includes(k))), { dt: row.dt, source_id: "7", id: "42" })));
+      expect(text).toBe(
+        JSON.stringify(
+          Object.assign(Object.fromEntries(Object.entries(JSON.parse(raw)).filter(([k]) => !["dt", "id", "source_id"].includes(k))), {
+            dt: row.dt,
+            source_id: "7",
+            id: "42",
+          }),
+        ),
+      );
     }),
     { numRuns: 3000, seed: 20261122 },
   );

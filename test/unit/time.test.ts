@@ -31,12 +31,30 @@ test.each([
   expect(eventTime(input)).toBe(expected);
 });
 
-test.each([undefined, null, true, {}, [], "", "soon", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z", "2026-11-21T25:00:00Z", "0000-12-31T23:59:59Z", "0001-01-01T00:00:00+01:00", -62135596801, NaN, Infinity, 1e300, new Date("x"), "2026-11-21T12:30:41+25:00"].map((v) => [v]))(
-  "eventTime(%p) is unreadable",
-  (input) => {
-    expect(eventTime(input)).toBeUndefined();
-  },
-);
+test.each(
+  [
+    undefined,
+    null,
+    true,
+    {},
+    [],
+    "",
+    "soon",
+    "2026-13-01T00:00:00Z",
+    "2026-02-30T00:00:00Z",
+    "2026-11-21T25:00:00Z",
+    "0000-12-31T23:59:59Z",
+    "0001-01-01T00:00:00+01:00",
+    -62135596801,
+    NaN,
+    Infinity,
+    1e300,
+    new Date("x"),
+    "2026-11-21T12:30:41+25:00",
+  ].map((v) => [v]),
+)("eventTime(%p) is unreadable", (input) => {
+  expect(eventTime(input)).toBeUndefined();
+});
 
 // The encoder's form (PostgreSQL's binary timestamptz: µs since 2000-01-01) says the same time as
 // the text, across the range and both sides of the number/bigint switch (±285 years from 2000).
@@ -68,6 +86,15 @@ test("eventMicros is a number while exact, a bigint beyond", () => {
 });
 
 test("dateText is Date#toISOString, in and out of the years 1–9999", () => {
-  const dates = [new Date(0), new Date("2026-11-21T12:30:41.695Z"), new Date("2026-11-21T12:30:41.001Z"), new Date("0001-01-01T00:00:00.000Z"), new Date("9999-12-31T23:59:59.999Z"), new Date(8.64e15), new Date(-8.64e15), new Date(-1)];
+  const dates = [
+    new Date(0),
+    new Date("2026-11-21T12:30:41.695Z"),
+    new Date("2026-11-21T12:30:41.001Z"),
+    new Date("0001-01-01T00:00:00.000Z"),
+    new Date("9999-12-31T23:59:59.999Z"),
+    new Date(8.64e15),
+    new Date(-8.64e15),
+    new Date(-1),
+  ];
   for (const date of dates) expect(dateText(date)).toBe(date.toISOString());
 });

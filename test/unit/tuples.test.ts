@@ -2,7 +2,21 @@
 // readers (tail, dead letters, spill) see the same fields; a wrong count or a torn buffer throws.
 import { expect, test } from "bun:test";
 import { eventMicros } from "../../src/codec/time";
-import { fieldsOf, fromText, idOf, setIds, sourceOf, toText, tupleCount, tupleHead, tuplesOf, writeTuple, COPY_HEADER, COPY_TRAILER, TUPLE_HEAD } from "../../src/codec/tuples";
+import {
+  fieldsOf,
+  fromText,
+  idOf,
+  setIds,
+  sourceOf,
+  toText,
+  tupleCount,
+  tupleHead,
+  tuplesOf,
+  writeTuple,
+  COPY_HEADER,
+  COPY_TRAILER,
+  TUPLE_HEAD,
+} from "../../src/codec/tuples";
 
 function tuples(...events: { source: number; dt: string; json: string }[]): Buffer {
   const out = Buffer.alloc(events.reduce((sum, e) => sum + TUPLE_HEAD + e.json.length * 3, 0));

@@ -67,15 +67,32 @@ test("a term added to a query with OR applies to the whole query", () => {
 
 test("the sidebar: fields with few values, preferred ones first, identifiers and free text left out", () => {
   const rows = Array.from({ length: 40 }, (_, i) => ({
-    id: String(i), dt: "2026-11-24T00:00:00.000000Z", source_id: "1",
-    message: `request ${i}`, request_id: `r-${i}`, duration_ms: i * 3,
-    level: i % 4 === 0 ? "error" : "info", service: ["a", "b"][i % 2], http: { status: i % 5 === 0 ? 500 : 200, path: `/p/${i}` },
-    region: "eu-1", tags: ["x"],
+    id: String(i),
+    dt: "2026-11-24T00:00:00.000000Z",
+    source_id: "1",
+    message: `request ${i}`,
+    request_id: `r-${i}`,
+    duration_ms: i * 3,
+    level: i % 4 === 0 ? "error" : "info",
+    service: ["a", "b"][i % 2],
+    http: { status: i % 5 === 0 ? 500 : 200, path: `/p/${i}` },
+    region: "eu-1",
+    tags: ["x"],
   }));
   const fields = topFields(rows);
   expect(fields.map((f: { path: string }) => f.path)).toEqual(["level", "service", "http.status", "region"]);
-  expect(fields[0]).toEqual({ path: "level", present: 40, values: [{ value: "info", n: 30 }, { value: "error", n: 10 }] });
-  expect(fields[2].values).toEqual([{ value: 200, n: 32 }, { value: 500, n: 8 }]);
+  expect(fields[0]).toEqual({
+    path: "level",
+    present: 40,
+    values: [
+      { value: "info", n: 30 },
+      { value: "error", n: 10 },
+    ],
+  });
+  expect(fields[2].values).toEqual([
+    { value: 200, n: 32 },
+    { value: 500, n: 8 },
+  ]);
 });
 
 test("marked words agree with the parser on random queries (seeded)", () => {
