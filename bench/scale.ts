@@ -728,6 +728,8 @@ interface ReadSpec {
   grep?: string;
   /** Timed runs after the warm-up (the median is shown). */
   runs: number;
+  /** GET /api/v2/query/histogram with this many buckets instead of a page (rows: buckets). */
+  buckets?: number;
 }
 
 interface ReadResult {
@@ -757,10 +759,12 @@ async function timedRead(url: string): Promise<{ status: number | string; ms: nu
 
 /** One warm-up, then the median of `runs`; the statuses of the runs (a 503 at QUERY_TIMEOUT_MS is a figure). */
 async function measureRead(apiUrl: string, spec: ReadSpec): Promise<ReadResult> {
-  const params = new URLSearchParams({ source_ids: spec.sources.map((s) => s.id).join(","), batch: "100" });
+  const params = new URLSearchParams({ source_ids: spec.sources.map((s) => s.id).join(",") });
+  if (spec.buckets) params.set("buckets", String(spec.buckets));
+  else params.set("batch", "100");
   if (spec.query) params.set("query", spec.query);
   if (spec.from) params.set("from", spec.from);
-  const url = `${apiUrl}/api/v2/query/live-tail?${params}`;
+  const url = `${apiUrl}/api/v2/query/${spec.buckets ? "histogram" : "live-tail"}?${params}`;
   await timedRead(url);
   const runs: Awaited<ReturnType<typeof timedRead>>[] = [];
   for (let i = 0; i < spec.runs; i++) runs.push(await timedRead(url));
@@ -793,6 +797,8 @@ function readSpecs(sources: Source[], p: Plan): ReadSpec[] {
     { name: "part of a word (8 hex inside the needle)", sources, from, query: part, grep: part, runs: search },
     { name: "rare number", sources, from, query: `http.bytes=${RARE_NUMBER}`, grep: `"bytes":${RARE_NUMBER}`, runs: search },
     { name: "frequent word, first page", sources, from, query: "timeout", grep: "timeout", runs: search },
+    { name: "histogram of 24 h, 96 buckets", sources, from, buckets: 96, runs: search },
+    { name: "histogram of 24 h, 96 buckets, with a query", sources, from, query: "timeout", grep: "timeout", buckets: 96, runs: search },
   ];
 }
 
