@@ -107,8 +107,10 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	FROM "log_blocks" b CROSS JOIN LATERAL unnest(b."ids", b."dts", string_to_array(b."body", E'\n')) AS e("id", "dt", "line")
 	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt
 		AND (b."min_dt" >= from_dt AND b."max_dt" <= to_dt OR EXISTS (SELECT 1 FROM unnest(b."dts") d WHERE d >= from_dt AND d <= to_dt))
-		AND (b."bloom" IS NULL OR NOT EXISTS (
-			SELECT 1 FROM unnest(grams) g WHERE get_bit(b."bloom", (g % (octet_length(b."bloom")::bigint * 8))::int) = 0))
-		AND (SELECT count(*) FROM unnest(needles) n WHERE strpos(lower(b."body"), n) = 0) = 0
+		-- CASE fixes the order: the filter (a few bytes) before the text (the whole block, lowered).
+		AND CASE WHEN b."bloom" IS NULL OR NOT EXISTS (
+				SELECT 1 FROM unnest(grams) g WHERE get_bit(b."bloom", (g % (octet_length(b."bloom")::bigint * 8))::int) = 0)
+			THEN (SELECT count(*) FROM unnest(needles) n WHERE strpos(lower(b."body"), n) = 0) = 0
+			ELSE false END
 		AND e."dt" >= from_dt AND e."dt" <= to_dt
 $$;
