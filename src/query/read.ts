@@ -58,10 +58,22 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   const rows: { id: string; dt: string; row: string }[] = [];
   const deadline = performance.now() + timeoutMs;
   await timed(sql, timeoutMs, async (tx) => {
+    // Newest first: the newest block's end at or before the page's start (the blocks' index). What
+    // lies between it and the start is hot or in a block that straddles it: one slice; the slices
+    // below grow from it, so a source whose newest event is hours old does not sort hours of blocks.
+    let anchor: string | undefined;
+    if (newest) {
+      const [newestBlock] = await tx.unsafe<{ dt: string | null }[]>(
+        `select to_char(max(max_dt) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt from log_blocks
+         where source_id = any($1::bigint[]) and max_dt >= $2::text::timestamptz and max_dt <= $3::text::timestamptz`,
+        [request.sourceIds, request.from, request.after && request.after.dt < request.to ? request.after.dt : request.to] as never[],
+      );
+      anchor = newestBlock?.dt ?? undefined;
+    }
     // Slices from the page's start outwards (10 s, 1 min, 5 min, …): the next page is found in the
     // newest (or oldest) slice without sorting the whole window, which a dt-ordered index cannot
     // spare a BRIN-indexed, source-mixed table. Slices are contiguous, so order and keyset hold.
-    for (const slice of slices(request, newest)) {
+    for (const slice of slices(request, newest, anchor)) {
       const left = Math.floor(deadline - performance.now());
       if (left <= 0) throw Object.assign(new Error("canceling statement due to statement timeout"), { code: "57014" });
       await tx`select set_config('statement_timeout', ${String(left)}, true)`;
@@ -87,13 +99,21 @@ interface Slice {
   upperOp: "<=" | "<";
 }
 
-/** Contiguous sub-windows of [from, to], starting where the page starts and growing away from it. */
-export function* slices(request: Pick<ReadRequest, "from" | "to" | "after">, newest: boolean): Generator<Slice> {
+/**
+ * Contiguous sub-windows of [from, to], starting where the page starts and growing away from it.
+ * Newest first, an `anchor` (a dt inside the window, before the page's start) cuts the first one
+ * there and the growing ones start from it.
+ */
+export function* slices(request: Pick<ReadRequest, "from" | "to" | "after">, newest: boolean, anchor?: string): Generator<Slice> {
   const at = (ms: number) => micros(new Date(ms).toISOString());
   const ms = (dt: string) => Date.parse(`${dt.slice(0, 23)}Z`);
   if (newest) {
     let upper = request.after && request.after.dt < request.to ? request.after.dt : request.to;
     let upperOp: "<=" | "<" = "<=";
+    if (anchor !== undefined && anchor > request.from && anchor < upper) {
+      yield { lower: anchor, lowerOp: ">", upper, upperOp };
+      [upper, upperOp] = [anchor, "<="];
+    }
     for (const width of SLICE_MS) {
       const lower = at(ms(upper) - width);
       if (lower <= request.from) break;

@@ -2,14 +2,17 @@
 // and gives the hot tier's space back by dropping whole partitions (docs/storage.md).
 // May touch: log_hot's partitions, log_blocks, logpond_counters 'event_id' (to close a generation).
 // Invariants:
-// - One move is one transaction (DELETE … RETURNING, then the INSERTs of its blocks): a row leaves
-//   log_hot in the transaction that writes its block, so a reader, a crash or a restart sees it
-//   exactly once.
+// - A closed table is sealed in one transaction (its rows read, their blocks INSERTed, the table
+//   TRUNCATEd): a row leaves log_hot in the transaction that writes its block, so a reader, a crash
+//   or a restart sees it exactly once. TRUNCATE is not MVCC-safe for a snapshot taken before it and
+//   used after, so reads take their snapshot after their locks (one statement each; the SQL
+//   functions of drizzle/0005 are inlined into it).
 // - Generations: log_hot is partitioned by id. The open generation (log_hot_g<first id>, the one
 //   with the highest ids) takes new batches; closing it attaches the next one and moves the id
-//   counter there, so ids keep increasing but skip. A closed generation is sealed page range by
-//   page range, then dropped once empty (checked under its lock). A batch that reserved ids before
-//   a close and writes after its generation is gone lands in log_hot_default, sealed the same way.
+//   counter there, so ids keep increasing but skip. A closed generation is sealed (page range by
+//   page range within the one transaction), then dropped once empty (checked under its lock). A
+//   batch that reserved ids before a close writes into its closed generation (waiting while that is
+//   being sealed), or into log_hot_default once it is gone, sealed the same way.
 // - Rows of deleted sources and rows past their source's retention are not sealed (dropped).
 // - DDL waits at most DDL_LOCK_TIMEOUT for a lock (and so holds up a COPY at most that long).
 import { type Block, blocksOf, LEVEL_MAX_CHARS, type MovedRow, textArray } from "./blocks";
@@ -22,11 +25,11 @@ export const GENERATION_IDS = 2 ** 28;
 export const BLOCK_EVENTS = 1_000;
 const DT_TEXT = `to_char(m.dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 /**
- * Heap pages one move reads (8 KiB each, about 10,000 realistic rows): bounded work, transaction
- * size, and memory in this process (the rows' text is held while their blocks are built).
+ * Heap pages one chunk of a seal reads (8 KiB each, about 10,000 realistic rows): bounded memory
+ * in this process (the rows' text is held while their blocks are built).
  */
 const PAGES_PER_MOVE = 1_024;
-/** Stored bytes of rows one move takes, at most (one row whatever its size): bounds the text held here. */
+/** Stored bytes of rows one chunk takes, at most (one row whatever its size): bounds the text held here. */
 const MOVE_MAX_BYTES = 32 * 1024 * 1024;
 /** A partition bigger than this is not read under log_hot's lock to see that it is empty (a later pass, after VACUUM). */
 const DROP_CHECK_MAX_PAGES = 64;
@@ -35,6 +38,11 @@ const GENERATION = /^log_hot_g(\d+)$/;
 const LOCK_NOT_AVAILABLE = "55P03";
 const UNDEFINED_TABLE = "42P01";
 const DROP_TRIES = 10;
+const BUSY_TRIES = 3;
+/** How long a seal waits for readers to let go of its table before it DELETEs the rows instead of a TRUNCATE. */
+const TRUNCATE_PATIENCE_MS = 10_000;
+/** Inside a seal, after its SHARE lock: waits for other locks (a log_blocks partition being attached or dropped). */
+const READ_LOCK_TIMEOUT = "10s";
 
 export interface SealStats {
   /** Rows taken out of log_hot. */
@@ -122,7 +130,8 @@ export async function sealClosed(
     // One table's failure (a lock, a row PostgreSQL refuses to turn into a block) must not hold up
     // the others: it is logged, the rest are sealed, and the pass fails at its end.
     try {
-      await sealTable(sql, part.name, stats, signal);
+      // "busy": a batch is writing into it right now (a straggler); a few tries, then the next pass.
+      for (let tries = 1; (await sealTable(sql, part.name, stats, signal)) === "busy" && tries < BUSY_TRIES; tries++) await Bun.sleep(100);
       if (await dropIfEmpty(sql, part.name, signal)) stats.dropped++;
     } catch (error) {
       if (signal?.aborted) throw error;
@@ -147,74 +156,120 @@ export async function sealAll(sql: Sql): Promise<SealStats> {
   return stats;
 }
 
-async function sealTable(sql: Sql, table: string, stats: SealStats, signal: AbortSignal | undefined): Promise<void> {
-  let pages: number;
+/**
+ * Seals one closed table in one transaction: SHARE lock (a straggling batch waits; readers go on),
+ * its rows read page range by page range and written as blocks, then the table TRUNCATEd — its
+ * space back at COMMIT, no dead row, no VACUUM. TRUNCATE needs the table to itself: readers hold
+ * it off, so it is tried for TRUNCATE_PATIENCE_MS, then the rows are DELETEd instead (VACUUM and a
+ * later drop give that space back). "busy": the SHARE lock was not granted (a batch is writing
+ * into it now); the next pass tries again. If anything fails, everything rolls back: still hot.
+ */
+async function sealTable(sql: Sql, table: string, stats: SealStats, signal: AbortSignal | undefined): Promise<"truncated" | "deleted" | "busy"> {
+  let done: { moved: number; sealed: number; blocks: number; truncated: boolean };
   try {
-    const [size] = await sql.unsafe<{ pages: number }[]>(`select (pg_relation_size('${table}') / current_setting('block_size')::int)::int as pages`);
-    pages = size?.pages ?? 0;
+    done = await sql.begin(async (tx) => {
+      await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
+      await tx.unsafe(`lock table ${table} in share mode`);
+      await tx.unsafe(`set local lock_timeout = '${READ_LOCK_TIMEOUT}'`);
+      const [size] = await tx.unsafe<{ pages: number }[]>(`select (pg_relation_size('${table}') / current_setting('block_size')::int)::int as pages`);
+      const pages = size?.pages ?? 0;
+      const done = { moved: 0, sealed: 0, blocks: 0, truncated: false };
+      for (let first = 0; first < pages; first += PAGES_PER_MOVE) {
+        // (first, 0) is no row: line pointers start at 1.
+        for (let after = `(${first},0)`; ; ) {
+          signal?.throwIfAborted();
+          const chunk = await sealChunk(tx as unknown as Sql, table, first, first + PAGES_PER_MOVE, after);
+          done.moved += chunk.moved;
+          done.sealed += chunk.sealed;
+          done.blocks += chunk.blocks;
+          if (chunk.last === undefined) break; // else the byte budget cut the range: the rest of it next
+          after = chunk.last;
+        }
+      }
+      if (pages === 0) return done;
+      done.truncated = await truncate(tx as unknown as Sql, table, signal);
+      if (!done.truncated) await tx.unsafe(`delete from ${table}`);
+      return done;
+    });
   } catch (error) {
-    if ((error as { code?: string }).code === UNDEFINED_TABLE) return; // dropped by another instance
+    const code = (error as { code?: string }).code;
+    if (code === LOCK_NOT_AVAILABLE) return "busy";
+    if (code === UNDEFINED_TABLE) return "truncated"; // sealed and dropped by another instance
     throw error;
   }
-  for (let first = 0; first < pages; first += PAGES_PER_MOVE) {
-    for (;;) {
-      signal?.throwIfAborted();
-      const moved = await move(sql, table, first, first + PAGES_PER_MOVE);
-      stats.moved += moved.moved;
-      stats.sealed += moved.sealed;
-      stats.blocks += moved.blocks;
-      if (moved.whole) break; // else the byte budget cut the range: the rest of it next
+  stats.moved += done.moved;
+  stats.sealed += done.sealed;
+  stats.blocks += done.blocks;
+  if (done.truncated) return "truncated";
+  // Rows an older snapshot still sees stay until a later pass.
+  await sql.unsafe(`vacuum (truncate true) ${table}`).catch((error) => {
+    if ((error as { code?: string }).code !== UNDEFINED_TABLE) throw error;
+  });
+  return "deleted";
+}
+
+/** TRUNCATE under a savepoint, retried while readers hold the table: whether it was done. */
+async function truncate(tx: Sql, table: string, signal: AbortSignal | undefined): Promise<boolean> {
+  await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
+  const giveUpAt = performance.now() + TRUNCATE_PATIENCE_MS;
+  do {
+    signal?.throwIfAborted();
+    try {
+      await (tx as unknown as { savepoint(work: (sp: Sql) => Promise<unknown>): Promise<unknown> }).savepoint((sp) => sp.unsafe(`truncate ${table}`));
+      return true;
+    } catch (error) {
+      if ((error as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw error;
+      // A reader holds it: wait for a gap rather than queue in front of the next ones.
+      await Bun.sleep(50 + Math.random() * 100);
     }
-  }
-  // Dead rows pruned and the emptied pages cut off, without blocking COPY, so the drop's check
-  // under its lock reads (almost) nothing. Rows an older snapshot still sees stay until a later pass.
-  if (pages > 0)
-    await sql.unsafe(`vacuum (truncate true) ${table}`).catch((error) => {
-      if ((error as { code?: string }).code !== UNDEFINED_TABLE) throw error;
-    });
+  } while (performance.now() < giveUpAt);
+  return false;
 }
 
 /**
- * One move, one transaction: the committed rows of heap pages [first, end) leave `table` (DELETE …
- * RETURNING, row locks held until COMMIT) and their blocks are written (store/blocks.ts); rows of
- * deleted sources and past their source's retention are dropped. If anything fails, the
- * transaction rolls back and the rows are still hot.
+ * One chunk of a seal, inside its transaction: the rows of heap pages [first, end) past ctid
+ * `after` while their stored size stays within the budget (always the first: a page can hold
+ * hundreds of TOASTed events of up to 1 MiB each), written as blocks (store/blocks.ts); rows of
+ * deleted sources and past their source's retention are left out. `last`: the ctid the budget
+ * stopped at, undefined when the range is done.
  */
-async function move(sql: Sql, table: string, first: number, end: number): Promise<{ moved: number; sealed: number; blocks: number; whole: boolean }> {
-  return sql.begin(async (tx) => {
-    // The rows of the range in physical order while their stored size stays within the budget
-    // (always the first): a page can hold hundreds of TOASTed events of up to 1 MiB each.
-    const [picked] = await tx.unsafe<{ ctids: string; whole: boolean }[]>(
-      `select coalesce(array_agg(ctid) filter (where running <= $1::bigint or rn = 1), '{}')::text as ctids, bool_and(running <= $1::bigint or rn = 1) is not false as whole
-       from (select ctid, sum(pg_column_size(raw)) over w as running, row_number() over w as rn
-             from ${table} where ctid >= '(${first},0)'::tid and ctid < '(${end},0)'::tid window w as (order by ctid)) x`,
-      [MOVE_MAX_BYTES],
-    );
-    const rows = await tx.unsafe<(MovedRow & { keep: boolean })[]>(
-      `
-      with moved as (
-        delete from ${table} where ctid = any($1::text::tid[]) returning id, source_id, dt, raw
-      )
-      select m.id::text as id, m.source_id::text as source_id, ${DT_TEXT} as dt, m.raw::text as line,
-        case jsonb_typeof(m.raw) when 'object' then (select coalesce(string_agg(key, ','), '') from jsonb_object_keys(m.raw) key) else '' end as shape,
-        nullif(lower(left(m.raw->>'level', ${LEVEL_MAX_CHARS})), '') as level,
-        (d.source_id is null and (s.id is null or m.dt >= now() - make_interval(secs => s.logs_retention * 86400))) as keep
-      from moved m left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id`,
-      [picked?.ctids ?? "{}"],
-    );
-    let sealed = 0;
-    let blocks = 0;
-    // Built and written one at a time: the event loop serves requests between two blocks.
-    for (const block of blocksOf(
-      rows.filter((row) => row.keep),
-      BLOCK_EVENTS,
-    )) {
-      await writeBlocks(tx as unknown as Sql, [block]);
-      sealed += block.n;
-      blocks++;
-    }
-    return { moved: rows.length, sealed, blocks, whole: picked?.whole ?? true };
-  });
+async function sealChunk(
+  tx: Sql,
+  table: string,
+  first: number,
+  end: number,
+  after: string,
+): Promise<{ moved: number; sealed: number; blocks: number; last?: string }> {
+  const [picked] = await tx.unsafe<{ ctids: string[]; whole: boolean }[]>(
+    `select coalesce(array_agg(ctid::text order by ctid) filter (where running <= $1::bigint or rn = 1), '{}') as ctids,
+       bool_and(running <= $1::bigint or rn = 1) is not false as whole
+     from (select ctid, sum(pg_column_size(raw)) over w as running, row_number() over w as rn
+           from ${table} where ctid > $2::tid and ctid < '(${end},0)'::tid window w as (order by ctid)) x`,
+    [MOVE_MAX_BYTES, after],
+  );
+  const ctids = picked?.ctids ?? [];
+  const rows = await tx.unsafe<(MovedRow & { keep: boolean })[]>(
+    `
+    select m.id::text as id, m.source_id::text as source_id, ${DT_TEXT} as dt, m.raw::text as line,
+      case jsonb_typeof(m.raw) when 'object' then (select coalesce(string_agg(key, ','), '') from jsonb_object_keys(m.raw) key) else '' end as shape,
+      nullif(lower(left(m.raw->>'level', ${LEVEL_MAX_CHARS})), '') as level,
+      (d.source_id is null and (s.id is null or m.dt >= now() - make_interval(secs => s.logs_retention * 86400))) as keep
+    from ${table} m left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id
+    where m.ctid = any($1::text[]::tid[])`,
+    [ctids],
+  );
+  let sealed = 0;
+  let blocks = 0;
+  // Built and written one at a time: the event loop serves requests between two blocks.
+  for (const block of blocksOf(
+    rows.filter((row) => row.keep),
+    BLOCK_EVENTS,
+  )) {
+    await writeBlocks(tx, [block]);
+    sealed += block.n;
+    blocks++;
+  }
+  return { moved: rows.length, sealed, blocks, last: picked?.whole === false ? ctids[ctids.length - 1] : undefined };
 }
 
 /** INSERTs blocks into log_blocks (one statement each: a body is up to a few MB of text). */

@@ -1,9 +1,9 @@
-// Faults in the middle of a move (store/sealer.ts) and the checks after them. A move is one
-// statement: DELETE from a hot partition … RETURNING, feeding INSERT INTO log_blocks. Holding a
-// SHARE lock on every partition of log_blocks stops the next move after its DELETE, before its
-// first block is written: its rows are deleted, uncommitted, and it waits. That is the moment a
-// fault is injected (kill -9, SIGTERM, a restart of PostgreSQL, its backend terminated), found
-// from pg_stat_activity and pg_locks, not from timing.
+// Faults in the middle of a move (store/sealer.ts) and the checks after them. A move (a seal) is
+// one transaction: a SHARE lock on a closed hot table, its rows read, INSERTs into log_blocks, a
+// TRUNCATE. Holding a SHARE lock on every partition of log_blocks stops the next move at its first
+// INSERT: it holds its table and waits. That is the moment a fault is injected (kill -9, SIGTERM, a
+// restart of PostgreSQL, its backend terminated), found from pg_stat_activity and pg_locks, not
+// from timing.
 import postgres from "postgres";
 
 /** Matched against pg_stat_activity.query; built so the statement that looks for it does not contain it. */
@@ -12,14 +12,12 @@ const MOVE_TEXT = ["insert into log", "_blocks"];
 export interface StalledMove {
   /** The backend running the move. */
   pid: number;
-  /** Its transaction. */
-  xid: string;
-  /** Ids of the hot rows it has deleted and not committed (read as xmax from another session). */
+  /** Ids of the rows of the hot table it is sealing (it holds that table: no row comes or goes). */
   ids: string[];
 }
 
 export interface BlockWrites {
-  /** Waits (up to `timeoutMs`, a guard) for a move that has deleted rows and waits for our lock. */
+  /** Waits (up to `timeoutMs`, a guard) for a move that holds a hot table with rows and waits for our lock. */
   stalledMove(timeoutMs?: number): Promise<StalledMove>;
   /** Commits the lock's transaction (the move goes on, if its backend still can); idempotent. */
   release(): Promise<void>;
@@ -53,14 +51,19 @@ export async function holdBlockWrites(url: string): Promise<BlockWrites> {
     async stalledMove(timeoutMs = 20_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const [move] = await watch<{ pid: number; xid: string | null }[]>`
-          select a.pid, a.backend_xid::text as xid from pg_stat_activity a
+        // (No xid yet: a seal writes nothing before its first block.)
+        const [move] = await watch<{ pid: number }[]>`
+          select a.pid from pg_stat_activity a
           where a.pid <> pg_backend_pid() and a.state = 'active' and a.wait_event_type = 'Lock'
-            and a.query like ${"%" + MOVE_TEXT.join("") + "%"} and a.backend_xid is not null`;
-        if (move?.xid) {
-          // Rows the move deleted are still visible to us (not committed), with its xid as xmax.
-          const rows = await watch<{ id: string }[]>`select id::text as id from log_hot where xmax::text = ${move.xid} order by id`;
-          if (rows.length > 0) return { pid: move.pid, xid: move.xid, ids: rows.map((r) => r.id) };
+            and a.query like ${"%" + MOVE_TEXT.join("") + "%"}`;
+        const [held] = move
+          ? await watch<{ name: string }[]>`
+              select c.relname as name from pg_locks l join pg_class c on c.oid = l.relation
+              where l.pid = ${move.pid} and l.granted and l.mode = 'ShareLock' and c.relname like 'log_hot%'`
+          : [];
+        if (move && held) {
+          const rows = await watch.unsafe<{ id: string }[]>(`select id::text as id from ${held.name} order by id`);
+          if (rows.length > 0) return { pid: move.pid, ids: rows.map((r) => r.id) };
         }
         if (Date.now() > deadline) throw new Error("no move stalled on the lock of log_blocks within the guard");
         await Bun.sleep(20);

@@ -182,6 +182,38 @@ test("a batch written after its generation was sealed and dropped lands in the d
   expect(stored.map((r) => JSON.parse(r.raw).late)).toEqual([0, 1, 2]);
 }, 60_000);
 
+test("a reader holding the hot tier delays the seal's TRUNCATE; past its patience the rows are deleted instead: every event once, space back later", async () => {
+  const source = await lp.createSource();
+  await ingest(source, events(300, 7, Date.now()));
+  const before = await snapshot([source.id]);
+  expect(await closeGeneration(db.sql as never)).toBe("closed");
+  const closed = (await hotLeaves()).filter((name) => /^log_hot_g\d+$/.test(name)).sort((a, b) => Number(a.slice(9)) - Number(b.slice(9)))[0]!;
+
+  // A long read: its transaction holds ACCESS SHARE on every hot partition until it ends.
+  const reader = await db.sql.reserve();
+  await reader`begin`;
+  await reader`select count(*) from log_events`;
+  const sealed = sealClosed(db.sql as never);
+  // The seal has written its blocks and waits for the table: still hot to everyone else, not yet in blocks.
+  const deadline = Date.now() + 20_000;
+  while ((await db.sql`select 1 from pg_stat_activity where query like ${"truncate " + closed + "%"} and state = 'active'`).length === 0) {
+    if (Date.now() > deadline) throw new Error("the seal did not reach its TRUNCATE within the guard");
+    await Bun.sleep(20);
+  }
+  expect(await snapshot([source.id])).toEqual(before);
+  // Held past the patience (10 s): the seal deletes the rows instead and commits.
+  const stats = await sealed;
+  await reader`commit`;
+  reader.release();
+  expect(stats.sealed).toBeGreaterThanOrEqual(300);
+  expect(await snapshot([source.id])).toEqual(before);
+  expect((await hotLeaves()).includes(closed)).toBe(true); // its dead rows wait for VACUUM
+  // The next pass finds it empty: VACUUM has cut it, and it is dropped.
+  await sealClosed(db.sql as never);
+  expect((await hotLeaves()).includes(closed)).toBe(false);
+  expect(await snapshot([source.id])).toEqual(before);
+}, 60_000);
+
 test("rows past their source's retention and rows of a deleted source are not sealed", async () => {
   const short = await lp.createSource({ logs_retention: 1 });
   const gone = await lp.createSource();
