@@ -6,7 +6,7 @@
 //
 //   npx bun bench/scale.ts [--events 2000000] [--order time|random] [--seal-interval-ms 60000]
 //                          [--sources-split 90,9,1] [--senders 8] [--batch 1000]
-//                          [--query-timeout-ms 5000] [--no-compare] [--keep]
+//                          [--query-timeout-ms 5000] [--no-compare] [--keep] [--keep-sources]
 //
 // 1. Generates N distinct events from bench/corpus.ts (a 128-bit seeded generator per chunk of
 //    1,000, so chunks never repeat; large events made rare) over the 24 h before the run started,
@@ -502,7 +502,7 @@ async function hotExact(sql: postgres.Sql): Promise<number> {
 interface Sample {
   /** performance.now() */
   at: number;
-  /** A move statement of the sealer was running. */
+  /** A seal of the sealer was running (its transaction holds a hot table in SHARE mode). */
   sealing: boolean;
   /** An autovacuum worker was processing a log_hot partition (it holds a lock the sealer's drop waits for). */
   vacuuming: boolean;
@@ -511,8 +511,9 @@ interface Sample {
 }
 
 /**
- * Every SAMPLE_MS: is one of the sealer's move statements (`with moved as (delete from log_hot…`)
- * running? Their count × SAMPLE_MS is the sealer's busy time; every 2 s also log_hot's rows.
+ * Every SAMPLE_MS: is one of the sealer's seals running (a transaction holding a log_hot partition
+ * in SHARE mode, store/sealer.ts)? Their count × SAMPLE_MS is the sealer's busy time; every 2 s
+ * also log_hot's rows.
  */
 function startSampler(sql: postgres.Sql): { samples: Sample[]; sealerCpu: () => number; stop: () => Promise<void> } {
   const samples: Sample[] = [];
@@ -523,7 +524,8 @@ function startSampler(sql: postgres.Sql): { samples: Sample[]; sealerCpu: () => 
     for (let i = 0; !stopped; i++) {
       const next = performance.now() + SAMPLE_MS;
       const [row] = await sql`
-        select array(select pid from pg_stat_activity where pid <> pg_backend_pid() and state = 'active' and query like '%with moved as (%') as sealing,
+        select array(select distinct l.pid from pg_locks l join pg_class c on c.oid = l.relation
+                     where l.mode = 'ShareLock' and l.granted and c.relname like 'log\_hot\_%') as sealing,
           exists (select 1 from pg_stat_activity where backend_type = 'autovacuum worker' and query like '%log\_hot\_%') as vacuuming`;
       const pids = row!.sealing as number[];
       for (const pid of pids) if (!sealers.has(pid)) sealers.set(pid, processCpu(pid));
@@ -880,7 +882,7 @@ async function startService(sealIntervalMs: number, keep: boolean): Promise<Serv
   // On a shared DATABASE_URL the events go with their sources (purged in the background).
   if (process.env.DATABASE_URL && !keep)
     cleanups.push(async () => {
-      for (const s of sources) await deleteSource(logpond.apiUrl, s.id);
+      if (!argv.includes("--keep-sources")) for (const s of sources) await deleteSource(logpond.apiUrl, s.id);
     });
   const stop = async () => {
     await end();
@@ -997,7 +999,7 @@ async function main(): Promise<void> {
     .filter((_, i, all) => i % Math.max(1, Math.round(all.length / 12)) === 0);
   say(
     "hot tier during the load",
-    `peak ${fmt(hotPeak)} rows (statistics, every 2 s), ${fmt(hotAtStored)} at the last commit (exact); sealer's move statements running ${fmt((100 * loadBusy) / loaded.storedSeconds, 0)} % of the load's time; rows at ${timeline.map((s) => `${fmt((s.at - loaded.startedAt) / 1000, 0)} s: ${fmt(s.hot!)}`).join(", ")}`,
+    `peak ${fmt(hotPeak)} rows (statistics, every 2 s), ${fmt(hotAtStored)} at the last commit (exact); sealer's seals running ${fmt((100 * loadBusy) / loaded.storedSeconds, 0)} % of the load's time; rows at ${timeline.map((s) => `${fmt((s.at - loaded.startedAt) / 1000, 0)} s: ${fmt(s.hot!)}`).join(", ")}`,
   );
   const firstMove = samples.find((s) => s.at > loaded.storedAt && s.sealing);
   const drainBusy = busySeconds(samples, loaded.storedAt, sealedAt);
@@ -1011,7 +1013,7 @@ async function main(): Promise<void> {
   const columns = await blockColumns(sql, sources);
   say(
     "sealer, whole run",
-    `${fmt(sealed)} events sealed (${fmt(counter(sealer, "logpond_sealer_events_dropped_total"))} dropped) into ${fmt(columns.blocks)} blocks (${fmt(sealed / Math.max(1, columns.blocks), 0)} events per block), ${fmt(counter(afterDrops, "logpond_sealer_partitions_dropped_total"))} hot partitions dropped; move statements running ${fmt(totalBusy, 1)} s${totalBusy > 0 ? ` = **${fmt(sealed / totalBusy)} events/s** while sealing` : ""} (sampled every ${SAMPLE_MS} ms in pg_stat_activity)`,
+    `${fmt(sealed)} events sealed (${fmt(counter(sealer, "logpond_sealer_events_dropped_total"))} dropped) into ${fmt(columns.blocks)} blocks (${fmt(sealed / Math.max(1, columns.blocks), 0)} events per block), ${fmt(counter(afterDrops, "logpond_sealer_partitions_dropped_total"))} hot partitions dropped; seals running ${fmt(totalBusy, 1)} s${totalBusy > 0 ? ` = **${fmt(sealed / totalBusy)} events/s** while sealing` : ""} (sampled every ${SAMPLE_MS} ms in pg_stat_activity)`,
   );
   const wholeCpu = cpuSince(loaded.cpuAtStart, cpuAtSealed);
   say(
