@@ -18,7 +18,7 @@ const PAYLOADS: PayloadName[] = ["json-1", "json-100"];
 async function ingestPath(root: string) {
   const load = (module: string) => import(path.join(root, "src", module));
   const [{ Ring }, { acceptRequest }, { GcPacer }, { InFlight }, { DecodeWorker }, { RateLimiter }, { Metrics }, { SourceCache }] = await Promise.all(
-    ["buffer/ring", "ingest/accept", "ingest/gcpace", "ingest/inflight", "ingest/offload", "ingest/ratelimit", "metrics", "sources/cache"].map(load),
+    ["buffer/ring", "ingest/accept", "memory/gcpace", "memory/inflight", "ingest/offload", "ingest/ratelimit", "metrics", "sources/cache"].map(load),
   );
   const cache = new SourceCache();
   for (let id = 1; id <= SOURCES; id++) cache.put({ id, token: `token-${id}`, ingestingPaused: false });
