@@ -8,6 +8,7 @@
 //                                           `git archive <commit> | tar -x -C DIR`), loaded side by
 //                                           side in this process, in alternating 200 ms rounds:
 //                                           the only comparison that held on a busy machine
+import { existsSync } from "node:fs";
 import * as path from "node:path";
 import { payload, type PayloadName } from "./payloads";
 
@@ -17,9 +18,20 @@ const PAYLOADS: PayloadName[] = ["json-1", "json-100"];
 /** The ingest path of the tree at `root`: its own modules, its own Metrics. */
 async function ingestPath(root: string) {
   const load = (module: string) => import(path.join(root, "src", module));
-  const [{ Ring }, { acceptRequest }, { GcPacer }, { InFlight }, { DecodeWorker }, { RateLimiter }, { Metrics }, { SourceCache }] = await Promise.all(
-    ["buffer/ring", "ingest/accept", "ingest/gcpace", "ingest/inflight", "ingest/offload", "ingest/ratelimit", "metrics", "sources/cache"].map(load),
-  );
+  // Modules that moved: the first that the tree at `root` has (memory/ since issue 22).
+  const loadFirst = async (...modules: string[]) => {
+    for (const module of modules) if (existsSync(path.join(root, "src", `${module}.ts`))) return load(module);
+    throw new Error(`none of ${modules.join(", ")} in ${root}`);
+  };
+  const [{ Ring }, { acceptRequest }, { GcPacer }, { DecodeWorker }, { RateLimiter }, { Metrics }, { SourceCache }] = await Promise.all([
+    load("buffer/ring"),
+    load("ingest/accept"),
+    loadFirst("memory/gcpace", "ingest/gcpace"),
+    ...["ingest/offload", "ingest/ratelimit", "metrics", "sources/cache"].map(load),
+  ]);
+  const admission = existsSync(path.join(root, "src", "memory", "gate.ts"))
+    ? { gate: new (await load("memory/gate")).Gate({ budgetBytes: 512 << 20 }) }
+    : { inFlight: new (await loadFirst("memory/inflight", "ingest/inflight")).InFlight(512 << 20) };
   const cache = new SourceCache();
   for (let id = 1; id <= SOURCES; id++) cache.put({ id, token: `token-${id}`, ingestingPaused: false });
   const ring = new Ring({ maxEvents: 1_000_000, maxBytes: 256 << 20 });
@@ -37,7 +49,7 @@ async function ingestPath(root: string) {
       bufferMaxEvents: 1_000_000,
       ringMaxBytes: 256 << 20,
     },
-    inFlight: new InFlight(512 << 20),
+    ...admission,
     decodeWorker: new DecodeWorker(),
     gcPacer: new GcPacer(Infinity),
     ackMode: "buffered",

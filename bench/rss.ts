@@ -5,7 +5,9 @@
 //   bun bench/rss.ts <payload> <corpus> [seconds=8] [rounds=2] [variant…]
 // A variant is `default` or comma-separated NAME=VALUE settings (e.g. INGEST_INFLIGHT_MAX_BYTES=67108864).
 // Payload `json-6400`: 64 json-100 bodies joined into one array per body (~4 MB realistic, so every
-// body goes to the decode workers and holds an in-flight charge while it waits).
+// body goes to the decode workers and holds an in-flight charge while it waits). Payload `json-big`:
+// the same events four times over in one array per body (~16 MB realistic, 25,600 events) from
+// BIG_CONNECTIONS connections: bodies of tens of MB from several clients.
 import { readFileSync, rmSync } from "node:fs";
 import * as path from "node:path";
 import { runMigrations } from "../src/store/db";
@@ -36,16 +38,26 @@ const gauges = async (apiUrl: string) => {
   };
 };
 
-/** Four bodies, each the events of 64 json-100 bodies in one JSON array. */
-function joined(small: Payload): Payload {
-  const events = small.bodies.flatMap((body) => JSON.parse(new TextDecoder().decode(body)) as unknown[]);
+/** Connections for `json-big` (wrk's 64 for the others). */
+const BIG_CONNECTIONS = 6;
+
+/** Four bodies, each the events of 64 json-100 bodies (`times` over) in one JSON array. */
+function joined(small: Payload, times = 1): Payload {
+  const once = small.bodies.flatMap((body) => JSON.parse(new TextDecoder().decode(body)) as unknown[]);
+  const events = Array.from({ length: times }, () => once).flat();
   const bodies = [0, 1, 2, 3].map((k) => new TextEncoder().encode(JSON.stringify([...events.slice(k * 100), ...events.slice(0, k * 100)])));
   return { ...small, eventsPerBody: events.length, bodies };
 }
 
 try {
   await runMigrations(pg.url);
-  const p = name === "json-6400" ? joined(payload("json-100", corpus as Corpus)) : payload(name as PayloadName, corpus as Corpus);
+  const p =
+    name === "json-6400"
+      ? joined(payload("json-100", corpus as Corpus))
+      : name === "json-big"
+        ? joined(payload("json-100", corpus as Corpus), 4)
+        : payload(name as PayloadName, corpus as Corpus);
+  const connections = name === "json-big" ? BIG_CONNECTIONS : undefined;
   const sides: { label: string; service: Service; dir: string }[] = [];
   for (const [i, variant] of variants.entries()) {
     const env: Record<string, string> = { DATABASE_URL: pg.url, DATA_DIR: path.join(work, `d${i}`) };
@@ -81,7 +93,7 @@ try {
       resetPeakRss(pid); // the kernel's high-water mark (what bench/run.ts reports) beside the samples
       const cpu = cpuSeconds(pid);
       const started = performance.now();
-      const w = await runWrk(wrk.path, `${service.ingestUrl}/`, dir, p.bodies.length, Number(seconds));
+      const w = await runWrk(wrk.path, `${service.ingestUrl}/`, dir, p.bodies.length, Number(seconds), connections);
       const used = cpuSeconds(pid) - cpu;
       sampling = false;
       await sampler;

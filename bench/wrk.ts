@@ -46,9 +46,22 @@ export function writeWrkFiles(dir: string, payload: Payload, tokens: string[]): 
 }
 
 /** Runs wrk -c64 for `seconds` against `url` with the bodies in `dir`. */
-export async function runWrk(wrk: string, url: string, dir: string, bodies: number, seconds: number): Promise<WrkResult> {
+export async function runWrk(wrk: string, url: string, dir: string, bodies: number, seconds: number, connections = WRK_CONNECTIONS): Promise<WrkResult> {
   const script = path.join(import.meta.dir, "wrk.lua");
-  const args = [wrk, `-t${WRK_THREADS}`, `-c${WRK_CONNECTIONS}`, `-d${seconds}s`, "--timeout", "10s", "-s", script, url, "--", dir, String(bodies)];
+  const args = [
+    wrk,
+    `-t${Math.min(WRK_THREADS, connections)}`,
+    `-c${connections}`,
+    `-d${seconds}s`,
+    "--timeout",
+    "10s",
+    "-s",
+    script,
+    url,
+    "--",
+    dir,
+    String(bodies),
+  ];
   const proc = Bun.spawn(args, { stdout: "pipe", stderr: "pipe" });
   const [out, err] = await Promise.all([new Response(proc.stdout as ReadableStream).text(), new Response(proc.stderr as ReadableStream).text()]);
   const code = await proc.exited;

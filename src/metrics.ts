@@ -76,7 +76,19 @@ export interface RenderOptions {
   sourceExists?: (id: number) => boolean;
 }
 
-export class Metrics {
+/** What a module registers its own /metrics series with, read at scrape (see Metrics.gauge). */
+export interface Registry {
+  /** A gauge read at each scrape. */
+  gauge(name: string, help: string, read: () => number): void;
+  /** A counter another module owns, read at each scrape (its name ends in `_total`). */
+  counter(name: string, help: string, read: () => number): void;
+  /** Whether a source still exists: the series of one that does not are dropped at a scrape. */
+  sourcesFrom(exists: (id: number) => boolean): void;
+}
+
+type Read = { help: string; read: () => number };
+
+export class Metrics implements Registry {
   flushErrors = 0;
   flushedEvents = 0;
   eventsDeadLettered = 0;
@@ -97,6 +109,22 @@ export class Metrics {
   private readonly queryDuration = Object.fromEntries(QUERY_ROUTES.map((r) => [r, new Histogram(BUCKETS.query)])) as Record<QueryRoute, Histogram>;
   /** protocol → source id → counters. */
   private readonly sources = Object.fromEntries(PROTOCOLS.map((p) => [p, new Map<number, SourceSeries>()])) as Record<Protocol, Map<number, SourceSeries>>;
+  /** Series other modules registered, in the order they did. */
+  private readonly gauges = new Map<string, Read>();
+  private readonly counters = new Map<string, Read>();
+  private sourceExists: ((id: number) => boolean) | undefined;
+
+  gauge(name: string, help: string, read: () => number): void {
+    this.gauges.set(name, { help, read });
+  }
+
+  counter(name: string, help: string, read: () => number): void {
+    this.counters.set(name, { help, read });
+  }
+
+  sourcesFrom(exists: (id: number) => boolean): void {
+    this.sourceExists = exists;
+  }
 
   /** Starts an ingest request's tally (see IngestRequest). */
   ingestRequest(protocol: Protocol): IngestRequest {
@@ -158,8 +186,10 @@ export class Metrics {
     return this.total((series) => series.droppedPaused);
   }
 
-  render(gauges: Record<string, { help: string; value: number }>, options: RenderOptions = {}): string {
-    if (options.sourceExists) this.forgetDeleted(options.sourceExists);
+  /** The exposition: this registry's series, the registered ones, and (for tests) `gauges` and `options`' counters. */
+  render(gauges: Record<string, { help: string; value: number }> = {}, options: RenderOptions = {}): string {
+    const sourceExists = options.sourceExists ?? this.sourceExists;
+    if (sourceExists) this.forgetDeleted(sourceExists);
     const out = new Exposition();
     const perSource = (name: string, help: string, value: (series: SourceSeries) => number) => {
       out.family(name, "counter", help);
@@ -236,7 +266,9 @@ export class Metrics {
       .family("logpond_retention_sweep_duration_seconds", "histogram", "Completed retention sweeps' duration.")
       .histogram("logpond_retention_sweep_duration_seconds", "", this.sweepDuration);
     single("logpond_retention_last_sweep_duration_seconds", "gauge", "Duration of the last completed retention sweep.", this.retentionLastSeconds);
+    for (const [name, { help, read }] of this.counters) single(name, "counter", help, read());
     for (const [name, { help, value }] of Object.entries(options.counters ?? {})) single(name, "counter", help, value);
+    for (const [name, { help, read }] of this.gauges) single(name, "gauge", help, read());
     for (const [name, { help, value }] of Object.entries(gauges)) single(name, "gauge", help, value);
     writeProcessMetrics(out);
     return out.text();

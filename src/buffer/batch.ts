@@ -9,7 +9,7 @@ import { idOf, setIds, sourceOf, toText, tuplesOf } from "../codec/tuples";
 import { backoff, sleep, type Clock } from "../timers";
 import type { Chunk, Ring, Rows } from "./ring";
 
-export type Stream = Pick<FlushConnection, "reserveIds" | "write" | "committed" | "deadLetter" | "forgetBatches">;
+export type Stream = Pick<FlushConnection, "reserveIds" | "write" | "committed" | "deadLetter" | "forgetBatches"> & Partial<Pick<FlushConnection, "close">>;
 
 /** A batch from take to commit, in a shape a spill file can serialise. */
 export interface Batch {

@@ -38,7 +38,9 @@
 // Durable mode: a request that gave up waiting has its chunk dropped on the way into reserve or
 // write (the batch is known unstored there), and its events are never written after that.
 // Never drops a chunk it was given otherwise; never holds more than one batch per stream.
+import type { Config } from "../config";
 import type { Metrics } from "../metrics";
+import { openFlushStreams } from "../store/flush-thread";
 import { realClock, within, type Clock } from "../timers";
 import { BatchWriter, eventsOf, heldOf, newJob, type CommittedBatch, type HeldBatch, type Job, type Stream } from "./batch";
 import type { Ring } from "./ring";
@@ -65,6 +67,21 @@ const FORGET_EVERY_MS = 10 * 60_000;
 interface Waiter {
   seq: number;
   resolve: () => void;
+}
+
+/** The service's flusher: FLUSH_STREAMS streams on the flush thread, started; its gauge registered. */
+export function startFlusher(config: Config, url: string, ring: Ring, metrics: Metrics, log: (line: string) => void): Flusher {
+  const streams = openFlushStreams(url, config.flushTimeoutMs, config.flushStreams);
+  const flusher = new Flusher(ring, streams, {
+    intervalMs: config.flushIntervalMs,
+    maxEvents: config.flushMaxEvents,
+    eager: config.ingestAck === "durable",
+    metrics,
+    log,
+  });
+  metrics.gauge("logpond_flush_streams_busy", "COPY streams writing now.", () => flusher.streamsBusy);
+  flusher.start();
+  return flusher;
 }
 
 export class Flusher {
@@ -158,6 +175,11 @@ export class Flusher {
       held.push({ batchId: crypto.randomUUID(), events: chunks.reduce((sum, c) => sum + c.events, 0), rows: chunks.map((c) => c.rows) });
     }
     return held;
+  }
+
+  /** After drain() (and handOver(), if it missed): the streams' connections closed, each within `ms`. */
+  async close(ms: number): Promise<void> {
+    await within(Promise.allSettled(this.streams.map((stream) => stream.close?.())), ms, this.clock);
   }
 
   get streamsBusy(): number {

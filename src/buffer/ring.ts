@@ -7,6 +7,9 @@
 // again costs no page faults. Small requests' rows share one open chunk (the tail) instead of one
 // chunk each; it is sealed when taken, when a chunk is placed behind it, or when it is full.
 // A chunk's rows must not be read after it is released: its slab may be written again.
+import type { Config } from "../config";
+import type { Registry } from "../metrics";
+
 /** Binary COPY tuples (codec/tuples.ts), off the JavaScript heap. */
 export type Rows = Uint8Array;
 
@@ -53,6 +56,14 @@ export const RING_COST_FACTOR = 1.2;
 /** The bytes of rows a ring may hold for its memory to stay within `bufferMaxBytes` (BUFFER_MAX_BYTES). */
 export function ringMaxBytes(bufferMaxBytes: number): number {
   return Math.floor(bufferMaxBytes / RING_COST_FACTOR);
+}
+
+/** The service's ring: BUFFER_MAX_EVENTS, BUFFER_MAX_BYTES at what rows cost, chunks of a batch at most. */
+export function openRing(config: Config, metrics: Registry): Ring {
+  const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: ringMaxBytes(config.bufferMaxBytes), chunkMaxEvents: config.flushMaxEvents });
+  metrics.gauge("logpond_buffer_events", "Events held in memory (waiting or being written).", () => ring.heldEvents);
+  metrics.gauge("logpond_buffer_bytes", "Approximate bytes held in memory.", () => ring.heldBytes);
+  return ring;
 }
 
 /**
@@ -104,6 +115,11 @@ export class Ring {
   private slabRowBytes = 0;
 
   constructor(private readonly limits: RingLimits) {}
+
+  /** The most bytes of rows it holds (a request whose rows are more can never fit: 413). */
+  get maxBytes(): number {
+    return this.limits.maxBytes;
+  }
 
   /** Whether a chunk of this size fits now. */
   fits(events: number, bytes: number): boolean {

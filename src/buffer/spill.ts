@@ -3,7 +3,8 @@
 // Written atomically (tmp, fsync, rename, fsync of the folder) so a file that exists is whole.
 // Exactly once rests on batch ids: every entry carries the id it is written under; a batch that was
 // being written at the stop keeps its id, so if that try committed after all, flush_batches' claim
-// skips it. A file is deleted only after every entry in it is stored. Never touches the ring.
+// skips it. A file is deleted only after every entry in it is stored. replaySpills never touches
+// the ring; replayInto (the service's replay at start) hands refused entries back through it.
 //
 // Format: a line "logpond-spill 2\n", then per entry a JSON line
 // {"batchId","events","bytes","firstId"?,"lastId"?} and exactly `bytes` bytes of COPY tuples
@@ -12,9 +13,13 @@
 // before binary COPY) are still read: their lines become tuples.
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import * as path from "node:path";
-import type { IdRange } from "../store/copy";
-import { fromText } from "../codec/tuples";
-import type { Rows } from "./ring";
+import type { Config } from "../config";
+import type { Metrics } from "../metrics";
+import { openFlushConnection, type IdRange } from "../store/copy";
+import { fromText, tupleCount } from "../codec/tuples";
+import type { HeldBatch } from "./batch";
+import type { Flusher } from "./flusher";
+import type { Ring, Rows } from "./ring";
 
 export interface SpillEntry {
   batchId: string;
@@ -131,6 +136,50 @@ export async function replaySpills(
     );
   }
   return replayed;
+}
+
+/**
+ * At start, before ingestion opens: what an earlier stop could not write goes in, on a connection of
+ * its own; an entry PostgreSQL refuses for its data takes the flusher's dead-letter path, back
+ * through the ring (which sets ids anew, over any the tuples had).
+ */
+export async function replayInto(config: Config, url: string, ring: Ring, flusher: Flusher, log: (line: string) => void): Promise<number> {
+  const replay = openFlushConnection(url, config.flushTimeoutMs);
+  try {
+    return await replaySpills(
+      config.dataDir,
+      replay,
+      async (entry) => {
+        for (const rows of entry.rows) ring.push({ rows, events: tupleCount(rows), bytes: rows.length, seq: 0 });
+        await flusher.flush();
+      },
+      log,
+    );
+  } finally {
+    await replay.close();
+  }
+}
+
+/** What a stop left in the spill file: the events, and the file. */
+export interface Spilled {
+  events: number;
+  file?: string;
+}
+
+/**
+ * At stop, once the drain missed its deadline: what the flusher handed over goes to a spill file
+ * (written at the next start), or, if that fails, is counted lost. Fills in `spilled`.
+ */
+export function spillHeld(dataDir: string, held: readonly HeldBatch[], spilled: Spilled, metrics: Metrics, log: (line: string) => void): void {
+  const events = held.reduce((sum, batch) => sum + batch.events, 0);
+  try {
+    spilled.file = writeSpill(dataDir, held);
+    spilled.events = events;
+    log(`shutdown: PostgreSQL did not take ${events} buffered events before SHUTDOWN_TIMEOUT_MS; spilled to ${spilled.file}, written at the next start`);
+  } catch (error) {
+    metrics.eventsLost += events;
+    log(`shutdown: LOST ${events} buffered events: PostgreSQL did not take them and the spill file failed (${(error as Error).message})`);
+  }
 }
 
 /** writeSync may write less than asked (a full disk says so by throwing, a short write by its count). */

@@ -15,8 +15,8 @@ import { declaredLength, decompress, gzipSizeHint, identityBody, parseEncoding, 
 import { DecodeWorker, headerRefusal, OFFLOAD_FROM_BYTES } from "./offload";
 import { prepareBody, type PrepareLimits } from "./prepare";
 import { parseContentType, sniffFormat } from "./content-type";
-import type { InFlight } from "./inflight";
-import type { GcPacer } from "./gcpace";
+import type { InFlight } from "../memory/inflight";
+import type { GcPacer } from "../memory/gcpace";
 import type { RateLimiter } from "./ratelimit";
 import { microsOfMillis, type PgMicros } from "../codec/time";
 import type { Format } from "../codec/format";

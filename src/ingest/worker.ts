@@ -49,7 +49,7 @@ serve<Job, Outcome, string>(
     } finally {
       // Each job is a body of 1 MiB or more: its objects are garbage now, and this heap's collector
       // would leave them for a while (a 32 MiB body's decoded objects are several times that). The
-      // admission gate reads the process's RSS, this thread's heap included (server.ts). Once the
+      // admission gate reads the process's RSS, this thread's heap included (memory/budget.ts). Once the
       // thread has been idle IDLE_MS: the job's message is off the stack, and a job that comes
       // meanwhile does not wait behind the collection (run right after each job, a refusal in
       // hostile-load.test.ts that takes 690–800 ms took 1,042).

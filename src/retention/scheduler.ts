@@ -5,7 +5,8 @@
 // stop() aborts a running sweep between two statements and waits for it: shutdown stays bounded.
 import type { Metrics } from "../metrics";
 import type { Sql } from "../store/db";
-import { sweep, type SweepResult } from "./sweep";
+import { DAY_MS, ensurePartitions } from "../store/partitions";
+import { DAYS_AHEAD, sweep, type SweepResult } from "./sweep";
 
 const SWEEP_LOCK = 73_615_403;
 /** How long the pre-sweep flush may take before the sweep goes ahead anyway (late events are re-swept). */
@@ -19,6 +20,11 @@ export interface Retention {
   stop(): Promise<void>;
   /** The last sweep's view of storage, for /metrics. */
   readonly last: SweepResult | undefined;
+}
+
+/** At start: yesterday's, today's and the next days' block partitions exist before the first seal (sweeps keep them ahead). */
+export async function ensurePartitionsAhead(sql: Sql, log: (line: string) => void): Promise<void> {
+  await ensurePartitions(sql, new Date(Date.now() - DAY_MS), new Date(Date.now() + DAYS_AHEAD * DAY_MS), log);
 }
 
 export function startRetention(options: {
@@ -83,6 +89,16 @@ export function startRetention(options: {
     });
   }
 
+  metrics.gauge(
+    "logpond_storage_partitions",
+    "log_blocks partitions (daily ones and the default), as of the last retention sweep.",
+    () => last?.partitions ?? 0,
+  );
+  metrics.gauge(
+    "logpond_storage_oldest_event_timestamp_seconds",
+    "dt of the oldest stored event (Unix seconds; 0: none), as of the last retention sweep.",
+    () => (last?.oldestEvent?.getTime() ?? 0) / 1000,
+  );
   const timer = setInterval(kick, intervalMs);
   kick();
 

@@ -8,6 +8,7 @@
 // before the rotation, and of two reads finishing out of order the one begun later wins (it saw
 // the database at least as new: a NOTIFY is sent at commit, and its reload begins after it).
 import { eq } from "drizzle-orm";
+import type { Registry } from "../metrics";
 import type { Db, Sql } from "../store/db";
 import { sources } from "../store/schema";
 
@@ -22,6 +23,23 @@ export interface SourceRow {
   id: number;
   token: string;
   ingestingPaused: boolean;
+}
+
+/**
+ * The service's cache: every source loaded, other instances' changes followed (`unlisten` at stop),
+ * its gauge registered and the metrics' per-source series kept to the sources that exist.
+ */
+export async function openSourceCache(
+  store: { sql: Sql; db: Db },
+  metrics: Registry,
+  log: (line: string) => void,
+): Promise<{ cache: SourceCache; unlisten(): Promise<void> }> {
+  const cache = new SourceCache();
+  await cache.loadAll(store.db);
+  const following = await cache.follow(store.sql, store.db, log);
+  metrics.gauge("logpond_sources", "Sources known to ingestion.", () => cache.size);
+  metrics.sourcesFrom((id) => cache.has(id));
+  return { cache, unlisten: () => following.unlisten() };
 }
 
 export class SourceCache {

@@ -5,6 +5,9 @@
 // batch has been handed to every live client, synchronously, which is what makes the switch from
 // a client's catch-up (storage, seq ≤ lastSeq) to live (seq > lastSeq) gap- and duplicate-free.
 // Never blocks the flusher: a subscriber callback only stores a reference.
+import type { Flusher } from "../buffer/flusher";
+import type { Config } from "../config";
+import type { Registry } from "../metrics";
 import { BATCHES_CHANNEL } from "../store/copy";
 import type { Sql } from "../store/db";
 import type { TailClient } from "./client";
@@ -22,6 +25,20 @@ const MAX_LOCAL_WAITING = 256;
  * reading it back from storage (which, without an index on id, scans log_events).
  */
 const LOCAL_GRACE_MS = 200;
+
+/** The service's hub: listening, fed by the flusher's commits, its series registered. */
+export async function startTail(sql: Sql, config: Config, flusher: Flusher, metrics: Registry, log: (line: string) => void): Promise<TailHub> {
+  const tail = new TailHub(sql, { heartbeatMs: config.tailHeartbeatMs, log, flushing: () => flusher.streamsBusy > 0 });
+  await tail.start();
+  flusher.subscribe((batch) => tail.committed(batch));
+  metrics.gauge("logpond_tail_streams", "Live-tail streams open.", () => tail.size);
+  metrics.counter(
+    "logpond_tail_batches_read_back_total",
+    "Committed batches the live tail read back from PostgreSQL (another instance's, or ours when its NOTIFY came first).",
+    () => tail.readBack,
+  );
+  return tail;
+}
 
 export class TailHub {
   lastSeq = 0;

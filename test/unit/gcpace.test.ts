@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { GcPacer } from "../../src/ingest/gcpace";
+import { GcPacer } from "../../src/memory/gcpace";
 
 const MIB = 1024 * 1024;
 

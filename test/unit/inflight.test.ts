@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { COST_FACTOR, InFlight } from "../../src/ingest/inflight";
+import { COST_FACTOR, InFlight } from "../../src/memory/inflight";
 
 const MIB = 1024 * 1024;
 

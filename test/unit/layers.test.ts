@@ -18,6 +18,7 @@ const LAYERS: Record<string, number> = {
   codec: 1,
   store: 2,
   buffer: 3,
+  memory: 4,
   http: 4,
   sources: 5,
   ingest: 5,
@@ -25,8 +26,10 @@ const LAYERS: Record<string, number> = {
   retention: 5,
   tail: 6,
   web: 6,
-  "server.ts": 7,
-  "main.ts": 8,
+  "listeners.ts": 7,
+  "stop.ts": 7,
+  "server.ts": 8,
+  "main.ts": 9,
 };
 
 function modules(dir = SRC): string[] {

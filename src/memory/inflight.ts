@@ -20,10 +20,10 @@ export class InFlight {
   private big = 0;
 
   /**
-   * `room`: what else may be held now (server.ts: BUFFER_MAX_BYTES + 200 MiB less what the ring
+   * `room`: what else may be held now (memory/budget.ts: BUFFER_MAX_BYTES + 200 MiB less what the ring
    * costs), so buffered rows and requests being decoded share one bound; 512 MiB of requests beside
    * a full buffer would be far past it. Two 32 MiB bodies (4 × 32 each) fit beside an empty one by
-   * it. `bigRoom`: the same for a request of `bigFromBytes` or more beside another such one (server.ts:
+   * it. `bigRoom`: the same for a request of `bigFromBytes` or more beside another such one (memory/budget.ts:
    * less the RSS too, when that is more).
    */
   constructor(

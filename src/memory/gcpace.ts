@@ -2,7 +2,7 @@
 // the bytes of request bodies and of their COPY rows handled, so the garbage each body leaves (decoded objects, JSON text,
 // row strings, and flushed rows that had a buffer of their own: the ring's slabs are reused, not
 // garbage) is collected before it piles up beside a full ring buffer. Every PACE_BYTES it runs a collection; a full one only when
-// memory is past one of two marks. Reads the RSS and the ring's gauges (given); its timer is server.ts's.
+// memory is past one of two marks. Reads the RSS and the ring's gauges (given); its timer is memory/budget.ts's.
 //
 // Measured under wrk -c64 on a shared box (issue 10): realistic @logtail/node bodies with the ring
 // full peaked at 683–914 MiB RSS unpaced, 506–515 MiB paced; msgpack-100 with the ring full, A/B
@@ -30,7 +30,7 @@
 // free (bench/rss.ts, realistic @logtail/node bodies, 3 rounds each way: VmHWM 391/403/421 MiB
 // against 408/421/441, events/s 2–8% higher). A setImmediate instead ran after every request of
 // the loop's turn had been decoded: 513–555 MiB.
-// sample() only reads the RSS (a timer: server.ts) for admission (InFlight's room): a reading
+// sample() only reads the RSS (a timer: memory/budget.ts) for admission (InFlight's room): a reading
 // costs ~11 µs, too much for every request.
 import { edenGC } from "bun:jsc";
 
@@ -57,7 +57,7 @@ export class GcPacer {
   /**
    * `fullAboveBytes`: RSS less the ring's free memory past which the collection is a full one,
    * taking at most a tenth of the time; `pressedAboveBytes`: RSS past which it may take a quarter
-   * (server.ts: the figures).
+   * (memory/budget.ts: the figures).
    */
   constructor(
     private readonly fullAboveBytes: number,

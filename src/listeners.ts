@@ -1,0 +1,102 @@
+// The two listeners: ingestion (INGEST_PORT: Better Stack's `/`, OTLP, Loki) and management
+// (API_PORT: health, /metrics, the page, the live tail, sources, the query API), and the host
+// clients are told to send to.
+import { hostname } from "node:os";
+import { Elysia } from "elysia";
+import type { Config } from "./config";
+import { errorHandler } from "./http/errors";
+import { health } from "./http/health";
+import { EXCLUSIVE } from "./http/ports";
+import { acceptRequest, CORS_ORIGIN, type IngestDeps } from "./ingest/accept";
+import { acceptLoki } from "./ingest/loki";
+import { acceptOtlp } from "./ingest/otlp";
+import type { Metrics } from "./metrics";
+import { queryRoutes } from "./query/routes";
+import { sourceRoutes } from "./sources/routes";
+import type { Store } from "./store/db";
+import type { TailHub } from "./tail/hub";
+import { tailRoutes } from "./tail/routes";
+import type { webRoutes } from "./web/routes";
+
+/** CORS preflight for browser clients (@logtail/browser): the token is the credential, so any origin. */
+const PREFLIGHT_HEADERS = {
+  ...CORS_ORIGIN,
+  "access-control-allow-methods": "POST, OPTIONS",
+  "access-control-allow-headers": "Authorization, Content-Type, Content-Encoding",
+  "access-control-max-age": "86400",
+};
+
+export interface ManagementDeps {
+  store: Store;
+  metrics: Metrics;
+  routes: Parameters<typeof sourceRoutes>[0];
+  read: { tail: TailHub; queryTimeoutMs: number; tailLimits: { maxRows: number; maxBytes: number } };
+  web: Awaited<ReturnType<typeof webRoutes>>;
+  log: (line: string) => void;
+}
+
+export function managementApp(deps: ManagementDeps) {
+  const reading = { sql: deps.store.sql, apiTokenDigest: deps.routes.apiTokenDigest };
+  return (
+    new Elysia({ name: "logpond/management" })
+      .use(errorHandler(deps.log))
+      .use(health(() => deps.store.ping()))
+      // Every module registered its own series (Metrics.gauge, .counter) when it was built.
+      .get("/metrics", () => new Response(deps.metrics.render(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }))
+      // The page first: the API plugins' token hooks are scoped, so they apply to routes added after them.
+      .use(deps.web)
+      .use(tailRoutes({ ...reading, hub: deps.read.tail, limits: deps.read.tailLimits, log: deps.log }))
+      .use(sourceRoutes(deps.routes))
+      .use(queryRoutes({ ...reading, queryTimeoutMs: deps.read.queryTimeoutMs, metrics: deps.metrics }))
+  );
+}
+
+export function ingestApp(deps: IngestDeps & { store: Store; log: (line: string) => void }) {
+  return (
+    new Elysia({ name: "logpond/ingest" })
+      .use(errorHandler(deps.log))
+      .use(health(() => deps.store.ping()))
+      .post("/", ({ request }) => acceptRequest(request, deps), { parse: "none" })
+      .options("/", () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS }))
+      // Other shippers' protocols, on the same path from the token to the ring (README, Shippers).
+      .post("/v1/logs", ({ request }) => acceptOtlp(request, deps), { parse: "none" })
+      .options("/v1/logs", () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS }))
+      .post("/loki/api/v1/push", ({ request }) => acceptLoki(request, deps), { parse: "none" })
+  );
+}
+
+/** The ingest listener on HOST:INGEST_PORT. */
+export function listenIngest(config: Config, deps: Parameters<typeof ingestApp>[0]) {
+  return ingestApp(deps).listen({
+    ...EXCLUSIVE,
+    hostname: config.host,
+    port: config.ingestPort,
+    // Bun's own cap would answer a large Content-Length with a bare 413 before our handler runs;
+    // ours (ingest/body.ts) checks the header first and counts streamed bytes, so Bun's is lifted.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+  });
+}
+
+/** The management listener on HOST:API_PORT. */
+export function listenManagement(config: Config, deps: ManagementDeps) {
+  return managementApp(deps).listen({ ...EXCLUSIVE, hostname: config.host, port: config.apiPort, maxRequestBodySize: 1024 * 1024 });
+}
+
+/** A listener's URL as this process reaches it. */
+export function listenerUrl(config: Config, port: number | undefined): string {
+  return `http://${formatHost(config.host)}:${port}`;
+}
+
+/**
+ * `ingesting_host`: PUBLIC_INGEST_URL without its scheme; else HOST:port, where a wildcard bind
+ * (0.0.0.0, ::) becomes this machine's hostname, since clients cannot connect to a wildcard.
+ */
+export function publicIngestHost(config: Config, port: number): string {
+  if (config.publicIngestUrl) return config.publicIngestUrl.replace(/^https?:\/\//, "");
+  const wildcard = config.host === "0.0.0.0" || config.host === "::" || config.host === "[::]";
+  return `${wildcard ? hostname() : formatHost(config.host)}:${port}`;
+}
+
+function formatHost(host: string): string {
+  return host.includes(":") ? `[${host}]` : host;
+}
