@@ -20,7 +20,6 @@ import { openSourceCache } from "./sources/cache";
 import { createSourceService } from "./sources/service";
 import { openStore, type Store } from "./store/db";
 import { type Sealer, startSealer } from "./store/sealer";
-import { registerSealerMetrics } from "./store/sealer-metrics";
 import { stopAll } from "./stop";
 import { startTail, type TailHub } from "./tail/hub";
 import { webRoutes } from "./web/routes";
@@ -68,8 +67,7 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   const ring = openRing(config, metrics);
   const flusher = startFlusher(config, store.url, ring, metrics, log);
   await replayInto(config, store.url, ring, flusher, log); // what an earlier stop spilled, before ingestion opens
-  const sealer = startSealer({ sql: store.sql, intervalMs: config.sealIntervalMs, log });
-  registerSealerMetrics(sealer, metrics);
+  const sealer = startSealer({ sql: store.sql, intervalMs: config.sealIntervalMs, log, metrics });
   const retention = startRetention({ sql: store.sql, intervalMs: config.retentionSweepIntervalMs, flush: () => flusher.flush(), metrics, log });
   const tail = await startTail(store.sql, config, flusher, metrics, log);
   const decodeWorker = new DecodeWorker();

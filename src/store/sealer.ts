@@ -18,6 +18,7 @@
 import { type Block, blocksOf, LEVEL_MAX_CHARS, type MovedRow, textArray } from "./blocks";
 import type { Sql } from "./db";
 import { DDL_LOCK_TIMEOUT } from "./partitions";
+import type { Registry } from "../metrics";
 
 /** Ids per generation: more than any ingest rate reaches between two closes (2^53 lasts 2^25 closes). */
 export const GENERATION_IDS = 2 ** 28;
@@ -346,7 +347,7 @@ export interface Sealer {
  * Runs the sealer: every `intervalMs` the open generation closes (if it has rows), and closed ones
  * are sealed at once. An event is in a block about `intervalMs` plus one pass after its commit.
  */
-export function startSealer(options: { sql: Sql; intervalMs: number; log: (line: string) => void }): Sealer {
+export function startSealer(options: { sql: Sql; intervalMs: number; log: (line: string) => void; metrics?: Registry }): Sealer {
   const { sql, intervalMs, log } = options;
   const abort = new AbortController();
   const totals: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 };
@@ -387,7 +388,7 @@ export function startSealer(options: { sql: Sql; intervalMs: number; log: (line:
   };
   timer = setTimeout(tick, intervalMs);
 
-  return {
+  const sealer: Sealer = {
     sealNow: () => pass(true),
     async stop() {
       abort.abort();
@@ -401,4 +402,28 @@ export function startSealer(options: { sql: Sql; intervalMs: number; log: (line:
       return lastPassAt;
     },
   };
+  if (options.metrics) registerMetrics(sealer, options.metrics);
+  return sealer;
+}
+
+/** Its /metrics series (docs/metrics.md). */
+function registerMetrics(sealer: Sealer, metrics: Registry): void {
+  metrics.gauge(
+    "logpond_sealer_last_pass_timestamp_seconds",
+    "When the sealer last finished a pass (Unix seconds; 0: none yet).",
+    () => sealer.lastPassAt / 1000,
+  );
+  metrics.counter("logpond_sealer_events_sealed_total", "Events the sealer moved from the hot tier into compressed blocks.", () => sealer.totals.sealed);
+  metrics.counter(
+    "logpond_sealer_events_dropped_total",
+    "Hot rows the sealer dropped instead (past their source's retention, or of a deleted source).",
+    () => sealer.totals.moved - sealer.totals.sealed,
+  );
+  metrics.counter("logpond_sealer_blocks_written_total", "Blocks the sealer wrote.", () => sealer.totals.blocks);
+  metrics.counter("logpond_sealer_partitions_dropped_total", "Sealed hot-tier partitions dropped (their space given back).", () => sealer.totals.dropped);
+  metrics.counter(
+    "logpond_sealer_closes_busy_total",
+    "Closes of the open hot generation that did not get their locks in time (a long transaction on log_hot holds them off).",
+    () => sealer.totals.closesBusy,
+  );
 }
