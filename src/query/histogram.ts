@@ -77,7 +77,7 @@ export async function readHistogram(sql: Sql, request: HistogramRequest, timeout
   const params: unknown[] = [request.from, request.to, size, request.sourceIds];
   let filter = "";
   if (request.query) {
-    const condition = compileQuery(request.query, params.length + 1);
+    const condition = compileQuery(request.query, params.length + 1, "line");
     params.push(...condition.params);
     filter = ` and ${condition.text}`;
   }

@@ -1,5 +1,6 @@
 // What a query needs to find in a sealed block's text before any of its lines can match: needles
-// (lowered substrings every matching event's JSON text contains) and their grams, which the
+// (lowered substrings every matching event's JSON text contains, as LIKE/ILIKE patterns for
+// drizzle/0006's logpond_events_matching) and their grams, which the
 // block's Bloom filter must all hold (codec/grams.ts). Only necessary conditions are derived — a
 // block or line that passes still goes through the query's full condition (query/sql.ts) — so a
 // search by the index returns exactly the rows a scan would. Derived from the terms a match needs
@@ -7,13 +8,16 @@
 // character outside ASCII is left out (ILIKE may fold it in ways the C-ctype lowering here does not).
 import { asciiLower, termGrams } from "../codec/grams";
 import type { Node } from "./parse";
-import { jsonEscape } from "./sql";
+import { jsonEscape, likeEscape } from "./sql";
 
 export interface Prefilter {
   /** Lowered texts every match contains (as strpos(lower(text), needle) finds them). */
   needles: string[];
   /** Gram hashes of the needles: a block's filter must hold every one. */
   grams: number[];
+  /** The needles as patterns a text must match: ILIKE for those with a letter, LIKE (faster) for the others. */
+  ilikes: string[];
+  likes: string[];
 }
 
 /** A number as PostgreSQL prints every numeric equal to it, up to trailing zeros. */
@@ -25,7 +29,15 @@ export function prefilter(node: Node | undefined): Prefilter {
   if (node) collect(node, needles);
   const grams = new Set<number>();
   for (const needle of needles) for (const piece of needle.split(SEPARATORS)) for (const gram of termGrams(piece)) grams.add(gram);
-  return { needles: [...needles], grams: [...grams] };
+  const pattern = (needle: string) => `%${likeEscape(needle)}%`;
+  const all = [...needles];
+  return {
+    needles: all,
+    grams: [...grams],
+    // A needle is ASCII and lowered: case can change nothing in one without a letter.
+    ilikes: all.filter((needle) => /[a-z]/.test(needle)).map(pattern),
+    likes: all.filter((needle) => !/[a-z]/.test(needle)).map(pattern),
+  };
 }
 
 function collect(node: Node, needles: Set<string>): void {

@@ -34,7 +34,7 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
     );
   }
   if (request.query) {
-    const condition = compileQuery(request.query, params.length + 1);
+    const condition = compileQuery(request.query, params.length + 1, "line");
     params.push(...condition.params);
     conditions.push(condition.text);
   }
@@ -170,7 +170,7 @@ export async function newestBefore(sql: Sql, request: ReadRequest, timeoutMs: nu
   const params: unknown[] = ["", "", request.sourceIds];
   const conditions = ["source_id = any($3::bigint[])"];
   if (request.query) {
-    const condition = compileQuery(request.query, params.length + 1);
+    const condition = compileQuery(request.query, params.length + 1, "line");
     params.push(...condition.params);
     conditions.push(condition.text);
   }
@@ -212,8 +212,8 @@ export async function newestBefore(sql: Sql, request: ReadRequest, timeoutMs: nu
 export function tiers(params: unknown[], sources: string, from: string, to: string, query: Node | undefined): string {
   const needs = prefilter(query);
   if (needs.needles.length === 0) return `logpond_events_between(${sources}, ${from}, ${to})`;
-  params.push(needs.grams, needs.needles);
-  return `logpond_events_matching(${sources}, ${from}, ${to}, $${params.length - 1}::bigint[], $${params.length}::text[])`;
+  params.push(needs.grams, needs.ilikes, needs.likes);
+  return `logpond_events_matching(${sources}, ${from}, ${to}, $${params.length - 2}::bigint[], $${params.length - 1}::text[], $${params.length}::text[])`;
 }
 
 /** Runs `work` in a transaction whose statements are cancelled after `timeoutMs`. */

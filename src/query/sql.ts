@@ -9,8 +9,12 @@ export interface Condition {
   params: unknown[];
 }
 
-/** `first` is the number of the first placeholder to use (the caller's own come before). */
-export function compileQuery(node: Node, first: number): Condition {
+/**
+ * `first` is the number of the first placeholder to use (the caller's own come before). `asText`:
+ * an expression equal to raw::text that is cheaper to get (the tiers' `line`: a sealed event's
+ * text as stored, not printed again from jsonb).
+ */
+export function compileQuery(node: Node, first: number, asText = "raw::text"): Condition {
   const params: unknown[] = [];
   const param = (value: unknown, cast: string) => {
     params.push(value);
@@ -26,7 +30,7 @@ export function compileQuery(node: Node, first: number): Condition {
       case "text":
         // raw::text is the event as PostgreSQL prints jsonb; the term is JSON-escaped the same way,
         // so a quote or backslash in the term matches the stored one.
-        return `(raw::text ilike ${param(`%${likeEscape(jsonEscape(n.text))}%`, "text")})`;
+        return `(${asText} ilike ${param(`%${likeEscape(jsonEscape(n.text))}%`, "text")})`;
       case "field": {
         const path = param(n.path, "text[]");
         const value = `(raw #> ${path})`;

@@ -71,6 +71,16 @@ describe("what a query needs from a block", () => {
     expect(needs(query)).toEqual(expected as string[]);
   });
 
+  test("a needle without a letter is a LIKE pattern, one with a letter an ILIKE one; LIKE's own characters are escaped", () => {
+    const patterns = (query: string) => {
+      const { likes, ilikes } = prefilter(parseQuery(query));
+      return { likes, ilikes };
+    };
+    expect(patterns("status=500 ERROR")).toEqual({ likes: ["%500%"], ilikes: ["%error%"] });
+    expect(patterns('"50%_off" "100%"')).toEqual({ likes: ["%100\\%%"], ilikes: ["%50\\%\\_off%"] });
+    expect(patterns("a OR b")).toEqual({ likes: [], ilikes: [] });
+  });
+
   test("grams come from the needles' pieces of at least GRAM characters", () => {
     expect(prefilter(parseQuery("abc")).grams).toEqual([]);
     expect(prefilter(parseQuery("abcdefgh")).grams.length).toBe(3);
