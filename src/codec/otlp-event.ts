@@ -1,7 +1,7 @@
 // What an OTLP LogRecord becomes, shared by the protobuf and JSON decoders: the event time from
 // nanoseconds, OTLP's severity names, attribute keys nested at their dots (so `service.name` is a
 // path the query language reaches), and the resource split into `service` and `resource`.
-// The README ("OpenTelemetry") documents the shape; this file is its one implementation.
+// docs/shippers.md ("OpenTelemetry") documents the shape; this file is its one implementation.
 import { dateText } from "./time";
 
 /** OTLP's short names for severity numbers 1–24 (the data model's SeverityNumber table). */

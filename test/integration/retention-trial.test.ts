@@ -1,5 +1,5 @@
 // Retention and partitions as an operator meets them (found by trying the service by hand):
-// a CHECK constraint added to log_hot (README, Durability: "e.g. a CHECK constraint you added"
+// a CHECK constraint added to log_hot (docs/durability.md: "e.g. a CHECK constraint you added"
 // sends refused events to dead_letters) must not stop new generations, sealing nor the sweeps; a
 // dropped day counts its events in /metrics; seals and sweeps on simulated days never remove an
 // event that has not expired. A database of the test's own, so every row in it is known.
