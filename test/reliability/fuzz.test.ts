@@ -91,7 +91,7 @@ const cleanString = (s: string) => s.toWellFormed().replaceAll("\0", "\uFFFD");
 
 /**
  * What PostgreSQL must hold for a sent value. `records`: inside msgpackr records a `__proto__`
- * key arrives as `__proto_` (msgpackr's own guard; docs/ingestion.md, "What is stored").
+ * key arrives as `__proto_` (msgpackr's own guard; docs/ingestion.md, "Normalisations").
  */
 function expectedOf(tree: Tree, records = false): unknown {
   if (tree === undefined || tree === null) return null;
