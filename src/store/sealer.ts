@@ -9,8 +9,8 @@
 //   functions of drizzle/0005 are inlined into it).
 // - Generations: log_hot is partitioned by id. The open generation (log_hot_g<first id>, the one
 //   with the highest ids) takes new batches; closing it attaches the next one and moves the id
-//   counter there, so ids keep increasing but skip. A closed generation is sealed (page range by
-//   page range within the one transaction), then dropped once empty (checked under its lock). A
+//   counter there, so ids keep increasing but skip. A closed generation is sealed (chunk by chunk
+//   within the one transaction), then dropped once empty (checked under its lock). A
 //   batch that reserved ids before a close writes into its closed generation (waiting while that is
 //   being sealed), or into log_hot_default once it is gone, sealed the same way.
 // - Rows of deleted sources and rows past their source's retention are not sealed (dropped).
@@ -26,12 +26,14 @@ export const GENERATION_IDS = 2 ** 28;
 export const BLOCK_EVENTS = 1_000;
 const DT_TEXT = `to_char(m.dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 /**
- * Heap pages one chunk of a seal reads (8 KiB each, about 10,000 realistic rows): bounded memory
- * in this process (the rows' text is held while their blocks are built).
+ * Text a seal holds here at once, about (rows fetched until it is passed, then made into blocks):
+ * bounded memory in this process, and blocks of a sparse source as full as a chunk allows.
  */
-const PAGES_PER_MOVE = 1_024;
-/** Stored bytes of rows one chunk takes, at most (one row whatever its size): bounds the text held here. */
-const MOVE_MAX_BYTES = 32 * 1024 * 1024;
+const CHUNK_BYTES = 16 * 1024 * 1024;
+/** Text one FETCH brings, about (by the average row so far); the first FETCH takes FIRST_FETCH rows. */
+const FETCH_BYTES = 2 * 1024 * 1024;
+const FIRST_FETCH = 64;
+const MAX_FETCH = 10_000;
 /** A partition bigger than this is not read under log_hot's lock to see that it is empty (a later pass, after VACUUM). */
 const DROP_CHECK_MAX_PAGES = 64;
 const SEAL_LOCK = 73_615_404;
@@ -159,7 +161,7 @@ export async function sealAll(sql: Sql): Promise<SealStats> {
 
 /**
  * Seals one closed table in one transaction: SHARE lock (a straggling batch waits; readers go on),
- * its rows read page range by page range and written as blocks, then the table TRUNCATEd — its
+ * its rows read through a cursor and written as blocks chunk by chunk, then the table TRUNCATEd — its
  * space back at COMMIT, no dead row, no VACUUM. TRUNCATE needs the table to itself: readers hold
  * it off, so it is tried for TRUNCATE_PATIENCE_MS, then the rows are DELETEd instead (VACUUM and a
  * later drop give that space back). "busy": the SHARE lock was not granted (a batch is writing
@@ -172,22 +174,8 @@ async function sealTable(sql: Sql, table: string, stats: SealStats, signal: Abor
       await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
       await tx.unsafe(`lock table ${table} in share mode`);
       await tx.unsafe(`set local lock_timeout = '${READ_LOCK_TIMEOUT}'`);
-      const [size] = await tx.unsafe<{ pages: number }[]>(`select (pg_relation_size('${table}') / current_setting('block_size')::int)::int as pages`);
-      const pages = size?.pages ?? 0;
-      const done = { moved: 0, sealed: 0, blocks: 0, truncated: false };
-      for (let first = 0; first < pages; first += PAGES_PER_MOVE) {
-        // (first, 0) is no row: line pointers start at 1.
-        for (let after = `(${first},0)`; ; ) {
-          signal?.throwIfAborted();
-          const chunk = await sealChunk(tx as unknown as Sql, table, first, first + PAGES_PER_MOVE, after);
-          done.moved += chunk.moved;
-          done.sealed += chunk.sealed;
-          done.blocks += chunk.blocks;
-          if (chunk.last === undefined) break; // else the byte budget cut the range: the rest of it next
-          after = chunk.last;
-        }
-      }
-      if (pages === 0) return done;
+      const done = { ...(await sealRows(tx as unknown as Sql, table, signal)), truncated: false };
+      if (done.moved === 0) return done;
       done.truncated = await truncate(tx as unknown as Sql, table, signal);
       if (!done.truncated) await tx.unsafe(`delete from ${table}`);
       return done;
@@ -228,49 +216,53 @@ async function truncate(tx: Sql, table: string, signal: AbortSignal | undefined)
 }
 
 /**
- * One chunk of a seal, inside its transaction: the rows of heap pages [first, end) past ctid
- * `after` while their stored size stays within the budget (always the first: a page can hold
- * hundreds of TOASTed events of up to 1 MiB each), written as blocks (store/blocks.ts); rows of
- * deleted sources and past their source's retention are left out. `last`: the ctid the budget
- * stopped at, undefined when the range is done.
+ * The rows of `table` (locked by the caller's transaction), through one server-side cursor, in
+ * chunks of about CHUNK_BYTES of text — the rows' text is held here while their blocks are built —
+ * each written as blocks (store/blocks.ts) before the next is fetched. Rows of deleted sources and
+ * past their source's retention are counted, not sealed. A fetch takes as many rows as the average
+ * row so far says fit in FETCH_BYTES (events run up to a few MB): the first takes FIRST_FETCH.
  */
-async function sealChunk(
-  tx: Sql,
-  table: string,
-  first: number,
-  end: number,
-  after: string,
-): Promise<{ moved: number; sealed: number; blocks: number; last?: string }> {
-  const [picked] = await tx.unsafe<{ ctids: string[]; whole: boolean }[]>(
-    `select coalesce(array_agg(ctid::text order by ctid) filter (where running <= $1::bigint or rn = 1), '{}') as ctids,
-       bool_and(running <= $1::bigint or rn = 1) is not false as whole
-     from (select ctid, sum(pg_column_size(raw)) over w as running, row_number() over w as rn
-           from ${table} where ctid > $2::tid and ctid < '(${end},0)'::tid window w as (order by ctid)) x`,
-    [MOVE_MAX_BYTES, after],
+async function sealRows(tx: Sql, table: string, signal: AbortSignal | undefined): Promise<{ moved: number; sealed: number; blocks: number }> {
+  await tx.unsafe(
+    `declare seal_rows no scroll cursor for
+     select m.id::text as id, m.source_id::text as source_id, ${DT_TEXT} as dt, m.raw::text as line,
+       case jsonb_typeof(m.raw) when 'object' then (select coalesce(string_agg(key, ','), '') from jsonb_object_keys(m.raw) key) else '' end as shape,
+       nullif(lower(left(m.raw->>'level', ${LEVEL_MAX_CHARS})), '') as level,
+       (d.source_id is null and (s.id is null or m.dt >= now() - make_interval(secs => s.logs_retention * 86400))) as keep
+     from ${table} m left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id`,
   );
-  const ctids = picked?.ctids ?? [];
-  const rows = await tx.unsafe<(MovedRow & { keep: boolean })[]>(
-    `
-    select m.id::text as id, m.source_id::text as source_id, ${DT_TEXT} as dt, m.raw::text as line,
-      case jsonb_typeof(m.raw) when 'object' then (select coalesce(string_agg(key, ','), '') from jsonb_object_keys(m.raw) key) else '' end as shape,
-      nullif(lower(left(m.raw->>'level', ${LEVEL_MAX_CHARS})), '') as level,
-      (d.source_id is null and (s.id is null or m.dt >= now() - make_interval(secs => s.logs_retention * 86400))) as keep
-    from ${table} m left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id
-    where m.ctid = any($1::text[]::tid[])`,
-    [ctids],
-  );
-  let sealed = 0;
-  let blocks = 0;
-  // Built and written one at a time: the event loop serves requests between two blocks.
-  for (const block of blocksOf(
-    rows.filter((row) => row.keep),
-    BLOCK_EVENTS,
-  )) {
-    await writeBlocks(tx, [block]);
-    sealed += block.n;
-    blocks++;
+  const done = { moved: 0, sealed: 0, blocks: 0 };
+  let chunk: MovedRow[] = [];
+  let chunkBytes = 0;
+  let fetched = 0;
+  let fetchedBytes = 0;
+  const flush = async () => {
+    // Built and written one at a time: the event loop serves requests between two blocks.
+    for (const block of blocksOf(chunk, BLOCK_EVENTS)) {
+      await writeBlocks(tx, [block]);
+      done.sealed += block.n;
+      done.blocks++;
+    }
+    chunk = [];
+    chunkBytes = 0;
+  };
+  for (;;) {
+    signal?.throwIfAborted();
+    const count = fetched === 0 ? FIRST_FETCH : Math.max(1, Math.min(MAX_FETCH, Math.floor(FETCH_BYTES / (fetchedBytes / fetched))));
+    const rows = await tx.unsafe<(MovedRow & { keep: boolean })[]>(`fetch ${count} from seal_rows`);
+    for (const row of rows) {
+      fetchedBytes += row.line.length;
+      if (!row.keep) continue;
+      chunk.push(row);
+      chunkBytes += row.line.length;
+    }
+    fetched += rows.length;
+    done.moved += rows.length;
+    if (chunkBytes >= CHUNK_BYTES || (rows.length < count && chunk.length > 0)) await flush();
+    if (rows.length < count) break;
   }
-  return { moved: rows.length, sealed, blocks, last: picked?.whole === false ? ctids[ctids.length - 1] : undefined };
+  await tx.unsafe(`close seal_rows`);
+  return done;
 }
 
 /** INSERTs blocks into log_blocks (one statement each: a body is up to a few MB of text). */
