@@ -1,0 +1,39 @@
+// query/read.ts's slices: the sub-windows a page is read in cover [from, to] exactly once, in the
+// page's order, with or without an anchor (the newest block's end) and a cursor.
+import { expect, test } from "bun:test";
+import { slices } from "../../src/query/read";
+
+const iso = (ms: number) => new Date(ms).toISOString().replace("Z", "000Z");
+const T = Date.parse("2026-11-25T12:00:00Z");
+
+/** Whether an instant (as text) is inside a slice. */
+function inside(slice: ReturnType<typeof slices> extends Generator<infer S> ? S : never, at: string): boolean {
+  const above = slice.lowerOp === ">=" ? at >= slice.lower : at > slice.lower;
+  const below = slice.upperOp === "<=" ? at <= slice.upper : at < slice.upper;
+  return above && below;
+}
+
+test.each([
+  ["newest first, no anchor", true, undefined, undefined],
+  ["newest first, anchor 2 h before to", true, iso(T - 2 * 3_600_000), undefined],
+  ["newest first, anchor and a cursor after it", true, iso(T - 5 * 3_600_000), { dt: iso(T - 3_600_000), id: "7" }],
+  ["newest first, anchor at to (ignored)", true, iso(T), undefined],
+  ["newest first, anchor before from (ignored)", true, iso(T - 30 * 3_600_000), undefined],
+  ["oldest first", false, undefined, undefined],
+])("%s: every instant of the window is in exactly one slice, in the page's order", (_name, newest, anchor, after) => {
+  const request = { from: iso(T - 24 * 3_600_000), to: iso(T), after };
+  const all = [...slices(request, newest, anchor)];
+  const start = after ? Date.parse(after.dt) : newest ? T : T - 24 * 3_600_000;
+  // Instants at every slice edge and between them, plus a spread over the window.
+  const probes = new Set<string>();
+  for (const slice of all) for (const at of [slice.lower, slice.upper]) for (const d of [-1, 0, 1]) probes.add(iso(Date.parse(at) + d));
+  for (let k = 0; k <= 1000; k++) probes.add(iso(T - 24 * 3_600_000 + (k * 24 * 3_600_000) / 1000));
+  for (const at of probes) {
+    const ms = Date.parse(at);
+    const inWindow = at >= request.from && at <= request.to && (newest ? ms <= start : ms >= start);
+    expect([at, all.filter((slice) => inside(slice, at)).length]).toEqual([at, inWindow ? 1 : 0]);
+  }
+  // In the page's order: each slice lies wholly past the previous one.
+  for (let i = 1; i < all.length; i++) expect(newest ? all[i]!.upper <= all[i - 1]!.lower : all[i]!.lower >= all[i - 1]!.upper).toBe(true);
+  if (anchor && anchor > request.from && anchor < request.to && !after) expect(all[0]!.lower).toBe(anchor);
+});
