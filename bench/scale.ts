@@ -34,7 +34,7 @@ import { cpus, loadavg, totalmem } from "node:os";
 import * as path from "node:path";
 import postgres from "postgres";
 import { realisticEvent } from "./corpus";
-import { benchDir, fmt, progress } from "./lib";
+import { benchDir, cpuSeconds, fmt, progress } from "./lib";
 
 // ---- options -------------------------------------------------------------------------------
 
@@ -528,7 +528,7 @@ function startSampler(sql: postgres.Sql): { samples: Sample[]; sealerCpu: () => 
                      where l.mode = 'ShareLock' and l.granted and c.relname like 'log\_hot\_%') as sealing,
           exists (select 1 from pg_stat_activity where backend_type = 'autovacuum worker' and query like '%log\_hot\_%') as vacuuming`;
       const pids = row!.sealing as number[];
-      for (const pid of pids) if (!sealers.has(pid)) sealers.set(pid, processCpu(pid));
+      for (const pid of pids) if (!sealers.has(pid)) sealers.set(pid, cpuSeconds(pid));
       const sample: Sample = { at: performance.now(), sealing: pids.length > 0, vacuuming: row!.vacuuming as boolean };
       if (i % 8 === 0) sample.hot = await hotEstimate(sql);
       samples.push(sample);
@@ -538,7 +538,7 @@ function startSampler(sql: postgres.Sql): { samples: Sample[]; sealerCpu: () => 
   return {
     samples,
     /** CPU seconds the sealer's backends used since first seen moving (PostgreSQL's side of sealing). */
-    sealerCpu: () => [...sealers].reduce((sum, [pid, first]) => sum + processCpu(pid) - first, 0),
+    sealerCpu: () => [...sealers].reduce((sum, [pid, first]) => sum + cpuSeconds(pid) - first, 0),
     stop: async () => {
       stopped = true;
       await loop;
@@ -548,17 +548,6 @@ function startSampler(sql: postgres.Sql): { samples: Sample[]; sealerCpu: () => 
 
 const busySeconds = (samples: Sample[], from: number, to: number, what: "sealing" | "vacuuming" = "sealing") =>
   (samples.filter((s) => s.at >= from && s.at <= to && s[what]).length * SAMPLE_MS) / 1000;
-
-/** CPU seconds of one process (user + system, USER_HZ = 100); 0 when it is gone. */
-function processCpu(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
-}
 
 interface Cpu {
   /** logpond's process (all its threads). */
