@@ -1,10 +1,13 @@
-// The search index's words: every run of GRAM characters inside a "segment" of an event's JSON text
-// (segments are split where a bare word of the query language ends: whitespace, parentheses and
-// double quotes), ASCII letters lowered as ILIKE lowers them in the embedded database's C ctype.
-// A block's grams go into a Bloom filter (store/blocks.ts); a query term's grams are looked up in
-// it (query/prefilter.ts): a block whose filter lacks one of them cannot contain the term, since a
-// term never spans two segments. Pure: no I/O. The hash is part of the stored format: changing it,
-// GRAM or the segment rule needs a migration that rebuilds every block's filter.
+// The search index's items. Grams: every run of GRAM characters inside a "segment" of an event's
+// JSON text (segments are split where a bare word of the query language ends: whitespace,
+// parentheses and double quotes), ASCII letters lowered as ILIKE lowers them in the embedded
+// database's C ctype. Numbers: every JSON number value in its canonical form, and every string
+// whose whole text is a canonical number (what `field=value` can equal), each set at NUMBER_PROBES
+// positions. A block's items go into its Bloom filter, stored bit-sliced with the other blocks of
+// its group (sliced() below; store/blocks.ts); a query's are looked up in it (query/prefilter.ts):
+// a block whose filter lacks one cannot contain the term, since a term never spans two segments.
+// Pure: no I/O. The hashes are part of the stored format: changing them, GRAM, the segment rule or
+// the number rule needs a migration that rebuilds every filter.
 
 /** Characters per gram. Terms shorter than this skip no block (they are found by scanning). */
 export const GRAM = 6;
@@ -77,24 +80,100 @@ export function termGrams(term: string): number[] {
   return [...hashes];
 }
 
-/** Bits per distinct gram: one hash function, so a probe of one gram passes half the blocks that lack it. */
-const BITS_PER_GRAM = 1.44;
+/** Bits per distinct position: one per gram, so a probe of one gram passes about half the blocks that lack it. */
+export const BITS_PER_ITEM = 1.44;
+/** Positions a number item sets: an absent number passes a filter about 2^-NUMBER_PROBES of the time. */
+export const NUMBER_PROBES = 5;
+
+/** A number as PostgreSQL prints every numeric equal to it, up to trailing zeros (query/prefilter.ts uses it too). */
+export const CANONICAL_NUMBER = /^-?(0|[1-9][0-9]*)(\.[0-9]*[1-9])?$/;
+
+/** The NUMBER_PROBES positions' hashes of a canonical number (`=` terms in queries; the sealer's numbers). */
+export function numberHashes(canonical: string, out: (hash: number) => void = () => {}): number[] {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < canonical.length; i++) h = Math.imul(h ^ canonical.charCodeAt(i), 0x01000193);
+  const hashes: number[] = [];
+  for (let k = 0; k < NUMBER_PROBES; k++) {
+    const probe = mix((h + Math.imul(k + 1, 0x9e3779b9)) | 0);
+    hashes.push(probe);
+    out(probe);
+  }
+  return hashes;
+}
 
 /**
- * A Bloom filter (one hash function; bit i of byte j is position 8j + i, as PostgreSQL's
- * get_bit counts) over the grams of `lines`: about BITS_PER_GRAM bits per distinct gram, so a
- * term of g grams absent from the block passes with probability about 2^-g. Undefined when the
- * lines have no gram at all.
+ * Calls `out` with the position hashes of every number item of a JSON text as PostgreSQL prints
+ * jsonb (no exponents): number values canonicalised (trailing fraction zeros and -0's sign
+ * dropped), and strings whose whole text is a canonical number (keys too: a surplus item only
+ * opens a block more).
  */
-export function bloom(lines: readonly string[]): Uint8Array | undefined {
-  let count = 0;
-  for (const line of lines) count += line.length;
-  if (count === 0) return undefined;
-  const hashes = scratch(count);
+export function numberItems(text: string, out: (hash: number) => void): void {
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === 34) {
+      // A string: scanned to its closing quote (escapes skipped); a candidate only if short and plain.
+      let j = i + 1;
+      let plain = true;
+      for (; j < n; j++) {
+        const d = text.charCodeAt(j);
+        if (d === 92) {
+          j++;
+          plain = false;
+        } else if (d === 34) break;
+        else if (plain && !((d >= 48 && d <= 57) || d === 45 || d === 46)) plain = false;
+      }
+      if (plain && j > i + 1 && j - i <= 41) {
+        const s = text.slice(i + 1, j);
+        if (CANONICAL_NUMBER.test(s)) numberHashes(s, out);
+      }
+      i = j + 1;
+    } else if (c === 45 || (c >= 48 && c <= 57)) {
+      let j = i + 1;
+      while (j < n) {
+        const d = text.charCodeAt(j);
+        if ((d >= 48 && d <= 57) || d === 46 || d === 45 || d === 43 || d === 101 || d === 69) j++;
+        else break;
+      }
+      const canonical = canonicalNumber(text.slice(i, j));
+      if (canonical !== undefined) numberHashes(canonical, out);
+      i = j;
+    } else {
+      i++;
+    }
+  }
+}
+
+/** A plain decimal's canonical text (trailing fraction zeros gone; -0 → 0), or undefined for anything else. */
+export function canonicalNumber(text: string): string | undefined {
+  const match = /^(-?)(0|[1-9][0-9]*)(?:\.([0-9]+))?$/.exec(text);
+  if (!match) return undefined;
+  const fraction = (match[3] ?? "").replace(/0+$/, "");
+  const digits = fraction === "" ? match[2]! : `${match[2]}.${fraction}`;
+  return digits === "0" ? "0" : `${match[1]}${digits}`;
+}
+
+/** Every item position hash of a block's lines: grams, then numbers (a fresh array). */
+export function blockHashes(lines: readonly string[]): Uint32Array {
   let n = 0;
-  for (const line of lines) gramHashes(line, (h) => (hashes[n++] = h));
-  if (n === 0) return undefined;
-  // Distinct grams, estimated by linear counting over a bitmap 8× the gram count (exact enough to size by).
+  const push = (h: number) => {
+    if (n === buffer.length) {
+      const grown = new Uint32Array(Math.max(1024, buffer.length * 2));
+      grown.set(buffer);
+      buffer = grown;
+    }
+    buffer[n++] = h;
+  };
+  for (const line of lines) gramHashes(line, push);
+  for (const line of lines) numberItems(line, push);
+  return buffer.slice(0, n);
+}
+
+/** Filter bits for a block's hashes: BITS_PER_ITEM per distinct one (estimated by linear counting), a multiple of 8, at least 64. */
+export function filterBits(hashes: Uint32Array): number {
+  const n = hashes.length;
+  if (n === 0) return 0;
   const probeBits = Math.max(64, 2 ** Math.ceil(Math.log2(n * 8)));
   const probe = new Uint32Array(probeBits / 32);
   for (let i = 0; i < n; i++) {
@@ -104,20 +183,31 @@ export function bloom(lines: readonly string[]): Uint8Array | undefined {
   let zeros = 0;
   for (const word of probe) zeros += 32 - popcount(word);
   const distinct = zeros === 0 ? n : Math.min(n, -probeBits * Math.log(zeros / probeBits));
-  const bits = Math.max(64, Math.ceil((distinct * BITS_PER_GRAM) / 8) * 8);
-  const filter = new Uint8Array(bits / 8);
-  for (let i = 0; i < n; i++) {
-    const bit = hashes[i]! % bits;
-    filter[bit >>> 3]! |= 1 << (bit & 7);
-  }
-  return filter;
+  return Math.max(64, Math.ceil((distinct * BITS_PER_ITEM) / 8) * 8);
 }
 
-let buffer = new Uint32Array(0);
-function scratch(size: number): Uint32Array {
-  if (buffer.length < size) buffer = new Uint32Array(Math.max(size, buffer.length * 2));
-  return buffer;
+/**
+ * The Bloom filters of a group of blocks, `bits` positions each, bit-sliced: bit (p × blocks + k)
+ * of the result (bit i of byte j is position 8j + i, as PostgreSQL's get_bit counts) is position p
+ * of block k's filter. A query reads, per item, the `blocks` bits of its position — one short
+ * substring of the group's value, one TOAST chunk — and learns which of the group's blocks may
+ * hold it, instead of one read per block (drizzle/0007).
+ */
+export function sliced(hashLists: readonly Uint32Array[], bits: number): Uint8Array {
+  const blocks = hashLists.length;
+  const out = new Uint8Array(Math.ceil((bits * blocks) / 8));
+  for (let k = 0; k < blocks; k++) {
+    const hashes = hashLists[k]!;
+    for (let i = 0; i < hashes.length; i++) {
+      const bit = (hashes[i]! % bits) * blocks + k;
+      out[bit >>> 3]! |= 1 << (bit & 7);
+    }
+  }
+  return out;
 }
+
+/** Scratch for blockHashes, grown as needed and reused. */
+let buffer = new Uint32Array(0);
 
 function popcount(x: number): number {
   x -= (x >>> 1) & 0x55555555;

@@ -1,12 +1,12 @@
 // What a query needs to find in a sealed block's text before any of its lines can match: needles
 // (lowered substrings every matching event's JSON text contains, as LIKE/ILIKE patterns for
-// drizzle/0006's logpond_events_matching) and their grams, which the
-// block's Bloom filter must all hold (codec/grams.ts). Only necessary conditions are derived — a
+// drizzle/0007's logpond_events_matching), their grams and the canonical numbers `=` terms need,
+// which the block's Bloom filter must all hold (codec/grams.ts). Only necessary conditions are derived — a
 // block or line that passes still goes through the query's full condition (query/sql.ts) — so a
 // search by the index returns exactly the rows a scan would. Derived from the terms a match needs
 // in every case: the terms of an AND; none from OR, NOT, != or comparisons. A needle with a
 // character outside ASCII is left out (ILIKE may fold it in ways the C-ctype lowering here does not).
-import { asciiLower, termGrams } from "../codec/grams";
+import { asciiLower, CANONICAL_NUMBER, numberHashes, termGrams } from "../codec/grams";
 import type { Node } from "./parse";
 import { jsonEscape, likeEscape } from "./sql";
 
@@ -15,18 +15,19 @@ export interface Prefilter {
   needles: string[];
   /** Gram hashes of the needles: a block's filter must hold every one. */
   grams: number[];
+  /** Position hashes of the numbers `=` terms need (a number value equal to it, or a string that is it): likewise. */
+  nums: number[];
   /** The needles as patterns a text must match: ILIKE for those with a letter, LIKE (faster) for the others. */
   ilikes: string[];
   likes: string[];
 }
 
-/** A number as PostgreSQL prints every numeric equal to it, up to trailing zeros. */
-const CANONICAL_NUMBER = /^-?(0|[1-9][0-9]*)(\.[0-9]*[1-9])?$/;
 const SEPARATORS = /[\s()"]+/;
 
 export function prefilter(node: Node | undefined): Prefilter {
   const needles = new Set<string>();
-  if (node) collect(node, needles);
+  const numbers = new Set<string>();
+  if (node) collect(node, needles, numbers);
   const grams = new Set<number>();
   for (const needle of needles) for (const piece of needle.split(SEPARATORS)) for (const gram of termGrams(piece)) grams.add(gram);
   const pattern = (needle: string) => `%${likeEscape(needle)}%`;
@@ -34,19 +35,20 @@ export function prefilter(node: Node | undefined): Prefilter {
   return {
     needles: all,
     grams: [...grams],
+    nums: [...new Set([...numbers].flatMap((n) => numberHashes(n)))],
     // A needle is ASCII and lowered: case can change nothing in one without a letter.
     ilikes: all.filter((needle) => /[a-z]/.test(needle)).map(pattern),
     likes: all.filter((needle) => !/[a-z]/.test(needle)).map(pattern),
   };
 }
 
-function collect(node: Node, needles: Set<string>): void {
+function collect(node: Node, needles: Set<string>, numbers: Set<string>): void {
   const add = (text: string) => {
     if (text !== "" && !/[^\x00-\x7f]/.test(text)) needles.add(asciiLower(text));
   };
   switch (node.kind) {
     case "and":
-      for (const child of node.nodes) collect(child, needles);
+      for (const child of node.nodes) collect(child, needles, numbers);
       return;
     case "text":
       add(jsonEscape(node.text)); // raw::text ILIKE %escaped%
@@ -61,6 +63,9 @@ function collect(node: Node, needles: Set<string>): void {
         // exponent, maybe with trailing zeros: the canonical form is a prefix of every such text;
         // not -0, which equals 0 and is printed 0).
         if (node.number === undefined || (CANONICAL_NUMBER.test(node.value) && node.value !== "-0")) add(jsonEscape(node.value));
+        // A number equal to it is printed as its canonical form (up to trailing zeros, which the
+        // sealer drops), and a string equal to it is it: either way the block holds that number item.
+        if (node.number !== undefined && CANONICAL_NUMBER.test(node.value) && node.value !== "-0") numbers.add(node.value);
       }
       return;
     default:

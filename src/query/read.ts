@@ -207,13 +207,14 @@ export async function newestBefore(sql: Sql, request: ReadRequest, timeoutMs: nu
 /**
  * The set-returning function that reads both tiers for these sources and window: hot rows, and the
  * lines of the blocks whose time range meets it; with a query, only blocks (and lines) that hold
- * what the query needs (query/prefilter.ts; drizzle/0005_sealed_blocks.sql). Adds its parameters.
+ * what the query needs (query/prefilter.ts; drizzle/0005_sealed_blocks.sql, 0007). Adds its parameters.
  */
 export function tiers(params: unknown[], sources: string, from: string, to: string, query: Node | undefined): string {
   const needs = prefilter(query);
   if (needs.needles.length === 0) return `logpond_events_between(${sources}, ${from}, ${to})`;
-  params.push(needs.grams, needs.ilikes, needs.likes);
-  return `logpond_events_matching(${sources}, ${from}, ${to}, $${params.length - 2}::bigint[], $${params.length - 1}::text[], $${params.length}::text[])`;
+  params.push(needs.grams, needs.nums, needs.ilikes, needs.likes);
+  const n = params.length;
+  return `logpond_events_matching(${sources}, ${from}, ${to}, $${n - 3}::bigint[], $${n - 2}::bigint[], $${n - 1}::text[], $${n}::text[])`;
 }
 
 /** Runs `work` in a transaction whose statements are cancelled after `timeoutMs`. */

@@ -1,7 +1,8 @@
 // One retention sweep (CONTRACT §5.1) over the sealed tier: block partitions ahead are created;
 // daily block partitions every source has outlived are detached and dropped; the blocks of
 // shorter-lived sources and of deleted sources are deleted through log_blocks' (source_id, max_dt)
-// index; dead letters too; a deleted source's rows still in the hot tier. Expired hot rows need
+// index; the search filters (log_filters) none of whose blocks is left; dead letters too; a deleted
+// source's rows still in the hot tier. Expired hot rows need
 // no sweep: the sealer does not seal rows that are expired or of deleted sources (store/sealer.ts).
 // A block goes when its newest event has expired, so an event may outlive its retention by the
 // time span of its block (seconds to minutes at a steady rate; docs/storage.md).
@@ -80,6 +81,7 @@ export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) =
   }
   const gone = [...cutoffs, ...deleted.map((sourceId) => ({ sourceId, before: new Date(8.64e15) }))];
   for (const cutoff of gone) await deleteBlocks(sql, cutoff, result, signal);
+  await deleteFilters(sql, cutoffs, deleted, result, signal);
   await deleteHotRows(sql, deleted, result, signal);
   await deleteDeadLetters(sql, deleted, result, signal, now);
 
@@ -162,6 +164,34 @@ async function deleteBlocks(sql: Sql, cutoff: Cutoff, result: SweepResult, signa
     result.rowsRemoved += removed?.events ?? 0;
     result.bytesRemoved += removed?.bytes ?? 0;
     if ((removed?.blocks ?? 0) < BLOCKS_PER_STATEMENT) return;
+    await rest(performance.now() - started, signal);
+  }
+}
+
+/**
+ * Filter rows none of whose blocks is left. Only a block's removal orphans one (a filter is written
+ * in its blocks' transaction), so only rows that could have lost blocks are looked at: newest
+ * event before the latest cutoff, or of a deleted source. A row with a block left stays whatever
+ * happened meanwhile: a block is never without its filter (a search would not find it).
+ */
+async function deleteFilters(sql: Sql, cutoffs: Cutoff[], deleted: number[], result: SweepResult, signal: AbortSignal): Promise<void> {
+  const latest = cutoffs.length === 0 ? "-infinity" : new Date(Math.max(...cutoffs.map((c) => c.before.getTime()))).toISOString();
+  for (;;) {
+    signal.throwIfAborted();
+    const started = performance.now();
+    const [removed] = await sql.unsafe<{ filters: number; bytes: number }[]>(
+      `with gone as (
+         delete from log_filters where id = any(array(
+           select f.id from log_filters f
+           where (f.max_dt < $1::text::timestamptz or f.source_id = any($2::bigint[]))
+             and not exists (select 1 from log_blocks b where b.filter_id = f.id)
+           limit ${BLOCKS_PER_STATEMENT}))
+         returning pg_column_size(log_filters.*) as bytes)
+       select count(*)::int as filters, coalesce(sum(bytes), 0)::float8 as bytes from gone`,
+      [latest, pgArray(deleted)],
+    );
+    result.bytesRemoved += removed?.bytes ?? 0;
+    if ((removed?.filters ?? 0) < BLOCKS_PER_STATEMENT) return;
     await rest(performance.now() - started, signal);
   }
 }

@@ -5,9 +5,12 @@
 // blocks do not overlap in time and a day's partition holds exactly that day. Times are compared
 // as their fixed-width RFC 3339 text, exact to the microsecond for every year logpond accepts. Inside a block the lines are ordered by event shape (the
 // set of top-level keys), then (dt, id): PostgreSQL's pglz finds repeats only 4 KiB back, and
-// neighbours of one shape repeat most (docs/storage.md). Beside the lines: a Bloom filter of their
-// grams (codec/grams.ts) and the count of events per minute and level (the histogram's input).
-import { bloom } from "../codec/grams";
+// neighbours of one shape repeat most (docs/storage.md). Beside the lines: the count of events per
+// minute and level (the histogram's input). Each block's Bloom filter (its grams and numbers,
+// codec/grams.ts) is stored bit-sliced with its neighbours': consecutive blocks of one source and
+// day whose filters need about the same size (within FILTER_SPREAD) share one log_filters row, a
+// block its slot in it (drizzle/0007), so a search reads a few bytes per group, not per block.
+import { blockHashes, filterBits, sliced } from "../codec/grams";
 
 /** One row as the sealer reads it from a hot table. */
 export interface MovedRow {
@@ -24,6 +27,7 @@ export interface MovedRow {
 }
 
 export interface Block {
+  kind: "block";
   sourceId: string;
   minDt: string;
   maxDt: string;
@@ -33,12 +37,31 @@ export interface Block {
   ids: string[];
   dts: string[];
   body: string;
-  bloom: Uint8Array | undefined;
+  /** The log_filters row holding this block's filter, and its slot there; null: no filter (every search opens it). */
+  filterId: string | null;
+  filterSlot: number | null;
   /** Events per (minute since the epoch, level): three arrays of one length. */
   histMinutes: number[];
   histLevels: (string | null)[];
   histCounts: number[];
 }
+
+/** The bit-sliced filters of consecutive blocks (a log_filters row): position p of slot k's filter is bit p × blocks + k. */
+export interface Filter {
+  kind: "filter";
+  /** The smallest event id of its first block: unique, since every event is in one block. */
+  id: string;
+  sourceId: string;
+  minDt: string;
+  maxDt: string;
+  blocks: number;
+  /** Positions per block filter. */
+  bits: number;
+  slices: Uint8Array;
+}
+
+/** Blocks whose filters differ in size by more than this factor do not share a group (one big event would inflate the others). */
+const FILTER_SPREAD = 2;
 
 /** The histogram's level is lower(left(raw->>'level', this)), for hot rows (query/histogram.ts) and blocks alike. */
 export const LEVEL_MAX_CHARS = 40;
@@ -52,12 +75,16 @@ interface Item {
 
 const byTime = (a: Item, b: Item) => (a.row.dt < b.row.dt ? -1 : a.row.dt > b.row.dt ? 1 : a.id - b.id);
 
-export function buildBlocks(rows: readonly MovedRow[], maxEvents: number): Block[] {
+/** The blocks and filters of `rows`, as the sealer writes them (every block before the filter that covers it). */
+export function buildBlocks(rows: readonly MovedRow[], maxEvents: number): (Block | Filter)[] {
   return [...blocksOf(rows, maxEvents)];
 }
 
-/** The blocks one at a time: each costs a few ms to build, so a caller can yield between them. */
-export function* blocksOf(rows: readonly MovedRow[], maxEvents: number): Generator<Block> {
+/**
+ * The blocks one at a time, each group's filter after its last block: a block costs a few ms to
+ * build, so a caller can yield between them.
+ */
+export function* blocksOf(rows: readonly MovedRow[], maxEvents: number): Generator<Block | Filter> {
   const groups = new Map<string, Item[]>();
   for (const row of rows) {
     const key = `${row.source_id} ${row.dt.slice(0, 10)}`;
@@ -67,27 +94,73 @@ export function* blocksOf(rows: readonly MovedRow[], maxEvents: number): Generat
   }
   for (const group of groups.values()) {
     group.sort(byTime);
+    const filters = new FilterGroup();
     const count = Math.ceil(group.length / maxEvents);
     for (let k = 0; k < count; k++) {
       const slice = group.slice(Math.floor((k * group.length) / count), Math.floor(((k + 1) * group.length) / count));
       // Cut again where the text would pass BLOCK_MAX_BYTES (events of up to a few MB).
       let from = 0;
       let bytes = 0;
-      for (let i = 0; i < slice.length; i++) {
-        const size = slice[i]!.row.line.length * 3; // UTF-8 bytes, at most
-        if (i > from && bytes + size > BLOCK_MAX_BYTES) {
-          yield block(slice.slice(from, i));
+      for (let i = 0; i <= slice.length; i++) {
+        const size = i < slice.length ? slice[i]!.row.line.length * 3 : 0; // UTF-8 bytes, at most
+        if (i === slice.length || (i > from && bytes + size > BLOCK_MAX_BYTES)) {
+          const built = block(slice.slice(from, i));
+          const closed = filters.add(built);
+          if (closed) yield closed;
+          yield built.block;
           from = i;
           bytes = 0;
         }
         bytes += size;
       }
-      yield block(slice.slice(from));
     }
+    const last = filters.close();
+    if (last) yield last;
   }
 }
 
-function block(timeOrdered: Item[]): Block {
+/** Collects consecutive blocks' filters into groups of similar size. */
+class FilterGroup {
+  private hashes: Uint32Array[] = [];
+  private bits = 0;
+  private first: Block | undefined;
+  private lastMaxDt = "";
+
+  /** Assigns the block its group and slot; returns the previous group's filter when this block starts a new one. */
+  add(built: { block: Block; hashes: Uint32Array; bits: number }): Filter | undefined {
+    if (built.bits === 0) return undefined; // nothing to index: the block is always opened
+    let closed: Filter | undefined;
+    if (this.first && (built.bits > this.bits * FILTER_SPREAD || built.bits * FILTER_SPREAD < this.bits)) closed = this.close();
+    this.first ??= built.block;
+    this.bits = Math.max(this.bits, built.bits);
+    built.block.filterId = this.first.minId;
+    built.block.filterSlot = this.hashes.length;
+    this.hashes.push(built.hashes);
+    this.lastMaxDt = built.block.maxDt;
+    return closed;
+  }
+
+  close(): Filter | undefined {
+    const first = this.first;
+    if (!first) return undefined;
+    const filter: Filter = {
+      kind: "filter",
+      id: first.minId,
+      sourceId: first.sourceId,
+      minDt: first.minDt,
+      maxDt: this.lastMaxDt,
+      blocks: this.hashes.length,
+      bits: this.bits,
+      slices: sliced(this.hashes, this.bits),
+    };
+    this.hashes = [];
+    this.bits = 0;
+    this.first = undefined;
+    return filter;
+  }
+}
+
+function block(timeOrdered: Item[]): { block: Block; hashes: Uint32Array; bits: number } {
   const first = timeOrdered[0]!;
   const last = timeOrdered[timeOrdered.length - 1]!;
   let minId = first.id;
@@ -111,7 +184,9 @@ function block(timeOrdered: Item[]): Block {
   const lines = [...timeOrdered].sort((a, b) => (a.row.shape < b.row.shape ? -1 : a.row.shape > b.row.shape ? 1 : byTime(a, b)));
   const texts = lines.map((item) => item.row.line);
   const summary = [...hist.values()];
-  return {
+  const hashes = blockHashes(texts);
+  const built: Block = {
+    kind: "block",
     sourceId: first.row.source_id,
     minDt: first.row.dt,
     maxDt: last.row.dt,
@@ -121,11 +196,13 @@ function block(timeOrdered: Item[]): Block {
     ids: lines.map((item) => item.row.id),
     dts: lines.map((item) => item.row.dt),
     body: texts.join("\n"),
-    bloom: bloom(texts),
+    filterId: null,
+    filterSlot: null,
     histMinutes: summary.map((s) => s.minute),
     histLevels: summary.map((s) => s.level),
     histCounts: summary.map((s) => s.n),
   };
+  return { block: built, hashes, bits: filterBits(hashes) };
 }
 
 /** A PostgreSQL array literal of text elements (each quoted; null → NULL). */

@@ -59,8 +59,11 @@ export const logBlocks = pgTable(
     ids: bigint("ids", { mode: "number" }).array().notNull(),
     dts: timestamp("dts", { withTimezone: true, precision: 6 }).array().notNull(),
     body: text("body").notNull(),
-    /** Bloom filter of the lines' grams (codec/grams.ts); null: none (every search opens the block). */
+    /** Blocks sealed before drizzle/0007: a Bloom filter of the lines' grams (codec/grams.ts); null: none. */
     bloom: bytea("bloom"),
+    /** The log_filters row holding this block's filter, and its slot there; null: see `bloom` (store/blocks.ts). */
+    filterId: bigint("filter_id", { mode: "number" }),
+    filterSlot: integer("filter_slot"),
     /** Events per (minute since the epoch, level), for the histogram without opening the block. */
     histMinutes: bigint("hist_minutes", { mode: "number" }).array().notNull(),
     histLevels: text("hist_levels").array().notNull(),
@@ -70,7 +73,28 @@ export const logBlocks = pgTable(
     index("log_blocks_source_id_max_dt_idx").on(table.sourceId, table.maxDt),
     // The live tail's resume reads blocks by id range (log_events_by_id).
     index("log_blocks_ids_idx").using("gist", sql`int8range(${table.minId}, ${table.maxId}, '[]')`),
+    index("log_blocks_filter_idx").on(table.filterId, table.filterSlot),
   ],
+);
+
+/**
+ * The search index: the Bloom filters of consecutive blocks of one source and day, bit-sliced
+ * (bit p × blocks + k of `slices` is position p of slot k's filter; codec/grams.ts), stored
+ * uncompressed out of line so a search reads a few bytes per item and group (drizzle/0007).
+ * A row goes once none of its blocks is left (retention/sweep.ts).
+ */
+export const logFilters = pgTable(
+  "log_filters",
+  {
+    id: bigint("id", { mode: "number" }).primaryKey(),
+    sourceId: bigint("source_id", { mode: "number" }).notNull(),
+    minDt: timestamp("min_dt", { withTimezone: true, precision: 6 }).notNull(),
+    maxDt: timestamp("max_dt", { withTimezone: true, precision: 6 }).notNull(),
+    blocks: integer("blocks").notNull(),
+    bits: integer("bits").notNull(),
+    slices: bytea("slices").notNull(),
+  },
+  (table) => [index("log_filters_source_id_max_dt_idx").on(table.sourceId, table.maxDt)],
 );
 
 /**

@@ -15,7 +15,7 @@
 //   being sealed), or into log_hot_default once it is gone, sealed the same way.
 // - Rows of deleted sources and rows past their source's retention are not sealed (dropped).
 // - DDL waits at most DDL_LOCK_TIMEOUT for a lock (and so holds up a COPY at most that long).
-import { type Block, blocksOf, LEVEL_MAX_CHARS, type MovedRow, textArray } from "./blocks";
+import { type Block, blocksOf, type Filter, LEVEL_MAX_CHARS, type MovedRow, textArray } from "./blocks";
 import type { Sql } from "./db";
 import { DDL_LOCK_TIMEOUT } from "./partitions";
 import type { Registry } from "../metrics";
@@ -238,9 +238,10 @@ async function sealRows(tx: Sql, table: string, signal: AbortSignal | undefined)
   let fetchedBytes = 0;
   const flush = async () => {
     // Built and written one at a time: the event loop serves requests between two blocks.
-    for (const block of blocksOf(chunk, BLOCK_EVENTS)) {
-      await writeBlocks(tx, [block]);
-      done.sealed += block.n;
+    for (const item of blocksOf(chunk, BLOCK_EVENTS)) {
+      await writeBlocks(tx, [item]);
+      if (item.kind === "filter") continue;
+      done.sealed += item.n;
       done.blocks++;
     }
     chunk = [];
@@ -265,13 +266,22 @@ async function sealRows(tx: Sql, table: string, signal: AbortSignal | undefined)
   return done;
 }
 
-/** INSERTs blocks into log_blocks (one statement each: a body is up to a few MB of text). */
-export async function writeBlocks(sql: Sql, blocks: readonly Block[]): Promise<void> {
-  for (const block of blocks) {
+/** INSERTs blocks into log_blocks and filters into log_filters (one statement each: a body is up to a few MB of text). */
+export async function writeBlocks(sql: Sql, items: readonly (Block | Filter)[]): Promise<void> {
+  for (const item of items) {
+    if (item.kind === "filter") {
+      await sql.unsafe(
+        `insert into log_filters (id, source_id, min_dt, max_dt, blocks, bits, slices)
+         values ($1::bigint, $2::bigint, $3::text::timestamptz, $4::text::timestamptz, $5::int, $6::int, $7::bytea)`,
+        [item.id, item.sourceId, item.minDt, item.maxDt, item.blocks, item.bits, Buffer.from(item.slices.buffer, item.slices.byteOffset, item.slices.byteLength)] as never[],
+      );
+      continue;
+    }
+    const block = item;
     await sql.unsafe(
-      `insert into log_blocks (source_id, min_dt, max_dt, min_id, max_id, n, ids, dts, body, bloom, hist_minutes, hist_levels, hist_counts)
-       values ($1::bigint, $2::text::timestamptz, $3::text::timestamptz, $4::bigint, $5::bigint, $6::int, $7::text::bigint[], $8::text::timestamptz[], $9::text, $10::bytea,
-         $11::text::bigint[], $12::text::text[], $13::text::int[])`,
+      `insert into log_blocks (source_id, min_dt, max_dt, min_id, max_id, n, ids, dts, body, filter_id, filter_slot, hist_minutes, hist_levels, hist_counts)
+       values ($1::bigint, $2::text::timestamptz, $3::text::timestamptz, $4::bigint, $5::bigint, $6::int, $7::text::bigint[], $8::text::timestamptz[], $9::text, $10::bigint, $11::int,
+         $12::text::bigint[], $13::text::text[], $14::text::int[])`,
       [
         block.sourceId,
         block.minDt,
@@ -282,7 +292,8 @@ export async function writeBlocks(sql: Sql, blocks: readonly Block[]): Promise<v
         `{${block.ids.join(",")}}`,
         `{${block.dts.join(",")}}`,
         block.body,
-        block.bloom ? Buffer.from(block.bloom.buffer, block.bloom.byteOffset, block.bloom.byteLength) : null,
+        block.filterId,
+        block.filterSlot,
         `{${block.histMinutes.join(",")}}`,
         textArray(block.histLevels),
         `{${block.histCounts.join(",")}}`,

@@ -253,6 +253,7 @@ test(`SQL and the live matcher agree on random events and queries (seed ${SEED},
       // The same events sealed as the sealer seals them (blocks of up to 4, with their Bloom filters),
       // event n with id n.
       await sql`delete from log_blocks where source_id = ${BLOCK_SOURCE}`;
+      await sql`delete from log_filters where source_id = ${BLOCK_SOURCE}`;
       const moved = await sql<MovedRow[]>`
         select n::text as id, ${String(BLOCK_SOURCE)} as source_id,
           to_char((now() + make_interval(secs => n / 1000000.0)) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt,

@@ -89,6 +89,15 @@ test("a sweep removes exactly the expired events of each source, and nothing els
   expect(await db.sql`select source_id from source_deletions`).toHaveLength(1);
   expect(result.oldestEvent?.toISOString() ?? "").toBe(new Date(now.getTime() - 5 * DAY_MS).toISOString());
 
+  // The search filters follow their blocks: the deleted source's are gone, none is left without a
+  // block, and no block is without its filter (a search would skip it).
+  const [filters] = await db.sql`select
+    (select count(*)::int from log_filters f where not exists (select 1 from log_blocks b where b.filter_id = f.id)) as orphans,
+    (select count(*)::int from log_blocks b where b.filter_id is not null and not exists (select 1 from log_filters f where f.id = b.filter_id)) as unfiltered,
+    (select count(*)::int from log_filters where source_id = ${Number(sources.deleted!.id)}) as deleted,
+    (select count(*)::int from log_filters) as total`;
+  expect({ ...filters, total: filters!.total > 0 }).toEqual({ orphans: 0, unfiltered: 0, deleted: 0, total: true });
+
   // A second sweep finds nothing more to do.
   const again = await sweep(db.sql, never, () => {}, now);
   expect([again.rowsRemoved, again.partitionsDropped, again.deadLettersRemoved]).toEqual([0, 0, 0]);
