@@ -273,7 +273,15 @@ export async function writeBlocks(sql: Sql, items: readonly (Block | Filter)[]):
       await sql.unsafe(
         `insert into log_filters (id, source_id, min_dt, max_dt, blocks, bits, slices)
          values ($1::bigint, $2::bigint, $3::text::timestamptz, $4::text::timestamptz, $5::int, $6::int, $7::bytea)`,
-        [item.id, item.sourceId, item.minDt, item.maxDt, item.blocks, item.bits, Buffer.from(item.slices.buffer, item.slices.byteOffset, item.slices.byteLength)] as never[],
+        [
+          item.id,
+          item.sourceId,
+          item.minDt,
+          item.maxDt,
+          item.blocks,
+          item.bits,
+          Buffer.from(item.slices.buffer, item.slices.byteOffset, item.slices.byteLength),
+        ] as never[],
       );
       continue;
     }

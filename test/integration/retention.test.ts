@@ -91,7 +91,7 @@ test("a sweep removes exactly the expired events of each source, and nothing els
 
   // The search filters follow their blocks: the deleted source's are gone, none is left without a
   // block, and no block is without its filter (a search would skip it).
-  const [filters] = await db.sql`select
+  const [filters] = await db.sql<{ orphans: number; unfiltered: number; deleted: number; total: number }[]>`select
     (select count(*)::int from log_filters f where not exists (select 1 from log_blocks b where b.filter_id = f.id)) as orphans,
     (select count(*)::int from log_blocks b where b.filter_id is not null and not exists (select 1 from log_filters f where f.id = b.filter_id)) as unfiltered,
     (select count(*)::int from log_filters where source_id = ${Number(sources.deleted!.id)}) as deleted,
