@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { asciiLower, blockHashes, canonicalNumber, filterBits, GRAM, numberHashes, sliced, termGrams } from "../../src/codec/grams";
 import { buildBlocks, type Block, type Filter, type MovedRow } from "../../src/store/blocks";
 import { parseQuery } from "../../src/query/parse";
-import { prefilter } from "../../src/query/prefilter";
+import { MAX_GRAMS, prefilter } from "../../src/query/prefilter";
 
 function random(seed: number): () => number {
   let state = seed >>> 0;
@@ -190,5 +190,10 @@ describe("what a query needs from a block", () => {
     expect(prefilter(parseQuery("abc")).grams).toEqual([]);
     expect(prefilter(parseQuery("abcdefgh")).grams.length).toBe(3);
     expect(prefilter(parseQuery('"abcdef ghijkl"')).grams.length).toBe(2);
+    // A long needle probes MAX_GRAMS of its grams, from all along it.
+    const long = prefilter(parseQuery("req-needle-0123456789abcdef0123")).grams;
+    expect(long.length).toBe(MAX_GRAMS);
+    expect(long).toContain(termGrams("req-ne")[0]!);
+    expect(long.some((g) => termGrams("abcdef0123").includes(g))).toBe(true);
   });
 });
