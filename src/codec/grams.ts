@@ -17,27 +17,15 @@ export const GRAM = 6;
  * (so a line need not be lowered first), each gram once per occurrence.
  */
 export function gramHashes(text: string, out: (hash: number) => void): void {
-  let run = 0; // characters since the last separator
-  let h = 0;
-  // Rolling polynomial hash of the last GRAM code units: h = Σ c[i]·B^(GRAM-1-i) mod 2^32.
-  for (let i = 0; i < text.length; i++) {
-    const c = lowered(text.charCodeAt(i));
-    if (separates(c)) {
-      run = 0;
-      h = 0;
-      continue;
-    }
-    if (run >= GRAM) h = (h - Math.imul(lowered(text.charCodeAt(i - GRAM)), TOP)) | 0;
-    h = (Math.imul(h, BASE) + c) | 0;
-    run++;
-    if (run >= GRAM) out(mix(h));
-  }
+  const hashes = new Uint32Array(text.length);
+  const n = gramHashesInto(text, hashes, 0);
+  for (let i = 0; i < n; i++) out(hashes[i]!);
 }
 
 /**
  * The hashes of every gram of `text` written into `into` from `at` (room for text.length more is
- * the caller's; a text has fewer grams than characters); returns where they end. The same hashes
- * as gramHashes, without a call per gram: the sealer's hot loop (bench/README.md).
+ * the caller's; a text has fewer grams than characters); returns where they end. No call per
+ * gram: this is the sealer's hot loop.
  */
 export function gramHashesInto(text: string, into: Uint32Array, at: number): number {
   let run = 0;
@@ -55,14 +43,9 @@ export function gramHashesInto(text: string, into: Uint32Array, at: number): num
       const old = text.charCodeAt(i - GRAM);
       h = (h - Math.imul(old < 128 ? ASCII[old]! : lowered(old), TOP)) | 0;
     }
+    // Rolling polynomial hash of the last GRAM code units: h = Σ c[i]·B^(GRAM-1-i) mod 2^32.
     h = (Math.imul(h, BASE) + c) | 0;
-    if (++run >= GRAM) {
-      let m = h ^ (h >>> 16);
-      m = Math.imul(m, 0x85ebca6b);
-      m ^= m >>> 13;
-      m = Math.imul(m, 0xc2b2ae35);
-      into[at++] = (m ^ (m >>> 16)) >>> 0;
-    }
+    if (++run >= GRAM) into[at++] = mix(h);
   }
   return at;
 }
