@@ -186,6 +186,16 @@ export class Ring {
     return true;
   }
 
+  /**
+   * As append, for rows the caller gives up (a decode thread's, at the start of a buffer of their
+   * own): big ones are kept as they are instead of copied into a buffer of the ring's, which held
+   * a big body's rows twice for a moment (another 16 MiB for a 16 MB body).
+   */
+  adopt(rows: Rows, events: number): boolean {
+    if (rows.length <= SLAB_OWN_FROM_BYTES || rows.byteOffset !== 0 || !(rows.buffer instanceof ArrayBuffer)) return this.append(rows, events);
+    return this.push({ rows, events, bytes: rows.length, seq: 0 });
+  }
+
   /** A slab with room: the open chunk is sealed first (its rows end in the current slab). */
   private nextSlab(): Slab {
     this.seal();

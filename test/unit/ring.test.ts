@@ -166,3 +166,21 @@ test("slabs: free ones are kept while they are needed, and let go once a minute 
   ring.shed(240_000); // a quiet minute: down to 8
   expect(ring.spareBytes).toBe(8 * 4 * 1024 * 1024);
 });
+
+test("adopt: big rows at the start of a buffer of their own are kept as they are; others are copied as append does", () => {
+  const ring = new Ring({ maxEvents: 100, maxBytes: 10 << 20 });
+  const big = new Uint8Array(new ArrayBuffer((2 << 20) + 100), 0, 2 << 20).fill(7);
+  expect(ring.adopt(big, 3)).toBe(true);
+  const small = Buffer.from("abc");
+  expect(ring.adopt(small, 1)).toBe(true);
+  const view = new Uint8Array(new ArrayBuffer(3 << 20), 1024, 2 << 20); // not at the start: copied
+  expect(ring.adopt(view, 1)).toBe(true);
+  expect(ring.heldBytes).toBe((4 << 20) + 3);
+  const [first, second, third] = ring.take(100);
+  expect(first!.rows).toBe(big);
+  expect(first!.bytes).toBe(2 << 20);
+  expect(second!.rows.buffer).toBeInstanceOf(SharedArrayBuffer); // into a slab
+  expect(third!.rows).not.toBe(view);
+  expect(third!.rows.length).toBe(2 << 20);
+  expect(ring.adopt(big, 200)).toBe(false); // refused when it does not fit, as append
+});
