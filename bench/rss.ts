@@ -7,7 +7,8 @@
 // Payload `json-6400`: 64 json-100 bodies joined into one array per body (~4 MB realistic, so every
 // body goes to the decode workers and holds an in-flight charge while it waits). Payload `json-big`:
 // the same events four times over in one array per body (~16 MB realistic, 25,600 events) from
-// BIG_CONNECTIONS connections: bodies of tens of MB from several clients.
+// BIG_CONNECTIONS connections: bodies of tens of MB from several clients. Payload `ndjson-big`:
+// those bodies as NDJSON (one event per line), from as many connections.
 import { readFileSync, rmSync } from "node:fs";
 import * as path from "node:path";
 import { runMigrations } from "../src/store/db";
@@ -38,15 +39,16 @@ const gauges = async (apiUrl: string) => {
   };
 };
 
-/** Connections for `json-big` (wrk's 64 for the others). */
+/** Connections for `json-big` and `ndjson-big` (wrk's 64 for the others). */
 const BIG_CONNECTIONS = 6;
 
-/** Four bodies, each the events of 64 json-100 bodies (`times` over) in one JSON array. */
-function joined(small: Payload, times = 1): Payload {
+/** Four bodies, each the events of 64 json-100 bodies (`times` over) in one JSON array, or as NDJSON lines. */
+function joined(small: Payload, times = 1, ndjson = false): Payload {
   const once = small.bodies.flatMap((body) => JSON.parse(new TextDecoder().decode(body)) as unknown[]);
   const events = Array.from({ length: times }, () => once).flat();
-  const bodies = [0, 1, 2, 3].map((k) => new TextEncoder().encode(JSON.stringify([...events.slice(k * 100), ...events.slice(0, k * 100)])));
-  return { ...small, eventsPerBody: events.length, bodies };
+  const text = (list: unknown[]) => (ndjson ? `${list.map((event) => JSON.stringify(event)).join("\n")}\n` : JSON.stringify(list));
+  const bodies = [0, 1, 2, 3].map((k) => new TextEncoder().encode(text([...events.slice(k * 100), ...events.slice(0, k * 100)])));
+  return { ...small, contentType: ndjson ? "application/x-ndjson" : small.contentType, eventsPerBody: events.length, bodies };
 }
 
 try {
@@ -54,10 +56,10 @@ try {
   const p =
     name === "json-6400"
       ? joined(payload("json-100", corpus as Corpus))
-      : name === "json-big"
-        ? joined(payload("json-100", corpus as Corpus), 4)
+      : name === "json-big" || name === "ndjson-big"
+        ? joined(payload("json-100", corpus as Corpus), 4, name === "ndjson-big")
         : payload(name as PayloadName, corpus as Corpus);
-  const connections = name === "json-big" ? BIG_CONNECTIONS : undefined;
+  const connections = name.endsWith("-big") ? BIG_CONNECTIONS : undefined;
   const sides: { label: string; service: Service; dir: string }[] = [];
   for (const [i, variant] of variants.entries()) {
     const env: Record<string, string> = { DATABASE_URL: pg.url, DATA_DIR: path.join(work, `d${i}`) };

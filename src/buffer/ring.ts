@@ -28,6 +28,8 @@ export interface Chunk {
   taken?: boolean;
   /** Set by the ring: the slab its rows lie in, given back when the last of its chunks is released. */
   slab?: Slab;
+  /** Set by the ring: its rows are a buffer of the ring's own, freed when it is released. */
+  owned?: boolean;
 }
 
 /** A block of shared memory appended rows are written into, front to back. */
@@ -155,7 +157,7 @@ export class Ring {
       // allocUnsafe: every byte is written here (a zeroed array cost as much again in page faults).
       const own = Buffer.allocUnsafe(bytes);
       own.set(rows);
-      return this.push({ rows: own, events, bytes, seq: 0 });
+      return this.push({ rows: own, events, bytes, seq: 0, owned: true });
     }
     let slab = this.slab;
     if (slab === undefined || bytes > SLAB_BYTES - slab.used) slab = this.nextSlab();
@@ -193,7 +195,7 @@ export class Ring {
    */
   adopt(rows: Rows, events: number): boolean {
     if (rows.length <= SLAB_OWN_FROM_BYTES || rows.byteOffset !== 0 || !(rows.buffer instanceof ArrayBuffer)) return this.append(rows, events);
-    return this.push({ rows, events, bytes: rows.length, seq: 0 });
+    return this.push({ rows, events, bytes: rows.length, seq: 0, owned: true });
   }
 
   /** A slab with room: the open chunk is sealed first (its rows end in the current slab). */
@@ -297,7 +299,7 @@ export class Ring {
     this.pendingBytes -= chunk.bytes;
     this.heldEvents -= chunk.events;
     this.heldBytes -= chunk.bytes;
-    if (chunk.slab) this.unref(chunk);
+    this.letGo(chunk);
     return true;
   }
 
@@ -306,8 +308,18 @@ export class Ring {
     for (const chunk of chunks) {
       this.heldEvents -= chunk.events;
       this.heldBytes -= chunk.bytes;
-      if (chunk.slab) this.unref(chunk);
+      this.letGo(chunk);
     }
+  }
+
+  /**
+   * A released chunk's memory: its slab's share, or its own buffer freed now rather than when the
+   * collector finds it (a big body's rows were garbage the main thread's quick collections left
+   * to full ones, 16 MiB each for json-big's bodies).
+   */
+  private letGo(chunk: Chunk): void {
+    if (chunk.slab) this.unref(chunk);
+    else if (chunk.owned && chunk.rows.byteOffset === 0) (chunk.rows.buffer as ArrayBuffer).transfer(0);
   }
 
   /** Sequence number of the oldest chunk not yet taken (the next one to be pushed when empty). */

@@ -167,7 +167,7 @@ test("slabs: free ones are kept while they are needed, and let go once a minute 
   expect(ring.spareBytes).toBe(8 * 4 * 1024 * 1024);
 });
 
-test("adopt: big rows at the start of a buffer of their own are kept as they are; others are copied as append does", () => {
+test("adopt: big rows at the start of a buffer of their own are kept as they are, others copied as append does; the ring's own buffers are freed at release", () => {
   const ring = new Ring({ maxEvents: 100, maxBytes: 10 << 20 });
   const big = new Uint8Array(new ArrayBuffer((2 << 20) + 100), 0, 2 << 20).fill(7);
   expect(ring.adopt(big, 3)).toBe(true);
@@ -183,4 +183,11 @@ test("adopt: big rows at the start of a buffer of their own are kept as they are
   expect(third!.rows).not.toBe(view);
   expect(third!.rows.length).toBe(2 << 20);
   expect(ring.adopt(big, 200)).toBe(false); // refused when it does not fit, as append
+  // Released, buffers of the ring's own are freed at once (their rows must not be read after).
+  ring.release([first!, second!, third!]);
+  expect([big.byteLength, third!.rows.byteLength, ring.heldBytes]).toEqual([0, 0, 0]);
+  const kept = new Uint8Array(2 << 20); // pushed by the caller (durable mode): the caller's, left alone
+  ring.push({ rows: kept, events: 1, bytes: kept.length, seq: 0 });
+  ring.release(ring.take(10));
+  expect(kept.byteLength).toBe(2 << 20);
 });
