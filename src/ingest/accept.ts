@@ -17,7 +17,7 @@ import { DecodeWorker, headerRefusal, OFFLOAD_FROM_BYTES } from "./offload";
 import { decodedInSlices, mayDecodeInSlices, prepareBody, type PrepareLimits } from "./prepare";
 import { parseContentType, sniffFormat } from "./content-type";
 import { freeNow } from "../memory/buffers";
-import { type Gate, Ticket } from "../memory/gate";
+import { type Gate, type Shape, Ticket } from "../memory/gate";
 import type { GcPacer } from "../memory/gcpace";
 import type { RateLimiter } from "./ratelimit";
 import { microsOfMillis, type PgMicros } from "../codec/time";
@@ -127,30 +127,45 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
 
   const declared = declaredLength(request.headers.get("content-length"), limits);
   if (declared instanceof AppError) return refuse(declared, metrics);
-  // The request's place in the memory gate, held until it is buffered or refused: charged by the
-  // declared length before the body is read (a body costs memory from its first byte: 64 uploads
-  // of 4 MB, charged only once read, peaked at 967 MiB; bench/rss.ts json-6400), by the
-  // decompressed size and shape once they are known; a chunked body is charged once read. An
-  // empty body's charge is 0 and it leaves too: the gate counts requests as well as bytes.
+  // The request's place in the memory gate (memory/gate.ts), held until it is buffered or refused.
+  // A big body sent as is waits for a decode lane before it is read: unread, it costs nothing (Bun
+  // reads a body only when asked: 6 uploads of 16 MB waiting held 15 MiB), and it is charged once
+  // it has its lane. Other bodies are charged by the declared length before they are read (a body
+  // costs memory from its first byte: 64 uploads of 4 MB, charged only once read, peaked at 967
+  // MiB; bench/rss.ts json-6400), a chunked one once read; then all by the decompressed size and
+  // shape. An empty body's charge is 0 and it leaves too: the gate counts requests as well as bytes.
+  const upload = declared !== undefined && declared >= OFFLOAD_FROM_BYTES && encoding === "identity" ? declared : undefined;
   let ticket: Ticket | undefined;
   if (declared !== undefined && declared >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body arrives
   if (declared !== undefined) {
-    const admitted = deps.gate.admit(declared, mayDecodeInSlices(format, declared));
+    const admitted = deps.gate.admit(declared, upload === undefined ? shapeOf(mayDecodeInSlices(format, declared)) : "unread");
     if (!(admitted instanceof Ticket)) return refuseUnread(overloaded(), declared, deps, metrics);
     ticket = admitted;
   }
   try {
+    if (upload !== undefined) {
+      if (!(await laned(ticket!, deps.gate))) return refuseUnread(overloaded(), upload, deps, metrics);
+      if (!ring.roomFor(upload)) return refuseUnread(bufferFull(), upload, deps, metrics);
+      if (deps.gate.recharge(ticket!, upload, shapeOf(mayDecodeInSlices(format, upload)))) return refuseUnread(overloaded(), upload, deps, metrics);
+    }
     const raw = await readBody(request, declared, limits);
     if (raw instanceof AppError) return refuse(raw, metrics);
     const rawBytes = raw.length;
     // A gzip body's trailer says what it inflates to: a full buffer refuses it before inflating
-    // (realistic @logtail/node bodies: ~1 ms each, 2–4 refused per one taken while the ring was full).
+    // (realistic @logtail/node bodies: ~1 ms each, 2–4 refused per one taken while the ring was full),
+    // so does the gate, and a big one waits for its decode lane before it is inflated, not after.
     // A wrong hint only moves the refusal to after inflating (or refuses the liar's own request).
     // Only a hint within the decompressed limit: past it the body gets its 413 from inflating.
     const hint = encoding === "gzip" ? gzipSizeHint(raw) : undefined;
     if (hint !== undefined && hint <= limits.maxDecompressedBytes) {
       if (!ring.roomFor(hint)) return refuse(bufferFull(), metrics);
-      if (hint >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body is inflated
+      if (ticket !== undefined && hint > raw.length && deps.gate.recharge(ticket, hint, shapeOf(mayDecodeInSlices(format, hint)))) {
+        return refuse(overloaded(), metrics);
+      }
+      if (hint >= OFFLOAD_FROM_BYTES) {
+        deps.decodeWorker.start(); // while the body is inflated
+        if (ticket !== undefined && !(await laned(ticket, deps.gate))) return refuse(overloaded(), metrics);
+      }
     }
     let body = encoding === "identity" ? identityBody(raw, limits.maxDecompressedBytes) : await decompress(raw, encoding, limits.maxDecompressedBytes);
     if (body instanceof AppError) return refuse(body, metrics);
@@ -176,16 +191,16 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
       const early = headerRefusal(body, format, limits);
       if (early) return refuse(early, metrics);
     }
-    const sliced = decodedInSlices(body, format);
+    const shape = shapeOf(decodedInSlices(body, format));
     if (ticket === undefined) {
-      const admitted = deps.gate.admit(body.length, sliced);
+      const admitted = deps.gate.admit(body.length, shape);
       if (!(admitted instanceof Ticket)) return refuse(overloaded(), metrics);
       ticket = admitted;
-    } else if (deps.gate.recharge(ticket, body.length, sliced)) return refuse(overloaded(), metrics);
-    // A big body decodes in one of the decode lanes, waiting its turn for a bounded time (the ring
-    // may have filled meanwhile: refused before it is decoded, not after).
+    } else if (deps.gate.recharge(ticket, body.length, shape)) return refuse(overloaded(), metrics);
+    // A big body decodes in one of the decode lanes, waiting its turn for a bounded time if it has
+    // none yet (the ring may have filled meanwhile: refused before it is decoded, not after).
     if (big) {
-      if (await deps.gate.lane(ticket)) return refuse(overloaded(), metrics);
+      if (!(await laned(ticket, deps.gate))) return refuse(overloaded(), metrics);
       if (!ring.roomFor(body.length)) return refuse(bufferFull(), metrics);
     }
     const encoded = big
@@ -256,6 +271,15 @@ async function durable(
 
 function receptionTime(): PgMicros {
   return microsOfMillis(Date.now());
+}
+
+function shapeOf(sliced: boolean): Shape {
+  return sliced ? "sliced" : "whole";
+}
+
+/** The request's decode lane: held already, or waited for now (false: none came in time). */
+async function laned(ticket: Ticket, gate: Gate): Promise<boolean> {
+  return ticket.laned || (await gate.lane(ticket)) === undefined;
 }
 
 function overloaded(): AppError {

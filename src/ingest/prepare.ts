@@ -201,7 +201,7 @@ function gather(rows: Buffer | undefined, used: number, slice: Uint8Array, done:
 /**
  * The rows, at the start of a buffer of their own that may be a little longer (gather's 2%): it is
  * handed on whole (transferred, kept by the ring). Cut to size with ArrayBuffer.transfer, a 16 MB
- * body's rows were copied once more (a 16 MiB higher peak, bench/out probe).
+ * body's rows were copied once more (a 16 MiB higher peak; a one-off probe of prepareBody).
  */
 function viewOf(rows: Buffer | undefined, bytes: number): Uint8Array {
   return rows === undefined ? new Uint8Array(0) : new Uint8Array(rows.buffer, 0, bytes);

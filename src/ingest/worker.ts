@@ -44,7 +44,8 @@ for (let round = 0; round < 3; round++) {
 /**
  * A body decoded in slices (prepare.ts) leaves each slice's objects behind: an eden collection
  * after each MiB of them. A 15 MB realistic JSON array went +97 MiB of RSS with none, +45 with this
- * (+53 every 4 MiB, +130 decoded whole), 165–200 ms either way (bench/out probe, shared box).
+ * (+53 every 4 MiB, +130 decoded whole), 165–200 ms either way (a one-off probe of prepareBody
+ * on json-big's body, bench/rss.ts, RSS read every ms; shared box).
  */
 const SLICE_GC_BYTES = 1024 * 1024;
 let sliced = 0;
@@ -57,18 +58,33 @@ function afterSlice(bytes: number): void {
 
 const IDLE_MS = 20;
 let collecting: ReturnType<typeof setTimeout> | undefined;
+/** A sliced job's collection has not run yet: the next job runs it first. */
+let owed = false;
+function collect(): void {
+  owed = false;
+  Bun.gc(true);
+}
 serve<Job, Outcome, string>(
   (job) => {
     clearTimeout(collecting);
+    if (owed) collect();
+    let sliced = false;
     try {
-      return answer(job);
+      const outcome = answer(job);
+      sliced = outcome.sliced;
+      return outcome.outcome;
     } finally {
       // Each job is a body of 1 MiB or more: its objects are garbage now, and this heap's collector
-      // would leave them for a while (a 32 MiB body decoded whole makes several times that). Once
-      // the thread has been idle IDLE_MS: the job's message is off the stack, and a job that comes
-      // meanwhile does not wait behind the collection (run right after each job, a refusal in
-      // hostile-load.test.ts that takes 690–800 ms took 1,042).
-      collecting = setTimeout(() => Bun.gc(true), IDLE_MS);
+      // would leave them for a while (a 32 MiB body decoded whole makes several times that). Decoded
+      // whole, once the thread has been idle IDLE_MS: the job's message is off the stack, and a job
+      // that comes meanwhile does not wait behind the collection (run right after each job, a
+      // refusal in hostile-load.test.ts that takes 690–800 ms took 1,042). Decoded in slices, the
+      // heap is small and the collection quick (5–7 ms after a 15 MB JSON array's 140–160 ms), so
+      // it runs once the answer is sent, or before the next job if that comes first: left to idle
+      // moments that never came under load, this thread's RSS went from ~100 to 173–225 MiB over
+      // 30 such bodies back to back (a one-off probe: prepareBody in a loop, bodies and rows freed).
+      if (sliced) owed = true;
+      collecting = setTimeout(collect, sliced ? 0 : IDLE_MS);
     }
   },
   {
@@ -78,16 +94,17 @@ serve<Job, Outcome, string>(
   },
 );
 
-function answer(job: Job): Outcome {
+/** The outcome, and whether the body was decoded in slices. */
+function answer(job: Job): { outcome: Outcome; sliced: boolean } {
   const { body, format, sourceId, receivedAt, limits } = job;
   const prepared = prepareBody(body, format, sourceId, receivedAt, limits, afterSlice);
   if (prepared instanceof AppError) {
     freeNow(body);
-    return { reason: prepared.reason, message: prepared.message };
+    return { outcome: { reason: prepared.reason, message: prepared.message }, sliced: false };
   }
   // Sliced rows are at the start of a buffer of their own (prepare.ts): sent as they are. Others
   // are a view of the encoder's scratch, which stays here: copied once into a buffer of their own.
   const rows = prepared.own ? prepared.rows : new Uint8Array(prepared.rows);
   freeNow(body); // the rows are copied out of it: nothing reads it now
-  return { rows, count: prepared.count, refused: prepared.refused, refusal: prepared.refusal };
+  return { outcome: { rows, count: prepared.count, refused: prepared.refused, refusal: prepared.refusal }, sliced: prepared.own === true };
 }

@@ -11,11 +11,14 @@ import { GcPacer } from "./gcpace";
 /** What the process may use beside a full buffer (issue 10: peak RSS ≤ BUFFER_MAX_BYTES + 200 MiB). */
 export const HEADROOM_BYTES = 200 * 1024 * 1024;
 /**
- * What the process holds beside the ring and the requests, kept out of the requests' room: idle
- * ~69 MiB, the decode threads' heaps (~12 MiB each), a slice's objects per decode lane and the
- * garbage between two collections.
+ * What the process holds beside the ring and the requests, kept out of the requests' room: all of
+ * the headroom. Idle ~75 MiB, the decode threads' heaps (~12 MiB each), the flush thread's copies
+ * of the rows it writes (a big chunk's, and postgres.js's of every COPY write: two streams), one
+ * slice's objects per decode lane, garbage between two collections. bench/rss.ts, realistic, 2
+ * rounds of 8 s, this constant's variants interleaved: with 150 MiB kept back json-6400 peaked at
+ * 435–468 MiB and json-big at 454–463, with 200 at 436–440 and 445–448.
  */
-export const PROCESS_RESERVE_BYTES = 100 * 1024 * 1024;
+export const PROCESS_RESERVE_BYTES = HEADROOM_BYTES;
 
 /**
  * RSS less the ring's free slabs past BUFFER_MAX_BYTES + this → the GC pacer's collections are
@@ -49,9 +52,9 @@ export function startMemory(config: Config, ring: Ring, flusher: Flusher, metric
     if (bytes > 0) gcPacer.handled(bytes);
   });
   // The room requests being read and decoded may take: what BUFFER_MAX_BYTES + 200 MiB leaves
-  // beside what the ring costs and what the process holds anyway. Counts only, so the answer does
-  // not hang on when the collector last ran (a sampled RSS did: bodies of tens of MB still passed
-  // the bound, docs/known-gaps.md before issue 22).
+  // beside what the ring costs and what the process holds anyway, that is what the ring leaves of
+  // BUFFER_MAX_BYTES. Counts only, so the answer does not hang on when the collector last ran (a
+  // sampled RSS did: bodies of tens of MB still passed the bound, docs/known-gaps.md before issue 22).
   const requestsBound = config.bufferMaxBytes + HEADROOM_BYTES - PROCESS_RESERVE_BYTES;
   const gate = new Gate({
     budgetBytes: config.ingestInflightMaxBytes,

@@ -86,13 +86,13 @@ test("the walk refuses past its bounds, with the contract's reasons", () => {
 
 test("in-flight budget: a request alone always enters; past the budget → refused until released", () => {
   const gate = new Gate({ budgetBytes: 100 * COST_FACTOR });
-  const big = gate.admit(1_000, false) as Ticket; // alone: let in although over the budget
+  const big = gate.admit(1_000, "whole") as Ticket; // alone: let in although over the budget
   expect(big.cost).toBe(1_000 * COST_FACTOR);
-  expect(gate.admit(1, false)).not.toBeInstanceOf(Ticket);
+  expect(gate.admit(1, "whole")).not.toBeInstanceOf(Ticket);
   gate.leave(big);
-  const a = gate.admit(60, false) as Ticket;
-  expect(gate.admit(50, false)).not.toBeInstanceOf(Ticket);
-  const b = gate.admit(40, false) as Ticket;
+  const a = gate.admit(60, "whole") as Ticket;
+  expect(gate.admit(50, "whole")).not.toBeInstanceOf(Ticket);
+  const b = gate.admit(40, "whole") as Ticket;
   gate.leave(a);
   gate.leave(b);
   expect(gate.bytes).toBe(0);

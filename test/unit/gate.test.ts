@@ -1,7 +1,7 @@
 // The memory gate (memory/gate.ts) on its own: counts in, answers out, on a clock the test moves.
 // No heap, no RSS, no wall clock: the same calls always get the same answers.
 import { expect, test } from "bun:test";
-import { COST_FACTOR, Gate, type GateOptions, LANE_WAIT_MS, type Refusal, SLICED_COST_FACTOR, Ticket } from "../../src/memory/gate";
+import { COST_FACTOR, Gate, type GateOptions, LANE_WAIT_MS, type Refusal, type Shape, SLICED_COST_FACTOR, Ticket, UNREAD_BYTES } from "../../src/memory/gate";
 import type { Clock } from "../../src/timers";
 
 const MIB = 1024 * 1024;
@@ -47,15 +47,19 @@ const admitted = (answer: Ticket | Refusal): Ticket => {
 /** Settles the lane promises resolved so far. */
 const settled = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+const SHAPES: Shape[] = ["unread", "sliced", "whole"];
+
 test.each([
-  ["small, whole", 100_000, false, 100_000 * COST_FACTOR],
-  ["small, sliced shape: charged as sliced (the caller says it is)", 100_000, true, 100_000 * SLICED_COST_FACTOR],
-  ["big, decoded whole (MessagePack)", 16 * MIB, false, 16 * MIB * COST_FACTOR],
-  ["big, decoded in slices (NDJSON, JSON array)", 16 * MIB, true, 16 * MIB * SLICED_COST_FACTOR],
-])("%s: charged its size times what decoding it costs", (_name, bytes, sliced, cost) => {
+  ["small, decoded whole", 100_000, "whole", 100_000 * COST_FACTOR],
+  ["small, sliced shape: charged as sliced (the caller says it is)", 100_000, "sliced", 100_000 * SLICED_COST_FACTOR],
+  ["big, decoded whole (MessagePack)", 16 * MIB, "whole", 16 * MIB * COST_FACTOR],
+  ["big, decoded in slices (NDJSON, JSON array)", 16 * MIB, "sliced", 16 * MIB * SLICED_COST_FACTOR],
+  ["big, waiting unread: what Bun holds of it", 16 * MIB, "unread", UNREAD_BYTES],
+  ["small, waiting unread: all of it", 100_000, "unread", 100_000],
+] as const)("%s: charged its size times what it costs", (_name, bytes, shape, cost) => {
   const { gate: g } = gate({ budgetBytes: 1024 * MIB });
-  expect(g.cost(bytes, sliced)).toBe(cost);
-  const ticket = admitted(g.admit(bytes, sliced));
+  expect(g.cost(bytes, shape)).toBe(cost);
+  const ticket = admitted(g.admit(bytes, shape));
   expect([ticket.cost, g.bytes, g.size]).toEqual([cost, cost, 1]);
   g.leave(ticket);
   expect([g.bytes, g.size]).toEqual([0, 0]);
@@ -63,34 +67,34 @@ test.each([
 
 test("requests share the budget; past it, refused with why and the figures; an empty gate admits one whatever it costs", () => {
   const { gate: g } = gate();
-  const first = admitted(g.admit(20 * MIB, false)); // 80 MiB
-  expect(g.admit(10 * MIB, false)).toEqual({ why: "budget", costBytes: 40 * MIB, chargedBytes: 80 * MIB, limitBytes: 100 * MIB });
-  const second = admitted(g.admit(5 * MIB, false)); // 100 MiB: exactly the budget
-  expect(g.admit(1, false)).toMatchObject({ why: "budget" });
+  const first = admitted(g.admit(20 * MIB, "whole")); // 80 MiB
+  expect(g.admit(10 * MIB, "whole")).toEqual({ why: "budget", costBytes: 40 * MIB, chargedBytes: 80 * MIB, limitBytes: 100 * MIB });
+  const second = admitted(g.admit(5 * MIB, "whole")); // 100 MiB: exactly the budget
+  expect(g.admit(1, "whole")).toMatchObject({ why: "budget" });
   g.leave(first);
   g.leave(second);
   expect(g.bytes).toBe(0);
-  const alone = admitted(g.admit(50 * MIB, false)); // 200 MiB: over the budget, but the gate was empty
+  const alone = admitted(g.admit(50 * MIB, "whole")); // 200 MiB: over the budget, but the gate was empty
   expect(alone.cost).toBe(200 * MIB);
-  expect(g.admit(1, false)).toMatchObject({ why: "budget", chargedBytes: 200 * MIB });
+  expect(g.admit(1, "whole")).toMatchObject({ why: "budget", chargedBytes: 200 * MIB });
   g.leave(alone);
-  expect(g.admit(1, false)).toBeInstanceOf(Ticket);
+  expect(g.admit(1, "whole")).toBeInstanceOf(Ticket);
 });
 
 test("the room the caller's budget leaves bounds requests too, whichever is smaller, read at each answer", () => {
   let room = 300 * MIB;
   const { gate: g } = gate({ room: () => room });
-  const first = admitted(g.admit(10 * MIB, false)); // 40
-  const second = admitted(g.admit(10 * MIB, false)); // 80 ≤ min(100, 300)
+  const first = admitted(g.admit(10 * MIB, "whole")); // 40
+  const second = admitted(g.admit(10 * MIB, "whole")); // 80 ≤ min(100, 300)
   room = 82 * MIB; // the ring filled up
   expect(g.limit()).toBe(82 * MIB);
-  expect(g.admit(1 * MIB, false)).toEqual({ why: "budget", costBytes: 4 * MIB, chargedBytes: 80 * MIB, limitBytes: 82 * MIB });
+  expect(g.admit(1 * MIB, "whole")).toEqual({ why: "budget", costBytes: 4 * MIB, chargedBytes: 80 * MIB, limitBytes: 82 * MIB });
   room = 84 * MIB;
-  const third = admitted(g.admit(1 * MIB, false));
+  const third = admitted(g.admit(1 * MIB, "whole"));
   for (const ticket of [first, second, third]) g.leave(ticket);
   room = -50 * MIB; // the ring is past the bound: still one request at a time
-  const alone = admitted(g.admit(1 * MIB, false));
-  expect(g.admit(1, false)).toMatchObject({ why: "budget" });
+  const alone = admitted(g.admit(1 * MIB, "whole"));
+  expect(g.admit(1, "whole")).toMatchObject({ why: "budget" });
   g.leave(alone);
   expect(g.bytes).toBe(0);
 });
@@ -98,18 +102,18 @@ test("the room the caller's budget leaves bounds requests too, whichever is smal
 test("recharge: raised when the size is known, refused when that does not fit beside the others (the old charge stays until it leaves); alone it always fits; lowered always fits", () => {
   let room = 100 * MIB;
   const { gate: g } = gate({ room: () => room });
-  const other = admitted(g.admit(10 * MIB, false)); // 40
-  const ticket = admitted(g.admit(1 * MIB, false)); // 4: a compressed body, as sent
-  expect(g.recharge(ticket, 10 * MIB, false)).toBeUndefined(); // inflated: 40, 80 in all
+  const other = admitted(g.admit(10 * MIB, "whole")); // 40
+  const ticket = admitted(g.admit(1 * MIB, "whole")); // 4: a compressed body, as sent
+  expect(g.recharge(ticket, 10 * MIB, "whole")).toBeUndefined(); // inflated: 40, 80 in all
   expect([ticket.cost, g.bytes]).toEqual([40 * MIB, 80 * MIB]);
-  expect(g.recharge(ticket, 20 * MIB, false)).toEqual({ why: "budget", costBytes: 80 * MIB, chargedBytes: 40 * MIB, limitBytes: 100 * MIB });
+  expect(g.recharge(ticket, 20 * MIB, "whole")).toEqual({ why: "budget", costBytes: 80 * MIB, chargedBytes: 40 * MIB, limitBytes: 100 * MIB });
   expect([ticket.cost, g.bytes]).toEqual([40 * MIB, 80 * MIB]);
   room = 10 * MIB; // the ring filled up meanwhile: a smaller charge is still taken
-  expect(g.recharge(ticket, 20 * MIB, true)).toBeUndefined(); // a JSON array after all: 20 × 2 = 40, no more than before
-  expect(g.recharge(ticket, 8 * MIB, true)).toBeUndefined(); // 16
+  expect(g.recharge(ticket, 20 * MIB, "sliced")).toBeUndefined(); // a JSON array after all: 20 × 2 = 40, no more than before
+  expect(g.recharge(ticket, 8 * MIB, "sliced")).toBeUndefined(); // 16
   expect(g.bytes).toBe(56 * MIB);
   g.leave(other);
-  expect(g.recharge(ticket, 100 * MIB, false)).toBeUndefined(); // alone in the gate: the one an empty gate admits
+  expect(g.recharge(ticket, 100 * MIB, "whole")).toBeUndefined(); // alone in the gate: the one an empty gate admits
   expect(g.bytes).toBe(400 * MIB);
   g.leave(ticket);
   expect([g.bytes, g.size]).toEqual([0, 0]);
@@ -117,7 +121,7 @@ test("recharge: raised when the size is known, refused when that does not fit be
 
 test("lanes: as many big requests decode at once as there are lanes; the next waits, first come first served, and gets a lane as one leaves", async () => {
   const { gate: g, clock } = gate({ budgetBytes: 1024 * MIB, lanes: 2 });
-  const tickets = [0, 1, 2, 3].map(() => admitted(g.admit(16 * MIB, true)));
+  const tickets = [0, 1, 2, 3].map(() => admitted(g.admit(16 * MIB, "sliced")));
   const answers: (Refusal | undefined | "waiting")[] = ["waiting", "waiting", "waiting", "waiting"];
   tickets.forEach((ticket, i) => g.lane(ticket).then((answer) => (answers[i] = answer)));
   await settled();
@@ -135,16 +139,16 @@ test("lanes: as many big requests decode at once as there are lanes; the next wa
   expect(answers[3]).toBeUndefined();
   g.leave(tickets[3]!);
   // Every lane is free again: the next two get one at once.
-  const next = [admitted(g.admit(16 * MIB, true)), admitted(g.admit(16 * MIB, true))];
+  const next = [admitted(g.admit(16 * MIB, "sliced")), admitted(g.admit(16 * MIB, "sliced"))];
   expect(await Promise.all(next.map((ticket) => g.lane(ticket)))).toEqual([undefined, undefined]);
   expect([g.size, g.waitingForLane]).toEqual([2, 0]);
 });
 
 test("lanes: a wait is bounded: past laneWaitMs the request is refused (why: lane), keeps its charge until it leaves, and takes no lane", async () => {
   const { gate: g, clock } = gate({ budgetBytes: 1024 * MIB, lanes: 1, laneWaitMs: 300 });
-  const decoding = admitted(g.admit(16 * MIB, true));
+  const decoding = admitted(g.admit(16 * MIB, "sliced"));
   expect(await g.lane(decoding)).toBeUndefined();
-  const lateTicket = admitted(g.admit(16 * MIB, true));
+  const lateTicket = admitted(g.admit(16 * MIB, "sliced"));
   const late = { answer: "waiting" as Refusal | undefined | "waiting" };
   g.lane(lateTicket).then((a) => (late.answer = a));
   clock.advance(299);
@@ -160,8 +164,8 @@ test("lanes: a wait is bounded: past laneWaitMs the request is refused (why: lan
   g.leave(decoding);
   expect([g.bytes, g.size]).toEqual([0, 0]);
   // The lane the refused one never held is free once, not twice.
-  const a = admitted(g.admit(1 * MIB, true));
-  const b = admitted(g.admit(1 * MIB, true));
+  const a = admitted(g.admit(1 * MIB, "sliced"));
+  const b = admitted(g.admit(1 * MIB, "sliced"));
   expect(await g.lane(a)).toBeUndefined();
   const second = { answer: "waiting" as Refusal | undefined | "waiting" };
   g.lane(b).then((x) => (second.answer = x));
@@ -171,6 +175,29 @@ test("lanes: a wait is bounded: past laneWaitMs the request is refused (why: lan
   await settled();
   expect(second.answer).toBeUndefined();
   g.leave(b);
+});
+
+test("a big upload as accept.ts runs it: charged what Bun holds of it unread while it waits for a lane, then what decoding it costs", async () => {
+  const { gate: g, clock } = gate({ budgetBytes: 64 * MIB, lanes: 1 });
+  const first = admitted(g.admit(16 * MIB, "unread"));
+  expect(first.cost).toBe(UNREAD_BYTES);
+  expect(await g.lane(first)).toBeUndefined();
+  expect(g.recharge(first, 16 * MIB, "sliced")).toBeUndefined(); // 32 MiB: read and decoded now
+  // Waiting unread costs little, so more wait than could be read at once.
+  const waiting = [0, 1, 2].map(() => admitted(g.admit(16 * MIB, "unread")));
+  expect(g.bytes).toBe(32 * MIB + 3 * UNREAD_BYTES);
+  const answers = waiting.map((ticket) => g.lane(ticket));
+  g.leave(first);
+  expect(await answers[0]).toBeUndefined();
+  // Its turn came, but what decoding it costs does not fit beside the others: refused (why: budget).
+  expect(g.recharge(waiting[0]!, 40 * MIB, "sliced")).toMatchObject({ why: "budget", costBytes: 80 * MIB });
+  g.leave(waiting[0]!);
+  expect(await answers[1]).toBeUndefined();
+  expect(g.recharge(waiting[1]!, 16 * MIB, "sliced")).toBeUndefined();
+  clock.advance(LANE_WAIT_MS);
+  expect(await answers[2]).toMatchObject({ why: "lane" });
+  for (const ticket of waiting) g.leave(ticket);
+  expect([g.bytes, g.size, g.waitingForLane]).toEqual([0, 0, 0]);
 });
 
 /** A seeded generator (mulberry32): the same run every time. */
@@ -195,14 +222,14 @@ test.each([1, 2, 3, 4, 5, 6, 7, 8])("model, seed %d: random admissions, recharge
     if (action < 0.3) {
       const bytes = Math.floor(next() * 40 * MIB);
       const wasEmpty = inside.size === 0;
-      const answer = g.admit(bytes, next() < 0.5);
+      const answer = g.admit(bytes, SHAPES[Math.floor(next() * 3)]!);
       if (wasEmpty) expect(answer).toBeInstanceOf(Ticket); // the one exemption
       if (answer instanceof Ticket) inside.add(answer);
       else expect(answer.chargedBytes + answer.costBytes).toBeGreaterThan(answer.limitBytes);
     } else if (action < 0.4 && inside.size > 0) {
       const ticket = [...inside][Math.floor(next() * inside.size)]!;
       const before = ticket.cost;
-      const refusal = g.recharge(ticket, Math.floor(next() * 40 * MIB), next() < 0.5);
+      const refusal = g.recharge(ticket, Math.floor(next() * 40 * MIB), SHAPES[Math.floor(next() * 3)]!);
       if (refusal) expect(ticket.cost).toBe(before);
     } else if (action < 0.6 && inside.size > 0) {
       const ticket = [...inside].find((t) => !t.laned && !waiting.has(t));
