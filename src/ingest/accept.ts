@@ -144,7 +144,8 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
   }
   try {
     if (upload !== undefined) {
-      if (!(await laned(ticket!, deps.gate))) return refuseUnread(overloaded(), upload, deps, metrics);
+      // A client gone while its request waited is not read (reading would throw): the lane goes on.
+      if (!(await laned(ticket!, deps.gate)) || request.signal.aborted) return refuseUnread(overloaded(), upload, deps, metrics);
       if (!ring.roomFor(upload)) return refuseUnread(bufferFull(), upload, deps, metrics);
       if (deps.gate.recharge(ticket!, upload, shapeOf(mayDecodeInSlices(format, upload)))) return refuseUnread(overloaded(), upload, deps, metrics);
     }
