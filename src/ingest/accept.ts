@@ -127,34 +127,29 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
 
   const declared = declaredLength(request.headers.get("content-length"), limits);
   if (declared instanceof AppError) return refuse(declared, metrics);
-  // The request's place in the memory gate (memory/gate.ts), held until it is buffered or refused.
-  // A big body sent as is waits for a decode lane before it is read: unread, it costs nothing (Bun
-  // reads a body only when asked: 6 uploads of 16 MB waiting held 15 MiB), and it is charged once
-  // it has its lane. Other bodies are charged by the declared length before they are read (a body
-  // costs memory from its first byte: 64 uploads of 4 MB, charged only once read, peaked at 967
-  // MiB; bench/rss.ts json-6400), a chunked one once read; then all by the decompressed size and
-  // shape. An empty body's charge is 0 and it leaves too: the gate counts requests as well as bytes.
-  const upload = declared !== undefined && declared >= OFFLOAD_FROM_BYTES && encoding === "identity" ? declared : undefined;
+  // The request's place in the memory gate (memory/gate.ts), held until it is buffered or refused:
+  // charged by the declared length before the body is read (a body costs memory from its first
+  // byte: 64 uploads of 4 MB, charged only once read, peaked at 967 MiB; bench/rss.ts json-6400),
+  // a chunked one once read, then by the gzip trailer's size and by the decompressed size and
+  // shape. Big bodies wait for a decode lane once read, not before: waiting unread, they held
+  // about as much (Bun reads ~1.3 MiB of a body before the socket pushes back) and each lane
+  // then waited on its next body's upload (json-6400: 29–54k events/s against 60–61k, bench/rss.ts
+  // with both ways interleaved). An empty body's charge is 0 and it leaves too: the gate counts
+  // requests as well as bytes.
   let ticket: Ticket | undefined;
   if (declared !== undefined && declared >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body arrives
   if (declared !== undefined) {
-    const admitted = deps.gate.admit(declared, upload === undefined ? shapeOf(mayDecodeInSlices(format, declared)) : "unread");
+    const admitted = deps.gate.admit(declared, shapeOf(mayDecodeInSlices(format, declared)));
     if (!(admitted instanceof Ticket)) return refuseUnread(overloaded(), declared, deps, metrics);
     ticket = admitted;
   }
   try {
-    if (upload !== undefined) {
-      // A client gone while its request waited is not read (reading would throw): the lane goes on.
-      if (!(await laned(ticket!, deps.gate)) || request.signal.aborted) return refuseUnread(overloaded(), upload, deps, metrics);
-      if (!ring.roomFor(upload)) return refuseUnread(bufferFull(), upload, deps, metrics);
-      if (deps.gate.recharge(ticket!, upload, shapeOf(mayDecodeInSlices(format, upload)))) return refuseUnread(overloaded(), upload, deps, metrics);
-    }
     const raw = await readBody(request, declared, limits);
     if (raw instanceof AppError) return refuse(raw, metrics);
     const rawBytes = raw.length;
     // A gzip body's trailer says what it inflates to: a full buffer refuses it before inflating
-    // (realistic @logtail/node bodies: ~1 ms each, 2–4 refused per one taken while the ring was full),
-    // so does the gate, and a big one waits for its decode lane before it is inflated, not after.
+    // (realistic @logtail/node bodies: ~1 ms each, 2–4 refused per one taken while the ring was
+    // full), and so does the gate when what it inflates to does not fit.
     // A wrong hint only moves the refusal to after inflating (or refuses the liar's own request).
     // Only a hint within the decompressed limit: past it the body gets its 413 from inflating.
     const hint = encoding === "gzip" ? gzipSizeHint(raw) : undefined;
@@ -163,10 +158,7 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
       if (ticket !== undefined && hint > raw.length && deps.gate.recharge(ticket, hint, shapeOf(mayDecodeInSlices(format, hint)))) {
         return refuse(overloaded(), metrics);
       }
-      if (hint >= OFFLOAD_FROM_BYTES) {
-        deps.decodeWorker.start(); // while the body is inflated
-        if (ticket !== undefined && !(await laned(ticket, deps.gate))) return refuse(overloaded(), metrics);
-      }
+      if (hint >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body is inflated
     }
     let body = encoding === "identity" ? identityBody(raw, limits.maxDecompressedBytes) : await decompress(raw, encoding, limits.maxDecompressedBytes);
     if (body instanceof AppError) return refuse(body, metrics);
@@ -198,10 +190,10 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
       if (!(admitted instanceof Ticket)) return refuse(overloaded(), metrics);
       ticket = admitted;
     } else if (deps.gate.recharge(ticket, body.length, shape)) return refuse(overloaded(), metrics);
-    // A big body decodes in one of the decode lanes, waiting its turn for a bounded time if it has
-    // none yet (the ring may have filled meanwhile: refused before it is decoded, not after).
+    // A big body decodes in one of the decode lanes, waiting its turn for a bounded time (the ring
+    // may have filled meanwhile: refused before it is decoded, not after).
     if (big) {
-      if (!(await laned(ticket, deps.gate))) return refuse(overloaded(), metrics);
+      if (await deps.gate.lane(ticket)) return refuse(overloaded(), metrics);
       if (!ring.roomFor(body.length)) return refuse(bufferFull(), metrics);
     }
     const encoded = big
@@ -276,11 +268,6 @@ function receptionTime(): PgMicros {
 
 function shapeOf(sliced: boolean): Shape {
   return sliced ? "sliced" : "whole";
-}
-
-/** The request's decode lane: held already, or waited for now (false: none came in time). */
-async function laned(ticket: Ticket, gate: Gate): Promise<boolean> {
-  return ticket.laned || (await gate.lane(ticket)) === undefined;
 }
 
 function overloaded(): AppError {

@@ -4,9 +4,8 @@
 // reading of the heap or the RSS, so the same calls always get the same answers.
 //
 // - Bytes: a request is charged what it may cost (its Content-Length before the body is read, its
-//   decompressed size once known, times what decoding it costs: cost(); a big upload waiting for
-//   its lane unread, what Bun holds of it) until it is buffered or refused. The charges stay
-//   within min(INGEST_INFLIGHT_MAX_BYTES, room()).
+//   decompressed size once known, times what decoding it costs: cost()) until it is buffered or
+//   refused. The charges stay within min(INGEST_INFLIGHT_MAX_BYTES, room()).
 // - The big lane: a big request (decoded on a decode thread) decodes only in one of `lanes` places,
 //   as many as the threads; the others wait their turn, first come first served, at most
 //   `laneWaitMs`, then are refused (VictoriaMetrics' write-concurrency limiter).
@@ -30,18 +29,8 @@ export const COST_FACTOR = 4;
  */
 export const SLICED_COST_FACTOR = 2;
 
-/**
- * What Bun holds of a body not read yet: the part that arrived before the socket pushed back.
- * Measured (Bun 1.4.5, loopback, a handler waiting before it reads): 64 uploads of 4 MB held
- * 83 MiB, 64 of 1 MB 72 MiB, 6 of 16 MB 10 MiB: ~1.3 MiB each, whatever their size past that.
- */
-export const UNREAD_BYTES = 2 * 1024 * 1024;
-
-/**
- * How a request's bytes cost memory: a body not read yet (UNREAD_BYTES at most, charged as is),
- * one to be decoded in slices, or one to be decoded whole.
- */
-export type Shape = "unread" | "sliced" | "whole";
+/** How a request's bytes cost memory: decoded in slices, or whole. */
+export type Shape = "sliced" | "whole";
 
 /** Why a request may not go on: the bytes it would be charged do not fit, or no lane freed in time. */
 export type Why = "budget" | "lane";
@@ -108,11 +97,10 @@ export class Gate {
 
   /**
    * What a request of `bytes` (decompressed, or as sent until that is known) is charged: its size
-   * times what decoding it costs, sliced or whole (the caller knows: ingest/prepare.ts), or what
-   * Bun holds of it unread.
+   * times what decoding it costs, sliced or whole (the caller knows: ingest/prepare.ts).
    */
   cost(bytes: number, shape: Shape): number {
-    return shape === "unread" ? Math.min(bytes, UNREAD_BYTES) : bytes * (shape === "sliced" ? SLICED_COST_FACTOR : COST_FACTOR);
+    return bytes * (shape === "sliced" ? SLICED_COST_FACTOR : COST_FACTOR);
   }
 
   /** A request comes in: its ticket (leave() it whatever happens next), or why not. */
