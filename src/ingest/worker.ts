@@ -57,34 +57,35 @@ function afterSlice(bytes: number): void {
 }
 
 const IDLE_MS = 20;
+/**
+ * Bytes of bodies between two full collections when the thread is never idle IDLE_MS.
+ * CPU per body and the thread's peak RSS (a one-off probe: prepareBody in a loop on realistic JSON
+ * arrays, bodies and rows freed, shared box): a full collection after every body cost 78 ms per
+ * 3.7 MB body (peak 91 MiB) and 215 ms per 14.9 MB one (114 MiB); every 32 MiB, 49 and 172 ms
+ * (123 and 172 MiB); never, 50 and 177 ms (142 and 236 MiB); decoded whole, 58 and 246 ms.
+ */
+const COLLECT_EVERY_BYTES = 32 * 1024 * 1024;
 let collecting: ReturnType<typeof setTimeout> | undefined;
-/** A sliced job's collection has not run yet: the next job runs it first. */
-let owed = false;
+let decoded = 0;
 function collect(): void {
-  owed = false;
+  decoded = 0;
   Bun.gc(true);
 }
 serve<Job, Outcome, string>(
   (job) => {
     clearTimeout(collecting);
-    if (owed) collect();
-    let sliced = false;
+    if (decoded >= COLLECT_EVERY_BYTES) collect(); // its timer did not fire before this job came
+    decoded += job.body.byteLength;
     try {
-      const outcome = answer(job);
-      sliced = outcome.sliced;
-      return outcome.outcome;
+      return answer(job);
     } finally {
       // Each job is a body of 1 MiB or more: its objects are garbage now, and this heap's collector
-      // would leave them for a while (a 32 MiB body decoded whole makes several times that). Decoded
-      // whole, once the thread has been idle IDLE_MS: the job's message is off the stack, and a job
-      // that comes meanwhile does not wait behind the collection (run right after each job, a
-      // refusal in hostile-load.test.ts that takes 690–800 ms took 1,042). Decoded in slices, the
-      // heap is small and the collection quick (5–7 ms after a 15 MB JSON array's 140–160 ms), so
-      // it runs once the answer is sent, or before the next job if that comes first: left to idle
-      // moments that never came under load, this thread's RSS went from ~100 to 173–225 MiB over
-      // 30 such bodies back to back (a one-off probe: prepareBody in a loop, bodies and rows freed).
-      if (sliced) owed = true;
-      collecting = setTimeout(collect, sliced ? 0 : IDLE_MS);
+      // would leave them for a while (a 32 MiB body decoded whole makes several times that). Once
+      // the thread has been idle IDLE_MS: the job's message is off the stack, and a job that comes
+      // meanwhile does not wait behind the collection (run right after each job, a refusal in
+      // hostile-load.test.ts that takes 690–800 ms took 1,042). Under a load that never leaves it
+      // idle, every COLLECT_EVERY_BYTES of bodies, before the next one.
+      collecting = setTimeout(collect, decoded >= COLLECT_EVERY_BYTES ? 0 : IDLE_MS);
     }
   },
   {
@@ -94,17 +95,16 @@ serve<Job, Outcome, string>(
   },
 );
 
-/** The outcome, and whether the body was decoded in slices. */
-function answer(job: Job): { outcome: Outcome; sliced: boolean } {
+function answer(job: Job): Outcome {
   const { body, format, sourceId, receivedAt, limits } = job;
   const prepared = prepareBody(body, format, sourceId, receivedAt, limits, afterSlice);
   if (prepared instanceof AppError) {
     freeNow(body);
-    return { outcome: { reason: prepared.reason, message: prepared.message }, sliced: false };
+    return { reason: prepared.reason, message: prepared.message };
   }
   // Sliced rows are at the start of a buffer of their own (prepare.ts): sent as they are. Others
   // are a view of the encoder's scratch, which stays here: copied once into a buffer of their own.
   const rows = prepared.own ? prepared.rows : new Uint8Array(prepared.rows);
   freeNow(body); // the rows are copied out of it: nothing reads it now
-  return { outcome: { rows, count: prepared.count, refused: prepared.refused, refusal: prepared.refusal }, sliced: prepared.own === true };
+  return { rows, count: prepared.count, refused: prepared.refused, refusal: prepared.refusal };
 }
