@@ -190,10 +190,13 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
       if (!(admitted instanceof Ticket)) return refuse(overloaded(), metrics);
       ticket = admitted;
     } else if (deps.gate.recharge(ticket, body.length, shape)) return refuse(overloaded(), metrics);
-    // A big body decodes in one of the decode lanes, waiting its turn for a bounded time (the ring
-    // may have filled meanwhile: refused before it is decoded, not after).
+    // A big body decodes in one of the decode lanes, waiting its turn for a bounded time. Meanwhile
+    // the ring may have filled (refused before it is decoded, not after) or the client given up:
+    // its events would be stored with no one told (a client that retries sends them twice), and
+    // the decoding would be wasted (json-6400: the bodies still queued when wrk stops).
     if (big) {
       if (await deps.gate.lane(ticket)) return refuse(overloaded(), metrics);
+      if (request.signal.aborted) return refuse(overloaded(), metrics);
       if (!ring.roomFor(body.length)) return refuse(bufferFull(), metrics);
     }
     const encoded = big
