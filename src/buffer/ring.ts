@@ -84,6 +84,8 @@ const COALESCE_MAX_BYTES = 4 * 1024;
  * in that time are let go, down to SLABS_KEPT.
  */
 const SLAB_BYTES = 4 * 1024 * 1024;
+/** Copies of a taken chunk in a buffer of its own while it is written (chargedBytes). */
+const FLUSH_COPIES = 2;
 const SLAB_OWN_FROM_BYTES = 1024 * 1024;
 const SLABS_KEPT = 8;
 const SHED_EVERY_MS = 60_000;
@@ -102,6 +104,8 @@ export class Ring {
   /** Waiting, or taken and not yet released. */
   heldEvents = 0;
   heldBytes = 0;
+  /** Taken, not yet released, in buffers of their own: the flush thread holds copies of these. */
+  private takenOwnBytes = 0;
 
   /** The tail chunk while small rows are appended to it; its rows start at openAt in the slab. */
   private open: Open | undefined;
@@ -123,9 +127,19 @@ export class Ring {
     return this.limits.maxBytes;
   }
 
+  /**
+   * What the limit bounds: the rows held, and the copies of them being written. A taken chunk in a
+   * slab is read by the flush thread where it lies; one in a buffer of its own is copied to it, and
+   * postgres.js copies it again into a CopyData message (store/flush-thread.ts, store/copy.ts): 16
+   * MB bodies (bench/rss.ts json-big) had two such chunks in flight, 64 MiB beside the ring.
+   */
+  get chargedBytes(): number {
+    return this.heldBytes + FLUSH_COPIES * this.takenOwnBytes;
+  }
+
   /** Whether a chunk of this size fits now. */
   fits(events: number, bytes: number): boolean {
-    return this.heldEvents + events <= this.limits.maxEvents && this.heldBytes + bytes <= this.limits.maxBytes;
+    return this.heldEvents + events <= this.limits.maxEvents && this.chargedBytes + bytes <= this.limits.maxBytes;
   }
 
   /**
@@ -133,7 +147,7 @@ export class Ring {
    * past what the ring ever holds passes: the encoder's count decides (413 if it never fits).
    */
   roomFor(bytes: number): boolean {
-    return this.heldEvents < this.limits.maxEvents && (bytes > this.limits.maxBytes || this.heldBytes + bytes <= this.limits.maxBytes);
+    return this.heldEvents < this.limits.maxEvents && (bytes > this.limits.maxBytes || this.chargedBytes + bytes <= this.limits.maxBytes);
   }
 
   /** Appends a chunk if it fits; false means "full, try later". */
@@ -225,7 +239,7 @@ export class Ring {
    * that did not fit left at their end), and the rows in buffers of their own.
    */
   get memoryBytes(): number {
-    return (this.slabsOut + this.spare.length) * SLAB_BYTES + this.heldBytes - this.slabRowBytes;
+    return (this.slabsOut + this.spare.length) * SLAB_BYTES + this.chargedBytes - this.slabRowBytes;
   }
 
   /** Called now and then (the flusher's timer): lets go of the free slabs not needed since the last call that shed. */
@@ -282,6 +296,7 @@ export class Ring {
       this.pendingEvents -= chunk.events;
       this.pendingBytes -= chunk.bytes;
       chunk.taken = true;
+      if (!chunk.slab) this.takenOwnBytes += chunk.bytes;
       events += chunk.events;
       taken.push(chunk);
     }
@@ -308,6 +323,7 @@ export class Ring {
     for (const chunk of chunks) {
       this.heldEvents -= chunk.events;
       this.heldBytes -= chunk.bytes;
+      if (chunk.taken && !chunk.slab) this.takenOwnBytes -= chunk.bytes;
       this.letGo(chunk);
     }
   }

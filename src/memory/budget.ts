@@ -58,7 +58,7 @@ export function startMemory(config: Config, ring: Ring, flusher: Flusher, metric
   const requestsBound = config.bufferMaxBytes + HEADROOM_BYTES - PROCESS_RESERVE_BYTES;
   const gate = new Gate({
     budgetBytes: config.ingestInflightMaxBytes,
-    room: () => requestsBound - Math.max(ring.heldBytes * RING_COST_FACTOR, ring.memoryBytes),
+    room: () => requestsBound - Math.max(ring.chargedBytes * RING_COST_FACTOR, ring.memoryBytes),
     lanes,
   });
   metrics.gauge("logpond_ingest_inflight_bytes", "Memory charged to requests being decoded (INGEST_INFLIGHT_MAX_BYTES).", () => gate.bytes);

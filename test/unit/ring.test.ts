@@ -191,3 +191,19 @@ test("adopt: big rows at the start of a buffer of their own are kept as they are
   ring.release(ring.take(10));
   expect(kept.byteLength).toBe(2 << 20);
 });
+
+test("a taken chunk in a buffer of its own counts three times until it is released (the flush thread's copy and postgres.js's); one in a slab once", () => {
+  const ring = new Ring({ maxEvents: 1000, maxBytes: 10 << 20 });
+  const own = new Uint8Array(new ArrayBuffer(2 << 20));
+  expect(ring.adopt(own, 1)).toBe(true);
+  expect(ring.append(new Uint8Array(1000), 1)).toBe(true); // into a slab
+  expect(ring.chargedBytes).toBe((2 << 20) + 1000);
+  const taken = ring.take(10);
+  expect(ring.chargedBytes).toBe(3 * (2 << 20) + 1000);
+  expect(ring.fits(1, (10 << 20) - 3 * (2 << 20) - 1000)).toBe(true);
+  expect(ring.fits(1, (10 << 20) - 3 * (2 << 20) - 999)).toBe(false);
+  expect(ring.roomFor(5 << 20)).toBe(false); // 6 MiB + 5 MiB > 10 MiB, though 2 MiB are held
+  ring.release(taken);
+  expect([ring.chargedBytes, ring.heldBytes]).toEqual([0, 0]);
+  expect(ring.roomFor(5 << 20)).toBe(true);
+});
