@@ -12,11 +12,11 @@ import { GcPacer } from "./gcpace";
 export const HEADROOM_BYTES = 200 * 1024 * 1024;
 /**
  * What the process holds beside the ring and the requests, kept out of the requests' room: all of
- * the headroom. Idle ~75 MiB, the decode threads' heaps (~12 MiB each), the flush thread's copies
- * of the rows it writes (a big chunk's, and postgres.js's of every COPY write: two streams), one
- * slice's objects per decode lane, garbage between two collections. bench/rss.ts, realistic, 2
- * rounds of 8 s, this constant's variants interleaved: with 150 MiB kept back json-6400 peaked at
- * 435–468 MiB and json-big at 454–463, with 200 at 436–440 and 445–448.
+ * the headroom. Idle ~75 MiB, the decode threads' heaps (~12 MiB each), one slice's objects per
+ * decode lane, the flush thread's heap (postgres.js copies every COPY write), garbage between two
+ * collections. bench/rss.ts, realistic, 3 rounds of 8 s, this constant's variants interleaved
+ * (at 236142a): with 150 MiB kept back json-big peaked at 408–430 MiB and json-6400 at 366–407,
+ * with 200 at 391–398 and 356–359, no slower.
  */
 export const PROCESS_RESERVE_BYTES = HEADROOM_BYTES;
 
