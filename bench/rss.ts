@@ -3,12 +3,16 @@
 // the in-flight charge and the JavaScript heap (from /metrics), for one payload and one or more
 // settings variants run interleaved on one PostgreSQL — how issue 10's RSS work was measured:
 //   bun bench/rss.ts <payload> <corpus> [seconds=8] [rounds=2] [variant…]
-// A variant is `default` or comma-separated NAME=VALUE settings (e.g. INGEST_INFLIGHT_MAX_BYTES=67108864).
+// A variant is `default` or comma-separated NAME=VALUE settings (e.g. INGEST_INFLIGHT_MAX_BYTES=67108864);
+// `ref=<git ref>` among them runs that commit's src/ instead of this tree's (exported as bench/ab.ts
+// does), so code before and after a change is measured interleaved, under the same load.
 // Payload `json-6400`: 64 json-100 bodies joined into one array per body (~4 MB realistic, so every
 // body goes to the decode workers and holds an in-flight charge while it waits). Payload `json-big`:
 // the same events four times over in one array per body (~16 MB realistic, 25,600 events) from
-// BIG_CONNECTIONS connections: bodies of tens of MB from several clients.
-import { readFileSync, rmSync } from "node:fs";
+// BIG_CONNECTIONS connections: bodies of tens of MB from several clients. Payload `ndjson-big`:
+// those bodies as NDJSON (one event per line), from as many connections.
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import * as path from "node:path";
 import { runMigrations } from "../src/store/db";
 import { startEmbeddedPostgres } from "../src/store/embedded";
@@ -38,15 +42,28 @@ const gauges = async (apiUrl: string) => {
   };
 };
 
-/** Connections for `json-big` (wrk's 64 for the others). */
+/** The main module of `ref`'s src/, exported into the work folder once. */
+function exportRef(ref: string): string {
+  const root = path.join(work, `ref-${ref.replace(/\W+/g, "_")}`);
+  if (!existsSync(root)) {
+    const repo = path.join(import.meta.dir, "..");
+    const exported = spawnSync("sh", ["-c", `mkdir -p '${root}' && git -C '${repo}' archive '${ref}' src drizzle | tar -x -C '${root}'`], { encoding: "utf8" });
+    if (exported.status !== 0) throw new Error(`git archive ${ref}: ${exported.stderr}`);
+    symlinkSync(path.join(repo, "node_modules"), path.join(root, "node_modules"));
+  }
+  return path.join(root, "src", "main.ts");
+}
+
+/** Connections for `json-big` and `ndjson-big` (wrk's 64 for the others). */
 const BIG_CONNECTIONS = 6;
 
-/** Four bodies, each the events of 64 json-100 bodies (`times` over) in one JSON array. */
-function joined(small: Payload, times = 1): Payload {
+/** Four bodies, each the events of 64 json-100 bodies (`times` over) in one JSON array, or as NDJSON lines. */
+function joined(small: Payload, times = 1, ndjson = false): Payload {
   const once = small.bodies.flatMap((body) => JSON.parse(new TextDecoder().decode(body)) as unknown[]);
   const events = Array.from({ length: times }, () => once).flat();
-  const bodies = [0, 1, 2, 3].map((k) => new TextEncoder().encode(JSON.stringify([...events.slice(k * 100), ...events.slice(0, k * 100)])));
-  return { ...small, eventsPerBody: events.length, bodies };
+  const text = (list: unknown[]) => (ndjson ? `${list.map((event) => JSON.stringify(event)).join("\n")}\n` : JSON.stringify(list));
+  const bodies = [0, 1, 2, 3].map((k) => new TextEncoder().encode(text([...events.slice(k * 100), ...events.slice(0, k * 100)])));
+  return { ...small, contentType: ndjson ? "application/x-ndjson" : small.contentType, eventsPerBody: events.length, bodies };
 }
 
 try {
@@ -54,15 +71,17 @@ try {
   const p =
     name === "json-6400"
       ? joined(payload("json-100", corpus as Corpus))
-      : name === "json-big"
-        ? joined(payload("json-100", corpus as Corpus), 4)
+      : name === "json-big" || name === "ndjson-big"
+        ? joined(payload("json-100", corpus as Corpus), 4, name === "ndjson-big")
         : payload(name as PayloadName, corpus as Corpus);
-  const connections = name === "json-big" ? BIG_CONNECTIONS : undefined;
+  const connections = name.endsWith("-big") ? BIG_CONNECTIONS : undefined;
   const sides: { label: string; service: Service; dir: string }[] = [];
   for (const [i, variant] of variants.entries()) {
     const env: Record<string, string> = { DATABASE_URL: pg.url, DATA_DIR: path.join(work, `d${i}`) };
     if (variant !== "default") for (const pair of variant.split(",")) env[pair.slice(0, pair.indexOf("="))] = pair.slice(pair.indexOf("=") + 1);
-    const service = await spawnService(env);
+    const ref = env.ref;
+    delete env.ref;
+    const service = await spawnService(env, ref === undefined ? undefined : [process.execPath, exportRef(ref)]);
     services.push(service);
     const dir = writeWrkFiles(path.join(work, `wrk-${i}`), p, [(await createSource(service, "rss")).token]);
     sides.push({ label: variant, service, dir });

@@ -10,7 +10,7 @@ import type { Config } from "./config";
 import { loadApiToken, type ApiToken } from "./http/apitoken";
 import { digest } from "./http/auth";
 import { assertPortsFree } from "./http/ports";
-import { DecodeWorker, OFFLOAD_FROM_BYTES } from "./ingest/offload";
+import { DecodeWorker } from "./ingest/offload";
 import { RateLimiter } from "./ingest/ratelimit";
 import { listenerUrl, listenIngest, listenManagement, publicIngestHost } from "./listeners";
 import { startMemory } from "./memory/budget";
@@ -71,13 +71,13 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   const retention = startRetention({ sql: store.sql, intervalMs: config.retentionSweepIntervalMs, flush: () => flusher.flush(), metrics, log });
   const tail = await startTail(store.sql, config, flusher, metrics, log);
   const decodeWorker = new DecodeWorker();
-  const memory = startMemory(config, ring, flusher, metrics, OFFLOAD_FROM_BYTES);
+  const memory = startMemory(config, ring, flusher, metrics, decodeWorker.width);
 
   const apiToken = loadApiToken(config);
   let accepting = true;
   const ingest = listenIngest(config, {
     cache: sources.cache,
-    ...{ ring, flusher, metrics, store, log, decodeWorker, inFlight: memory.inFlight, gcPacer: memory.gcPacer },
+    ...{ ring, flusher, metrics, store, log, decodeWorker, gate: memory.gate, gcPacer: memory.gcPacer },
     limits: {
       maxBodyBytes: config.ingestMaxBodyBytes,
       maxDecompressedBytes: config.ingestMaxDecompressedBytes,
@@ -112,7 +112,6 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   const spilled: Spilled = { events: 0 };
   const closeIngestion = () => {
     accepting = false;
-    memory.stop();
   };
   const running = { closeIngestion, retention, sealer, flusher, decodeWorker, tail, sources, store, metrics };
   return {

@@ -28,6 +28,8 @@ export interface Chunk {
   taken?: boolean;
   /** Set by the ring: the slab its rows lie in, given back when the last of its chunks is released. */
   slab?: Slab;
+  /** Set by the ring: its rows are a buffer of the ring's own, freed when it is released. */
+  owned?: boolean;
 }
 
 /** A block of shared memory appended rows are written into, front to back. */
@@ -82,6 +84,8 @@ const COALESCE_MAX_BYTES = 4 * 1024;
  * in that time are let go, down to SLABS_KEPT.
  */
 const SLAB_BYTES = 4 * 1024 * 1024;
+/** Copies of a taken chunk in a buffer of its own while it is written (chargedBytes). */
+const FLUSH_COPIES = 2;
 const SLAB_OWN_FROM_BYTES = 1024 * 1024;
 const SLABS_KEPT = 8;
 const SHED_EVERY_MS = 60_000;
@@ -100,6 +104,8 @@ export class Ring {
   /** Waiting, or taken and not yet released. */
   heldEvents = 0;
   heldBytes = 0;
+  /** Taken, not yet released, in buffers of their own: the flush thread holds copies of these. */
+  private takenOwnBytes = 0;
 
   /** The tail chunk while small rows are appended to it; its rows start at openAt in the slab. */
   private open: Open | undefined;
@@ -121,9 +127,19 @@ export class Ring {
     return this.limits.maxBytes;
   }
 
+  /**
+   * What the limit bounds: the rows held, and the copies of them being written. A taken chunk in a
+   * slab is read by the flush thread where it lies; one in a buffer of its own is copied to it, and
+   * postgres.js copies it again into a CopyData message (store/flush-thread.ts, store/copy.ts): 16
+   * MB bodies (bench/rss.ts json-big) had two such chunks in flight, 64 MiB beside the ring.
+   */
+  get chargedBytes(): number {
+    return this.heldBytes + FLUSH_COPIES * this.takenOwnBytes;
+  }
+
   /** Whether a chunk of this size fits now. */
   fits(events: number, bytes: number): boolean {
-    return this.heldEvents + events <= this.limits.maxEvents && this.heldBytes + bytes <= this.limits.maxBytes;
+    return this.heldEvents + events <= this.limits.maxEvents && this.chargedBytes + bytes <= this.limits.maxBytes;
   }
 
   /**
@@ -131,7 +147,7 @@ export class Ring {
    * past what the ring ever holds passes: the encoder's count decides (413 if it never fits).
    */
   roomFor(bytes: number): boolean {
-    return this.heldEvents < this.limits.maxEvents && (bytes > this.limits.maxBytes || this.heldBytes + bytes <= this.limits.maxBytes);
+    return this.heldEvents < this.limits.maxEvents && (bytes > this.limits.maxBytes || this.chargedBytes + bytes <= this.limits.maxBytes);
   }
 
   /** Appends a chunk if it fits; false means "full, try later". */
@@ -155,7 +171,7 @@ export class Ring {
       // allocUnsafe: every byte is written here (a zeroed array cost as much again in page faults).
       const own = Buffer.allocUnsafe(bytes);
       own.set(rows);
-      return this.push({ rows: own, events, bytes, seq: 0 });
+      return this.push({ rows: own, events, bytes, seq: 0, owned: true });
     }
     let slab = this.slab;
     if (slab === undefined || bytes > SLAB_BYTES - slab.used) slab = this.nextSlab();
@@ -186,6 +202,16 @@ export class Ring {
     return true;
   }
 
+  /**
+   * As append, for rows the caller gives up (a decode thread's, at the start of a buffer of their
+   * own): big ones are kept as they are instead of copied into a buffer of the ring's, which held
+   * a big body's rows twice for a moment (another 16 MiB for a 16 MB body).
+   */
+  adopt(rows: Rows, events: number): boolean {
+    if (rows.length <= SLAB_OWN_FROM_BYTES || rows.byteOffset !== 0 || !(rows.buffer instanceof ArrayBuffer)) return this.append(rows, events);
+    return this.push({ rows, events, bytes: rows.length, seq: 0, owned: true });
+  }
+
   /** A slab with room: the open chunk is sealed first (its rows end in the current slab). */
   private nextSlab(): Slab {
     this.seal();
@@ -213,7 +239,7 @@ export class Ring {
    * that did not fit left at their end), and the rows in buffers of their own.
    */
   get memoryBytes(): number {
-    return (this.slabsOut + this.spare.length) * SLAB_BYTES + this.heldBytes - this.slabRowBytes;
+    return (this.slabsOut + this.spare.length) * SLAB_BYTES + this.chargedBytes - this.slabRowBytes;
   }
 
   /** Called now and then (the flusher's timer): lets go of the free slabs not needed since the last call that shed. */
@@ -270,6 +296,7 @@ export class Ring {
       this.pendingEvents -= chunk.events;
       this.pendingBytes -= chunk.bytes;
       chunk.taken = true;
+      if (!chunk.slab) this.takenOwnBytes += chunk.bytes;
       events += chunk.events;
       taken.push(chunk);
     }
@@ -287,7 +314,7 @@ export class Ring {
     this.pendingBytes -= chunk.bytes;
     this.heldEvents -= chunk.events;
     this.heldBytes -= chunk.bytes;
-    if (chunk.slab) this.unref(chunk);
+    this.letGo(chunk);
     return true;
   }
 
@@ -296,8 +323,19 @@ export class Ring {
     for (const chunk of chunks) {
       this.heldEvents -= chunk.events;
       this.heldBytes -= chunk.bytes;
-      if (chunk.slab) this.unref(chunk);
+      if (chunk.taken && !chunk.slab) this.takenOwnBytes -= chunk.bytes;
+      this.letGo(chunk);
     }
+  }
+
+  /**
+   * A released chunk's memory: its slab's share, or its own buffer freed now rather than when the
+   * collector finds it (a big body's rows were garbage the main thread's quick collections left
+   * to full ones, 16 MiB each for json-big's bodies).
+   */
+  private letGo(chunk: Chunk): void {
+    if (chunk.slab) this.unref(chunk);
+    else if (chunk.owned && chunk.rows.byteOffset === 0) (chunk.rows.buffer as ArrayBuffer).transfer(0);
   }
 
   /** Sequence number of the oldest chunk not yet taken (the next one to be pushed when empty). */

@@ -1,6 +1,7 @@
 // The ingestion path for one request, hop by hop: authenticate → admission gate → body (capped,
-// decompressed) → in-flight memory budget → prepare (bounds, decode, encode: all or nothing; on a
-// worker thread for big bodies) → ring buffer, for every protocol of the ingest listener (`/`, OTLP,
+// decompressed) → the memory gate (memory/gate.ts: bytes charged, and for a big body a decode
+// lane) → prepare (bounds, decode, encode: all or nothing; on a worker thread for big bodies) →
+// ring buffer, for every protocol of the ingest listener (`/`, OTLP,
 // Loki: see Protocol). A refusal is an AppError value, counted here; `/` renders it (errors.ts) with
 // CORS's Allow-Origin on every answer, the other protocols in their routes (otlp.ts, loki.ts).
 // 202 means: in the ring (buffered mode) or committed to PostgreSQL (durable mode).
@@ -13,9 +14,10 @@ import type { IngestRequest, Metrics, Protocol as ProtocolName } from "../metric
 import type { SourceCache } from "../sources/cache";
 import { declaredLength, decompress, gzipSizeHint, identityBody, parseEncoding, readBody, type BodyLimits } from "./body";
 import { DecodeWorker, headerRefusal, OFFLOAD_FROM_BYTES } from "./offload";
-import { prepareBody, type PrepareLimits } from "./prepare";
+import { decodedInSlices, mayDecodeInSlices, prepareBody, type PrepareLimits } from "./prepare";
 import { parseContentType, sniffFormat } from "./content-type";
-import type { InFlight } from "../memory/inflight";
+import { freeNow } from "../memory/buffers";
+import { type Gate, type Shape, Ticket } from "../memory/gate";
 import type { GcPacer } from "../memory/gcpace";
 import type { RateLimiter } from "./ratelimit";
 import { microsOfMillis, type PgMicros } from "../codec/time";
@@ -28,8 +30,8 @@ export interface IngestDeps {
   flusher: Flusher;
   metrics: Metrics;
   limits: BodyLimits & PrepareLimits;
-  /** Memory of requests being decoded, process-wide (CONTRACT §3.1). */
-  inFlight: InFlight;
+  /** Memory of requests being read and decoded, process-wide, and the decode lanes (CONTRACT §3.1). */
+  gate: Gate;
   /** Decodes big bodies off the event loop. */
   decodeWorker: DecodeWorker;
   /** Asks for garbage collections by body bytes handled (full ones when memory is short). */
@@ -125,31 +127,42 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
 
   const declared = declaredLength(request.headers.get("content-length"), limits);
   if (declared instanceof AppError) return refuse(declared, metrics);
-  // The request's share of the in-flight memory budget, held until it is buffered or refused:
+  // The request's place in the memory gate (memory/gate.ts), held until it is buffered or refused:
   // charged by the declared length before the body is read (a body costs memory from its first
   // byte: 64 uploads of 4 MB, charged only once read, peaked at 967 MiB; bench/rss.ts json-6400),
-  // raised to the decompressed size once that is known; a chunked body is charged once read. An
-  // empty body's charge is 0 and is released too: InFlight counts requests as well as bytes.
-  let charged: number | undefined;
+  // a chunked one once read, then by the gzip trailer's size and by the decompressed size and
+  // shape. Big bodies wait for a decode lane once read, not before: waiting unread, they held
+  // about as much (Bun reads ~1.3 MiB of a body before the socket pushes back) and each lane
+  // then waited on its next body's upload (json-6400: 29–54k events/s against 60–61k, bench/rss.ts
+  // with both ways interleaved). An empty body's charge is 0 and it leaves too: the gate counts
+  // requests as well as bytes.
+  let ticket: Ticket | undefined;
   if (declared !== undefined && declared >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body arrives
   if (declared !== undefined) {
-    charged = deps.inFlight.charge(declared);
-    if (charged === undefined) return refuseUnread(overloaded(), declared, deps, metrics);
+    const admitted = deps.gate.admit(declared, shapeOf(mayDecodeInSlices(format, declared)));
+    if (!(admitted instanceof Ticket)) return refuseUnread(overloaded(), declared, deps, metrics);
+    ticket = admitted;
   }
   try {
     const raw = await readBody(request, declared, limits);
     if (raw instanceof AppError) return refuse(raw, metrics);
+    const rawBytes = raw.length;
     // A gzip body's trailer says what it inflates to: a full buffer refuses it before inflating
-    // (realistic @logtail/node bodies: ~1 ms each, 2–4 refused per one taken while the ring was full).
+    // (realistic @logtail/node bodies: ~1 ms each, 2–4 refused per one taken while the ring was
+    // full), and so does the gate when what it inflates to does not fit.
     // A wrong hint only moves the refusal to after inflating (or refuses the liar's own request).
     // Only a hint within the decompressed limit: past it the body gets its 413 from inflating.
     const hint = encoding === "gzip" ? gzipSizeHint(raw) : undefined;
     if (hint !== undefined && hint <= limits.maxDecompressedBytes) {
       if (!ring.roomFor(hint)) return refuse(bufferFull(), metrics);
+      if (ticket !== undefined && hint > raw.length && deps.gate.recharge(ticket, hint, shapeOf(mayDecodeInSlices(format, hint)))) {
+        return refuse(overloaded(), metrics);
+      }
       if (hint >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body is inflated
     }
     let body = encoding === "identity" ? identityBody(raw, limits.maxDecompressedBytes) : await decompress(raw, encoding, limits.maxDecompressedBytes);
     if (body instanceof AppError) return refuse(body, metrics);
+    if (body !== raw && body.length >= OFFLOAD_FROM_BYTES) freeNow(raw); // inflated: what was sent is read no more
     if (format === undefined) {
       format = sniffFormat(body); // `/` with no Content-Type: the body's first byte tells, or 415
       if (format instanceof AppError) return refuse(format, metrics);
@@ -164,22 +177,31 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
     // bench/run.ts, most of the loop's time while the buffer drained. Refused before reading
     // instead (by Content-Length), such bodies peaked at 646–743 MiB of RSS: they arrive anyway.
     if (!ring.roomFor(body.length)) return refuse(bufferFull(), metrics);
+    const big = body.length >= OFFLOAD_FROM_BYTES; // decoded on a decode thread
     // A big MessagePack body's array header is read before it is charged: 20 million events are
     // 413 by it, never a 503 that would have the client send them again.
-    if (body.length >= OFFLOAD_FROM_BYTES) {
+    if (big) {
       const early = headerRefusal(body, format, limits);
       if (early) return refuse(early, metrics);
     }
-    if (charged === undefined || body.length > declared!) {
-      if (charged !== undefined) deps.inFlight.release(charged);
-      charged = deps.inFlight.charge(body.length);
-      if (charged === undefined) return refuse(overloaded(), metrics);
+    const shape = shapeOf(decodedInSlices(body, format));
+    if (ticket === undefined) {
+      const admitted = deps.gate.admit(body.length, shape);
+      if (!(admitted instanceof Ticket)) return refuse(overloaded(), metrics);
+      ticket = admitted;
+    } else if (deps.gate.recharge(ticket, body.length, shape)) return refuse(overloaded(), metrics);
+    // A big body decodes in one of the decode lanes, waiting its turn for a bounded time. Meanwhile
+    // the ring may have filled (refused before it is decoded, not after) or the client given up:
+    // its events would be stored with no one told (a client that retries sends them twice), and
+    // the decoding would be wasted (json-6400: the bodies still queued when wrk stops).
+    if (big) {
+      if (await deps.gate.lane(ticket)) return refuse(overloaded(), metrics);
+      if (request.signal.aborted) return refuse(overloaded(), metrics);
+      if (!ring.roomFor(body.length)) return refuse(bufferFull(), metrics);
     }
-    const rawBytes = raw.length; // a big body is handed to the decode worker, raw with it when identity
-    const encoded =
-      body.length >= OFFLOAD_FROM_BYTES
-        ? await deps.decodeWorker.run(body, format, source.id, receptionTime(), limits)
-        : prepareBody(body, format, source.id, receptionTime(), limits);
+    const encoded = big
+      ? await deps.decodeWorker.run(body, format, source.id, receptionTime(), limits) // the body is moved there
+      : prepareBody(body, format, source.id, receptionTime(), limits);
     if (encoded instanceof AppError) return refuse(encoded, metrics);
     deps.gcPacer.handled(encoded.rows.length); // the rows' garbage: compact bodies (records) make far more than their size
 
@@ -191,16 +213,17 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
     // Deleted while this request was read (a slow upload): nothing of it may land after the purge.
     if (!cache.has(source.id)) return refuse(new AppError("invalid_token", "Unauthorized"), metrics);
     if (deps.ackMode === "buffered") {
-      if (!ring.append(encoded.rows, encoded.count)) return refuse(bufferFull(), metrics);
+      // A decode thread's rows are the request's own (transferred): the ring keeps big ones as they are.
+      if (!(big ? ring.adopt(encoded.rows, encoded.count) : ring.append(encoded.rows, encoded.count))) return refuse(bufferFull(), metrics);
       deps.flusher.pushed();
       return accepted(metrics, encoded.count, rawBytes, refused, refusal);
     }
     // The request's objects are gone once its chunk is in the ring: waiting costs no memory.
-    deps.inFlight.release(charged);
-    charged = undefined;
-    return await durable(encoded.rows, encoded.count, rawBytes, deps, metrics, refused, refusal);
+    deps.gate.leave(ticket);
+    ticket = undefined;
+    return await durable(big ? encoded.rows : rowBytes(encoded.rows), encoded.count, rawBytes, deps, metrics, refused, refusal);
   } finally {
-    if (charged !== undefined) deps.inFlight.release(charged);
+    if (ticket !== undefined) deps.gate.leave(ticket);
   }
 }
 
@@ -215,7 +238,7 @@ function accepted(metrics: IngestRequest, events: number, rawBytes: number, refu
  * deadline the chunk is abandoned; if the flusher already holds it, its answer decides.
  */
 async function durable(
-  encodedRows: Uint8Array,
+  rows: Uint8Array,
   count: number,
   rawBytes: number,
   deps: IngestDeps,
@@ -226,7 +249,6 @@ async function durable(
   const { ring } = deps;
   let settle!: (error?: Error) => void;
   const committed = new Promise<Error | undefined>((resolve) => (settle = resolve));
-  const rows = rowBytes(encodedRows);
   const chunk: Chunk = { rows, events: count, bytes: rows.length, seq: 0, settle };
   if (!ring.push(chunk)) return refuse(bufferFull(), metrics);
   deps.flusher.pushed();
@@ -247,6 +269,10 @@ function receptionTime(): PgMicros {
   return microsOfMillis(Date.now());
 }
 
+function shapeOf(sliced: boolean): Shape {
+  return sliced ? "sliced" : "whole";
+}
+
 function overloaded(): AppError {
   return new AppError(
     "overloaded",
@@ -254,7 +280,7 @@ function overloaded(): AppError {
   );
 }
 
-/** Durable mode's chunk: the tuples copied out of the encoder's scratch (which the next request reuses). */
+/** Durable mode's chunk, decoded here: the tuples copied out of the encoder's scratch (which the next request reuses). */
 function rowBytes(rows: Uint8Array): Uint8Array {
   return Buffer.from(rows);
 }

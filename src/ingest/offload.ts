@@ -49,6 +49,11 @@ export function headerRefusal(body: Uint8Array, format: Format, limits: PrepareL
 export class DecodeWorker {
   private readonly threads: ThreadClient<Job, Outcome, string>[] = [];
 
+  /** Threads, so bodies that may decode side by side (the memory gate's decode lanes). */
+  get width(): number {
+    return WORKERS;
+  }
+
   /** Starts the threads (run() does so on first use). */
   start(): void {
     while (this.threads.length < WORKERS) {

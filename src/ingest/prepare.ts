@@ -1,6 +1,9 @@
 // Hops 2–3 for one body, as one pure function: bounds (bounds.ts) → decode → count → encode.
 // Runs inline for small bodies and on the decode worker (worker.ts) for big ones, so both paths
 // refuse the same requests with the same messages. No I/O, no state kept between calls.
+// A big NDJSON or JSON-array body is decoded and encoded slice by slice (slices.ts), its rows
+// gathered in one buffer of their own: its objects are one slice's at a time, not several times
+// the body. Same rows, same refusals, same messages as decoding it whole.
 import { checkEventCount, measureBody, type CostLimits } from "../codec/bounds";
 import { decodeBody } from "../codec/decode";
 import type { Format } from "../codec/format";
@@ -8,6 +11,8 @@ import { encodeEvents, type EncodeLimits, type Encoded } from "../codec/encode";
 import { RING_COST_FACTOR } from "../buffer/ring";
 import { AppError } from "../errors";
 import type { PgMicros } from "../codec/time";
+import { freeNow } from "../memory/buffers";
+import { arrayCuts, ndjsonCuts } from "./slices";
 
 export interface PrepareLimits extends EncodeLimits {
   maxDecompressedBytes: number;
@@ -17,12 +22,59 @@ export interface PrepareLimits extends EncodeLimits {
   ringMaxBytes: number;
 }
 
-export function prepareBody(body: Uint8Array, format: Format, sourceId: number, receivedAt: PgMicros, limits: PrepareLimits): Encoded | AppError {
+/** Encoded rows; `own`: at the start of a buffer of their own (sliced), not a view of the encoder's scratch. */
+export interface Prepared extends Encoded {
+  own?: boolean;
+}
+
+/**
+ * NDJSON and JSON arrays from this size are decoded in slices: the big bodies, which offload.ts
+ * sends to a decode thread (not more than its OFFLOAD_FROM_BYTES, so every big one of these
+ * shapes is sliced: the admission gate charges it so).
+ */
+export const SLICED_FROM_BYTES = 1024 * 1024;
+/** A slice holds at least this many bytes of the body (up to the end of the line or element that crosses it). */
+export const SLICE_BYTES = 256 * 1024;
+
+/**
+ * Before the body is read (`bytes`: as sent): whether it may be decoded in slices, so the gate
+ * charges it so until decodedInSlices can tell.
+ */
+export function mayDecodeInSlices(format: Format | undefined, bytes: number): boolean {
+  return (format === "json" || format === "ndjson") && bytes >= SLICED_FROM_BYTES;
+}
+
+/** Whether prepareBody decodes this body in slices (the admission gate charges it by that). */
+export function decodedInSlices(body: Uint8Array, format: Format): boolean {
+  if (body.length < SLICED_FROM_BYTES) return false;
+  if (format === "ndjson") return true;
+  if (format !== "json") return false;
+  let i = 0;
+  while (i < body.length && (body[i] === 0x20 || body[i] === 0x0a || body[i] === 0x0d || body[i] === 0x09)) i++;
+  return body[i] === 0x5b; // an array: what a body that is one object or values back to back is not
+}
+
+/**
+ * The body's rows. A body of SLICED_FROM_BYTES or more may be written to in passing (a byte at each
+ * cut, put back before this returns): not one another thread reads meanwhile.
+ */
+export function prepareBody(
+  body: Uint8Array,
+  format: Format,
+  sourceId: number,
+  receivedAt: PgMicros,
+  limits: PrepareLimits,
+  afterSlice?: (bytes: number) => void,
+): Prepared | AppError {
   const cost = costLimits(limits);
   const measured = measureBody(body, format, cost);
   if (measured instanceof AppError) return measured;
   if (measured !== undefined && measured > limits.bufferMaxEvents) return neverFits(`${measured} events`, "BUFFER_MAX_EVENTS");
-  const buffer = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (measured !== undefined && decodedInSlices(body, format)) {
+    const sliced = prepareSliced(body, format as "json" | "ndjson", measured, sourceId, receivedAt, limits, afterSlice);
+    if (sliced !== undefined) return sliced;
+  }
+  const buffer = asBuffer(body);
   const events = decodeBody(buffer, format, cost);
   if (events instanceof AppError) return events;
   // Unwalked MessagePack is measured by its first value's header: values back to back decode to more.
@@ -37,6 +89,126 @@ export function prepareBody(body: Uint8Array, format: Format, sourceId: number, 
     return neverFits(`${encoded.rows.length} bytes of rows`, `${limits.ringMaxBytes} bytes of rows: BUFFER_MAX_BYTES / ${RING_COST_FACTOR}`);
   }
   return encoded;
+}
+
+/**
+ * Slice by slice: decode, encode, copy the rows out. The answer decoding it whole would give, or
+ * undefined when only that can tell (the scan cannot follow the body, a slice does not decode, a
+ * count differs from the walk's): the caller decodes it whole then, which costs what it did before.
+ * An event refused while encoding is named by its index in the body, as whole; a slice that does
+ * not decode after it still wins, as whole (the body is decoded before any event is encoded).
+ */
+function prepareSliced(
+  body: Uint8Array,
+  format: "json" | "ndjson",
+  measured: number,
+  sourceId: number,
+  receivedAt: PgMicros,
+  limits: PrepareLimits,
+  afterSlice: ((bytes: number) => void) | undefined,
+): Prepared | AppError | undefined {
+  const cuts = format === "ndjson" ? { at: ndjsonCuts(body, SLICE_BYTES), elements: undefined } : arrayCuts(body, SLICE_BYTES);
+  if (cuts === undefined) return undefined;
+  const { at, elements } = cuts;
+  const cost = costLimits(limits);
+  const buffer = asBuffer(body);
+  let rows: Buffer | undefined;
+  let bytes = 0;
+  let count = 0;
+  let refusal: AppError | undefined;
+  let whole = false;
+  for (let k = 0; k + 1 < at.length && !whole; k++) {
+    // Before the next slice is decoded, not after this one: a collection then would keep its objects (still in use) and promote them.
+    if (k > 0) afterSlice?.(at[k]! - at[k - 1]!);
+    const events = elements === undefined ? ndjsonSlice(buffer, at[k]!, at[k + 1]!, cost) : arraySlice(buffer, at[k]!, at[k + 1]!, cost);
+    if (events instanceof AppError || (elements !== undefined && events.length !== elements[k])) {
+      whole = true;
+      break;
+    }
+    const first = count;
+    count += events.length;
+    if (refusal !== undefined) continue; // only whether the rest decodes still matters
+    const encoded = encodeEvents(events, format, sourceId, receivedAt, limits);
+    if (encoded instanceof AppError) {
+      refusal = renumbered(encoded, first);
+      whole = refusal === undefined;
+      continue;
+    }
+    // Past what the ring holds the request is refused (below): its size is still counted, its rows no longer kept.
+    if (bytes + encoded.rows.length <= limits.ringMaxBytes) rows = gather(rows, bytes, encoded.rows, (at[k + 1]! - at[0]!) / (at.at(-1)! - at[0]!));
+    bytes += encoded.rows.length;
+  }
+  // No events (NDJSON of blank lines): decoded whole, it gets its 406 there.
+  whole ||= count !== measured || count === 0;
+  if (whole || refusal !== undefined || bytes > limits.ringMaxBytes) {
+    if (rows !== undefined) freeNow(rows);
+    if (whole) return undefined;
+    return refusal ?? neverFits(`${bytes} bytes of rows`, `${limits.ringMaxBytes} bytes of rows: BUFFER_MAX_BYTES / ${RING_COST_FACTOR}`);
+  }
+  return { rows: viewOf(rows, bytes), count, own: true };
+}
+
+/** NDJSON lines [from, to): a slice of blank lines holds no events (the whole body's emptiness is the walk's to tell). */
+function ndjsonSlice(body: Buffer, from: number, to: number, cost: CostLimits): unknown[] | AppError {
+  const events = decodeBody(body.subarray(from, to), "ndjson", cost);
+  return events instanceof AppError && events.reason === "body_empty" ? [] : events;
+}
+
+/** The array's elements between the separators at `from` and `to`, read as an array of their own: `[` and `]` written over the separators, then put back. */
+function arraySlice(body: Buffer, from: number, to: number, cost: CostLimits): unknown[] | AppError {
+  const open = body[from]!;
+  const close = body[to]!;
+  body[from] = 0x5b;
+  body[to] = 0x5d;
+  try {
+    return decodeBody(body.subarray(from, to + 1), "json", cost);
+  } finally {
+    body[from] = open;
+    body[to] = close;
+  }
+}
+
+/**
+ * Every message of encodeEvents' refusals starts with "event <its index>" (codec/encode.ts): the
+ * index in the slice becomes the index in the body. Undefined if one ever does not.
+ */
+function renumbered(refusal: AppError, first: number): AppError | undefined {
+  const index = /^event (\d+)/.exec(refusal.message);
+  if (index === null) return undefined;
+  return new AppError(refusal.reason, `event ${first + Number(index[1])}${refusal.message.slice(index[0].length)}`, refusal.extra);
+}
+
+/**
+ * The slice's rows after those gathered so far (the encoder's scratch is reused by the next
+ * slice), in a buffer of their own sized by the rows per body byte so far (`done`: the part of
+ * the body read), so it is rarely made again; when it is, 25% bigger at least.
+ */
+function gather(rows: Buffer | undefined, used: number, slice: Uint8Array, done: number): Buffer {
+  const need = used + slice.length;
+  if (rows === undefined || need > rows.length) {
+    const grown = rows === undefined ? 0 : Math.ceil(rows.length * 1.25);
+    const bigger = Buffer.allocUnsafe(Math.max(grown, Math.ceil((need / done) * 1.02) + 64 * 1024));
+    if (rows !== undefined) {
+      rows.copy(bigger, 0, 0, used);
+      freeNow(rows);
+    }
+    rows = bigger;
+  }
+  rows.set(slice, used);
+  return rows;
+}
+
+/**
+ * The rows, at the start of a buffer of their own that may be a little longer (gather's 2%): it is
+ * handed on whole (transferred, kept by the ring). Cut to size with ArrayBuffer.transfer, a 16 MB
+ * body's rows were copied once more (a 16 MiB higher peak; a one-off probe of prepareBody).
+ */
+function viewOf(rows: Buffer | undefined, bytes: number): Uint8Array {
+  return rows === undefined ? new Uint8Array(0) : new Uint8Array(rows.buffer, 0, bytes);
+}
+
+function asBuffer(body: Uint8Array): Buffer {
+  return Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
 }
 
 function costLimits(limits: PrepareLimits): CostLimits {

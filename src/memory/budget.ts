@@ -1,15 +1,24 @@
 // The service's memory, built from the Config: the bound (BUFFER_MAX_BYTES + 200 MiB, issue 10),
-// what the ring costs of it, the in-flight gate requests are charged to (inflight.ts) and the GC
-// pacer (gcpace.ts) with its RSS sampler. Registers the memory gauges; stop() ends the sampler.
+// what the ring costs of it, the gate requests are admitted by (gate.ts: bytes charged, decode
+// lanes) and the GC pacer (gcpace.ts). Registers the memory gauges.
 import type { Flusher } from "../buffer/flusher";
 import { RING_COST_FACTOR, type Ring } from "../buffer/ring";
 import type { Config } from "../config";
 import type { Registry } from "../metrics";
+import { Gate } from "./gate";
 import { GcPacer } from "./gcpace";
-import { InFlight } from "./inflight";
 
 /** What the process may use beside a full buffer (issue 10: peak RSS ≤ BUFFER_MAX_BYTES + 200 MiB). */
 export const HEADROOM_BYTES = 200 * 1024 * 1024;
+/**
+ * What the process holds beside the ring and the requests, kept out of the requests' room: all of
+ * the headroom. Idle ~75 MiB, the decode threads' heaps (~12 MiB each), one slice's objects per
+ * decode lane, the flush thread's heap (postgres.js copies every COPY write), garbage between two
+ * collections. bench/rss.ts, realistic, 3 rounds of 8 s, this constant's variants interleaved
+ * (at 236142a): with 150 MiB kept back json-big peaked at 408–430 MiB and json-6400 at 366–407,
+ * with 200 at 391–398 and 356–359, no slower.
+ */
+export const PROCESS_RESERVE_BYTES = HEADROOM_BYTES;
 
 /**
  * RSS less the ring's free slabs past BUFFER_MAX_BYTES + this → the GC pacer's collections are
@@ -18,19 +27,16 @@ export const HEADROOM_BYTES = 200 * 1024 * 1024;
 const GC_FULL_ABOVE_BUFFER_BYTES = HEADROOM_BYTES / 2;
 /** The whole RSS past BUFFER_MAX_BYTES + this → full collections may come three times as often (gcpace.ts). */
 const GC_PRESSED_ABOVE_BUFFER_BYTES = (HEADROOM_BYTES * 3) / 4;
-/** How often the GC pacer reads the RSS between requests (admission uses its last reading). */
-const RSS_SAMPLE_MS = 50;
 
 export interface Memory {
-  /** Memory of requests being decoded, process-wide (CONTRACT §3.1). */
-  readonly inFlight: InFlight;
+  /** Whether a request may be read and decoded now, and if not why (CONTRACT §3.1). */
+  readonly gate: Gate;
   /** Asks for garbage collections by body bytes handled (full ones when memory is short). */
   readonly gcPacer: GcPacer;
-  stop(): void;
 }
 
-/** `bigFromBytes`: a request this big (decompressed) is a big one (offload.ts: decoded on a thread). */
-export function startMemory(config: Config, ring: Ring, flusher: Flusher, metrics: Registry, bigFromBytes: number): Memory {
+/** `lanes`: the decode threads (offload.ts), as many big requests as may decode at once. */
+export function startMemory(config: Config, ring: Ring, flusher: Flusher, metrics: Registry, lanes: number): Memory {
   // Paced by what the flusher wrote too, for rows in buffers of their own (durable requests, rows
   // over 1 MiB, replayed spills): when clients stop, the buffer drains with no request to pace the
   // collector, and such chunks piled up (bench/rss.ts, json-100 realistic before the slabs: VmHWM
@@ -45,28 +51,18 @@ export function startMemory(config: Config, ring: Ring, flusher: Flusher, metric
     for (const part of batch.rows) if (!(part.buffer instanceof SharedArrayBuffer)) bytes += part.byteLength;
     if (bytes > 0) gcPacer.handled(bytes);
   });
-  // The room requests being decoded may take: what BUFFER_MAX_BYTES + 200 MiB leaves beside what
-  // the ring costs, and for a big request (a decode thread's) beside another big one, beside the
-  // whole process's RSS at the last reading when that is more (garbage not yet collected, threads'
-  // heaps, allocators' free pages). Requests in flight are in that RSS and charged too: the double
-  // count is the margin for the reading's age (≤ RSS_SAMPLE_MS). 4 MB JSON bodies from 64
-  // connections (bench/rss.ts json-6400) peaked at 531–532 MiB without the RSS, 376–450 with it,
-  // at 24–31k events/s against 20–21k. Bodies of tens of MB can still pass the bound: a big one
-  // alone among big ones is judged by the ring only (docs/known-gaps.md). Small requests are judged
-  // by the ring only: by the RSS, one big body's decoding refused the small batches of every other
-  // client (test/reliability/hostile-load.test.ts).
-  const processBound = config.bufferMaxBytes + HEADROOM_BYTES;
-  const ringCost = () => Math.max(ring.heldBytes * RING_COST_FACTOR, ring.memoryBytes);
-  const inFlight = new InFlight(
-    config.ingestInflightMaxBytes,
-    () => processBound - ringCost(),
-    () => processBound - Math.max(ringCost(), gcPacer.rssBytes),
-    bigFromBytes,
-  );
-  metrics.gauge("logpond_ingest_inflight_bytes", "Memory charged to requests being decoded (INGEST_INFLIGHT_MAX_BYTES).", () => inFlight.bytes);
+  // The room requests being read and decoded may take: what BUFFER_MAX_BYTES + 200 MiB leaves
+  // beside what the ring costs and what the process holds anyway, that is what the ring leaves of
+  // BUFFER_MAX_BYTES. Counts only, so the answer does not hang on when the collector last ran (a
+  // sampled RSS did: bodies of tens of MB still passed the bound, docs/known-gaps.md before issue 22).
+  const requestsBound = config.bufferMaxBytes + HEADROOM_BYTES - PROCESS_RESERVE_BYTES;
+  const gate = new Gate({
+    budgetBytes: config.ingestInflightMaxBytes,
+    room: () => requestsBound - Math.max(ring.chargedBytes * RING_COST_FACTOR, ring.memoryBytes),
+    lanes,
+  });
+  metrics.gauge("logpond_ingest_inflight_bytes", "Memory charged to requests being decoded (INGEST_INFLIGHT_MAX_BYTES).", () => gate.bytes);
   metrics.gauge("logpond_process_resident_bytes", "Resident memory of the process (RSS).", () => process.memoryUsage.rss());
   metrics.gauge("logpond_process_heap_bytes", "JavaScript heap in use.", () => process.memoryUsage().heapUsed);
-  const sampler = setInterval(() => gcPacer.sample(), RSS_SAMPLE_MS);
-  sampler.unref();
-  return { inFlight, gcPacer, stop: () => clearInterval(sampler) };
+  return { gate, gcPacer };
 }

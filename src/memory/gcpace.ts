@@ -2,7 +2,8 @@
 // the bytes of request bodies and of their COPY rows handled, so the garbage each body leaves (decoded objects, JSON text,
 // row strings, and flushed rows that had a buffer of their own: the ring's slabs are reused, not
 // garbage) is collected before it piles up beside a full ring buffer. Every PACE_BYTES it runs a collection; a full one only when
-// memory is past one of two marks. Reads the RSS and the ring's gauges (given); its timer is memory/budget.ts's.
+// memory is past one of two marks. Reads the RSS and the ring's gauges (given) when it collects,
+// never for admission (gate.ts decides by counts).
 //
 // Measured under wrk -c64 on a shared box (issue 10): realistic @logtail/node bodies with the ring
 // full peaked at 683–914 MiB RSS unpaced, 506–515 MiB paced; msgpack-100 with the ring full, A/B
@@ -30,8 +31,6 @@
 // free (bench/rss.ts, realistic @logtail/node bodies, 3 rounds each way: VmHWM 391/403/421 MiB
 // against 408/421/441, events/s 2–8% higher). A setImmediate instead ran after every request of
 // the loop's turn had been decoded: 513–555 MiB.
-// sample() only reads the RSS (a timer: memory/budget.ts) for admission (InFlight's room): a reading
-// costs ~11 µs, too much for every request.
 import { edenGC } from "bun:jsc";
 
 const PACE_BYTES = 8 * 1024 * 1024;
@@ -51,8 +50,6 @@ export class GcPacer {
   private lastFullEnded = -Infinity;
   private lastFullTook = 0;
   private queued = false;
-  /** The RSS at the last reading. */
-  rssBytes = 0;
 
   /**
    * `fullAboveBytes`: RSS less the ring's free memory past which the collection is a full one,
@@ -80,22 +77,15 @@ export class GcPacer {
     });
   }
 
-  /** Reads the RSS, nothing more: no bytes handled, no garbage made (an idle process is left alone). */
-  sample(): void {
-    this.rssBytes = this.memory().rss;
-  }
-
   /** A full collection if a mark is passed and its spacing allows. */
   private collectFull(): boolean {
     const started = this.now();
     const { rss, spare } = this.memory();
-    this.rssBytes = rss;
     const spacing = rss > this.pressedAboveBytes ? PRESSED_SPACING : rss - spare > this.fullAboveBytes ? FULL_SPACING : 0;
     if (spacing === 0 || started < this.lastFullEnded + this.lastFullTook * spacing) return false;
     this.collect(true);
     this.lastFullEnded = this.now();
     this.lastFullTook = this.lastFullEnded - started;
-    this.rssBytes = this.memory().rss;
     return true;
   }
 }

@@ -7,7 +7,7 @@ import { gzipSync } from "node:zlib";
 import { Ring } from "../../src/buffer/ring";
 import { acceptRequest, type IngestDeps } from "../../src/ingest/accept";
 import { GcPacer } from "../../src/memory/gcpace";
-import { InFlight } from "../../src/memory/inflight";
+import { Gate } from "../../src/memory/gate";
 import { DecodeWorker } from "../../src/ingest/offload";
 import { RateLimiter } from "../../src/ingest/ratelimit";
 import { Metrics } from "../../src/metrics";
@@ -33,7 +33,7 @@ function deps(ring: Ring): IngestDeps {
       bufferMaxEvents: 1_000_000,
       ringMaxBytes: MAX_BYTES,
     },
-    inFlight: new InFlight(512 << 20),
+    gate: new Gate({ budgetBytes: 512 << 20 }),
     decodeWorker: new DecodeWorker(),
     gcPacer: new GcPacer(Infinity),
     ackMode: "buffered",

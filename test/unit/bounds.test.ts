@@ -6,7 +6,7 @@ import fc from "fast-check";
 import { Packr } from "msgpackr";
 import { walkBody, type CostLimits } from "../../src/codec/bounds";
 import { decodeBody } from "../../src/codec/decode";
-import { InFlight, COST_FACTOR } from "../../src/memory/inflight";
+import { COST_FACTOR, Gate, Ticket } from "../../src/memory/gate";
 import { AppError } from "../../src/errors";
 
 const generous: CostLimits = { maxEvents: 1_000_000, maxDecompressedBytes: 1 << 30, maxDepth: 64, maxEventBytes: 1 << 20 };
@@ -85,15 +85,15 @@ test("the walk refuses past its bounds, with the contract's reasons", () => {
 });
 
 test("in-flight budget: a request alone always enters; past the budget → refused until released", () => {
-  const budget = new InFlight(100 * COST_FACTOR);
-  const big = budget.charge(1_000)!; // alone: let in although over the budget
-  expect(big).toBe(1_000 * COST_FACTOR);
-  expect(budget.charge(1)).toBeUndefined();
-  budget.release(big);
-  const a = budget.charge(60)!;
-  expect(budget.charge(50)).toBeUndefined();
-  const b = budget.charge(40)!;
-  budget.release(a);
-  budget.release(b);
-  expect(budget.bytes).toBe(0);
+  const gate = new Gate({ budgetBytes: 100 * COST_FACTOR });
+  const big = gate.admit(1_000, "whole") as Ticket; // alone: let in although over the budget
+  expect(big.cost).toBe(1_000 * COST_FACTOR);
+  expect(gate.admit(1, "whole")).not.toBeInstanceOf(Ticket);
+  gate.leave(big);
+  const a = gate.admit(60, "whole") as Ticket;
+  expect(gate.admit(50, "whole")).not.toBeInstanceOf(Ticket);
+  const b = gate.admit(40, "whole") as Ticket;
+  gate.leave(a);
+  gate.leave(b);
+  expect(gate.bytes).toBe(0);
 });

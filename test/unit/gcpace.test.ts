@@ -55,32 +55,6 @@ test.each([
   expect(state.calls).toEqual([true, false, true]);
 });
 
-test("sample() reads the RSS for admission and collects nothing, past both marks too", () => {
-  const { gc, state } = pacer(100 * MIB, 30, 200 * MIB);
-  state.rss = 123 * MIB;
-  gc.sample();
-  expect(gc.rssBytes).toBe(123 * MIB);
-  state.rss = 600 * MIB;
-  gc.sample();
-  expect(gc.rssBytes).toBe(600 * MIB);
-  expect(state.calls).toEqual([]);
-});
-
-test("after a full collection rssBytes is read again", () => {
-  let reads = 0;
-  const gc = new GcPacer(
-    500 * MIB,
-    Infinity,
-    () => ({ rss: ++reads === 1 ? 600 * MIB : 300 * MIB, spare: 0 }),
-    () => {},
-    () => 0,
-    (run) => run(),
-  );
-  gc.handled(8 * MIB);
-  expect(gc.rssBytes).toBe(300 * MIB);
-  expect(reads).toBe(2);
-});
-
 test("the ring's free slabs are not garbage for the first mark; the second judges the whole RSS", () => {
   const { gc, state } = pacer(356 * MIB, 30, 406 * MIB);
   state.rss = 400 * MIB;

@@ -166,3 +166,44 @@ test("slabs: free ones are kept while they are needed, and let go once a minute 
   ring.shed(240_000); // a quiet minute: down to 8
   expect(ring.spareBytes).toBe(8 * 4 * 1024 * 1024);
 });
+
+test("adopt: big rows at the start of a buffer of their own are kept as they are, others copied as append does; the ring's own buffers are freed at release", () => {
+  const ring = new Ring({ maxEvents: 100, maxBytes: 10 << 20 });
+  const big = new Uint8Array(new ArrayBuffer((2 << 20) + 100), 0, 2 << 20).fill(7);
+  expect(ring.adopt(big, 3)).toBe(true);
+  const small = Buffer.from("abc");
+  expect(ring.adopt(small, 1)).toBe(true);
+  const view = new Uint8Array(new ArrayBuffer(3 << 20), 1024, 2 << 20); // not at the start: copied
+  expect(ring.adopt(view, 1)).toBe(true);
+  expect(ring.heldBytes).toBe((4 << 20) + 3);
+  const [first, second, third] = ring.take(100);
+  expect(first!.rows).toBe(big);
+  expect(first!.bytes).toBe(2 << 20);
+  expect(second!.rows.buffer).toBeInstanceOf(SharedArrayBuffer); // into a slab
+  expect(third!.rows).not.toBe(view);
+  expect(third!.rows.length).toBe(2 << 20);
+  expect(ring.adopt(big, 200)).toBe(false); // refused when it does not fit, as append
+  // Released, buffers of the ring's own are freed at once (their rows must not be read after).
+  ring.release([first!, second!, third!]);
+  expect([big.byteLength, third!.rows.byteLength, ring.heldBytes]).toEqual([0, 0, 0]);
+  const kept = new Uint8Array(2 << 20); // pushed by the caller (durable mode): the caller's, left alone
+  ring.push({ rows: kept, events: 1, bytes: kept.length, seq: 0 });
+  ring.release(ring.take(10));
+  expect(kept.byteLength).toBe(2 << 20);
+});
+
+test("a taken chunk in a buffer of its own counts three times until it is released (the flush thread's copy and postgres.js's); one in a slab once", () => {
+  const ring = new Ring({ maxEvents: 1000, maxBytes: 10 << 20 });
+  const own = new Uint8Array(new ArrayBuffer(2 << 20));
+  expect(ring.adopt(own, 1)).toBe(true);
+  expect(ring.append(new Uint8Array(1000), 1)).toBe(true); // into a slab
+  expect(ring.chargedBytes).toBe((2 << 20) + 1000);
+  const taken = ring.take(10);
+  expect(ring.chargedBytes).toBe(3 * (2 << 20) + 1000);
+  expect(ring.fits(1, (10 << 20) - 3 * (2 << 20) - 1000)).toBe(true);
+  expect(ring.fits(1, (10 << 20) - 3 * (2 << 20) - 999)).toBe(false);
+  expect(ring.roomFor(5 << 20)).toBe(false); // 6 MiB + 5 MiB > 10 MiB, though 2 MiB are held
+  ring.release(taken);
+  expect([ring.chargedBytes, ring.heldBytes]).toEqual([0, 0]);
+  expect(ring.roomFor(5 << 20)).toBe(true);
+});

@@ -1,0 +1,197 @@
+// The admission gate for memory (CONTRACT §3.1): the one place that says whether a request may
+// go on, and if not, why. It decides from counts alone (bytes charged, requests, decode lanes, and
+// the room the caller's budget gives, memory/budget.ts: the ring's own counts), never from a
+// reading of the heap or the RSS, so the same calls always get the same answers.
+//
+// - Bytes: a request is charged what it may cost (its Content-Length before the body is read, its
+//   decompressed size once known, times what decoding it costs: cost()) until it is buffered or
+//   refused. The charges stay within min(INGEST_INFLIGHT_MAX_BYTES, room()).
+// - The big lane: a big request (decoded on a decode thread) decodes only in one of `lanes` places,
+//   as many as the threads; the others wait their turn, first come first served, at most
+//   `laneWaitMs`, then are refused (VictoriaMetrics' write-concurrency limiter).
+// - One exemption: an empty gate admits one request whatever it costs (Vector's limited queue), so
+//   a request bigger than the budget, or one that comes while the ring is full, is never refused
+//   forever. Nothing else is exempt.
+import { type Clock, realClock } from "../timers";
+
+/**
+ * Peak memory of a request decoded whole over its decompressed size, measured with
+ * test/reliability/measure-shapes.ts at INGEST_MAX_DECOMPRESSED_BYTES = 100 MiB: the worst shape
+ * (100 MiB of NDJSON blank lines, accepted) peaked 300 MiB over idle, a 100 MiB whitespace body
+ * 203 MiB; so 3× with a margin. It covers the body, its decoded objects (bounded by
+ * codec/bounds.ts) and the COPY rows.
+ */
+export const COST_FACTOR = 4;
+/**
+ * A big request decoded in slices (ingest/prepare.ts: JSON arrays and NDJSON): its body and its
+ * rows; a slice's objects are bounded by the slice, not by the body (PROCESS_RESERVE_BYTES,
+ * memory/budget.ts, holds a slice's per lane).
+ */
+export const SLICED_COST_FACTOR = 2;
+
+/** How a request's bytes cost memory: decoded in slices, or whole. */
+export type Shape = "sliced" | "whole";
+
+/** Why a request may not go on: the bytes it would be charged do not fit, or no lane freed in time. */
+export type Why = "budget" | "lane";
+
+export interface Refusal {
+  readonly why: Why;
+  /** What the request would have been charged. */
+  readonly costBytes: number;
+  /** What the others were charged, and the most all may be charged now. */
+  readonly chargedBytes: number;
+  readonly limitBytes: number;
+}
+
+/** One request's place in the gate, from admit() to leave(). */
+export class Ticket {
+  /** Charged now. */
+  cost = 0;
+  /** Holds a lane (a big request decoding). */
+  laned = false;
+  /** Left the gate: leave() again changes nothing. */
+  left = false;
+}
+
+export interface GateOptions {
+  /** INGEST_INFLIGHT_MAX_BYTES. */
+  budgetBytes: number;
+  /** What the requests may hold together now beside everything else (memory/budget.ts); default: no bound. */
+  room?: () => number;
+  /** Big requests decoding at once: the decode threads. */
+  lanes?: number;
+  /** How long a big request waits for a lane before it is refused. */
+  laneWaitMs?: number;
+  clock?: Clock;
+}
+
+/** Waiting for a lane: how it is told, and what stops its timer. */
+interface Waiter {
+  ticket: Ticket;
+  resolve(refusal: Refusal | undefined): void;
+  cancel(): void;
+}
+
+/** Long enough for the waits the byte budget allows (a few bodies per lane, ~1 s per 100 MiB to decode), short beside a client's timeout. */
+export const LANE_WAIT_MS = 5_000;
+
+export class Gate {
+  private used = 0;
+  private requests = 0;
+  private laned = 0;
+  private readonly waiting: Waiter[] = [];
+  private readonly budgetBytes: number;
+  private readonly room: () => number;
+  private readonly lanes: number;
+  private readonly laneWaitMs: number;
+  private readonly clock: Clock;
+
+  constructor(options: GateOptions) {
+    this.budgetBytes = options.budgetBytes;
+    this.room = options.room ?? (() => Infinity);
+    this.lanes = Math.max(1, options.lanes ?? 1);
+    this.laneWaitMs = options.laneWaitMs ?? LANE_WAIT_MS;
+    this.clock = options.clock ?? realClock;
+  }
+
+  /**
+   * What a request of `bytes` (decompressed, or as sent until that is known) is charged: its size
+   * times what decoding it costs, sliced or whole (the caller knows: ingest/prepare.ts).
+   */
+  cost(bytes: number, shape: Shape): number {
+    return bytes * (shape === "sliced" ? SLICED_COST_FACTOR : COST_FACTOR);
+  }
+
+  /** A request comes in: its ticket (leave() it whatever happens next), or why not. */
+  admit(bytes: number, shape: Shape): Ticket | Refusal {
+    const cost = this.cost(bytes, shape);
+    const refusal = this.judge(cost, this.used);
+    if (refusal) return refusal;
+    const ticket = new Ticket();
+    ticket.cost = cost;
+    this.used += cost;
+    this.requests++;
+    return ticket;
+  }
+
+  /**
+   * The request's size is known better now (decompressed, or its shape): its charge becomes what
+   * that costs, or, when a bigger one does not fit beside the others, it is refused (and still
+   * holds its old charge until it leaves).
+   */
+  recharge(ticket: Ticket, bytes: number, shape: Shape): Refusal | undefined {
+    const cost = this.cost(bytes, shape);
+    const others = this.used - ticket.cost;
+    // Alone in the gate, it is the one an empty gate admits; a charge that does not grow always fits.
+    const refusal = this.requests > 1 && cost > ticket.cost ? this.judge(cost, others) : undefined;
+    if (refusal) return refusal;
+    this.used = others + cost;
+    ticket.cost = cost;
+    return undefined;
+  }
+
+  /**
+   * A big request, before it is decoded: a lane now if one is free, else its turn among those
+   * waiting, or after laneWaitMs a refusal.
+   */
+  lane(ticket: Ticket): Promise<Refusal | undefined> {
+    if (this.laned < this.lanes) {
+      this.laned++;
+      ticket.laned = true;
+      return Promise.resolve(undefined);
+    }
+    return new Promise((resolve) => {
+      const waiter: Waiter = { ticket, resolve, cancel: () => {} };
+      waiter.cancel = this.clock.after(this.laneWaitMs, () => {
+        this.waiting.splice(this.waiting.indexOf(waiter), 1);
+        resolve({ why: "lane", costBytes: ticket.cost, chargedBytes: this.used - ticket.cost, limitBytes: this.limit() });
+      });
+      this.waiting.push(waiter);
+    });
+  }
+
+  /** The request is buffered or refused: its charge and its lane (to the first waiting) are free. */
+  leave(ticket: Ticket): void {
+    if (ticket.left) return;
+    ticket.left = true;
+    this.used -= ticket.cost;
+    this.requests--;
+    if (!ticket.laned) return;
+    ticket.laned = false;
+    const next = this.waiting.shift();
+    if (next === undefined) {
+      this.laned--;
+      return;
+    }
+    next.cancel();
+    next.ticket.laned = true;
+    next.resolve(undefined);
+  }
+
+  /** Bytes charged to requests in the gate. */
+  get bytes(): number {
+    return this.used;
+  }
+
+  /** Requests in the gate (charged, waiting or decoding). */
+  get size(): number {
+    return this.requests;
+  }
+
+  /** Big requests waiting for a lane. */
+  get waitingForLane(): number {
+    return this.waiting.length;
+  }
+
+  /** The most the requests may be charged together now. */
+  limit(): number {
+    return Math.min(this.budgetBytes, this.room());
+  }
+
+  private judge(cost: number, charged: number): Refusal | undefined {
+    if (this.requests === 0) return undefined; // an empty gate admits one
+    const limit = this.limit();
+    return charged + cost <= limit ? undefined : { why: "budget", costBytes: cost, chargedBytes: charged, limitBytes: limit };
+  }
+}
