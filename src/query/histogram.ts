@@ -1,12 +1,13 @@
 // GET /api/v2/query/histogram: how many events of some sources match a query in each time bucket
-// of a window, split by level. One statement over both tiers with the query API's own window,
-// source and query rules (query/request.ts, query/sql.ts) and its statement timeout. Without a
-// query, sealed blocks inside the window are counted from their per-minute counts and never
-// opened; with one, blocks are skipped by their filters (query/prefilter.ts) and scanned.
+// of a window, split by level. Statements over both tiers with the query API's own window, source
+// and query rules (query/request.ts, query/sql.ts), all within its QUERY_TIMEOUT_MS. Without a
+// query, one statement: sealed blocks inside the window are counted from their per-minute counts
+// and never opened. With one, slices of the window, newest first, two at a time: blocks are skipped
+// by their filters (query/prefilter.ts) and scanned, and what is counted in time is answered.
 import { AppError } from "../errors";
 import { LEVEL_MAX_CHARS } from "../store/blocks";
 import type { Sql } from "../store/db";
-import { tiers, timed } from "./read";
+import { queryTimeout, tiers, timed } from "./read";
 import { micros, readQuery, readSourceIds, readWindow } from "./request";
 import type { Node } from "./parse";
 import { compileQuery } from "./sql";
@@ -32,13 +33,14 @@ export interface HistogramRequest {
 export interface Bucket {
   from: string;
   to: string;
-  count: number;
+  /** null: not counted within QUERY_TIMEOUT_MS (meta.complete is false). */
+  count: number | null;
   levels: Record<string, number>;
 }
 
 export interface Histogram {
   data: Bucket[];
-  meta: { from: string; to: string; bucket_seconds: number; buckets: number; total: number; levels: string[] };
+  meta: { from: string; to: string; bucket_seconds: number; buckets: number; total: number; levels: string[]; complete: boolean };
 }
 
 export function readHistogramRequest(url: URL, now: () => Date = () => new Date()): HistogramRequest {
@@ -72,9 +74,124 @@ export function bucketSeconds(from: string, to: string, buckets: number): number
   return days * 86_400;
 }
 
-export async function readHistogram(sql: Sql, request: HistogramRequest, timeoutMs: number): Promise<Histogram> {
+/** Levels each statement names before folding the rest into "other" (the answer keeps LEVELS_MAX). */
+const LEVELS_PER_STATEMENT = 32;
+/** With a query, the window is counted in this many slices of whole buckets, newest first… */
+export const QUERY_SLICES = 8;
+/** …this many at a time, each on a connection of its own (a scan is one core per statement). */
+const SLICES_AT_ONCE = 2;
+
+/**
+ * Without a query, one statement (block summaries, fast). With one, the window is cut into
+ * QUERY_SLICES slices of whole buckets, counted newest first, SLICES_AT_ONCE at a time, all within
+ * one QUERY_TIMEOUT_MS: when time runs out, the slices counted are answered (`meta.complete`
+ * false, the others' buckets with a null count), so a frequent word over a long window still shows
+ * its recent part. Nothing counted in time → the usual 503.
+ */
+export function readHistogram(sql: Sql, request: HistogramRequest, timeoutMs: number): Promise<Histogram> {
+  return histogramOf(request, timeoutMs, (slice, left) => countSlice(sql, request, slice, left));
+}
+
+/** A stretch of the window counted by one statement: [from, to), or [from, to] when `last`. */
+export interface Slice {
+  from: string;
+  to: string;
+  last: boolean;
+  bucketSeconds: number;
+}
+
+/** Counts per (bucket index, level); `n` as text (a bigint). */
+export type Counted = { bucket: string; level: string | null; n: string }[];
+
+/** readHistogram with the statement that counts a slice given (`count`: countSlice, or a test's). */
+export async function histogramOf(
+  request: HistogramRequest,
+  timeoutMs: number,
+  count: (slice: Slice, timeoutMs: number) => Promise<Counted>,
+): Promise<Histogram> {
   const size = bucketSeconds(request.from, request.to, request.buckets);
-  const params: unknown[] = [request.from, request.to, size, request.sourceIds];
+  const firstIndex = Math.floor(ms(request.from) / 1000 / size);
+  const lastIndex = Math.floor(ms(request.to) / 1000 / size);
+  const at = (index: number) => micros(new Date(index * size * 1000).toISOString());
+  const slices: { first: number; last: number }[] = [];
+  if (!request.query) slices.push({ first: firstIndex, last: lastIndex });
+  else {
+    const count = lastIndex - firstIndex + 1;
+    const parts = Math.min(QUERY_SLICES, count);
+    for (let i = parts - 1; i >= 0; i--) {
+      slices.push({ first: firstIndex + Math.floor((count * i) / parts), last: firstIndex + Math.floor((count * (i + 1)) / parts) - 1 });
+    }
+  }
+  const deadline = performance.now() + timeoutMs;
+  const counted: (Counted | undefined)[] = slices.map(() => undefined);
+  let next = 0;
+  let timedOut: AppError | undefined;
+  const worker = async () => {
+    while (next < slices.length && timedOut === undefined) {
+      const index = next++;
+      const slice = slices[index]!;
+      const left = Math.floor(deadline - performance.now());
+      if (left < 1) {
+        timedOut = queryTimeout(timeoutMs);
+        return;
+      }
+      const from = slice.first === firstIndex ? request.from : at(slice.first);
+      const to = slice.last === lastIndex ? request.to : at(slice.last + 1);
+      try {
+        counted[index] = await count({ from, to, last: slice.last === lastIndex, bucketSeconds: size }, left);
+      } catch (error) {
+        if (!(error instanceof AppError && error.reason === "query_timeout")) throw error;
+        timedOut = queryTimeout(timeoutMs);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(SLICES_AT_ONCE, slices.length) }, worker));
+  if (counted.every((rows) => rows === undefined)) throw timedOut;
+  const data: Bucket[] = [];
+  for (let index = firstIndex; index <= lastIndex; index++) data.push({ from: at(index), to: at(index + 1), count: 0, levels: {} });
+  slices.forEach((slice, i) => {
+    if (counted[i] === undefined) for (let index = slice.first; index <= slice.last; index++) data[index - firstIndex]!.count = null;
+  });
+  // The window's LEVELS_MAX most frequent levels keep their names (ties by name), the rest are
+  // added up as "other" (a level named "other" joins them).
+  const byLevel = new Map<string, number>();
+  for (const row of counted.flat()) if (row && row.level !== null) byLevel.set(row.level, (byLevel.get(row.level) ?? 0) + Number(row.n));
+  const named = new Set(
+    [...byLevel]
+      .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1))
+      .slice(0, LEVELS_MAX)
+      .map(([level]) => level),
+  );
+  const levelTotals = new Map<string, number>();
+  let total = 0;
+  for (const row of counted.flat()) {
+    if (!row) continue;
+    const bucket = data[Number(row.bucket) - firstIndex];
+    if (bucket === undefined || bucket.count === null) continue; // cannot happen: a slice bounds its rows
+    const n = Number(row.n);
+    bucket.count += n;
+    total += n;
+    if (row.level !== null) {
+      const level = named.has(row.level) ? row.level : "other";
+      bucket.levels[level] = (bucket.levels[level] ?? 0) + n;
+      levelTotals.set(level, (levelTotals.get(level) ?? 0) + n);
+    }
+  }
+  // 'other' last, whatever its count: it is the rest, not a level.
+  const levels = [...levelTotals].sort(([a, x], [b, y]) => Number(a === "other") - Number(b === "other") || y - x || (a < b ? -1 : 1)).map(([level]) => level);
+  const complete = counted.every((rows) => rows !== undefined);
+  return { data, meta: { from: request.from, to: request.to, bucket_seconds: size, buckets: data.length, total, levels, complete } };
+}
+
+/**
+ * Counts per (bucket, level) of [from, to] (`to` included only for the window's last slice), the
+ * statement's LEVELS_PER_STATEMENT most frequent levels named and the rest as "other": at most
+ * buckets × (LEVELS_PER_STATEMENT + 2) rows leave PostgreSQL, however many distinct levels the
+ * events carry. The bucket is an epoch index, exact to the microsecond.
+ */
+function countSlice(sql: Sql, request: HistogramRequest, slice: Slice, timeoutMs: number): Promise<Counted> {
+  const params: unknown[] = [slice.from, slice.to, slice.bucketSeconds, request.sourceIds];
+  const upper = slice.last ? "<=" : "<";
   let filter = "";
   if (request.query) {
     const condition = compileQuery(request.query, params.length + 1, "line");
@@ -82,51 +199,27 @@ export async function readHistogram(sql: Sql, request: HistogramRequest, timeout
     filter = ` and ${condition.text}`;
   }
   const events = request.query ? tiers(params, "$4::bigint[]", "$1::text::timestamptz", "$2::text::timestamptz", request.query) : "";
-  // Counts per (bucket, level) first, then the window's most frequent levels keep their names and
-  // the rest fold into 'other': at most buckets × (LEVELS_MAX + 2) rows leave PostgreSQL, however
-  // many distinct levels the events carry. The bucket is an epoch index, exact to the microsecond.
   const level = (raw: string) => `nullif(lower(left(${raw}->>'level', ${LEVEL_MAX_CHARS})), '')`;
+  const window = (dt: string) => `${dt} >= $1::text::timestamptz and ${dt} ${upper} $2::text::timestamptz`;
   const counted = request.query
     ? `select floor(extract(epoch from dt) / $3::int)::bigint as bucket, ${level("raw")} as level, count(*) as n from ${events} ` +
-      `where dt >= $1::text::timestamptz and dt <= $2::text::timestamptz and source_id = any($4::bigint[])${filter} group by 1, 2`
+      `where ${window("dt")} and source_id = any($4::bigint[])${filter} group by 1, 2`
     : // No query: hot rows one by one; a block inside the window by its counts per minute (exact when
       // a bucket is whole minutes), without opening it; a block across the window's edge line by line.
       `select floor(extract(epoch from dt) / $3::int)::bigint as bucket, ${level("raw")} as level, count(*) as n from log_hot ` +
-      `where dt >= $1::text::timestamptz and dt <= $2::text::timestamptz and source_id = any($4::bigint[]) group by 1, 2 ` +
+      `where ${window("dt")} and source_id = any($4::bigint[]) group by 1, 2 ` +
       `union all select floor(h.minute::numeric * 60 / $3::int)::bigint, h.level, sum(h.n) from log_blocks b ` +
       `cross join lateral unnest(b.hist_minutes, b.hist_levels, b.hist_counts) as h(minute, level, n) ` +
-      `where b.source_id = any($4::bigint[]) and b.min_dt >= $1::text::timestamptz and b.max_dt <= $2::text::timestamptz and $3::int % 60 = 0 group by 1, 2 ` +
+      `where b.source_id = any($4::bigint[]) and b.min_dt >= $1::text::timestamptz and b.max_dt ${upper} $2::text::timestamptz and $3::int % 60 = 0 group by 1, 2 ` +
       `union all select floor(extract(epoch from e.dt) / $3::int)::bigint, ${level("e.line::jsonb")}, count(*) from log_blocks b ` +
       `cross join lateral unnest(b.dts, string_to_array(b.body, E'\n')) as e(dt, line) ` +
-      `where b.source_id = any($4::bigint[]) and b.max_dt >= $1::text::timestamptz and b.min_dt <= $2::text::timestamptz ` +
-      `and not (b.min_dt >= $1::text::timestamptz and b.max_dt <= $2::text::timestamptz and $3::int % 60 = 0) ` +
-      `and e.dt >= $1::text::timestamptz and e.dt <= $2::text::timestamptz group by 1, 2`;
+      `where b.source_id = any($4::bigint[]) and b.max_dt >= $1::text::timestamptz and b.min_dt ${upper} $2::text::timestamptz ` +
+      `and not (b.min_dt >= $1::text::timestamptz and b.max_dt ${upper} $2::text::timestamptz and $3::int % 60 = 0) ` +
+      `and ${window("e.dt")} group by 1, 2`;
   const text =
     `with counted as (${counted}), ` +
-    `top as (select level from counted where level is not null group by level order by sum(n) desc, level limit ${LEVELS_MAX}) ` +
+    `top as (select level from counted where level is not null group by level order by sum(n) desc, level limit ${LEVELS_PER_STATEMENT}) ` +
     `select bucket::text as bucket, case when counted.level is null then null when counted.level in (select level from top) then counted.level else 'other' end as level, ` +
     `sum(n)::text as n from counted group by 1, 2`;
-  const rows = await timed(sql, timeoutMs, (tx) => tx.unsafe<{ bucket: string; level: string | null; n: string }[]>(text, params as never[]));
-
-  const firstIndex = Math.floor(ms(request.from) / 1000 / size);
-  const lastIndex = Math.floor(ms(request.to) / 1000 / size);
-  const at = (index: number) => micros(new Date(index * size * 1000).toISOString());
-  const data: Bucket[] = [];
-  for (let index = firstIndex; index <= lastIndex; index++) data.push({ from: at(index), to: at(index + 1), count: 0, levels: {} });
-  const levelTotals = new Map<string, number>();
-  let total = 0;
-  for (const row of rows) {
-    const bucket = data[Number(row.bucket) - firstIndex];
-    if (bucket === undefined) continue; // cannot happen: the window bounds the rows
-    const n = Number(row.n);
-    bucket.count += n;
-    total += n;
-    if (row.level !== null) {
-      bucket.levels[row.level] = (bucket.levels[row.level] ?? 0) + n;
-      levelTotals.set(row.level, (levelTotals.get(row.level) ?? 0) + n);
-    }
-  }
-  // 'other' last, whatever its count: it is the rest, not a level.
-  const levels = [...levelTotals].sort(([a, x], [b, y]) => Number(a === "other") - Number(b === "other") || y - x || (a < b ? -1 : 1)).map(([level]) => level);
-  return { data, meta: { from: request.from, to: request.to, bucket_seconds: size, buckets: data.length, total, levels } };
+  return timed(sql, timeoutMs, (tx) => tx.unsafe<Counted>(text, params as never[]));
 }

@@ -225,12 +225,15 @@ export async function timed<T>(sql: Sql, timeoutMs: number, work: (tx: Sql) => P
       return work(tx as unknown as Sql);
     })) as T;
   } catch (error) {
-    if ((error as { code?: string }).code === "57014") {
-      throw new AppError(
-        "query_timeout",
-        `the query took longer than ${timeoutMs} ms (QUERY_TIMEOUT_MS) and was cancelled; narrow from/to, the sources or the query`,
-      );
-    }
+    if ((error as { code?: string }).code === "57014") throw queryTimeout(timeoutMs);
     throw error;
   }
+}
+
+/** The 503 of a read cancelled at `timeoutMs` (QUERY_TIMEOUT_MS). */
+export function queryTimeout(timeoutMs: number): AppError {
+  return new AppError(
+    "query_timeout",
+    `the query took longer than ${timeoutMs} ms (QUERY_TIMEOUT_MS) and was cancelled; narrow from/to, the sources or the query`,
+  );
 }

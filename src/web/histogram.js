@@ -30,7 +30,8 @@ export function createHistogram({ box, plot, axis, total, legend, onZoom }) {
   function show(answer) {
     size = answer.meta.bucket_seconds * 1000;
     named = new Set(answer.meta.levels.filter((level) => level !== "other"));
-    buckets = answer.data.map((b) => ({ start: ms(b.from), count: b.count, levels: new Map(Object.entries(b.levels)) }));
+    // A null count: that stretch was not counted within the query timeout (meta.complete false).
+    buckets = answer.data.map((b) => ({ start: ms(b.from), count: b.count ?? 0, uncounted: b.count === null, levels: new Map(Object.entries(b.levels)) }));
     box.hidden = false;
     draw();
   }
@@ -113,6 +114,13 @@ export function createHistogram({ box, plot, axis, total, legend, onZoom }) {
       const hit = document.createElementNS(SVG, "rect");
       Object.entries({ x: i * width, y: 0, width, height: H, class: "hit" }).forEach(([k, v]) => hit.setAttribute(k, String(v)));
       group.append(hit);
+      if (bucket.uncounted) {
+        const rest = document.createElementNS(SVG, "rect");
+        Object.entries({ x: i * width + gap / 2, y: 0, width: width - gap, height: H, class: "uncounted" }).forEach(([k, v]) =>
+          rest.setAttribute(k, String(v)),
+        );
+        group.append(rest);
+      }
       let y = H;
       const byClass = stacks(bucket);
       const parts = [];
@@ -130,12 +138,18 @@ export function createHistogram({ box, plot, axis, total, legend, onZoom }) {
       }
       all += bucket.count;
       const title = document.createElementNS(SVG, "title");
-      title.textContent = `${span(bucket.start, bucket.start + size)}\n${number(bucket.count)} event${bucket.count === 1 ? "" : "s"}${parts.length ? ` · ${parts.join(" · ")}` : ""}`;
+      title.textContent = bucket.uncounted
+        ? `${span(bucket.start, bucket.start + size)}\nnot counted: the query took too long (narrow the window or the query)`
+        : `${span(bucket.start, bucket.start + size)}\n${number(bucket.count)} event${bucket.count === 1 ? "" : "s"}${parts.length ? ` · ${parts.join(" · ")}` : ""}`;
       group.append(title);
       svg.append(group);
     });
     plot.replaceChildren(svg, selection);
-    total.textContent = `${number(all)} event${all === 1 ? "" : "s"} · ${duration(size)} bars${all ? ` · tallest ${number(max)}` : ""}`;
+    const uncounted = buckets.filter((b) => b.uncounted).length;
+    total.textContent =
+      `${number(all)} event${all === 1 ? "" : "s"} · ${duration(size)} bars${all ? ` · tallest ${number(max)}` : ""}` +
+      (uncounted ? ` · ${uncounted} older bar${uncounted === 1 ? "" : "s"} not counted in time` : "");
+    total.classList.toggle("partial", uncounted > 0);
     total.dataset.total = String(all);
     legend.replaceChildren(
       ...STACK.filter((cls) => totals.get(cls)).map((cls) => {

@@ -72,7 +72,7 @@ describe("counts", () => {
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toContain("application/json");
     const body: any = await response.json();
-    expect(body.meta).toEqual({ from: FROM, to: TO, bucket_seconds: 60, buckets: 60, total: 201, levels: ["info", "error", "warn", "30"] });
+    expect(body.meta).toEqual({ from: FROM, to: TO, bucket_seconds: 60, buckets: 60, total: 201, levels: ["info", "error", "warn", "30"], complete: true });
     expect(body.data).toEqual(expected(events, 60));
   });
 
@@ -97,18 +97,32 @@ describe("counts", () => {
     expect(body.data).toEqual(expected(selected, 60));
   });
 
-  test(`the ${LEVELS_MAX} most frequent levels are named, the rest count as "other"`, async () => {
+  test(`the ${LEVELS_MAX} most frequent levels are named, the rest count as "other" (with a query too: slices add up)`, async () => {
     const many = await lp.createSource();
     const names = Array.from({ length: LEVELS_MAX + 3 }, (_, i) => `L${i}`);
-    const sent = names.flatMap((name, i) => Array.from({ length: names.length - i }, () => ({ dt: iso(BASE + 30_000), level: name })));
+    // Each level's events in two minutes that fall in different slices of a query's count.
+    const sent = names.flatMap((name, i) =>
+      Array.from({ length: names.length - i }, (_, k) => ({ dt: iso(BASE + (k % 2 === 0 ? 30_000 : 3_570_000)), level: name, message: "m" })),
+    );
     expect((await lp.ingest(many.token, JSON.stringify(sent))).status).toBe(202);
     await lp.flusher.flush();
-    const body: any = await (await get(`source_ids=${many.id}&${window}&buckets=60`)).json();
     const named = names.slice(0, LEVELS_MAX).map((name) => name.toLowerCase());
-    expect(body.meta.levels).toEqual([...named, "other"]);
-    const levels = Object.fromEntries(named.map((name, i) => [name, names.length - i]));
-    expect(body.data[0]).toEqual({ from: micro(BASE), to: micro(BASE + 60_000), count: sent.length, levels: { ...levels, other: 3 + 2 + 1 } });
-    expect(body.data.slice(1).every((bucket: any) => bucket.count === 0)).toBe(true);
+    const first = names.map((name, i) => [name.toLowerCase(), Math.ceil((names.length - i) / 2)] as const);
+    const last = names.map((name, i) => [name.toLowerCase(), Math.floor((names.length - i) / 2)] as const);
+    const fold = (counts: (readonly [string, number])[]) => {
+      const levels: Record<string, number> = {};
+      for (const [name, n] of counts) if (n > 0) levels[named.includes(name) ? name : "other"] = (levels[named.includes(name) ? name : "other"] ?? 0) + n;
+      return levels;
+    };
+    for (const query of ["", "&query=m"]) {
+      const body: any = await (await get(`source_ids=${many.id}&${window}&buckets=60${query}`)).json();
+      expect(body.meta.levels).toEqual([...named, "other"]);
+      expect(body.meta.complete).toBe(true);
+      const sum = (counts: (readonly [string, number])[]) => counts.reduce((total, [, n]) => total + n, 0);
+      expect(body.data[0]).toEqual({ from: micro(BASE), to: micro(BASE + 60_000), count: sum(first), levels: fold(first) });
+      expect(body.data[59]).toEqual({ from: micro(BASE + 59 * 60_000), to: micro(BASE + 3_600_000), count: sum(last), levels: fold(last) });
+      expect(body.data.slice(1, 59).every((bucket: any) => bucket.count === 0)).toBe(true);
+    }
   });
 
   test("relative windows and the default: every bucket aligned to its size, the window inside them", async () => {

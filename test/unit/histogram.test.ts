@@ -1,8 +1,20 @@
 // The histogram's bucket size: the smallest round size (BUCKET_SECONDS, then whole days) whose
-// epoch-aligned buckets cover the window in at most `buckets` of them; and its parameters.
-import { expect, test } from "bun:test";
+// epoch-aligned buckets cover the window in at most `buckets` of them; its parameters; the slices
+// a query's count is cut into.
+import { describe, expect, test } from "bun:test";
 import { AppError } from "../../src/errors";
-import { BUCKET_SECONDS, BUCKETS_DEFAULT, BUCKETS_MAX, bucketSeconds, readHistogramRequest } from "../../src/query/histogram";
+import {
+  BUCKET_SECONDS,
+  BUCKETS_DEFAULT,
+  BUCKETS_MAX,
+  bucketSeconds,
+  type Counted,
+  histogramOf,
+  QUERY_SLICES,
+  readHistogramRequest,
+  type Slice,
+} from "../../src/query/histogram";
+import { queryTimeout } from "../../src/query/read";
 
 const T = "2026-11-24T12:00:00.000000Z";
 const before = (ms: number) => new Date(Date.parse(T) - ms).toISOString().replace(/Z$/, "000Z");
@@ -52,4 +64,111 @@ test.each(["0", String(BUCKETS_MAX + 1), "abc", "1.5", "-3", "99999"])("buckets=
   expect(error).toBeInstanceOf(AppError);
   expect((error as AppError).status).toBe(400);
   expect((error as AppError).message).toContain(`buckets must be a whole number from 1 to ${BUCKETS_MAX}`);
+});
+
+// With a query the window is counted in slices, newest first, two at a time, within one timeout
+// (histogramOf with a counter standing in for the statement: which slices it is asked for, in
+// which order, and what the answer says when some of them run out of time).
+describe("slices", () => {
+  const request = (buckets: number, query = "hay") => read(`source_ids=1&from=now-31h&buckets=${buckets}&query=${query}`);
+  const ms = (dt: string) => Date.parse(`${dt.slice(0, 23)}Z`);
+  /** One event per bucket at its start, level info. */
+  const counter = (timesOut: (slice: Slice) => boolean, asked: Slice[] = [], running = { now: 0, most: 0 }) => {
+    return async (slice: Slice): Promise<Counted> => {
+      asked.push(slice);
+      running.most = Math.max(running.most, ++running.now);
+      await Bun.sleep(1);
+      running.now--;
+      if (timesOut(slice)) throw queryTimeout(5000);
+      const size = slice.bucketSeconds;
+      const rows: Counted = [];
+      for (
+        let index = Math.ceil(ms(slice.from) / 1000 / size);
+        index * size * 1000 < ms(slice.to) || (slice.last && index * size * 1000 <= ms(slice.to));
+        index++
+      ) {
+        rows.push({ bucket: String(index), level: "info", n: "1" });
+      }
+      return rows;
+    };
+  };
+
+  test(`${QUERY_SLICES} contiguous slices of whole buckets, newest first, at most two at once; all counted → complete`, async () => {
+    const asked: Slice[] = [];
+    const running = { now: 0, most: 0 };
+    const answer = await histogramOf(
+      request(62),
+      5000,
+      counter(() => false, asked, running),
+    );
+    expect(asked.length).toBe(QUERY_SLICES);
+    expect(running.most).toBe(2);
+    const meta = answer.meta;
+    expect(meta.complete).toBe(true);
+    expect(asked[0]).toMatchObject({ to: meta.to, last: true });
+    const oldestFirst = [...asked].reverse();
+    expect(oldestFirst[0]!.from).toBe(meta.from);
+    for (let i = 1; i < oldestFirst.length; i++) {
+      expect(oldestFirst[i]!.from).toBe(oldestFirst[i - 1]!.to);
+      expect(oldestFirst[i - 1]!.last).toBe(false);
+      expect(ms(oldestFirst[i]!.from) % (meta.bucket_seconds * 1000)).toBe(0);
+    }
+    expect(answer.data.every((b) => b.count === 1 && b.levels.info === 1)).toBe(true);
+    expect(meta.total).toBe(answer.data.length);
+  });
+
+  test("slices that run out of time: the others are answered, theirs buckets are null, complete is false", async () => {
+    const req = request(62);
+    const cut = ms(req.from) + 10 * 3_600_000; // the slices starting before this time out
+    const answer = await histogramOf(
+      req,
+      5000,
+      counter((slice) => ms(slice.from) < cut),
+    );
+    expect(answer.meta.complete).toBe(false);
+    const counted = answer.data.filter((b) => b.count !== null);
+    const uncounted = answer.data.filter((b) => b.count === null);
+    expect(counted.length).toBeGreaterThan(0);
+    expect(uncounted.length).toBeGreaterThan(0);
+    // The slices that started before the cut, whole: every uncounted bucket is older than every counted one.
+    expect(uncounted.every((b) => b.from < counted[0]!.from && Object.keys(b.levels).length === 0)).toBe(true);
+    expect(ms(uncounted.at(-1)!.from)).toBeLessThan(cut + (ms(req.to) - ms(req.from)) / QUERY_SLICES + answer.meta.bucket_seconds * 1000);
+    expect(counted.every((b) => b.count === 1)).toBe(true);
+    expect(answer.meta.total).toBe(counted.length);
+    expect(answer.data.at(-1)!.count).toBe(1); // the newest bucket is counted
+  });
+
+  test("nothing counted in time → the 503 (query_timeout); another error is not hidden", async () => {
+    const timedOut = await histogramOf(
+      request(62),
+      5000,
+      counter(() => true),
+    ).catch((error) => error);
+    expect(timedOut).toBeInstanceOf(AppError);
+    expect((timedOut as AppError).status).toBe(503);
+    expect((timedOut as AppError).message).toContain("(QUERY_TIMEOUT_MS)");
+    const broken = await histogramOf(request(62), 5000, async () => {
+      throw new Error("connection lost");
+    }).catch((error) => error);
+    expect((broken as Error).message).toBe("connection lost");
+  });
+
+  test("no query: one statement for the whole window; fewer buckets than slices: one slice per bucket", async () => {
+    const asked: Slice[] = [];
+    await histogramOf(
+      read("source_ids=1&from=now-31h"),
+      5000,
+      counter(() => false, asked),
+    );
+    expect(asked.length).toBe(1);
+    expect(asked[0]).toMatchObject({ last: true });
+    const few: Slice[] = [];
+    const answer = await histogramOf(
+      request(3),
+      5000,
+      counter(() => false, few),
+    );
+    expect(answer.data.length).toBeLessThan(QUERY_SLICES);
+    expect(few.length).toBe(answer.data.length);
+  });
 });
