@@ -43,9 +43,14 @@ export function compileMatcher(node: Node): Predicate {
         }
         case "=":
         case "!=": {
+          // A query number a double holds exactly compares as a double; one it rounds (more than
+          // 15 significant digits), or a stored number JSON.parse would have rounded (an exact
+          // number, below), compares digit by digit as numeric does.
+          const exact = number !== undefined && compareDecimal(numericText(number), value) === 0;
           const equal = (event: Record<string, unknown>) => {
             const found = lookup(event, path);
-            if (typeof found === "number") return number !== undefined && found === number;
+            if (typeof found === "number") return number !== undefined && (exact ? found === number : compareDecimal(numericText(found), value) === 0);
+            if (isExactNumber(found)) return number !== undefined && compareDecimal(found.rawJSON, value) === 0;
             if (typeof found === "string") return found === value;
             if (typeof found === "boolean") return String(found) === value;
             return false;
@@ -55,9 +60,11 @@ export function compileMatcher(node: Node): Predicate {
         default: {
           const limit = number!;
           const test = COMPARE[op];
+          const exact = compareDecimal(numericText(limit), value) === 0;
           return (event) => {
             const found = lookup(event, path);
-            return typeof found === "number" && test(found, limit);
+            if (typeof found === "number") return exact ? test(found, limit) : test(compareDecimal(numericText(found), value), 0);
+            return isExactNumber(found) && test(compareDecimal(found.rawJSON, value), 0);
           };
         }
       }
@@ -81,7 +88,7 @@ export function lookup(value: unknown, path: readonly string[]): unknown {
       let index = Number(key);
       if (index < 0) index += current.length;
       current = current[index];
-    } else if (typeof current === "object" && current !== null && Object.hasOwn(current, key)) {
+    } else if (typeof current === "object" && current !== null && !isExactNumber(current) && Object.hasOwn(current, key)) {
       current = (current as Record<string, unknown>)[key];
     } else {
       return undefined;
@@ -96,6 +103,7 @@ export function jsonbText(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);
   if (typeof value === "number") return numericText(value);
   if (value === null || typeof value !== "object") return String(value);
+  if (isExactNumber(value)) return value.rawJSON;
   if (Array.isArray(value)) return `[${value.map(jsonbText).join(", ")}]`;
   const keys = Object.keys(value).sort(jsonbKeyOrder);
   return `{${keys.map((key) => `${JSON.stringify(key)}: ${jsonbText((value as Record<string, unknown>)[key])}`).join(", ")}}`;
@@ -113,8 +121,12 @@ function jsonbKeyOrder(a: string, b: string): number {
  * the literal had after its exponent is applied (1e+21 → 1000000000000000000000, 1.5e-7 → 0.00000015).
  */
 export function numericText(n: number): string {
-  const literal = String(n);
-  const e = literal.indexOf("e");
+  return plainDecimal(String(n));
+}
+
+/** A JSON number literal as numeric prints it: plain decimal, the exponent applied, -0 as 0. */
+export function plainDecimal(literal: string): string {
+  const e = literal.search(/[eE]/);
   if (e < 0) return literal === "-0" ? "0" : literal;
   const negative = literal.startsWith("-");
   const mantissa = literal.slice(negative ? 1 : 0, e);
@@ -127,4 +139,51 @@ export function numericText(n: number): string {
   else if (pointAt >= digits.length) text = digits + "0".repeat(pointAt - digits.length);
   else text = `${digits.slice(0, pointAt)}.${digits.slice(pointAt)}`;
   return negative ? `-${text}` : text;
+}
+
+/**
+ * A stored number that a double would round (an integer past 2^53, more than 15 significant
+ * digits), kept as its text: JSON.parse with exactNumbers gives these in its place, and
+ * JSON.stringify writes the text back as it was (JSON.rawJSON).
+ */
+export interface ExactNumber {
+  readonly rawJSON: string;
+}
+
+const RawJSON = JSON as unknown as { rawJSON(text: string): ExactNumber; isRawJSON(value: unknown): boolean };
+
+export function isExactNumber(value: unknown): value is ExactNumber {
+  return typeof value === "object" && value !== null && RawJSON.isRawJSON(value);
+}
+
+/** A run of 16 digits: only a text with one can hold a number that a double rounds. */
+const LONG_NUMBER = /[0-9]{16}/;
+
+/** JSON.parse of a stored event, its numbers exact: those a double would round are ExactNumbers. */
+export function parseExact(text: string): unknown {
+  if (!LONG_NUMBER.test(text)) return JSON.parse(text);
+  return JSON.parse(text, (_key, value, context?: { source?: string }) => {
+    if (typeof value !== "number" || context?.source === undefined) return value;
+    const exact = plainDecimal(context.source);
+    return compareDecimal(numericText(value), exact) === 0 ? value : RawJSON.rawJSON(exact);
+  });
+}
+
+/** Two plain decimals (-?digits(.digits)?, as numeric prints them and the query language takes them) compared exactly: <0, 0, >0. */
+export function compareDecimal(a: string, b: string): number {
+  const x = decimal(a),
+    y = decimal(b);
+  if (x.negative !== y.negative) return x.negative ? -1 : 1;
+  const magnitude = x.int.length - y.int.length || (x.int < y.int ? -1 : x.int > y.int ? 1 : 0) || (x.frac < y.frac ? -1 : x.frac > y.frac ? 1 : 0);
+  return x.negative ? -magnitude : magnitude;
+}
+
+function decimal(text: string): { negative: boolean; int: string; frac: string } {
+  let negative = text.startsWith("-");
+  const body = negative ? text.slice(1) : text;
+  const point = body.indexOf(".");
+  const int = (point < 0 ? body : body.slice(0, point)).replace(/^0+/, "");
+  const frac = point < 0 ? "" : body.slice(point + 1).replace(/0+$/, "");
+  if (int === "" && frac === "") negative = false; // -0 is 0
+  return { negative, int, frac };
 }

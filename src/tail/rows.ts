@@ -4,6 +4,7 @@
 // JSON text are made at most once, and only for rows of sources some stream watches.
 import { microsText } from "../codec/time";
 import { fieldsOf, sourceOf, tuplesOf } from "../codec/tuples";
+import { parseExact } from "../query/match";
 
 export interface TailRow {
   seq: number;
@@ -42,8 +43,9 @@ export function compareIds(a: string, b: string): number {
   return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
 
+/** The row's event, parsed once; numbers a double would round stay exact (query/match.ts), as jsonb keeps them. */
 export function eventOf(row: TailRow): Record<string, unknown> {
-  return (row.event ??= JSON.parse(row.raw) as Record<string, unknown>);
+  return (row.event ??= parseExact(row.raw) as Record<string, unknown>);
 }
 
 /**

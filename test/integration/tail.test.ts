@@ -250,6 +250,35 @@ test("rows ingested through another instance on the same database appear (NOTIFY
   }
 });
 
+test("numbers past 2^53 match on the stream as in the query API (digit for digit, not as rounded doubles)", async () => {
+  const source = await lp.createSource();
+  const queries = ["order=12345678901234567890", "12345678901234567890", "order>12345678901234567890", "order:9007199254740993", "order<=9007199254740992"];
+  // n=9 matches every query (OR n=9), so each stream knows when it has seen everything.
+  const streams = await Promise.all(queries.map((query) => open(lp, `source_ids=${source.id}&query=${encodeURIComponent(`(${query}) OR n=9`)}`)));
+  try {
+    const body = `[{"n":0,"order":12345678901234567890},{"n":1,"order":12345678901234567891},{"n":2,"order":9007199254740993},{"n":3,"order":9007199254740992},{"n":9}]`;
+    expect((await lp.ingest(source.token, body)).status).toBe(202);
+    for (const [i, query] of queries.entries()) {
+      const stream = streams[i]!;
+      await stream.until(() => stream.rows().some((row) => row.n === 9));
+      const api: any = await (
+        await lp.api("GET", `/api/v2/query/live-tail?source_ids=${source.id}&order=oldest_first&query=${encodeURIComponent(query)}`)
+      ).json();
+      const stored = api.data.map((row: any) => row.n);
+      expect({
+        query,
+        stream: stream
+          .rows()
+          .map((row) => row.n)
+          .filter((n) => n !== 9),
+      }).toEqual({ query, stream: stored });
+    }
+    expect(streams.map((stream) => stream.rows().length)).toEqual([2, 2, 2, 2, 2]);
+  } finally {
+    await Promise.all(streams.map((stream) => stream.close()));
+  }
+});
+
 test("a quiet stream gets heartbeats; a client that goes away is cleaned up", async () => {
   const source = await lp.createSource();
   const before = lp.tail.size;
