@@ -147,6 +147,7 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
     const raw = await readBody(request, declared, limits);
     if (raw instanceof AppError) return refuse(raw, metrics);
     const rawBytes = raw.length;
+    if (encoding !== "identity") deps.gcPacer.handled(rawBytes); // what was sent is garbage too once inflated (or refused)
     // A gzip body's trailer says what it inflates to: a full buffer refuses it before inflating
     // (realistic @logtail/node bodies: ~1 ms each, 2–4 refused per one taken while the ring was
     // full), and so does the gate when what it inflates to does not fit.
