@@ -73,14 +73,54 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
     // Slices from the page's start outwards (10 s, 1 min, 5 min, …): the next page is found in the
     // newest (or oldest) slice without sorting the whole window, which a dt-ordered index cannot
     // spare a BRIN-indexed, source-mixed table. Slices are contiguous, so order and keyset hold.
+    // A long slice (a search that has found little so far) is read as two halves at once, the
+    // farther one on a connection of its own: a scan is one core per statement. Each event is in
+    // one half and each half is one statement over both tiers, so each is read once whatever the
+    // sealer moves meanwhile; the farther half is cancelled when the nearer one fills the page.
+    const read = (on: Sql, slice: Slice, limit: number) => {
+      const own = [...params];
+      [own[0], own[1], own[2]] = [slice.lower, slice.upper, limit];
+      return on.unsafe<{ id: string; dt: string; row: string }[]>(query(slice.lowerOp, slice.upperOp), own as never[]);
+    };
     for (const slice of slices(request, newest, anchor)) {
       const left = Math.floor(deadline - performance.now());
       if (left <= 0) throw Object.assign(new Error("canceling statement due to statement timeout"), { code: "57014" });
       await tx`select set_config('statement_timeout', ${String(left)}, true)`;
-      params[0] = slice.lower;
-      params[1] = slice.upper;
-      params[2] = wanted - rows.length;
-      rows.push(...(await tx.unsafe<{ id: string; dt: string; row: string }[]>(query(slice.lowerOp, slice.upperOp), params as never[])));
+      const limit = wanted - rows.length;
+      const halves = split(slice, newest);
+      if (!halves) {
+        rows.push(...(await read(tx, slice, limit)));
+      } else {
+        let farther: { cancel(): void } | undefined;
+        let cancelled = false;
+        const second = timed(sql, left, async (other) => {
+          if (cancelled) return []; // the nearer half filled the page before this one began
+          const statement = read(other, halves[1], limit);
+          farther = statement;
+          return statement;
+        }).then(
+          (found) => found,
+          (error) => {
+            if (cancelled) return [];
+            throw error;
+          },
+        );
+        try {
+          rows.push(...(await read(tx, halves[0], limit)));
+        } catch (error) {
+          cancelled = true;
+          farther?.cancel();
+          await second.catch(() => {});
+          throw error;
+        }
+        if (rows.length >= wanted) {
+          cancelled = true;
+          farther?.cancel();
+          await second;
+          break;
+        }
+        rows.push(...(await second).slice(0, wanted - rows.length));
+      }
       if (rows.length >= wanted) break;
     }
   });
@@ -91,12 +131,27 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
 }
 
 const SLICE_MS = [10_000, 60_000, 300_000, 1_800_000, 10_800_000, 86_400_000, 604_800_000];
+/** A slice at least this long is read as two halves at once (readEvents). */
+export const SPLIT_FROM_MS = 3_600_000;
 
-interface Slice {
+export interface Slice {
   lower: string;
   lowerOp: ">=" | ">";
   upper: string;
   upperOp: "<=" | "<";
+}
+
+/** `slice` as its nearer and farther halves (from the page's start), or undefined when shorter than SPLIT_FROM_MS. */
+export function split(slice: Slice, newest: boolean): [Slice, Slice] | undefined {
+  const ms = (dt: string) => Date.parse(`${dt.slice(0, 23)}Z`);
+  const lower = ms(slice.lower),
+    upper = ms(slice.upper);
+  if (upper - lower < SPLIT_FROM_MS) return undefined;
+  const mid = micros(new Date(Math.floor((lower + upper) / 2)).toISOString());
+  // Newest first the halves meet as (mid, upper] and [lower, mid]; oldest first as [lower, mid) and [mid, upper].
+  const older: Slice = { lower: slice.lower, lowerOp: slice.lowerOp, upper: mid, upperOp: newest ? "<=" : "<" };
+  const newer: Slice = { lower: mid, lowerOp: newest ? ">" : ">=", upper: slice.upper, upperOp: slice.upperOp };
+  return newest ? [newer, older] : [older, newer];
 }
 
 /**

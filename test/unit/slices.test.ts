@@ -1,7 +1,8 @@
 // query/read.ts's slices: the sub-windows a page is read in cover [from, to] exactly once, in the
-// page's order, with or without an anchor (the newest block's end) and a cursor.
+// page's order, with or without an anchor (the newest block's end) and a cursor; and so do they
+// with every long slice cut into the two halves readEvents reads at once.
 import { expect, test } from "bun:test";
-import { slices } from "../../src/query/read";
+import { slices, split, SPLIT_FROM_MS } from "../../src/query/read";
 
 const iso = (ms: number) => new Date(ms).toISOString().replace("Z", "000Z");
 const T = Date.parse("2026-11-25T12:00:00Z");
@@ -20,9 +21,23 @@ test.each([
   ["newest first, anchor at to (ignored)", true, iso(T), undefined],
   ["newest first, anchor before from (ignored)", true, iso(T - 30 * 3_600_000), undefined],
   ["oldest first", false, undefined, undefined],
-])("%s: every instant of the window is in exactly one slice, in the page's order", (_name, newest, anchor, after) => {
+])("%s: every instant of the window is in exactly one slice (and one half), in the page's order", (_name, newest, anchor, after) => {
   const request = { from: iso(T - 24 * 3_600_000), to: iso(T), after };
-  const all = [...slices(request, newest, anchor)];
+  const whole = [...slices(request, newest, anchor)];
+  const halves = whole.flatMap((slice) => split(slice, newest) ?? [slice]);
+  expect(halves.length).toBeGreaterThan(whole.length); // a 24 h window has slices of hours
+  for (const slice of whole) expect(split(slice, newest) === undefined).toBe(Date.parse(slice.upper) - Date.parse(slice.lower) < SPLIT_FROM_MS);
+  checkSlices(whole, request, newest, after);
+  checkSlices(halves, request, newest, after);
+  if (anchor && anchor > request.from && anchor < request.to && !after) expect(whole[0]!.lower).toBe(anchor);
+});
+
+function checkSlices(
+  all: ReturnType<typeof slices> extends Generator<infer S> ? S[] : never,
+  request: { from: string; to: string },
+  newest: boolean,
+  after: { dt: string; id: string } | undefined,
+) {
   const start = after ? Date.parse(after.dt) : newest ? T : T - 24 * 3_600_000;
   // Instants at every slice edge and between them, plus a spread over the window.
   const probes = new Set<string>();
@@ -35,5 +50,4 @@ test.each([
   }
   // In the page's order: each slice lies wholly past the previous one.
   for (let i = 1; i < all.length; i++) expect(newest ? all[i]!.upper <= all[i - 1]!.lower : all[i]!.lower >= all[i - 1]!.upper).toBe(true);
-  if (anchor && anchor > request.from && anchor < request.to && !after) expect(all[0]!.lower).toBe(anchor);
-});
+}
