@@ -1,5 +1,5 @@
 // Builds a running logpond from a Config, in the order data flows: storage → sources → ring +
-// flusher (spilled events replayed) → sealer, retention, tail → memory → both listeners. Each
+// flusher (spilled events replayed) → retention, tail → memory → sealer (its garbage paced) → both listeners. Each
 // module builds itself from the Config and registers its own /metrics series; stop.ts stops them.
 // `main.ts` adds the banner and signals; tests start it in-process on port 0.
 import type { Flusher } from "./buffer/flusher";
@@ -67,11 +67,11 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   const ring = openRing(config, metrics);
   const flusher = startFlusher(config, store.url, ring, metrics, log);
   await replayInto(config, store.url, ring, flusher, log); // what an earlier stop spilled, before ingestion opens
-  const sealer = startSealer({ sql: store.sql, intervalMs: config.sealIntervalMs, log, metrics });
   const retention = startRetention({ sql: store.sql, intervalMs: config.retentionSweepIntervalMs, flush: () => flusher.flush(), metrics, log });
   const tail = await startTail(store.sql, config, flusher, metrics, log);
   const decodeWorker = new DecodeWorker();
   const memory = startMemory(config, ring, flusher, metrics, decodeWorker.width);
+  const sealer = startSealer({ sql: store.sql, intervalMs: config.sealIntervalMs, log, metrics, handled: (bytes) => memory.gcPacer.handled(bytes) });
 
   const apiToken = loadApiToken(config);
   let accepting = true;

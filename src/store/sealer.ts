@@ -27,9 +27,14 @@ export const BLOCK_EVENTS = 1_000;
 const DT_TEXT = `to_char(m.dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 /**
  * Text a seal holds here at once, about (rows fetched until it is passed, then made into blocks):
- * bounded memory in this process, and blocks of a sparse source as full as a chunk allows.
+ * bounded memory in this process, and blocks of a sparse source as full as a chunk allows. With
+ * seals under load (bench/rss.ts logtail-gzip-msgpack-1000 realistic 8 3, SEAL_INTERVAL_MS=3000,
+ * interleaved) 16 MiB chunks left unpaced peaked at 376/498/427 MiB (564 through the drain), 8 MiB
+ * paced by the GC pacer (below) at 363/424/440 (450): the aim is 456.
  */
-const CHUNK_BYTES = 16 * 1024 * 1024;
+const CHUNK_BYTES = 8 * 1024 * 1024;
+/** What a chunk leaves behind per byte of its rows' text: the rows, the blocks' bodies, the INSERTs' messages. */
+const GARBAGE_PER_TEXT_BYTE = 3;
 /** Text one FETCH brings, about (by the average row so far); the first FETCH takes FIRST_FETCH rows. */
 const FETCH_BYTES = 2 * 1024 * 1024;
 const FIRST_FETCH = 64;
@@ -123,6 +128,7 @@ export async function sealClosed(
   signal?: AbortSignal,
   log: (line: string) => void = () => {},
   stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 },
+  handled?: (bytes: number) => void,
 ): Promise<SealStats> {
   const all = await parts(sql);
   const open = openStart(all);
@@ -134,7 +140,7 @@ export async function sealClosed(
     // the others: it is logged, the rest are sealed, and the pass fails at its end.
     try {
       // "busy": a batch is writing into it right now (a straggler); a few tries, then the next pass.
-      for (let tries = 1; (await sealTable(sql, part.name, stats, signal)) === "busy" && tries < BUSY_TRIES; tries++) await Bun.sleep(100);
+      for (let tries = 1; (await sealTable(sql, part.name, stats, signal, handled)) === "busy" && tries < BUSY_TRIES; tries++) await Bun.sleep(100);
       if (await dropIfEmpty(sql, part.name, signal)) stats.dropped++;
     } catch (error) {
       if (signal?.aborted) throw error;
@@ -167,14 +173,20 @@ export async function sealAll(sql: Sql): Promise<SealStats> {
  * later drop give that space back). "busy": the SHARE lock was not granted (a batch is writing
  * into it now); the next pass tries again. If anything fails, everything rolls back: still hot.
  */
-async function sealTable(sql: Sql, table: string, stats: SealStats, signal: AbortSignal | undefined): Promise<"truncated" | "deleted" | "busy"> {
+async function sealTable(
+  sql: Sql,
+  table: string,
+  stats: SealStats,
+  signal: AbortSignal | undefined,
+  handled: ((bytes: number) => void) | undefined,
+): Promise<"truncated" | "deleted" | "busy"> {
   let done: { moved: number; sealed: number; blocks: number; truncated: boolean };
   try {
     done = await sql.begin(async (tx) => {
       await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
       await tx.unsafe(`lock table ${table} in share mode`);
       await tx.unsafe(`set local lock_timeout = '${READ_LOCK_TIMEOUT}'`);
-      const done = { ...(await sealRows(tx as unknown as Sql, table, signal)), truncated: false };
+      const done = { ...(await sealRows(tx as unknown as Sql, table, signal, handled)), truncated: false };
       if (done.moved === 0) return done;
       done.truncated = await truncate(tx as unknown as Sql, table, signal);
       if (!done.truncated) await tx.unsafe(`delete from ${table}`);
@@ -222,7 +234,12 @@ async function truncate(tx: Sql, table: string, signal: AbortSignal | undefined)
  * past their source's retention are counted, not sealed. A fetch takes as many rows as the average
  * row so far says fit in FETCH_BYTES (events run up to a few MB): the first takes FIRST_FETCH.
  */
-async function sealRows(tx: Sql, table: string, signal: AbortSignal | undefined): Promise<{ moved: number; sealed: number; blocks: number }> {
+async function sealRows(
+  tx: Sql,
+  table: string,
+  signal: AbortSignal | undefined,
+  handled: ((bytes: number) => void) | undefined,
+): Promise<{ moved: number; sealed: number; blocks: number }> {
   await tx.unsafe(
     `declare seal_rows no scroll cursor for
      select m.id::text as id, m.source_id::text as source_id, ${DT_TEXT} as dt, m.raw::text as line,
@@ -244,6 +261,8 @@ async function sealRows(tx: Sql, table: string, signal: AbortSignal | undefined)
       done.sealed += item.n;
       done.blocks++;
     }
+    // Garbage now: the rows' text, the blocks' bodies, postgres.js's copies of both (the GC pacer).
+    handled?.(GARBAGE_PER_TEXT_BYTE * chunkBytes);
     chunk = [];
     chunkBytes = 0;
   };
@@ -358,7 +377,14 @@ export interface Sealer {
  * Runs the sealer: every `intervalMs` the open generation closes (if it has rows), and closed ones
  * are sealed at once. An event is in a block about `intervalMs` plus one pass after its commit.
  */
-export function startSealer(options: { sql: Sql; intervalMs: number; log: (line: string) => void; metrics?: Registry }): Sealer {
+export function startSealer(options: {
+  sql: Sql;
+  intervalMs: number;
+  log: (line: string) => void;
+  metrics?: Registry;
+  /** Told the bytes of text each chunk made into blocks held here (the GC pacer: memory/gcpace.ts). */
+  handled?: (bytes: number) => void;
+}): Sealer {
   const { sql, intervalMs, log } = options;
   const abort = new AbortController();
   const totals: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 };
@@ -378,7 +404,7 @@ export function startSealer(options: { sql: Sql; intervalMs: number; log: (line:
         } else if (close) {
           busyInARow = 0;
         }
-        await sealClosed(sql, abort.signal, log, stats);
+        await sealClosed(sql, abort.signal, log, stats, options.handled);
         lastPassAt = Date.now();
         return stats;
       } finally {
