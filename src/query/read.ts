@@ -56,74 +56,85 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
 
   const wanted = request.batch + 1;
   const rows: { id: string; dt: string; row: string }[] = [];
+  // Each statement in a transaction of its own, under what is left of one QUERY_TIMEOUT_MS, and
+  // holding no connection while it waits for another (two halves at once, below: a transaction
+  // waiting for a second connection could wait for ever once every pooled one did the same).
   const deadline = performance.now() + timeoutMs;
-  await timed(sql, timeoutMs, async (tx) => {
-    // Newest first: the newest block's end at or before the page's start (the blocks' index). What
-    // lies between it and the start is hot or in a block that straddles it: one slice; the slices
-    // below grow from it, so a source whose newest event is hours old does not sort hours of blocks.
-    let anchor: string | undefined;
-    if (newest) {
-      const [newestBlock] = await tx.unsafe<{ dt: string | null }[]>(
+  const within = async <T>(work: (tx: Sql) => Promise<T>): Promise<T> => {
+    const left = Math.floor(deadline - performance.now());
+    if (left <= 0) throw queryTimeout(timeoutMs);
+    try {
+      return await timed(sql, left, work);
+    } catch (error) {
+      throw error instanceof AppError && error.reason === "query_timeout" ? queryTimeout(timeoutMs) : error;
+    }
+  };
+  // Newest first: the newest block's end at or before the page's start (the blocks' index). What
+  // lies between it and the start is hot or in a block that straddles it: one slice; the slices
+  // below grow from it, so a source whose newest event is hours old does not sort hours of blocks.
+  let anchor: string | undefined;
+  if (newest) {
+    const [newestBlock] = await within((tx) =>
+      tx.unsafe<{ dt: string | null }[]>(
         `select to_char(max(max_dt) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt from log_blocks
          where source_id = any($1::bigint[]) and max_dt >= $2::text::timestamptz and max_dt <= $3::text::timestamptz`,
         [request.sourceIds, request.from, request.after && request.after.dt < request.to ? request.after.dt : request.to] as never[],
-      );
-      anchor = newestBlock?.dt ?? undefined;
-    }
-    // Slices from the page's start outwards (10 s, 1 min, 5 min, …): the next page is found in the
-    // newest (or oldest) slice without sorting the whole window, which a dt-ordered index cannot
-    // spare a BRIN-indexed, source-mixed table. Slices are contiguous, so order and keyset hold.
-    // A long slice (a search that has found little so far) is read as two halves at once, the
-    // farther one on a connection of its own: a scan is one core per statement. Each event is in
-    // one half and each half is one statement over both tiers, so each is read once whatever the
-    // sealer moves meanwhile; the farther half is cancelled when the nearer one fills the page.
-    const read = (on: Sql, slice: Slice, limit: number) => {
-      const own = [...params];
-      [own[0], own[1], own[2]] = [slice.lower, slice.upper, limit];
-      return on.unsafe<{ id: string; dt: string; row: string }[]>(query(slice.lowerOp, slice.upperOp), own as never[]);
-    };
-    for (const slice of slices(request, newest, anchor)) {
-      const left = Math.floor(deadline - performance.now());
-      if (left <= 0) throw Object.assign(new Error("canceling statement due to statement timeout"), { code: "57014" });
-      await tx`select set_config('statement_timeout', ${String(left)}, true)`;
-      const limit = wanted - rows.length;
-      const halves = split(slice, newest);
-      if (!halves) {
-        rows.push(...(await read(tx, slice, limit)));
-      } else {
-        let farther: { cancel(): void } | undefined;
-        let cancelled = false;
-        const second = timed(sql, left, async (other) => {
-          if (cancelled) return []; // the nearer half filled the page before this one began
-          const statement = read(other, halves[1], limit);
-          farther = statement;
-          return statement;
-        }).then(
-          (found) => found,
-          (error) => {
-            if (cancelled) return [];
-            throw error;
-          },
-        );
-        try {
-          rows.push(...(await read(tx, halves[0], limit)));
-        } catch (error) {
-          cancelled = true;
-          farther?.cancel();
-          await second.catch(() => {});
+      ),
+    );
+    anchor = newestBlock?.dt ?? undefined;
+  }
+  const read = (tx: Sql, slice: Slice, limit: number) => {
+    const own = [...params];
+    [own[0], own[1], own[2]] = [slice.lower, slice.upper, limit];
+    return tx.unsafe<{ id: string; dt: string; row: string }[]>(query(slice.lowerOp, slice.upperOp), own as never[]);
+  };
+  // Slices from the page's start outwards (10 s, 1 min, 5 min, …): the next page is found in the
+  // newest (or oldest) slice without sorting the whole window, which a dt-ordered index cannot
+  // spare a BRIN-indexed, source-mixed table. Slices are contiguous, so order and keyset hold.
+  // A long slice (a search that has found little so far) is read as two halves at once, on two
+  // connections: a scan is one core per statement. Each event is in one half and each half is one
+  // statement over both tiers, so each is read once whatever the sealer moves meanwhile; the
+  // farther half is cancelled when the nearer one fills the page.
+  for (const slice of slices(request, newest, anchor)) {
+    const limit = wanted - rows.length;
+    const halves = split(slice, newest);
+    if (!halves) {
+      rows.push(...(await within((tx) => read(tx, slice, limit))));
+    } else {
+      let farther: { cancel(): void } | undefined;
+      let cancelled = false;
+      const cancel = () => {
+        cancelled = true;
+        farther?.cancel();
+      };
+      const second = within(async (tx) => {
+        if (cancelled) return []; // the nearer half filled the page before this one began
+        const statement = read(tx, halves[1], limit);
+        farther = statement;
+        return statement;
+      }).then(
+        (found) => found,
+        (error) => {
+          if (cancelled) return [];
           throw error;
-        }
-        if (rows.length >= wanted) {
-          cancelled = true;
-          farther?.cancel();
-          await second;
-          break;
-        }
-        rows.push(...(await second).slice(0, wanted - rows.length));
+        },
+      );
+      try {
+        rows.push(...(await within((tx) => read(tx, halves[0], limit))));
+      } catch (error) {
+        cancel();
+        await second.catch(() => {});
+        throw error;
       }
-      if (rows.length >= wanted) break;
+      if (rows.length >= wanted) {
+        cancel();
+        await second;
+        break;
+      }
+      rows.push(...(await second).slice(0, wanted - rows.length));
     }
-  });
+    if (rows.length >= wanted) break;
+  }
   const more = rows.length > request.batch;
   const kept = more ? rows.slice(0, request.batch) : rows;
   const last = kept[kept.length - 1];

@@ -332,6 +332,13 @@ describe("query API: long slices read as two halves at once, while the sealer ru
       expect(all.map((row) => row.k)).toEqual(expected(events));
       expect(new Set(all.map((row) => row.id)).size).toBe(events.length);
       expect((await tiers(db.sql, Number(source.id))).sealed).toBeGreaterThan(0);
+      // More searches at once than the pool has connections (8), each reading two halves at once:
+      // every one answers (none holds a connection while it waits for a second one).
+      const first = `/api/v2/query/live-tail?source_ids=${source.id}&batch=7&order=${order}&${window}&query=${encodeURIComponent("tag:rare")}`;
+      const answers = await Promise.all(
+        Array.from({ length: 12 }, () => lp.api("GET", first).then(async (r) => [r.status, ((await r.json()) as any).data.length])),
+      );
+      expect(answers).toEqual(Array.from({ length: 12 }, () => [200, 7]));
     }, 60_000);
   }
 });
