@@ -9,6 +9,9 @@
 // - The big lane: a big request (decoded on a decode thread) decodes only in one of `lanes` places,
 //   as many as the threads; the others wait their turn, first come first served, at most
 //   `laneWaitMs`, then are refused (VictoriaMetrics' write-concurrency limiter).
+// - Small requests (under SMALL_REQUEST_BYTES) keep a share of the budget big ones cannot take
+//   (SMALL_RESERVE_BYTES, at most a quarter): a few big uploads do not turn every client's small
+//   batch away (a stranger's trial and the hostile-load suite: 13–47 small batches refused).
 // - One exemption: an empty gate admits one request whatever it costs (Vector's limited queue), so
 //   a request bigger than the budget, or one that comes while the ring is full, is never refused
 //   forever. Nothing else is exempt.
@@ -28,6 +31,11 @@ export const COST_FACTOR = 4;
  * memory/budget.ts, holds a slice's per lane).
  */
 export const SLICED_COST_FACTOR = 2;
+
+/** A request under this many bytes (decompressed, or as sent until known) is small: ingest decodes it on the main thread. */
+export const SMALL_REQUEST_BYTES = 1024 * 1024;
+/** The budget's share that only small requests may use (at most a quarter of the limit). */
+export const SMALL_RESERVE_BYTES = 32 * 1024 * 1024;
 
 /** How a request's bytes cost memory: decoded in slices, or whole. */
 export type Shape = "sliced" | "whole";
@@ -63,6 +71,8 @@ export interface GateOptions {
   lanes?: number;
   /** How long a big request waits for a lane before it is refused. */
   laneWaitMs?: number;
+  /** The share only small requests may use; default SMALL_RESERVE_BYTES (at most a quarter of the limit either way). */
+  smallReserveBytes?: number;
   clock?: Clock;
 }
 
@@ -85,6 +95,7 @@ export class Gate {
   private readonly room: () => number;
   private readonly lanes: number;
   private readonly laneWaitMs: number;
+  private readonly smallReserveBytes: number;
   private readonly clock: Clock;
 
   constructor(options: GateOptions) {
@@ -92,6 +103,7 @@ export class Gate {
     this.room = options.room ?? (() => Infinity);
     this.lanes = Math.max(1, options.lanes ?? 1);
     this.laneWaitMs = options.laneWaitMs ?? LANE_WAIT_MS;
+    this.smallReserveBytes = options.smallReserveBytes ?? SMALL_RESERVE_BYTES;
     this.clock = options.clock ?? realClock;
   }
 
@@ -106,7 +118,7 @@ export class Gate {
   /** A request comes in: its ticket (leave() it whatever happens next), or why not. */
   admit(bytes: number, shape: Shape): Ticket | Refusal {
     const cost = this.cost(bytes, shape);
-    const refusal = this.judge(cost, this.used);
+    const refusal = this.judge(cost, this.used, bytes);
     if (refusal) return refusal;
     const ticket = new Ticket();
     ticket.cost = cost;
@@ -124,7 +136,7 @@ export class Gate {
     const cost = this.cost(bytes, shape);
     const others = this.used - ticket.cost;
     // Alone in the gate, it is the one an empty gate admits; a charge that does not grow always fits.
-    const refusal = this.requests > 1 && cost > ticket.cost ? this.judge(cost, others) : undefined;
+    const refusal = this.requests > 1 && cost > ticket.cost ? this.judge(cost, others, bytes) : undefined;
     if (refusal) return refusal;
     this.used = others + cost;
     ticket.cost = cost;
@@ -189,9 +201,10 @@ export class Gate {
     return Math.min(this.budgetBytes, this.room());
   }
 
-  private judge(cost: number, charged: number): Refusal | undefined {
+  private judge(cost: number, charged: number, bytes: number): Refusal | undefined {
     if (this.requests === 0) return undefined; // an empty gate admits one
-    const limit = this.limit();
+    const whole = this.limit();
+    const limit = bytes < SMALL_REQUEST_BYTES ? whole : whole - Math.min(this.smallReserveBytes, Math.max(0, whole) / 4);
     return charged + cost <= limit ? undefined : { why: "budget", costBytes: cost, chargedBytes: charged, limitBytes: limit };
   }
 }

@@ -1,7 +1,18 @@
 // The memory gate (memory/gate.ts) on its own: counts in, answers out, on a clock the test moves.
 // No heap, no RSS, no wall clock: the same calls always get the same answers.
 import { expect, test } from "bun:test";
-import { COST_FACTOR, Gate, type GateOptions, LANE_WAIT_MS, type Refusal, type Shape, SLICED_COST_FACTOR, Ticket } from "../../src/memory/gate";
+import {
+  COST_FACTOR,
+  Gate,
+  type GateOptions,
+  LANE_WAIT_MS,
+  type Refusal,
+  type Shape,
+  SLICED_COST_FACTOR,
+  SMALL_REQUEST_BYTES,
+  SMALL_RESERVE_BYTES,
+  Ticket,
+} from "../../src/memory/gate";
 import type { Clock } from "../../src/timers";
 
 const MIB = 1024 * 1024;
@@ -34,9 +45,10 @@ class TestClock implements Clock {
   }
 }
 
+/** A gate of 100 MiB; no share kept for small requests unless the test asks (its own test below). */
 function gate(options: Partial<GateOptions> = {}) {
   const clock = new TestClock();
-  return { gate: new Gate({ budgetBytes: 100 * MIB, clock, ...options }), clock };
+  return { gate: new Gate({ budgetBytes: 100 * MIB, clock, smallReserveBytes: 0, ...options }), clock };
 }
 
 const admitted = (answer: Ticket | Refusal): Ticket => {
@@ -77,6 +89,23 @@ test("requests share the budget; past it, refused with why and the figures; an e
   expect(g.admit(1, "whole")).toMatchObject({ why: "budget", chargedBytes: 200 * MIB });
   g.leave(alone);
   expect(g.admit(1, "whole")).toBeInstanceOf(Ticket);
+});
+
+test("small requests keep a share big ones cannot take: big uploads fill the rest, small batches still come in", () => {
+  const { gate: g } = gate({ smallReserveBytes: SMALL_RESERVE_BYTES }); // 100 MiB: 25 MiB kept (a quarter)
+  const big = admitted(g.admit(18 * MIB, "whole")); // 72 MiB
+  // Another big one would pass the 75 MiB big requests may hold; the refusal names that limit.
+  expect(g.admit(SMALL_REQUEST_BYTES, "whole")).toEqual({ why: "budget", costBytes: 4 * MIB, chargedBytes: 72 * MIB, limitBytes: 75 * MIB });
+  // Small batches (under SMALL_REQUEST_BYTES) fit up to the whole budget.
+  const small = Array.from({ length: 28 }, () => admitted(g.admit(SMALL_REQUEST_BYTES / 4, "whole"))); // 28 × 1 MiB
+  expect(g.bytes).toBe(100 * MIB);
+  expect(g.admit(1, "whole")).toMatchObject({ why: "budget", limitBytes: 100 * MIB });
+  // A small request that turns out big (its decompressed size) is judged as big.
+  g.leave(small.pop()!);
+  const grown = small.pop()!;
+  expect(g.recharge(grown, 2 * MIB, "whole")).toMatchObject({ why: "budget", limitBytes: 75 * MIB });
+  for (const ticket of [big, grown, ...small]) g.leave(ticket);
+  expect(g.bytes).toBe(0);
 });
 
 test("the room the caller's budget leaves bounds requests too, whichever is smaller, read at each answer", () => {
