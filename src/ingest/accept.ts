@@ -139,7 +139,7 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
   let ticket: Ticket | undefined;
   if (declared !== undefined && declared >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body arrives
   if (declared !== undefined) {
-    const admitted = deps.gate.admit(declared, shapeOf(mayDecodeInSlices(format, declared)));
+    const admitted = deps.gate.admit(declared, shapeOf(mayDecodeInSlices(format, declared), format, declared));
     if (!(admitted instanceof Ticket)) return refuseUnread(overloaded(), declared, deps, metrics);
     ticket = admitted;
   }
@@ -156,7 +156,7 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
     const hint = encoding === "gzip" ? gzipSizeHint(raw) : undefined;
     if (hint !== undefined && hint <= limits.maxDecompressedBytes) {
       if (!ring.roomFor(hint)) return refuse(bufferFull(), metrics);
-      if (ticket !== undefined && hint > raw.length && deps.gate.recharge(ticket, hint, shapeOf(mayDecodeInSlices(format, hint)))) {
+      if (ticket !== undefined && hint > raw.length && deps.gate.recharge(ticket, hint, shapeOf(mayDecodeInSlices(format, hint), format, hint))) {
         return refuse(overloaded(), metrics);
       }
       if (hint >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body is inflated
@@ -185,7 +185,7 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
       const early = headerRefusal(body, format, limits);
       if (early) return refuse(early, metrics);
     }
-    const shape = shapeOf(decodedInSlices(body, format));
+    const shape = shapeOf(decodedInSlices(body, format), format, body.length);
     if (ticket === undefined) {
       const admitted = deps.gate.admit(body.length, shape);
       if (!(admitted instanceof Ticket)) return refuse(overloaded(), metrics);
@@ -270,8 +270,9 @@ function receptionTime(): PgMicros {
   return microsOfMillis(Date.now());
 }
 
-function shapeOf(sliced: boolean): Shape {
-  return sliced ? "sliced" : "whole";
+/** How the gate charges a body (memory/gate.ts): in slices, whole, or big, whole and MessagePack (denser than its objects). */
+function shapeOf(sliced: boolean, format: Format | undefined, bytes: number): Shape {
+  return sliced ? "sliced" : format === "msgpack" && bytes >= OFFLOAD_FROM_BYTES ? "packed" : "whole";
 }
 
 function overloaded(): AppError {

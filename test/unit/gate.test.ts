@@ -6,6 +6,7 @@ import {
   Gate,
   type GateOptions,
   LANE_WAIT_MS,
+  PACKED_COST_FACTOR,
   type Refusal,
   type Shape,
   SLICED_COST_FACTOR,
@@ -59,12 +60,13 @@ const admitted = (answer: Ticket | Refusal): Ticket => {
 /** Settles the lane promises resolved so far. */
 const settled = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-const SHAPES: Shape[] = ["sliced", "whole"];
+const SHAPES: Shape[] = ["sliced", "whole", "packed"];
 
 test.each([
   ["small, decoded whole", 100_000, "whole", 100_000 * COST_FACTOR],
   ["small, sliced shape: charged as sliced (the caller says it is)", 100_000, "sliced", 100_000 * SLICED_COST_FACTOR],
-  ["big, decoded whole (MessagePack)", 16 * MIB, "whole", 16 * MIB * COST_FACTOR],
+  ["big, decoded whole (OTLP, Loki, a JSON object)", 16 * MIB, "whole", 16 * MIB * COST_FACTOR],
+  ["big, decoded whole from MessagePack", 16 * MIB, "packed", 16 * MIB * PACKED_COST_FACTOR],
   ["big, decoded in slices (NDJSON, JSON array)", 16 * MIB, "sliced", 16 * MIB * SLICED_COST_FACTOR],
 ] as const)("%s: charged its size times what decoding it costs", (_name, bytes, shape, cost) => {
   const { gate: g } = gate({ budgetBytes: 1024 * MIB });
@@ -226,14 +228,14 @@ test.each([1, 2, 3, 4, 5, 6, 7, 8])("model, seed %d: random admissions, recharge
     if (action < 0.3) {
       const bytes = Math.floor(next() * 40 * MIB);
       const wasEmpty = inside.size === 0;
-      const answer = g.admit(bytes, SHAPES[Math.floor(next() * 2)]!);
+      const answer = g.admit(bytes, SHAPES[Math.floor(next() * SHAPES.length)]!);
       if (wasEmpty) expect(answer).toBeInstanceOf(Ticket); // the one exemption
       if (answer instanceof Ticket) inside.add(answer);
       else expect(answer.chargedBytes + answer.costBytes).toBeGreaterThan(answer.limitBytes);
     } else if (action < 0.4 && inside.size > 0) {
       const ticket = [...inside][Math.floor(next() * inside.size)]!;
       const before = ticket.cost;
-      const refusal = g.recharge(ticket, Math.floor(next() * 40 * MIB), SHAPES[Math.floor(next() * 2)]!);
+      const refusal = g.recharge(ticket, Math.floor(next() * 40 * MIB), SHAPES[Math.floor(next() * SHAPES.length)]!);
       if (refusal) expect(ticket.cost).toBe(before);
     } else if (action < 0.6 && inside.size > 0) {
       const ticket = [...inside].find((t) => !t.laned && !waiting.has(t));
