@@ -63,6 +63,8 @@ export interface Refusal {
 export class Ticket {
   /** Charged now. */
   cost = 0;
+  /** Charged as a small request (under SMALL_REQUEST_BYTES). */
+  small = true;
   /** Holds a lane (a big request decoding). */
   laned = false;
   /** Left the gate: leave() again changes nothing. */
@@ -95,6 +97,8 @@ export const LANE_WAIT_MS = 5_000;
 
 export class Gate {
   private used = 0;
+  /** Of `used`, what big requests are charged. */
+  private usedBig = 0;
   private requests = 0;
   private laned = 0;
   private readonly waiting: Waiter[] = [];
@@ -125,11 +129,11 @@ export class Gate {
   /** A request comes in: its ticket (leave() it whatever happens next), or why not. */
   admit(bytes: number, shape: Shape): Ticket | Refusal {
     const cost = this.cost(bytes, shape);
-    const refusal = this.judge(cost, this.used, bytes);
+    const small = bytes < SMALL_REQUEST_BYTES;
+    const refusal = this.judge(cost, small, this.used, this.usedBig);
     if (refusal) return refusal;
     const ticket = new Ticket();
-    ticket.cost = cost;
-    this.used += cost;
+    this.charge(ticket, cost, small);
     this.requests++;
     return ticket;
   }
@@ -141,12 +145,13 @@ export class Gate {
    */
   recharge(ticket: Ticket, bytes: number, shape: Shape): Refusal | undefined {
     const cost = this.cost(bytes, shape);
+    const small = bytes < SMALL_REQUEST_BYTES;
     const others = this.used - ticket.cost;
+    const othersBig = this.usedBig - (ticket.small ? 0 : ticket.cost);
     // Alone in the gate, it is the one an empty gate admits; a charge that does not grow always fits.
-    const refusal = this.requests > 1 && cost > ticket.cost ? this.judge(cost, others, bytes) : undefined;
+    const refusal = this.requests > 1 && cost > ticket.cost ? this.judge(cost, small, others, othersBig) : undefined;
     if (refusal) return refusal;
-    this.used = others + cost;
-    ticket.cost = cost;
+    this.charge(ticket, cost, small);
     return undefined;
   }
 
@@ -174,7 +179,7 @@ export class Gate {
   leave(ticket: Ticket): void {
     if (ticket.left) return;
     ticket.left = true;
-    this.used -= ticket.cost;
+    this.charge(ticket, 0, ticket.small);
     this.requests--;
     if (!ticket.laned) return;
     ticket.laned = false;
@@ -208,10 +213,25 @@ export class Gate {
     return Math.min(this.budgetBytes, this.room());
   }
 
-  private judge(cost: number, charged: number, bytes: number): Refusal | undefined {
+  /** The ticket's charge becomes `cost`, as a small or a big request. */
+  private charge(ticket: Ticket, cost: number, small: boolean): void {
+    this.used += cost - ticket.cost;
+    this.usedBig += (small ? 0 : cost) - (ticket.small ? 0 : ticket.cost);
+    ticket.cost = cost;
+    ticket.small = small;
+  }
+
+  /**
+   * A big request fits within the limit less the small requests' share; a small one within the
+   * whole limit, big requests counted at most up to their share (one admitted alone past it, by
+   * the empty gate's exemption, does not shut small ones out).
+   */
+  private judge(cost: number, small: boolean, charged: number, chargedBig: number): Refusal | undefined {
     if (this.requests === 0) return undefined; // an empty gate admits one
     const whole = this.limit();
-    const limit = bytes < SMALL_REQUEST_BYTES ? whole : whole - Math.min(this.smallReserveBytes, Math.max(0, whole) / 4);
-    return charged + cost <= limit ? undefined : { why: "budget", costBytes: cost, chargedBytes: charged, limitBytes: limit };
+    const bigLimit = whole - Math.min(this.smallReserveBytes, Math.max(0, whole) / 4);
+    const counted = small ? charged - chargedBig + Math.min(chargedBig, Math.max(0, bigLimit)) : charged;
+    const limit = small ? whole : bigLimit;
+    return counted + cost <= limit ? undefined : { why: "budget", costBytes: cost, chargedBytes: charged, limitBytes: limit };
   }
 }

@@ -108,6 +108,14 @@ test("small requests keep a share big ones cannot take: big uploads fill the res
   expect(g.recharge(grown, 2 * MIB, "whole")).toMatchObject({ why: "budget", limitBytes: 75 * MIB });
   for (const ticket of [big, grown, ...small]) g.leave(ticket);
   expect(g.bytes).toBe(0);
+  // A big request admitted alone past the whole budget (the empty gate's exemption) does not shut
+  // small ones out: they still have their share.
+  const huge = admitted(g.admit(50 * MIB, "whole")); // 200 MiB
+  const smallOnes = Array.from({ length: 25 }, () => admitted(g.admit(SMALL_REQUEST_BYTES / 4, "whole"))); // 25 × 1 MiB: the share
+  expect(g.admit(SMALL_REQUEST_BYTES / 4, "whole")).toMatchObject({ why: "budget", chargedBytes: 225 * MIB, limitBytes: 100 * MIB });
+  expect(g.admit(SMALL_REQUEST_BYTES, "whole")).toMatchObject({ why: "budget", limitBytes: 75 * MIB });
+  for (const ticket of [huge, ...smallOnes]) g.leave(ticket);
+  expect(g.bytes).toBe(0);
 });
 
 test("the room the caller's budget leaves bounds requests too, whichever is smaller, read at each answer", () => {
