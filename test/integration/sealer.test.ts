@@ -350,14 +350,17 @@ test("blocks sealed before the bit-sliced filters (a Bloom filter of their own g
   const queries = [id, `message:${id}`, "status=300", "ms=6.5", "absent-word-xyz"];
   const sliced = await Promise.all(queries.map(count));
   // The same blocks in drizzle/0006's format: a per-block filter of grams only, no filter row.
-  const blocks = await db.sql<{ ctid: string; body: string }[]>`select ctid::text as ctid, body from log_blocks where source_id = ${Number(source.id)}`;
+  // A row is (partition, ctid): ctids repeat across partitions (blocks of two UTC days near midnight).
+  const blocks = await db.sql<
+    { part: string; ctid: string; body: string }[]
+  >`select tableoid::int::text as part, ctid::text as ctid, body from log_blocks where source_id = ${Number(source.id)}`;
   expect(blocks.length).toBeGreaterThan(0);
   for (const block of blocks) {
     const hashes: number[] = [];
     for (const line of block.body.split("\n")) gramHashes(line, (h) => hashes.push(h));
     const bits = filterBits(Uint32Array.from(hashes));
     await db.sql`update log_blocks set bloom = ${Buffer.from(slicedFilters([Uint32Array.from(hashes)], bits))}, filter_id = null, filter_slot = null
-      where source_id = ${Number(source.id)} and ctid = ${block.ctid}::tid`;
+      where source_id = ${Number(source.id)} and tableoid = ${block.part}::int::oid and ctid = ${block.ctid}::tid`;
   }
   await db.sql`delete from log_filters where source_id = ${Number(source.id)}`;
   expect(await Promise.all(queries.map(count))).toEqual(sliced);
