@@ -15,10 +15,14 @@ import type { PrepareLimits } from "./prepare";
 import type { PgMicros } from "../codec/time";
 import { AppError } from "../errors";
 import type { Job, Outcome } from "./worker";
+import { SMALL_REQUEST_BYTES } from "../memory/gate";
 import { ThreadClient } from "../rpc";
 
-/** Decompressed bodies from this size go to the worker; below it the hop costs more than it saves. */
-export const OFFLOAD_FROM_BYTES = 1024 * 1024;
+/**
+ * Decompressed bodies from this size go to the worker; below it the hop costs more than it saves.
+ * The memory gate's line between small and big requests (memory/gate.ts) is the same one.
+ */
+export const OFFLOAD_FROM_BYTES = SMALL_REQUEST_BYTES;
 /**
  * One thread per core, so big bodies decode side by side as far as the machine allows (two on the
  * two-core machines logpond is measured on; past that, big bodies queue). At least one; at most

@@ -32,7 +32,7 @@ export const COST_FACTOR = 4;
  */
 export const SLICED_COST_FACTOR = 2;
 
-/** A request under this many bytes (decompressed, or as sent until known) is small: ingest decodes it on the main thread. */
+/** A request under this many bytes (decompressed, or as sent until known) is small: ingest decodes it on the main thread (ingest/offload.ts). */
 export const SMALL_REQUEST_BYTES = 1024 * 1024;
 /** The budget's share that only small requests may use (at most a quarter of the limit). */
 export const SMALL_RESERVE_BYTES = 32 * 1024 * 1024;

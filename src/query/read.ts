@@ -112,13 +112,10 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
         const statement = read(tx, halves[1], limit);
         farther = statement;
         return statement;
-      }).then(
-        (found) => found,
-        (error) => {
-          if (cancelled) return [];
-          throw error;
-        },
-      );
+      }).catch((error) => {
+        if (cancelled) return [];
+        throw error;
+      });
       try {
         rows.push(...(await within((tx) => read(tx, halves[0], limit))));
       } catch (error) {
