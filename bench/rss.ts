@@ -10,8 +10,10 @@
 // body goes to the decode workers and holds an in-flight charge while it waits). Payload `json-big`:
 // the same events four times over in one array per body (~16 MB realistic, 25,600 events) from
 // BIG_CONNECTIONS connections: bodies of tens of MB from several clients. Payload `ndjson-big`:
-// those bodies as NDJSON (one event per line), from as many connections.
+// those bodies as NDJSON (one event per line), from as many connections. Payload `msgpack-big`: the
+// same events in one MessagePack array per body (msgpackr's maps, ~12 MB), from as many connections.
 import { spawnSync } from "node:child_process";
+import { pack } from "msgpackr";
 import { existsSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import * as path from "node:path";
 import { runMigrations } from "../src/store/db";
@@ -54,16 +56,20 @@ function exportRef(ref: string): string {
   return path.join(root, "src", "main.ts");
 }
 
-/** Connections for `json-big` and `ndjson-big` (wrk's 64 for the others). */
+/** Connections for `json-big`, `ndjson-big` and `msgpack-big` (wrk's 64 for the others). */
 const BIG_CONNECTIONS = 6;
 
-/** Four bodies, each the events of 64 json-100 bodies (`times` over) in one JSON array, or as NDJSON lines. */
-function joined(small: Payload, times = 1, ndjson = false): Payload {
+/** Four bodies, each the events of 64 json-100 bodies (`times` over) in one JSON array, as NDJSON lines, or in one MessagePack array (msgpackr's maps). */
+function joined(small: Payload, times = 1, as: "json" | "ndjson" | "msgpack" = "json"): Payload {
   const once = small.bodies.flatMap((body) => JSON.parse(new TextDecoder().decode(body)) as unknown[]);
   const events = Array.from({ length: times }, () => once).flat();
-  const text = (list: unknown[]) => (ndjson ? `${list.map((event) => JSON.stringify(event)).join("\n")}\n` : JSON.stringify(list));
-  const bodies = [0, 1, 2, 3].map((k) => new TextEncoder().encode(text([...events.slice(k * 100), ...events.slice(0, k * 100)])));
-  return { ...small, contentType: ndjson ? "application/x-ndjson" : small.contentType, eventsPerBody: events.length, bodies };
+  const encode = (list: unknown[]): Uint8Array =>
+    as === "msgpack"
+      ? pack(list)
+      : new TextEncoder().encode(as === "ndjson" ? `${list.map((event) => JSON.stringify(event)).join("\n")}\n` : JSON.stringify(list));
+  const bodies = [0, 1, 2, 3].map((k) => encode([...events.slice(k * 100), ...events.slice(0, k * 100)]));
+  const contentType = as === "msgpack" ? "application/msgpack" : as === "ndjson" ? "application/x-ndjson" : small.contentType;
+  return { ...small, contentType, eventsPerBody: events.length, bodies };
 }
 
 try {
@@ -71,8 +77,8 @@ try {
   const p =
     name === "json-6400"
       ? joined(payload("json-100", corpus as Corpus))
-      : name === "json-big" || name === "ndjson-big"
-        ? joined(payload("json-100", corpus as Corpus), 4, name === "ndjson-big")
+      : name === "json-big" || name === "ndjson-big" || name === "msgpack-big"
+        ? joined(payload("json-100", corpus as Corpus), 4, name.slice(0, -4) as "json" | "ndjson" | "msgpack")
         : payload(name as PayloadName, corpus as Corpus);
   const connections = name.endsWith("-big") ? BIG_CONNECTIONS : undefined;
   const sides: { label: string; service: Service; dir: string }[] = [];

@@ -252,6 +252,58 @@ function scanMsgpack(body: Uint8Array, limits: CostLimits, walkAll: boolean): nu
 }
 
 /**
+ * A MessagePack body that is one array (a header, then its elements to the body's end): where
+ * to cut it into slices of at least `sliceBytes` between two elements. Slice k is
+ * body[at[k], at[k + 1]), `elements[k]` values back to back; at[0] is the first element's start.
+ * Undefined for any other body (values back to back, bytes after the array, one it cannot read):
+ * that one is decoded whole. Run after measureBody has bounded the body; the same walk, no limits.
+ */
+export function msgpackArrayCuts(body: Uint8Array, sliceBytes: number): { at: number[]; elements: number[] } | undefined {
+  const first = body[0];
+  const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+  let items: number;
+  let start: number;
+  if (first === undefined) return undefined;
+  if (first >= 0x90 && first <= 0x9f) [items, start] = [first & 0x0f, 1];
+  else if (first === 0xdc && body.length >= 3) [items, start] = [view.getUint16(1), 3];
+  else if (first === 0xdd && body.length >= 5) [items, start] = [view.getUint32(1), 5];
+  else return undefined;
+  const walk: Walk = {
+    body,
+    view,
+    at: start,
+    values: 0,
+    maxValues: Number.POSITIVE_INFINITY,
+    depthLimit: Number.POSITIVE_INFINITY,
+    bigintBytes: 0,
+    maxEventBytes: Number.POSITIVE_INFINITY,
+    records: new Map(),
+    refusal: undefined,
+  };
+  const at = [start];
+  const elements: number[] = [];
+  let count = 0;
+  try {
+    for (let i = 0; i < items; i++) {
+      value(walk, 1);
+      count++;
+      if (walk.at - at[at.length - 1]! >= sliceBytes && i + 1 < items) {
+        at.push(walk.at);
+        elements.push(count);
+        count = 0;
+      }
+    }
+  } catch (error) {
+    if (error !== UNREADABLE && !(error instanceof RangeError)) throw error;
+    return undefined;
+  }
+  if (walk.at !== body.length) return undefined;
+  at.push(walk.at);
+  elements.push(count);
+  return { at, elements };
+}
+
+/**
  * Values back to back after the first (Fluent Bit's entries, Fluentd's maps): an event each
  * (Fluent Bit's group markers too: a bound, not an exact count), refused past the limit as they
  * are counted, so millions of tiny maps are a 413 before any is built.

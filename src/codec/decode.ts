@@ -179,6 +179,32 @@ function decodeMsgpack(body: Buffer): unknown[] | AppError {
 }
 
 /**
+ * A big MessagePack array's elements a slice at a time (ingest/prepare.ts): the values back to
+ * back in body[from, to). One reader per body: record definitions hold for the slices after the
+ * one that defines them, so a body with any gets a decoder of its own that keeps them (msgpackr
+ * keeps `structures` across unpackMultiple calls). Undefined when the body must be decoded whole:
+ * its first element (at `first`) is no map or record, as Fluent Bit's entries are not.
+ */
+export function msgpackSliceReader(body: Buffer, first: number): ((from: number, to: number) => unknown[] | AppError) | undefined {
+  const token = body[first];
+  if (token === undefined) return undefined;
+  const map = (token >= 0x80 && token <= 0x8f) || token === 0xde || token === 0xdf;
+  const definition = (token === 0xd4 || token === 0xd5) && body[first + 1] === 0x72;
+  if (!map && !definition) return undefined;
+  const proto = body.includes(PROTO_KEY);
+  const records = body.includes(RECORD_DEFINITION) || body.includes(RECORD_DEFINITION_WIDE);
+  const unpackr = records ? new NoEvalUnpackr({ ...MSGPACK_OPTIONS, mapsAsObjects: !proto, structures: [] } as Options) : proto ? mapUnpackr : mapsUnpackr;
+  return (from, to) => {
+    bigintBytes = 0; // the request's whole count was bounded by its walk (codec/bounds.ts)
+    try {
+      return unpackr.unpackMultiple(body.subarray(from, to)) as unknown[];
+    } catch (error) {
+      return new AppError("body_undecodable", `Couldn't parse MessagePack content: ${(error as Error).message}`);
+    }
+  };
+}
+
+/**
  * After a refusal as one value: values back to back (Fluent Bit's entries, Fluentd's maps with no
  * array header), each one event. A body cut inside its first value is refused as it was.
  */

@@ -1,11 +1,12 @@
 // Hops 2–3 for one body, as one pure function: bounds (bounds.ts) → decode → count → encode.
 // Runs inline for small bodies and on the decode worker (worker.ts) for big ones, so both paths
 // refuse the same requests with the same messages. No I/O, no state kept between calls.
-// A big NDJSON or JSON-array body is decoded and encoded slice by slice (slices.ts), its rows
+// A big NDJSON, JSON-array or MessagePack-array body is decoded and encoded slice by slice (slices.ts,
+// codec/bounds.ts for MessagePack), its rows
 // gathered in one buffer of their own: its objects are one slice's at a time, not several times
 // the body. Same rows, same refusals, same messages as decoding it whole.
-import { checkEventCount, measureBody, type CostLimits } from "../codec/bounds";
-import { decodeBody } from "../codec/decode";
+import { checkEventCount, measureBody, msgpackArrayCuts, type CostLimits } from "../codec/bounds";
+import { decodeBody, msgpackSliceReader } from "../codec/decode";
 import type { Format } from "../codec/format";
 import { encodeEvents, type EncodeLimits, type Encoded } from "../codec/encode";
 import { RING_COST_FACTOR } from "../buffer/ring";
@@ -28,7 +29,7 @@ export interface Prepared extends Encoded {
 }
 
 /**
- * NDJSON and JSON arrays from this size are decoded in slices: the big bodies, which offload.ts
+ * NDJSON, JSON arrays and MessagePack arrays from this size are decoded in slices: the big bodies, which offload.ts
  * sends to a decode thread (not more than its OFFLOAD_FROM_BYTES, so every big one of these
  * shapes is sliced: the admission gate charges it so).
  */
@@ -41,13 +42,20 @@ export const SLICE_BYTES = 256 * 1024;
  * charges it so until decodedInSlices can tell.
  */
 export function mayDecodeInSlices(format: Format | undefined, bytes: number): boolean {
-  return (format === "json" || format === "ndjson") && bytes >= SLICED_FROM_BYTES;
+  return (format === "json" || format === "ndjson" || format === "msgpack") && bytes >= SLICED_FROM_BYTES;
 }
 
 /** Whether prepareBody decodes this body in slices (the admission gate charges it by that). */
 export function decodedInSlices(body: Uint8Array, format: Format): boolean {
   if (body.length < SLICED_FROM_BYTES) return false;
   if (format === "ndjson") return true;
+  if (format === "msgpack") {
+    // An array (16- or 32-bit header: a big one) whose first element is a map or a record definition.
+    const first = body[0] === 0xdc ? 3 : body[0] === 0xdd ? 5 : -1;
+    const token = body[first];
+    if (token === undefined) return false;
+    return (token >= 0x80 && token <= 0x8f) || token === 0xde || token === 0xdf || ((token === 0xd4 || token === 0xd5) && body[first + 1] === 0x72);
+  }
   if (format !== "json") return false;
   let i = 0;
   while (i < body.length && (body[i] === 0x20 || body[i] === 0x0a || body[i] === 0x0d || body[i] === 0x09)) i++;
@@ -71,7 +79,7 @@ export function prepareBody(
   if (measured instanceof AppError) return measured;
   if (measured !== undefined && measured > limits.bufferMaxEvents) return neverFits(`${measured} events`, "BUFFER_MAX_EVENTS");
   if (measured !== undefined && decodedInSlices(body, format)) {
-    const sliced = prepareSliced(body, format as "json" | "ndjson", measured, sourceId, receivedAt, limits, afterSlice);
+    const sliced = prepareSliced(body, format as SlicedFormat, measured, sourceId, receivedAt, limits, afterSlice);
     if (sliced !== undefined) return sliced;
   }
   const buffer = asBuffer(body);
@@ -98,20 +106,29 @@ export function prepareBody(
  * An event refused while encoding is named by its index in the body, as whole; a slice that does
  * not decode after it still wins, as whole (the body is decoded before any event is encoded).
  */
+type SlicedFormat = "json" | "ndjson" | "msgpack";
+
 function prepareSliced(
   body: Uint8Array,
-  format: "json" | "ndjson",
+  format: SlicedFormat,
   measured: number,
   sourceId: number,
   receivedAt: PgMicros,
   limits: PrepareLimits,
   afterSlice: ((bytes: number) => void) | undefined,
 ): Prepared | AppError | undefined {
-  const cuts = format === "ndjson" ? { at: ndjsonCuts(body, SLICE_BYTES), elements: undefined } : arrayCuts(body, SLICE_BYTES);
+  const cuts =
+    format === "ndjson"
+      ? { at: ndjsonCuts(body, SLICE_BYTES), elements: undefined }
+      : format === "json"
+        ? arrayCuts(body, SLICE_BYTES)
+        : msgpackArrayCuts(body, SLICE_BYTES);
   if (cuts === undefined) return undefined;
   const { at, elements } = cuts;
   const cost = costLimits(limits);
   const buffer = asBuffer(body);
+  const slice = sliceReader(buffer, format, at[0]!, cost);
+  if (slice === undefined) return undefined;
   let rows: Buffer | undefined;
   let bytes = 0;
   let count = 0;
@@ -120,7 +137,7 @@ function prepareSliced(
   for (let k = 0; k + 1 < at.length && !whole; k++) {
     // Before the next slice is decoded, not after this one: a collection then would keep its objects (still in use) and promote them.
     if (k > 0) afterSlice?.(at[k]! - at[k - 1]!);
-    const events = elements === undefined ? ndjsonSlice(buffer, at[k]!, at[k + 1]!, cost) : arraySlice(buffer, at[k]!, at[k + 1]!, cost);
+    const events = slice(at[k]!, at[k + 1]!);
     if (events instanceof AppError || (elements !== undefined && events.length !== elements[k])) {
       whole = true;
       break;
@@ -146,6 +163,13 @@ function prepareSliced(
     return refusal ?? neverFits(`${bytes} bytes of rows`, `${limits.ringMaxBytes} bytes of rows: BUFFER_MAX_BYTES / ${RING_COST_FACTOR}`);
   }
   return { rows: viewOf(rows, bytes), count, own: true };
+}
+
+/** How one slice between two cuts is decoded, by format; undefined when the body is decoded whole. */
+function sliceReader(body: Buffer, format: SlicedFormat, first: number, cost: CostLimits): ((from: number, to: number) => unknown[] | AppError) | undefined {
+  if (format === "ndjson") return (from, to) => ndjsonSlice(body, from, to, cost);
+  if (format === "json") return (from, to) => arraySlice(body, from, to, cost);
+  return msgpackSliceReader(body, first);
 }
 
 /** NDJSON lines [from, to): a slice of blank lines holds no events (the whole body's emptiness is the walk's to tell). */

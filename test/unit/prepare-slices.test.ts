@@ -1,9 +1,10 @@
-// Big NDJSON and JSON-array bodies are decoded and encoded in slices (ingest/prepare.ts,
-// slices.ts): the same rows, the same count, the same refusals with the same messages as decoding
+// Big NDJSON, JSON-array and MessagePack-array bodies are decoded and encoded in slices
+// (ingest/prepare.ts, slices.ts, codec/bounds.ts): the same rows, the same count, the same refusals with the same messages as decoding
 // them whole, on seeded random bodies and on bodies broken on purpose at random places; and the
 // body is left as it was sent.
 import { expect, test } from "bun:test";
-import { checkEventCount, measureBody, type CostLimits } from "../../src/codec/bounds";
+import { Packr, pack } from "msgpackr";
+import { checkEventCount, measureBody, msgpackArrayCuts, type CostLimits } from "../../src/codec/bounds";
 import { decodeBody } from "../../src/codec/decode";
 import type { Format } from "../../src/codec/format";
 import { encodeEvents } from "../../src/codec/encode";
@@ -220,4 +221,87 @@ test("sliced rows are a buffer of their own (handed on whole); small bodies and 
   expect(decodedInSlices(b.subarray(0, SLICED_FROM_BYTES - 1), "json")).toBe(false);
   expect(decodedInSlices(Buffer.from(`  {"a":${JSON.stringify("x".repeat(SLICED_FROM_BYTES))}}`), "json")).toBe(false);
   expect(decodedInSlices(b, "msgpack")).toBe(false);
+});
+
+/** MessagePack events: the JSON ones without raw JSON, some with 64-bit integers, some with keys only a few events share (more record definitions). */
+function packedEvents(seed: number, bytes = 2 * SLICED_FROM_BYTES): Record<string, unknown>[] {
+  const next = random(seed);
+  const events: Record<string, unknown>[] = [];
+  for (let i = 0, size = 0; size < bytes; i++) {
+    const e = event(next, i);
+    delete e.big;
+    if (next() < 0.05) e.wide = 2n ** 60n + BigInt(i);
+    if (next() < 0.1) e[`k${Math.floor(next() * 40)}`] = text(next);
+    events.push(e);
+    size += JSON.stringify(e, (_k, v) => (typeof v === "bigint" ? String(v) : v)).length;
+  }
+  return events;
+}
+
+const RECORDS = () => new Packr({ useRecords: true, mapsAsObjects: true });
+
+test.each([1, 2, 3])("seed %d: a big MessagePack array, of maps or of msgpackr records, gives the rows decoding whole gives", (seed) => {
+  const events = packedEvents(seed);
+  for (const b of [pack(events), RECORDS().pack(events)]) {
+    expect(decodedInSlices(b, "msgpack")).toBe(true);
+    expect(msgpackArrayCuts(b, SLICE_BYTES)!.at.length).toBeGreaterThan(4); // several slices
+    expectSame(b, "msgpack");
+  }
+});
+
+test("MessagePack cuts: between elements, a slice at least SLICE_BYTES, every element once", () => {
+  const events = packedEvents(61, 3 * SLICE_BYTES);
+  const b = pack(events);
+  const cuts = msgpackArrayCuts(b, SLICE_BYTES)!;
+  expect(cuts.at[0]).toBe(b[0] === 0xdd ? 5 : 3);
+  expect(cuts.at.at(-1)).toBe(b.length);
+  for (let k = 0; k + 2 < cuts.at.length; k++) expect(cuts.at[k + 1]! - cuts.at[k]!).toBeGreaterThanOrEqual(SLICE_BYTES);
+  expect(cuts.elements.reduce((a, n) => a + n, 0)).toBe(events.length);
+  // Each slice is whole elements: its bytes are those elements packed one by one.
+  let first = 0;
+  for (let k = 0; k + 1 < cuts.at.length; k++) {
+    const elements = events.slice(first, first + cuts.elements[k]!);
+    expect(b.subarray(cuts.at[k], cuts.at[k + 1]).equals(Buffer.concat(elements.map((e) => pack(e))))).toBe(true);
+    first += cuts.elements[k]!;
+  }
+});
+
+test.each([
+  ["values back to back", () => Buffer.concat([pack([{ a: 1 }]), pack({ b: 2 })])],
+  ["bytes after the array", () => Buffer.concat([pack([{ a: 1 }]), Buffer.from([0xc0])])],
+  ["an array cut short", () => pack([{ a: 1 }, { b: 2 }]).subarray(0, -2)],
+  ["one map", () => pack({ a: 1 })],
+])("no MessagePack cuts for a body that is not one whole array (%s)", (_name, make) => {
+  expect(msgpackArrayCuts(make(), 1)).toBeUndefined();
+});
+
+test("MessagePack bodies decoded whole as before: Fluent Bit's entries, a first element that is no map, a __proto__ key, a broken event", () => {
+  const events = packedEvents(71);
+  // Fluent Bit's entries [time, record]: events of their own, not sliced.
+  const entries = pack(events.map((e, i) => [1_700_000_000 + i, e]));
+  expect(decodedInSlices(entries, "msgpack")).toBe(false);
+  const fluent = sliced(entries, "msgpack");
+  expect(fluent).not.toBeInstanceOf(AppError);
+  expect((fluent as { count: number; own?: boolean }).own).toBeUndefined();
+  expect((fluent as { count: number }).count).toBe(events.length);
+  // A __proto__ key: kept as sent, whole or sliced (Maps), in both encodings.
+  for (const b of [
+    pack(events.with(5, { ...events[5], ["__proto__"]: { x: 1 } })),
+    RECORDS().pack(events.with(9, JSON.parse('{"__proto__":{"y":2},"message":"p"}'))),
+  ]) {
+    expectSame(b, "msgpack");
+  }
+  // Not an event in a late slice: the refusal whole decoding gives, its index in the body.
+  const late = events.length - 3;
+  for (const b of [pack(events.with(late, [1, 2] as never)), RECORDS().pack(events.with(late, "text" as never))]) {
+    expectSame(b, "msgpack");
+    expect((sliced(b, "msgpack") as AppError).message).toStartWith(`event ${late} `);
+  }
+  // A byte no MessagePack uses (0xc1) inside a late event's string length: undecodable, as whole.
+  const b = pack(events);
+  const at = b.lastIndexOf(Buffer.from("message"));
+  const broken = Buffer.from(b);
+  broken[at - 1] = 0xc1;
+  expectSame(broken, "msgpack");
+  expect((sliced(broken, "msgpack") as AppError).reason).toBe("body_undecodable");
 });
