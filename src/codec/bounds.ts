@@ -254,11 +254,13 @@ function scanMsgpack(body: Uint8Array, limits: CostLimits, walkAll: boolean): nu
 /**
  * A MessagePack body that is one array (a header, then its elements to the body's end): where
  * to cut it into slices of at least `sliceBytes` between two elements. Slice k is
- * body[at[k], at[k + 1]), `elements[k]` values back to back; at[0] is the first element's start.
+ * body[at[k], at[k + 1]), `elements[k]` values back to back; at[0] is the first element's start;
+ * `ends[i]` is where element i ends by this walk, for the decoder to check its own against (the
+ * walk follows msgpackr's format, not its code: ingest/prepare.ts decodes whole where they part).
  * Undefined for any other body (values back to back, bytes after the array, one it cannot read):
  * that one is decoded whole. Run after measureBody has bounded the body; the same walk, no limits.
  */
-export function msgpackArrayCuts(body: Uint8Array, sliceBytes: number): { at: number[]; elements: number[] } | undefined {
+export function msgpackArrayCuts(body: Uint8Array, sliceBytes: number): { at: number[]; elements: number[]; ends: Uint32Array } | undefined {
   const first = body[0];
   const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
   let items: number;
@@ -268,6 +270,7 @@ export function msgpackArrayCuts(body: Uint8Array, sliceBytes: number): { at: nu
   else if (first === 0xdc && body.length >= 3) [items, start] = [view.getUint16(1), 3];
   else if (first === 0xdd && body.length >= 5) [items, start] = [view.getUint32(1), 5];
   else return undefined;
+  if (items > body.length - start) return undefined; // each element takes a byte at least
   const walk: Walk = {
     body,
     view,
@@ -282,10 +285,12 @@ export function msgpackArrayCuts(body: Uint8Array, sliceBytes: number): { at: nu
   };
   const at = [start];
   const elements: number[] = [];
+  const ends = new Uint32Array(items);
   let count = 0;
   try {
     for (let i = 0; i < items; i++) {
       value(walk, 1);
+      ends[i] = walk.at;
       count++;
       if (walk.at - at[at.length - 1]! >= sliceBytes && i + 1 < items) {
         at.push(walk.at);
@@ -300,7 +305,7 @@ export function msgpackArrayCuts(body: Uint8Array, sliceBytes: number): { at: nu
   if (walk.at !== body.length) return undefined;
   at.push(walk.at);
   elements.push(count);
-  return { at, elements };
+  return { at, elements, ends };
 }
 
 /**
@@ -432,7 +437,11 @@ function container(walk: Walk, items: number, depth: number): void {
   values(walk, items, depth + 1);
 }
 
-/** `fixext 1` extensions marked noBuffer by msgpackr (Set, Error, RegExp, …) read the next value. */
+/**
+ * An extension's data (the caller has skipped a fixext 1's). msgpackr's Error, structured-clone
+ * id, Set and RegExp (0x65, 0x69, 0x73, 0x78) read the value after their data too, in every
+ * form; its pointer (0x70) does in a fixext 1, as this walk has always counted it.
+ */
 function extension(walk: Walk, type: number, length: number, depth: number, fixext1 = false): void {
   if (type === 0x42) {
     if (length > MAX_BIGINT_BYTES) {
@@ -455,11 +464,8 @@ function extension(walk: Walk, type: number, length: number, depth: number, fixe
       );
     }
   }
-  if (fixext1) {
-    if (type === 0x65 || type === 0x69 || type === 0x73 || type === 0x78 || type === 0x70) return value(walk, depth + 1);
-    return;
-  }
-  skip(walk, length);
+  if (!fixext1) skip(walk, length);
+  if (type === 0x65 || type === 0x69 || type === 0x73 || type === 0x78 || (fixext1 && type === 0x70)) value(walk, depth + 1);
 }
 
 function defineRecord(walk: Walk, id: number, highByte: number | undefined, depth: number): void {
@@ -467,6 +473,7 @@ function defineRecord(walk: Walk, id: number, highByte: number | undefined, dept
   let fields: number;
   if (header >= 0x90 && header <= 0x9f) fields = header & 0x0f;
   else if (header === 0xdc) fields = walk.view.getUint16(walk.at + 1);
+  else if (header === 0xdd) fields = walk.view.getUint32(walk.at + 1);
   else throw UNREADABLE; // msgpackr refuses a definition that is not an array of keys
   value(walk, depth + 1); // the keys
   if (highByte !== undefined) id = id < 32 ? -((highByte << 5) + id) : (highByte << 5) + id;

@@ -179,28 +179,46 @@ function decodeMsgpack(body: Buffer): unknown[] | AppError {
 }
 
 /**
- * A big MessagePack array's elements a slice at a time (ingest/prepare.ts): the values back to
- * back in body[from, to). One reader per body: record definitions hold for the slices after the
- * one that defines them, so a body with any gets a decoder of its own that keeps them (msgpackr
- * keeps `structures` across unpackMultiple calls). Undefined when the body must be decoded whole:
- * its first element (at `first`) is no map or record, as Fluent Bit's entries are not.
+ * Whether a MessagePack body is one big array of events: a 16- or 32-bit array header (an array
+ * of 1 MiB or more has one, unless it holds 15 elements at most) and a map or a record definition
+ * first (not Fluent Bit's entries). Such a body is decoded in slices (ingest/prepare.ts).
  */
-export function msgpackSliceReader(body: Buffer, first: number): ((from: number, to: number) => unknown[] | AppError) | undefined {
+export function isMsgpackEventArray(body: Uint8Array): boolean {
+  const first = body[0] === 0xdc ? 3 : body[0] === 0xdd ? 5 : -1;
   const token = body[first];
-  if (token === undefined) return undefined;
-  const map = (token >= 0x80 && token <= 0x8f) || token === 0xde || token === 0xdf;
-  const definition = (token === 0xd4 || token === 0xd5) && body[first + 1] === 0x72;
-  if (!map && !definition) return undefined;
+  if (token === undefined) return false;
+  return (token >= 0x80 && token <= 0x8f) || token === 0xde || token === 0xdf || ((token === 0xd4 || token === 0xd5) && body[first + 1] === 0x72);
+}
+
+/**
+ * A big MessagePack array's elements a slice at a time (ingest/prepare.ts): the values back to
+ * back in body[from, to), the first being element `index` of the array. One reader per body:
+ * record definitions hold for the slices after the one that defines them, so a body with any
+ * gets a decoder of its own that keeps them (msgpackr keeps `structures` across unpackMultiple
+ * calls). Each value must end where the byte walk says its element ends (`ends`, from
+ * codec/bounds.ts): where msgpackr reads otherwise, the slice is refused and the body decoded
+ * whole, so what it answers is what decoding whole answers.
+ */
+export function msgpackSliceReader(body: Buffer, ends: Uint32Array): (from: number, to: number, index: number) => unknown[] | AppError {
   const proto = body.includes(PROTO_KEY);
   const records = body.includes(RECORD_DEFINITION) || body.includes(RECORD_DEFINITION_WIDE);
   const unpackr = records ? new NoEvalUnpackr({ ...MSGPACK_OPTIONS, mapsAsObjects: !proto, structures: [] } as Options) : proto ? mapUnpackr : mapsUnpackr;
-  return (from, to) => {
+  return (from, to, index) => {
     bigintBytes = 0; // the request's whole count was bounded by its walk (codec/bounds.ts)
+    const values: unknown[] = [];
+    let apart = false;
     try {
-      return unpackr.unpackMultiple(body.subarray(from, to)) as unknown[];
+      unpackr.unpackMultiple(body.subarray(from, to), (value, _start, end) => {
+        if (from + (end ?? -1) !== ends[index + values.length]) {
+          apart = true;
+          return false;
+        }
+        values.push(value);
+      });
     } catch (error) {
       return new AppError("body_undecodable", `Couldn't parse MessagePack content: ${(error as Error).message}`);
     }
+    return apart ? new AppError("body_undecodable", "a value does not end where the walk's element does") : values;
   };
 }
 
@@ -242,4 +260,13 @@ addExtension({ type: 0x42, unpack: unpackBigInt } as Parameters<typeof addExtens
 addNoEvalExtension({ type: 0x42, unpack: unpackBigInt } as Parameters<typeof addNoEvalExtension>[0]);
 // Extension 0: Fluent's EventTime (8 bytes) where msgpackr knows only notepack's undefined (fluent.ts).
 addExtension({ type: 0, unpack: unpackExtensionZero } as Parameters<typeof addExtension>[0]);
+// msgpackr's bundled strings (0x62) move the read position by an offset the body states, backwards
+// too: a crafted one, read as values back to back, looped for ever (a 15-byte body held the main
+// thread and grew without bound; a stranger's review). No client we know packs them (msgpackr's
+// `bundleStrings`, off by default): refused, 406.
+function refuseBundledStrings(): never {
+  throw new Error("extension 0x62 (msgpackr's bundleStrings) is not supported; pack without bundleStrings");
+}
+addExtension({ type: 0x62, unpack: refuseBundledStrings } as Parameters<typeof addExtension>[0]);
+addNoEvalExtension({ type: 0x62, unpack: refuseBundledStrings } as Parameters<typeof addNoEvalExtension>[0]);
 addNoEvalExtension({ type: 0, unpack: unpackExtensionZero } as Parameters<typeof addNoEvalExtension>[0]);

@@ -6,7 +6,7 @@
 // gathered in one buffer of their own: its objects are one slice's at a time, not several times
 // the body. Same rows, same refusals, same messages as decoding it whole.
 import { checkEventCount, measureBody, msgpackArrayCuts, type CostLimits } from "../codec/bounds";
-import { decodeBody, msgpackSliceReader } from "../codec/decode";
+import { decodeBody, isMsgpackEventArray, msgpackSliceReader } from "../codec/decode";
 import type { Format } from "../codec/format";
 import { encodeEvents, type EncodeLimits, type Encoded } from "../codec/encode";
 import { RING_COST_FACTOR } from "../buffer/ring";
@@ -49,13 +49,7 @@ export function mayDecodeInSlices(format: Format | undefined, bytes: number): bo
 export function decodedInSlices(body: Uint8Array, format: Format): boolean {
   if (body.length < SLICED_FROM_BYTES) return false;
   if (format === "ndjson") return true;
-  if (format === "msgpack") {
-    // An array (16- or 32-bit header: a big one) whose first element is a map or a record definition.
-    const first = body[0] === 0xdc ? 3 : body[0] === 0xdd ? 5 : -1;
-    const token = body[first];
-    if (token === undefined) return false;
-    return (token >= 0x80 && token <= 0x8f) || token === 0xde || token === 0xdf || ((token === 0xd4 || token === 0xd5) && body[first + 1] === 0x72);
-  }
+  if (format === "msgpack") return isMsgpackEventArray(body);
   if (format !== "json") return false;
   let i = 0;
   while (i < body.length && (body[i] === 0x20 || body[i] === 0x0a || body[i] === 0x0d || body[i] === 0x09)) i++;
@@ -99,15 +93,17 @@ export function prepareBody(
   return encoded;
 }
 
+type SlicedFormat = "json" | "ndjson" | "msgpack";
+type SliceReader = (from: number, to: number, index: number) => unknown[] | AppError;
+
 /**
  * Slice by slice: decode, encode, copy the rows out. The answer decoding it whole would give, or
  * undefined when only that can tell (the scan cannot follow the body, a slice does not decode, a
- * count differs from the walk's): the caller decodes it whole then, which costs what it did before.
- * An event refused while encoding is named by its index in the body, as whole; a slice that does
- * not decode after it still wins, as whole (the body is decoded before any event is encoded).
+ * count or an element's end differs from the walk's): the caller decodes it whole then, at up to
+ * the whole decode's cost while the gate charges it as sliced (docs/known-gaps.md). An event
+ * refused while encoding is named by its index in the body, as whole; a slice that does not
+ * decode after it still wins, as whole (the body is decoded before any event is encoded).
  */
-type SlicedFormat = "json" | "ndjson" | "msgpack";
-
 function prepareSliced(
   body: Uint8Array,
   format: SlicedFormat,
@@ -117,18 +113,10 @@ function prepareSliced(
   limits: PrepareLimits,
   afterSlice: ((bytes: number) => void) | undefined,
 ): Prepared | AppError | undefined {
-  const cuts =
-    format === "ndjson"
-      ? { at: ndjsonCuts(body, SLICE_BYTES), elements: undefined }
-      : format === "json"
-        ? arrayCuts(body, SLICE_BYTES)
-        : msgpackArrayCuts(body, SLICE_BYTES);
-  if (cuts === undefined) return undefined;
-  const { at, elements } = cuts;
-  const cost = costLimits(limits);
   const buffer = asBuffer(body);
-  const slice = sliceReader(buffer, format, at[0]!, cost);
-  if (slice === undefined) return undefined;
+  const cut = cutsOf(buffer, format, costLimits(limits));
+  if (cut === undefined) return undefined;
+  const { at, elements, slice } = cut;
   let rows: Buffer | undefined;
   let bytes = 0;
   let count = 0;
@@ -137,7 +125,7 @@ function prepareSliced(
   for (let k = 0; k + 1 < at.length && !whole; k++) {
     // Before the next slice is decoded, not after this one: a collection then would keep its objects (still in use) and promote them.
     if (k > 0) afterSlice?.(at[k]! - at[k - 1]!);
-    const events = slice(at[k]!, at[k + 1]!);
+    const events = slice(at[k]!, at[k + 1]!, count);
     if (events instanceof AppError || (elements !== undefined && events.length !== elements[k])) {
       whole = true;
       break;
@@ -165,11 +153,15 @@ function prepareSliced(
   return { rows: viewOf(rows, bytes), count, own: true };
 }
 
-/** How one slice between two cuts is decoded, by format; undefined when the body is decoded whole. */
-function sliceReader(body: Buffer, format: SlicedFormat, first: number, cost: CostLimits): ((from: number, to: number) => unknown[] | AppError) | undefined {
-  if (format === "ndjson") return (from, to) => ndjsonSlice(body, from, to, cost);
-  if (format === "json") return (from, to) => arraySlice(body, from, to, cost);
-  return msgpackSliceReader(body, first);
+/** Where the body is cut (slices.ts; codec/bounds.ts for MessagePack) and how a slice is decoded; undefined when it is decoded whole. */
+function cutsOf(body: Buffer, format: SlicedFormat, cost: CostLimits): { at: number[]; elements?: number[]; slice: SliceReader } | undefined {
+  if (format === "ndjson") return { at: ndjsonCuts(body, SLICE_BYTES), slice: (from, to) => ndjsonSlice(body, from, to, cost) };
+  if (format === "json") {
+    const cuts = arrayCuts(body, SLICE_BYTES);
+    return cuts && { ...cuts, slice: (from, to) => arraySlice(body, from, to, cost) };
+  }
+  const cuts = msgpackArrayCuts(body, SLICE_BYTES);
+  return cuts && { at: cuts.at, elements: cuts.elements, slice: msgpackSliceReader(body, cuts.ends) };
 }
 
 /** NDJSON lines [from, to): a slice of blank lines holds no events (the whole body's emptiness is the walk's to tell). */

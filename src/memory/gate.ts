@@ -39,7 +39,9 @@ export const SMALL_RESERVE_BYTES = 32 * 1024 * 1024;
 
 /**
  * A big (decode-thread) MessagePack body decoded whole (not one array of maps, so not in slices:
- * Fluent Bit's entries, values back to back): its objects outweigh its bytes more than JSON's do.
+ * Fluent Bit's entries, values back to back; one that looks like an array of maps and is decoded
+ * whole after all is charged as sliced, docs/known-gaps.md): its objects outweigh its bytes more
+ * than JSON's do.
  * A helper's mix of 5–30 MB MessagePack arrays from 6 clients, decoded whole (docs/memory.md),
  * peaked at 728 MiB charged COST_FACTOR, 516 charged this; 429 decoded in slices.
  */

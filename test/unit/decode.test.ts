@@ -85,3 +85,16 @@ test("encoded rows are binary COPY tuples: one per event, the JSON text as JSON.
   expect(toText(tuples[0]!)).toBe(`${2 ** 40}\t7\t2026-01-01T00:00:00.000000Z\t{"a":"tab\\\\there","b":"back\\\\\\\\slash","c":"nl\\\\n","d":"ünï 😀"}\n`);
   expect(Buffer.from(fromText(toText(tuples[0]!), true))).toEqual(Buffer.from(tuples[0]!));
 });
+
+test("msgpackr's bundled strings (extension 0x62) are refused, 406, also where they would move the read position back for ever", () => {
+  // A map {"": ""}, then fixext 4 0x62 stating a size of -4: read as values back to back, msgpackr jumped back to the extension again and again.
+  const looping = Buffer.concat([Buffer.from([0x81, 0xa0, 0xa0, 0xd6, 0x62, 0xff, 0xff, 0xff, 0xfc]), new Packr({ useRecords: false }).pack({ a: 1 })]);
+  const bundled = Buffer.from(new Packr({ useRecords: false, bundleStrings: true } as never).pack([{ message: "a".repeat(40) }, { message: "b".repeat(40) }]));
+  expect(bundled.includes(Buffer.from([0x62]))).toBe(true);
+  for (const body of [looping, bundled]) {
+    const result = decodeBody(body, "msgpack");
+    expect(result).toBeInstanceOf(AppError);
+    expect((result as AppError).reason).toBe("body_undecodable");
+    expect((result as AppError).message).toContain("extension 0x62 (msgpackr's bundleStrings) is not supported");
+  }
+});

@@ -5,7 +5,7 @@
 import { expect, test } from "bun:test";
 import { Packr, pack } from "msgpackr";
 import { checkEventCount, measureBody, msgpackArrayCuts, type CostLimits } from "../../src/codec/bounds";
-import { decodeBody } from "../../src/codec/decode";
+import { decodeBody, msgpackSliceReader } from "../../src/codec/decode";
 import type { Format } from "../../src/codec/format";
 import { encodeEvents } from "../../src/codec/encode";
 import { AppError } from "../../src/errors";
@@ -304,4 +304,49 @@ test("MessagePack bodies decoded whole as before: Fluent Bit's entries, a first 
   broken[at - 1] = 0xc1;
   expectSame(broken, "msgpack");
   expect((sliced(broken, "msgpack") as AppError).reason).toBe("body_undecodable");
+});
+
+/** A big MessagePack array (32-bit header) of these elements, each packed on its own unless given as bytes. */
+function arrayOf(elements: (Buffer | Record<string, unknown>)[]): Buffer {
+  const header = Buffer.alloc(5);
+  header[0] = 0xdd;
+  header.writeUInt32BE(elements.length, 1);
+  return Buffer.concat([header, ...elements.map((e) => (Buffer.isBuffer(e) ? e : pack(e)))]);
+}
+
+test.each([
+  // msgpackr's bundled strings move its read position by an offset the body states: refused whole and sliced.
+  ["a bundle jumping back to itself", Buffer.from([0xd6, 0x62, 0xff, 0xff, 0xff, 0xfc])],
+  ["a bundle jumping to the next element", Buffer.from([0xc7, 0x06, 0x62, 0x00, 0x00, 0x00, 0x04, 0xa0, 0xa0])],
+  // ext 8 forms of Set (0x73) and Error (0x65): msgpackr reads the value after their data as theirs.
+  ["a Set in an ext 8", Buffer.concat([Buffer.from([0xc7, 0x00, 0x73]), pack(["x"])])],
+  ["an Error in an ext 8", Buffer.concat([Buffer.from([0xc7, 0x01, 0x65, 0x00]), pack(["Error", "boom"])])],
+])("MessagePack the walk must read as msgpackr does (%s) in a big array: the answer decoding whole gives", (_name, odd) => {
+  const events = Array.from({ length: 12_000 }, (_, i): Buffer | Record<string, unknown> => ({ i, message: `event ${i} ${"x".repeat(80)}` }));
+  events[4999] = Buffer.from([0x81, 0xa0, 0xa0]); // {"": ""}
+  events[5000] = odd;
+  const b = arrayOf(events);
+  expect(decodedInSlices(b, "msgpack")).toBe(true);
+  const got = sliced(b, "msgpack");
+  const want = whole(b, "msgpack");
+  expect(got instanceof AppError ? [got.reason, got.message] : got.count).toEqual(want instanceof AppError ? [want.reason, want.message] : want.count);
+  if (!(want instanceof AppError)) expect((got as { rows: Buffer }).rows.equals(want.rows)).toBe(true);
+});
+
+test("a MessagePack slice whose values do not end where the walk's elements do is refused, so the body is decoded whole", () => {
+  const b = pack(packedEvents(81, SLICED_FROM_BYTES + 100_000));
+  const cuts = msgpackArrayCuts(b, SLICE_BYTES)!;
+  const read = (ends: Uint32Array) => msgpackSliceReader(b, ends)(cuts.at[1]!, cuts.at[2]!, cuts.elements[0]!);
+  expect(read(cuts.ends)).toHaveLength(cuts.elements[1]!);
+  const shifted = Uint32Array.from(cuts.ends, (end, i) => (i === cuts.elements[0]! + 3 ? end + 1 : end));
+  expect(read(shifted)).toBeInstanceOf(AppError);
+});
+
+test("a record definition whose keys have a 32-bit array header is followed by the walk: sliced", () => {
+  const definition = Buffer.from([0xd4, 0x72, 0x40, 0xdd, 0, 0, 0, 2, 0xa1, 0x69, 0xa1, 0x6d]); // record 0x40: keys ["i", "m"]
+  const elements = [Buffer.concat([definition, pack(1000), pack("x".repeat(80))])]; // numbers past 127: no fixint reads as a record
+  for (let i = 1; i < 13_000; i++) elements.push(Buffer.concat([Buffer.from([0x40]), pack(1000 + i), pack("x".repeat(80))]));
+  const b = arrayOf(elements);
+  expect(msgpackArrayCuts(b, SLICE_BYTES)).toBeDefined();
+  expectSame(b, "msgpack");
 });
