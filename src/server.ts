@@ -71,7 +71,14 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   const tail = await startTail(store.sql, config, flusher, metrics, log);
   const decodeWorker = new DecodeWorker();
   const memory = startMemory(config, ring, flusher, metrics, decodeWorker.width);
-  const sealer = startSealer({ sql: store.sql, intervalMs: config.sealIntervalMs, log, metrics, handled: (bytes) => memory.gcPacer.handled(bytes) });
+  const sealer = startSealer({
+    sql: store.sql,
+    intervalMs: config.sealIntervalMs,
+    log,
+    metrics,
+    handled: (bytes) => memory.gcPacer.handled(bytes),
+    settled: () => flusher.settled(),
+  });
 
   const apiToken = loadApiToken(config);
   let accepting = true;

@@ -11,14 +11,17 @@
 //   with the highest ids) takes new batches; closing it attaches the next one and moves the id
 //   counter there, so ids keep increasing but skip. A closed generation is sealed (chunk by chunk
 //   within the one transaction), then dropped once empty (checked under its lock). A
-//   batch that reserved ids before a close writes into its closed generation (waiting while that is
-//   being sealed), or into log_hot_default once it is gone, sealed the same way.
+//   batch that reserved ids before a close writes into its closed generation: after a close the
+//   sealer waits (SETTLE_WAIT_MS at most) for this process's batches being written, so theirs go
+//   in before the seal's lock; a batch that comes later still (a retry, another instance's) waits
+//   while that generation is sealed, or writes into log_hot_default once it is gone, sealed the same way.
 // - Rows of deleted sources and rows past their source's retention are not sealed (dropped).
 // - DDL waits at most DDL_LOCK_TIMEOUT for a lock (and so holds up a COPY at most that long).
 import { type Block, blocksOf, type Filter, LEVEL_MAX_CHARS, type MovedRow, textArray } from "./blocks";
 import type { Sql } from "./db";
 import { DDL_LOCK_TIMEOUT } from "./partitions";
 import type { Registry } from "../metrics";
+import { within } from "../timers";
 
 /** Ids per generation: more than any ingest rate reaches between two closes (2^53 lasts 2^25 closes). */
 export const GENERATION_IDS = 2 ** 28;
@@ -49,6 +52,8 @@ const DROP_TRIES = 10;
 const BUSY_TRIES = 3;
 /** How long a seal waits for readers to let go of its table before it DELETEs the rows instead of a TRUNCATE. */
 const TRUNCATE_PATIENCE_MS = 10_000;
+/** How long a pass waits, after a close, for the batches being written to end (startSealer's `settled`): longer than a flush takes, short against an outage. */
+const SETTLE_WAIT_MS = 5_000;
 /** Inside a seal, after its SHARE lock: waits for other locks (a log_blocks partition being attached or dropped). */
 const READ_LOCK_TIMEOUT = "10s";
 
@@ -384,6 +389,12 @@ export function startSealer(options: {
   metrics?: Registry;
   /** Told the bytes of text each chunk made into blocks held here (the GC pacer: memory/gcpace.ts). */
   handled?: (bytes: number) => void;
+  /**
+   * After a close, before sealing: resolves once this process's batches being written have ended
+   * (Flusher.settled), waited for at most SETTLE_WAIT_MS. A batch that took its ids before the close
+   * writes into the closed generation; started after the seal took its lock, it waited out the seal.
+   */
+  settled?: () => Promise<void>;
 }): Sealer {
   const { sql, intervalMs, log } = options;
   const abort = new AbortController();
@@ -397,13 +408,13 @@ export function startSealer(options: {
     const next = running.then(async () => {
       const stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 };
       try {
-        if (close && (await closeGeneration(sql)) === "busy") {
+        const closed = close ? await closeGeneration(sql) : undefined;
+        if (closed === "busy") {
           stats.closesBusy++;
           if (++busyInARow === 3)
             log("sealer: the open generation could not be closed 3 times in a row (a long transaction holds log_hot?); new events stay hot until it can");
-        } else if (close) {
-          busyInARow = 0;
-        }
+        } else if (close) busyInARow = 0;
+        if (closed === "closed" && options.settled) await within(options.settled(), SETTLE_WAIT_MS);
         await sealClosed(sql, abort.signal, log, stats, options.handled);
         lastPassAt = Date.now();
         return stats;

@@ -5,9 +5,10 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { filterBits, gramHashes, sliced as slicedFilters } from "../../src/codec/grams";
 import { runMigrations } from "../../src/store/db";
-import { BLOCK_EVENTS, closeGeneration, sealClosed } from "../../src/store/sealer";
+import { BLOCK_EVENTS, closeGeneration, sealClosed, startSealer } from "../../src/store/sealer";
 import { latestSeq, readCatchUp } from "../../src/tail/storage";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
+import { tiers } from "../helpers/sealing";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 
 let db: ScratchDatabase;
@@ -181,6 +182,43 @@ test("a batch written after its generation was sealed and dropped lands in the d
   const stored = await snapshot([source.id]);
   expect(stored.map((r) => Number(r.id))).toEqual([reserved, reserved + 1, reserved + 2]);
   expect(stored.map((r) => JSON.parse(r.raw).late)).toEqual([0, 1, 2]);
+}, 60_000);
+
+test("after a close the sealer waits for the batches being written: one whose ids were taken before the close writes into the closed generation unhindered, and is sealed in that pass", async () => {
+  const source = await lp.createSource();
+  await ingest(source, events(5, 500, Date.now())); // the open generation holds rows: the pass closes it
+  await lp.flusher.flush();
+  // A batch that took its ids in the open generation; it writes only once the sealer has closed it.
+  const [counter] = await db.sql<{ first: string }[]>`
+    update logpond_counters set value = value + 3 where name = 'event_id' returning (value - 3)::text as first`;
+  const reserved = Number(counter!.first);
+  const order: string[] = [];
+  const sealer = startSealer({
+    sql: db.sql as never,
+    intervalMs: 600_000,
+    log: () => {},
+    settled: async () => {
+      const generations = await db.sql<{ name: string }[]>`
+        select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'log_hot'::regclass`;
+      const open = Math.max(...generations.map((g) => Number(/^log_hot_g(\d+)$/.exec(g.name)?.[1] ?? 0)));
+      order.push(open > reserved ? "closed" : "still open");
+      // The batch's write, which a seal holding its generation's SHARE lock would hold up (refused past 2 s here).
+      await db.sql.begin(async (tx) => {
+        await tx`set local lock_timeout = '2s'`;
+        await tx`insert into log_hot (id, source_id, dt, raw) select ${reserved}::bigint + i, ${Number(source.id)}, now(), jsonb_build_object('late', i) from generate_series(0, 2) i`;
+      });
+      order.push("written");
+    },
+  });
+  try {
+    const stats = await sealer.sealNow();
+    expect(order).toEqual(["closed", "written"]); // the close came first: the batch's ids lie in a closed generation
+    expect(stats.sealed).toBeGreaterThanOrEqual(8);
+    const after = await tiers(db.sql as never, Number(source.id));
+    expect([after.hot, after.sealed, after.distinctIds, after.badBlocks]).toEqual([0, 8, 8, 0]);
+  } finally {
+    await sealer.stop();
+  }
 }, 60_000);
 
 test("a reader holding the hot tier delays the seal's TRUNCATE; past its patience the rows are deleted instead: every event once, space back later", async () => {

@@ -611,3 +611,28 @@ test("a flush waiting on chunks the hand-over took does not resolve when an earl
   model.final();
   expect(model.held.map((entry) => entry.events)).toEqual([4, 4]);
 });
+
+test("settled() resolves once the batches being written at the call have ended, not waiting for later ones", async () => {
+  const model = new Model(2, { streams: 1, maxEvents: 4, eager: false });
+  model.push(false, 4); // a full batch: out at once
+  await quiet();
+  let settled = false;
+  void model.flusher.settled().then(() => (settled = true));
+  model.answer(out(model, "reserveIds"), 0.99);
+  await quiet();
+  expect(settled).toBe(false); // its ids are taken; it still writes
+  model.push(false, 4); // waits in the ring: the only stream is busy
+  model.answer(out(model, "write"), 0.99);
+  await quiet();
+  expect(settled).toBe(true);
+  expect(model.pending.map((call) => call.method)).toEqual(["reserveIds"]); // the second batch is under way: not waited for
+  let again = false;
+  void model.flusher.settled().then(() => (again = true));
+  await quiet();
+  expect(again).toBe(false);
+  model.answer(out(model, "reserveIds"), 0.99);
+  await quiet();
+  model.answer(out(model, "write"), 0.99);
+  await quiet();
+  expect(again).toBe(true);
+});
