@@ -78,6 +78,7 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
     metrics,
     handled: (bytes) => memory.gcPacer.handled(bytes),
     settled: () => flusher.settled(),
+    hold: (bytes) => memory.hold(bytes),
   });
 
   const apiToken = loadApiToken(config);

@@ -33,6 +33,11 @@ export interface Memory {
   readonly gate: Gate;
   /** Asks for garbage collections by body bytes handled (full ones when memory is short). */
   readonly gcPacer: GcPacer;
+  /**
+   * Memory some other work holds while it runs (a seal's chunk, store/sealer.ts), kept out of the
+   * requests' room until the returned function is called.
+   */
+  hold(bytes: number): () => void;
 }
 
 /** `lanes`: the decode threads (offload.ts), as many big requests as may decode at once. */
@@ -56,13 +61,23 @@ export function startMemory(config: Config, ring: Ring, flusher: Flusher, metric
   // BUFFER_MAX_BYTES. Counts only, so the answer does not hang on when the collector last ran (a
   // sampled RSS did: bodies of tens of MB still passed the bound, docs/known-gaps.md before issue 22).
   const requestsBound = config.bufferMaxBytes + HEADROOM_BYTES - PROCESS_RESERVE_BYTES;
+  let held = 0;
   const gate = new Gate({
     budgetBytes: config.ingestInflightMaxBytes,
-    room: () => requestsBound - Math.max(ring.chargedBytes * RING_COST_FACTOR, ring.memoryBytes),
+    room: () => requestsBound - Math.max(ring.chargedBytes * RING_COST_FACTOR, ring.memoryBytes) - held,
     lanes,
   });
+  const hold = (bytes: number) => {
+    held += bytes;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      held -= bytes;
+    };
+  };
   metrics.gauge("logpond_ingest_inflight_bytes", "Memory charged to requests being decoded (INGEST_INFLIGHT_MAX_BYTES).", () => gate.bytes);
   metrics.gauge("logpond_process_resident_bytes", "Resident memory of the process (RSS).", () => process.memoryUsage.rss());
   metrics.gauge("logpond_process_heap_bytes", "JavaScript heap in use.", () => process.memoryUsage().heapUsed);
-  return { gate, gcPacer };
+  return { gate, gcPacer, hold };
 }

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { filterBits, gramHashes, sliced as slicedFilters } from "../../src/codec/grams";
 import { runMigrations } from "../../src/store/db";
-import { BLOCK_EVENTS, closeGeneration, sealClosed, startSealer } from "../../src/store/sealer";
+import { BLOCK_EVENTS, closeGeneration, SEAL_HELD_BYTES, sealClosed, startSealer } from "../../src/store/sealer";
 import { latestSeq, readCatchUp } from "../../src/tail/storage";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
 import { tiers } from "../helpers/sealing";
@@ -184,7 +184,7 @@ test("a batch written after its generation was sealed and dropped lands in the d
   expect(stored.map((r) => JSON.parse(r.raw).late)).toEqual([0, 1, 2]);
 }, 60_000);
 
-test("after a close the sealer waits for the batches being written: one whose ids were taken before the close writes into the closed generation unhindered, and is sealed in that pass", async () => {
+test("after a close the sealer waits for the batches being written: one whose ids were taken before the close writes into the closed generation unhindered, and is sealed in that pass; the seal's memory is held from requests meanwhile", async () => {
   const source = await lp.createSource();
   await ingest(source, events(5, 500, Date.now())); // the open generation holds rows: the pass closes it
   await lp.flusher.flush();
@@ -193,7 +193,12 @@ test("after a close the sealer waits for the batches being written: one whose id
     update logpond_counters set value = value + 3 where name = 'event_id' returning (value - 3)::text as first`;
   const reserved = Number(counter!.first);
   const order: string[] = [];
+  const held: number[] = [];
   const sealer = startSealer({
+    hold: (bytes) => {
+      held.push(bytes);
+      return () => held.push(-bytes);
+    },
     sql: db.sql as never,
     intervalMs: 600_000,
     log: () => {},
@@ -213,6 +218,7 @@ test("after a close the sealer waits for the batches being written: one whose id
   try {
     const stats = await sealer.sealNow();
     expect(order).toEqual(["closed", "written"]); // the close came first: the batch's ids lie in a closed generation
+    expect(held).toEqual([SEAL_HELD_BYTES, -SEAL_HELD_BYTES]); // the seal's memory kept from requests while it ran, then given back
     expect(stats.sealed).toBeGreaterThanOrEqual(8);
     const after = await tiers(db.sql as never, Number(source.id));
     expect([after.hot, after.sealed, after.distinctIds, after.badBlocks]).toEqual([0, 8, 8, 0]);
