@@ -425,7 +425,15 @@ export function startSealer(options: {
           if (++busyInARow === 3)
             log("sealer: the open generation could not be closed 3 times in a row (a long transaction holds log_hot?); new events stay hot until it can");
         } else if (close) busyInARow = 0;
-        if (closed === "closed" && options.settled) await within(options.settled(), SETTLE_WAIT_MS);
+        if (closed === "closed" && options.settled) {
+          // A stop does not wait for it (the batches may wait on a PostgreSQL that is away).
+          let onAbort = () => {};
+          const stopped = new Promise<void>((resolve) => (onAbort = resolve));
+          abort.signal.addEventListener("abort", onAbort, { once: true });
+          await within(Promise.race([options.settled(), stopped]), SETTLE_WAIT_MS);
+          abort.signal.removeEventListener("abort", onAbort);
+          abort.signal.throwIfAborted();
+        }
         const release = options.hold?.(SEAL_HELD_BYTES);
         try {
           await sealClosed(sql, abort.signal, log, stats, options.handled);
