@@ -127,10 +127,11 @@ async function inflate(kind: Kind, body: Buffer, maxBytes: number): Promise<{ ou
   return new Promise((resolve, reject) => {
     // Big outputs in 1 MiB chunks, not 16 KiB ones: each chunk is a turn of the event loop.
     const engine = (stream as (options: object) => ReturnType<typeof stream>)({ chunkSize: STREAM_CHUNK_BYTES });
-    // Into one buffer the size the gzip trailer states (the gate charged that size): parts joined
-    // at the end held the output twice at once, 60 MB for a 30 MB body. Past the stated size (a
-    // wrong trailer), the rest in parts, joined at the end.
-    let whole = hint !== undefined && hint <= maxBytes ? Buffer.allocUnsafe(hint) : undefined;
+    // Into one buffer the size the gzip trailer states (a body with a Content-Length is charged
+    // that size by the gate; a wrong trailer's untouched pages cost no memory): parts joined at the
+    // end held the output twice at once, 60 MB for a 30 MB body. Past the stated size (the last of
+    // several members states only its own), the rest in parts, joined at the end.
+    let whole = hint !== undefined && hint <= maxBytes ? Buffer.allocUnsafeSlow(hint) : undefined; // never a slice of the shared pool: it may be transferred
     const parts: Buffer[] = [];
     let size = 0;
     engine.on("data", (part: Buffer) => {
@@ -144,8 +145,8 @@ async function inflate(kind: Kind, body: Buffer, maxBytes: number): Promise<{ ou
       }
     });
     engine.on("end", () => {
-      // Shorter than stated (a wrong trailer): copied out, so the rest of the stated size is not kept.
-      const output = whole === undefined ? Buffer.concat(parts, size) : whole.length === size ? whole : Buffer.from(whole.subarray(0, size));
+      // Shorter than stated: zlib has refused a wrong trailer by now; bytes after the gzip data get their 400 from the caller.
+      const output = whole === undefined ? Buffer.concat(parts, size) : whole.subarray(0, size);
       resolve({ output, consumed: engine.bytesWritten });
     });
     engine.on("error", reject);

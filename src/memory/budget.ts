@@ -35,7 +35,7 @@ export interface Memory {
   readonly gcPacer: GcPacer;
   /**
    * Memory some other work holds while it runs (a seal's chunk, store/sealer.ts), kept out of the
-   * requests' room until the returned function is called.
+   * requests' room (at most a quarter of BUFFER_MAX_BYTES) until the returned function is called.
    */
   hold(bytes: number): () => void;
 }
@@ -67,7 +67,9 @@ export function startMemory(config: Config, ring: Ring, flusher: Flusher, metric
     room: () => requestsBound - Math.max(ring.chargedBytes * RING_COST_FACTOR, ring.memoryBytes) - held,
     lanes,
   });
-  const hold = (bytes: number) => {
+  // At most a quarter of the buffer: a small BUFFER_MAX_BYTES must still leave requests room.
+  const hold = (asked: number) => {
+    const bytes = Math.min(asked, Math.floor(config.bufferMaxBytes / 4));
     held += bytes;
     let released = false;
     return () => {
@@ -77,6 +79,7 @@ export function startMemory(config: Config, ring: Ring, flusher: Flusher, metric
     };
   };
   metrics.gauge("logpond_ingest_inflight_bytes", "Memory charged to requests being decoded (INGEST_INFLIGHT_MAX_BYTES).", () => gate.bytes);
+  metrics.gauge("logpond_memory_held_bytes", "Memory other work holds out of the requests' room (a seal's chunk).", () => held);
   metrics.gauge("logpond_process_resident_bytes", "Resident memory of the process (RSS).", () => process.memoryUsage.rss());
   metrics.gauge("logpond_process_heap_bytes", "JavaScript heap in use.", () => process.memoryUsage().heapUsed);
   return { gate, gcPacer, hold };

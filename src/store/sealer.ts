@@ -11,10 +11,11 @@
 //   with the highest ids) takes new batches; closing it attaches the next one and moves the id
 //   counter there, so ids keep increasing but skip. A closed generation is sealed (chunk by chunk
 //   within the one transaction), then dropped once empty (checked under its lock). A
-//   batch that reserved ids before a close writes into its closed generation: after a close the
-//   sealer waits (SETTLE_WAIT_MS at most) for this process's batches being written, so theirs go
-//   in before the seal's lock; a batch that comes later still (a retry, another instance's) waits
-//   while that generation is sealed, or writes into log_hot_default once it is gone, sealed the same way.
+//   batch that reserved ids before a close writes into its closed generation: before it first
+//   seals a generation (whichever instance closed it) the sealer waits (SETTLE_WAIT_MS at most) for
+//   this process's batches being written, so theirs go in before the seal's lock; a batch that
+//   comes later still (a retry, another instance's) waits while that generation is sealed, or
+//   writes into log_hot_default once it is gone, sealed the same way.
 // - Rows of deleted sources and rows past their source's retention are not sealed (dropped).
 // - DDL waits at most DDL_LOCK_TIMEOUT for a lock (and so holds up a COPY at most that long).
 import { type Block, blocksOf, type Filter, LEVEL_MAX_CHARS, type MovedRow, textArray } from "./blocks";
@@ -130,6 +131,9 @@ export async function closeGeneration(sql: Sql, force = false): Promise<"closed"
   }
 }
 
+/** What the sealer's timer does around each table's seal (startSealer): `seal` runs inside it. */
+export type AroundSeal = (table: string, seal: () => Promise<"truncated" | "deleted" | "busy">) => Promise<"truncated" | "deleted" | "busy">;
+
 /**
  * Seals every closed generation and the default partition, dropping what it emptied. Counts into
  * `stats` as it goes, so what a failed or stopped pass did is counted too.
@@ -140,6 +144,7 @@ export async function sealClosed(
   log: (line: string) => void = () => {},
   stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 },
   handled?: (bytes: number) => void,
+  around: AroundSeal = (_table, seal) => seal(),
 ): Promise<SealStats> {
   const all = await parts(sql);
   const open = openStart(all);
@@ -151,7 +156,8 @@ export async function sealClosed(
     // the others: it is logged, the rest are sealed, and the pass fails at its end.
     try {
       // "busy": a batch is writing into it right now (a straggler); a few tries, then the next pass.
-      for (let tries = 1; (await sealTable(sql, part.name, stats, signal, handled)) === "busy" && tries < BUSY_TRIES; tries++) await Bun.sleep(100);
+      const seal = () => sealTable(sql, part.name, stats, signal, handled);
+      for (let tries = 1; (await around(part.name, seal)) === "busy" && tries < BUSY_TRIES; tries++) await Bun.sleep(100);
       if (await dropIfEmpty(sql, part.name, signal)) stats.dropped++;
     } catch (error) {
       if (signal?.aborted) throw error;
@@ -396,14 +402,15 @@ export function startSealer(options: {
   /** Told the bytes of text each chunk made into blocks held here (the GC pacer: memory/gcpace.ts). */
   handled?: (bytes: number) => void;
   /**
-   * After a close, before sealing: resolves once this process's batches being written have ended
-   * (Flusher.settled), waited for at most SETTLE_WAIT_MS. A batch that took its ids before the close
-   * writes into the closed generation; started after the seal took its lock, it waited out the seal.
+   * Before a generation is first sealed here (whichever instance closed it): resolves once this
+   * process's batches being written have ended (Flusher.settled), waited for at most
+   * SETTLE_WAIT_MS. A batch that took its ids before the close writes into the closed generation;
+   * started after the seal took its lock, it waited out the seal.
    */
   settled?: () => Promise<void>;
   /**
-   * Keeps what a seal holds here (SEAL_HELD_BYTES) out of the requests' memory while it runs
-   * (memory/budget.ts): returns its release.
+   * Keeps what a table's seal holds here (SEAL_HELD_BYTES) out of the requests' memory while it
+   * runs (memory/budget.ts): returns its release.
    */
   hold?: (bytes: number) => () => void;
 }): Sealer {
@@ -415,6 +422,33 @@ export function startSealer(options: {
   let running: Promise<unknown> = Promise.resolve();
   let timer: ReturnType<typeof setTimeout> | undefined;
 
+  /** The highest generation (its first id) this process has waited for its batches before sealing. */
+  let settledThrough = -1;
+  const around: AroundSeal = async (table, seal) => {
+    const generation = /^log_hot_g(\d+)$/.exec(table);
+    if (generation && Number(generation[1]) > settledThrough && options.settled) {
+      settledThrough = Number(generation[1]);
+      await settle(options.settled);
+    }
+    const release = options.hold?.(SEAL_HELD_BYTES);
+    try {
+      return await seal();
+    } finally {
+      release?.();
+    }
+  };
+  /** The batches being written, waited for at most SETTLE_WAIT_MS; a stop does not wait (they may wait on a PostgreSQL that is away). */
+  const settle = async (settled: () => Promise<void>) => {
+    abort.signal.throwIfAborted();
+    let onAbort = () => {};
+    const stopped = new Promise<void>((resolve) => (onAbort = resolve));
+    abort.signal.addEventListener("abort", onAbort, { once: true });
+    const ended = await within(Promise.race([settled(), stopped]), SETTLE_WAIT_MS);
+    abort.signal.removeEventListener("abort", onAbort);
+    abort.signal.throwIfAborted();
+    if (!ended) log(`sealer: batches being written did not end within ${SETTLE_WAIT_MS} ms; sealing (a batch with ids in the generation waits for the seal)`);
+  };
+
   const pass = (close: boolean): Promise<SealStats> => {
     const next = running.then(async () => {
       const stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 };
@@ -425,21 +459,7 @@ export function startSealer(options: {
           if (++busyInARow === 3)
             log("sealer: the open generation could not be closed 3 times in a row (a long transaction holds log_hot?); new events stay hot until it can");
         } else if (close) busyInARow = 0;
-        if (closed === "closed" && options.settled) {
-          // A stop does not wait for it (the batches may wait on a PostgreSQL that is away).
-          let onAbort = () => {};
-          const stopped = new Promise<void>((resolve) => (onAbort = resolve));
-          abort.signal.addEventListener("abort", onAbort, { once: true });
-          await within(Promise.race([options.settled(), stopped]), SETTLE_WAIT_MS);
-          abort.signal.removeEventListener("abort", onAbort);
-          abort.signal.throwIfAborted();
-        }
-        const release = options.hold?.(SEAL_HELD_BYTES);
-        try {
-          await sealClosed(sql, abort.signal, log, stats, options.handled);
-        } finally {
-          release?.();
-        }
+        await sealClosed(sql, abort.signal, log, stats, options.handled, around);
         lastPassAt = Date.now();
         return stats;
       } finally {
