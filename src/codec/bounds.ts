@@ -230,18 +230,7 @@ function scanMsgpack(body: Uint8Array, limits: CostLimits, walkAll: boolean): nu
   else if (first === 0xdd && body.length >= 5) events = view.getUint32(1);
   if (events > limits.maxEvents) return tooManyEvents(events, limits.maxEvents);
   if (!walkAll) return events;
-  const walk: Walk = {
-    body,
-    view,
-    at: 0,
-    values: 0,
-    maxValues: maxValues(limits),
-    depthLimit: limits.maxDepth + 2,
-    bigintBytes: 0,
-    maxEventBytes: limits.maxEventBytes,
-    records: new Map(),
-    refusal: undefined,
-  };
+  const walk = newWalk(body, view, 0, maxValues(limits), limits.maxDepth + 2, limits.maxEventBytes);
   try {
     value(walk, 0);
     if (walk.at < body.length) events = sequence(walk, limits.maxEvents);
@@ -271,18 +260,7 @@ export function msgpackArrayCuts(body: Uint8Array, sliceBytes: number): { at: nu
   else if (first === 0xdd && body.length >= 5) [items, start] = [view.getUint32(1), 5];
   else return undefined;
   if (items > body.length - start) return undefined; // each element takes a byte at least
-  const walk: Walk = {
-    body,
-    view,
-    at: start,
-    values: 0,
-    maxValues: Number.POSITIVE_INFINITY,
-    depthLimit: Number.POSITIVE_INFINITY,
-    bigintBytes: 0,
-    maxEventBytes: Number.POSITIVE_INFINITY,
-    records: new Map(),
-    refusal: undefined,
-  };
+  const walk = newWalk(body, view, start, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
   const at = [start];
   const elements: number[] = [];
   const ends = new Uint32Array(items);
@@ -306,6 +284,10 @@ export function msgpackArrayCuts(body: Uint8Array, sliceBytes: number): { at: nu
   at.push(walk.at);
   elements.push(count);
   return { at, elements, ends };
+}
+
+function newWalk(body: Uint8Array, view: DataView, at: number, maxValues: number, depthLimit: number, maxEventBytes: number): Walk {
+  return { body, view, at, values: 0, maxValues, depthLimit, bigintBytes: 0, maxEventBytes, records: new Map(), refusal: undefined };
 }
 
 /**

@@ -260,6 +260,7 @@ addExtension({ type: 0x42, unpack: unpackBigInt } as Parameters<typeof addExtens
 addNoEvalExtension({ type: 0x42, unpack: unpackBigInt } as Parameters<typeof addNoEvalExtension>[0]);
 // Extension 0: Fluent's EventTime (8 bytes) where msgpackr knows only notepack's undefined (fluent.ts).
 addExtension({ type: 0, unpack: unpackExtensionZero } as Parameters<typeof addExtension>[0]);
+addNoEvalExtension({ type: 0, unpack: unpackExtensionZero } as Parameters<typeof addNoEvalExtension>[0]);
 // msgpackr's bundled strings (0x62) move the read position by an offset the body states, backwards
 // too: a crafted one, read as values back to back, looped for ever (a 15-byte body held the main
 // thread and grew without bound; a stranger's review). No client we know packs them (msgpackr's
@@ -269,4 +270,3 @@ function refuseBundledStrings(): never {
 }
 addExtension({ type: 0x62, unpack: refuseBundledStrings } as Parameters<typeof addExtension>[0]);
 addNoEvalExtension({ type: 0x62, unpack: refuseBundledStrings } as Parameters<typeof addNoEvalExtension>[0]);
-addNoEvalExtension({ type: 0, unpack: unpackExtensionZero } as Parameters<typeof addNoEvalExtension>[0]);

@@ -1,10 +1,10 @@
 // Hops 2–3 for one body, as one pure function: bounds (bounds.ts) → decode → count → encode.
 // Runs inline for small bodies and on the decode worker (worker.ts) for big ones, so both paths
 // refuse the same requests with the same messages. No I/O, no state kept between calls.
-// A big NDJSON, JSON-array or MessagePack-array body is decoded and encoded slice by slice (slices.ts,
-// codec/bounds.ts for MessagePack), its rows
-// gathered in one buffer of their own: its objects are one slice's at a time, not several times
-// the body. Same rows, same refusals, same messages as decoding it whole.
+// A big NDJSON, JSON-array or MessagePack-array body is decoded and encoded slice by slice
+// (slices.ts; codec/bounds.ts for MessagePack), its rows gathered in one buffer of their own: its
+// objects are one slice's at a time, not several times the body. Same rows, same refusals, same
+// messages as decoding it whole.
 import { checkEventCount, measureBody, msgpackArrayCuts, type CostLimits } from "../codec/bounds";
 import { decodeBody, isMsgpackEventArray, msgpackSliceReader } from "../codec/decode";
 import type { Format } from "../codec/format";

@@ -184,24 +184,32 @@ test("a batch written after its generation was sealed and dropped lands in the d
   expect(stored.map((r) => JSON.parse(r.raw).late)).toEqual([0, 1, 2]);
 }, 60_000);
 
-test("after a close the sealer waits for the batches being written: one whose ids were taken before the close writes into the closed generation unhindered, and is sealed in that pass; the seal's memory is held from requests meanwhile", async () => {
+/** A source with 5 events committed to the hot tier. */
+async function sourceWithHotRows(seed: number): Promise<TestSource> {
   const source = await lp.createSource();
-  await ingest(source, events(5, 500, Date.now())); // the open generation holds rows: the pass closes it
+  await ingest(source, events(5, seed, Date.now()));
   await lp.flusher.flush();
+  return source;
+}
+
+/** A sealer of the test's own on its database, its timer never firing: sealNow() drives it. */
+function testSealer(hooks: Pick<Parameters<typeof startSealer>[0], "settled" | "hold">) {
+  return startSealer({ sql: db.sql as never, intervalMs: 600_000, log: () => {}, ...hooks });
+}
+
+test("after a close the sealer waits for the batches being written: one whose ids were taken before the close writes into the closed generation unhindered, and is sealed in that pass; the seal's memory is held from requests meanwhile", async () => {
+  const source = await sourceWithHotRows(500); // the pass closes the open generation
   // A batch that took its ids in the open generation; it writes only once the sealer has closed it.
   const [counter] = await db.sql<{ first: string }[]>`
     update logpond_counters set value = value + 3 where name = 'event_id' returning (value - 3)::text as first`;
   const reserved = Number(counter!.first);
   const order: string[] = [];
   const held: number[] = [];
-  const sealer = startSealer({
+  const sealer = testSealer({
     hold: (bytes) => {
       held.push(bytes);
       return () => held.push(-bytes);
     },
-    sql: db.sql as never,
-    intervalMs: 600_000,
-    log: () => {},
     settled: async () => {
       const generations = await db.sql<{ name: string }[]>`
         select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'log_hot'::regclass`;
@@ -230,14 +238,9 @@ test("after a close the sealer waits for the batches being written: one whose id
 }, 60_000);
 
 test("a generation another instance closed is waited for too, once: the sealer waits for its own batches before it first seals it", async () => {
-  const source = await lp.createSource();
-  await ingest(source, events(5, 600, Date.now()));
-  await lp.flusher.flush();
+  const source = await sourceWithHotRows(600);
   let settles = 0;
-  const sealer = startSealer({
-    sql: db.sql as never,
-    intervalMs: 600_000,
-    log: () => {},
+  const sealer = testSealer({
     settled: async () => {
       settles++;
     },
