@@ -1,6 +1,6 @@
 // The two listeners: ingestion (INGEST_PORT: Better Stack's `/`, OTLP, Loki) and management
-// (API_PORT: health, /metrics, the page, the live tail, sources, the query API), and the host
-// clients are told to send to.
+// (API_PORT: health, /metrics, the page, the live tail, sources, tokens, the query API), and the
+// host clients are told to send to.
 import { hostname } from "node:os";
 import { Elysia } from "elysia";
 import type { Config } from "./config";
@@ -13,6 +13,7 @@ import { acceptOtlp } from "./ingest/otlp";
 import type { Metrics } from "./metrics";
 import { queryRoutes } from "./query/routes";
 import { sourceRoutes } from "./sources/routes";
+import { tokenRoutes } from "./tokens/routes";
 import type { Store } from "./store/db";
 import type { TailHub } from "./tail/hub";
 import { tailRoutes } from "./tail/routes";
@@ -30,23 +31,25 @@ export interface ManagementDeps {
   store: Store;
   metrics: Metrics;
   routes: Parameters<typeof sourceRoutes>[0];
+  tokens: Parameters<typeof tokenRoutes>[0]["service"];
   read: { tail: TailHub; queryTimeoutMs: number; tailLimits: { maxRows: number; maxBytes: number } };
   web: Awaited<ReturnType<typeof webRoutes>>;
   log: (line: string) => void;
 }
 
 export function managementApp(deps: ManagementDeps) {
-  const reading = { sql: deps.store.sql, apiTokenDigest: deps.routes.apiTokenDigest };
+  const reading = { sql: deps.store.sql, authenticate: deps.routes.authenticate };
   return (
     new Elysia({ name: "logpond/management" })
       .use(errorHandler(deps.log))
       .use(health(() => deps.store.ping()))
       // Every module registered its own series (Metrics.gauge, .counter) when it was built.
       .get("/metrics", () => new Response(deps.metrics.render(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }))
-      // The page first: the API plugins' token hooks are scoped, so they apply to routes added after them.
+      // The page needs no token; each API plugin checks its own routes' tokens (local hooks).
       .use(deps.web)
       .use(tailRoutes({ ...reading, hub: deps.read.tail, limits: deps.read.tailLimits, log: deps.log }))
       .use(sourceRoutes(deps.routes))
+      .use(tokenRoutes({ service: deps.tokens, authenticate: deps.routes.authenticate }))
       .use(queryRoutes({ ...reading, queryTimeoutMs: deps.read.queryTimeoutMs, metrics: deps.metrics }))
   );
 }
