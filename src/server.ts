@@ -50,7 +50,7 @@ export interface Logpond {
 }
 
 export async function startLogpond(config: Config, log: (line: string) => void): Promise<Logpond> {
-  await assertPortsFree(config.host, { API_PORT: config.apiPort, INGEST_PORT: config.ingestPort });
+  await assertPortsFree({ API_PORT: { host: config.apiHost, port: config.apiPort }, INGEST_PORT: { host: config.ingestHost, port: config.ingestPort } });
   const store = await openStore(config, log);
   try {
     return await startOn(store, config, log);
@@ -129,8 +129,8 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   const running = { closeIngestion, retention, sealer, flusher, decodeWorker, tail, sources: listening, store, metrics };
   return {
     ...{ apiToken, store, flusher, ring, metrics, tail, retention, sealer, spilled },
-    apiUrl: listenerUrl(config, management.server!.port),
-    ingestUrl: listenerUrl(config, ingest.server!.port),
+    apiUrl: listenerUrl(config.apiHost, management.server!.port),
+    ingestUrl: listenerUrl(config.ingestHost, ingest.server!.port),
     stop: () => stopAll({ ...running, ingest: ingest.server!, management: management.server! }, spilled, config, log),
   };
 }
