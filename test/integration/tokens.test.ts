@@ -127,7 +127,7 @@ describe("a revocation ends the token's open streams", () => {
       const there = await open(other.apiUrl, bearer(token.secret));
       const admin = await open(other.apiUrl, bearer("test-api-token-0123456789abcdef"));
       expect((await lp.api("DELETE", `/api/v1/tokens/${token.id}`)).status).toBe(204);
-      expect(here.ended).toBe(true); // this instance: before the answer
+      await here.until(() => here.ended, 20_000, "this instance's stream to end");
       await there.until(() => there.ended, 20_000, "the other instance's stream to end");
       // The API token's stream on the other instance still gets rows.
       expect((await lp.ingest(a.token, JSON.stringify([{ message: "after the revocation" }]))).status).toBe(202);
