@@ -48,6 +48,11 @@ export class TailHub {
   private readonly clients = new Set<TailClient>();
   /** The read token each stream was opened with (none: the API token's). */
   private readonly tokenOf = new Map<TailClient, number>();
+  /**
+   * Read tokens revoked while this process ran (ids are never reused): a stream whose token was
+   * checked just before its revocation and added just after is ended as it is added.
+   */
+  private readonly revokedTokens = new Set<number>();
   private readonly local = new Map<number, CommittedRows>();
   private readonly pending: number[] = [];
   private draining: Promise<void> | undefined;
@@ -115,10 +120,12 @@ export class TailHub {
       this.clients.delete(client);
       this.tokenOf.delete(client);
     };
+    if (tokenId !== undefined && this.revokedTokens.has(tokenId)) client.close();
   }
 
   /** A read token was revoked: its streams end at once, rows still queued unsent; a reconnect gets 401. */
   tokenRevoked(tokenId: number): void {
+    this.revokedTokens.add(tokenId);
     for (const [client, id] of [...this.tokenOf]) if (id === tokenId) client.close();
   }
 

@@ -3,6 +3,8 @@
 // instance); a read token reads (of its sources only, when it has source_ids) and writes nothing.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
+import { TailClient } from "../../src/tail/client";
+import { TailHub } from "../../src/tail/hub";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 import { SseReader } from "../helpers/sse";
 import { bearer, createReadToken, until } from "../helpers/tokens";
@@ -138,6 +140,20 @@ describe("a revocation ends the token's open streams", () => {
       await other.stop();
     }
   });
+});
+
+test("a stream added just after its token's revocation (checked just before it) ends as it is added", () => {
+  const hub = new TailHub(lp.sql, { heartbeatMs: 10_000, log: () => {}, flushing: () => false });
+  const stream = () => new TailClient(new Set([1]), undefined, undefined, { seq: 0, id: "" }, { maxRows: 10, maxBytes: 1 << 20 });
+  hub.tokenRevoked(41);
+  const late = stream();
+  hub.add(late, 41);
+  expect(late.closed).toBe(true);
+  const other = stream();
+  hub.add(other, 42);
+  expect([other.closed, hub.size, hub.tokenIds()]).toEqual([false, 1, [42]]);
+  hub.tokenRevoked(42);
+  expect([other.closed, hub.size, hub.tokenIds()]).toEqual([true, 0, []]);
 });
 
 describe("what a read token sees", () => {
