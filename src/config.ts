@@ -6,7 +6,12 @@ const MIB = 1024 * 1024;
 export type AckMode = "buffered" | "durable";
 
 export interface Config {
+  /** HOST: the default of both listeners' addresses. */
   readonly host: string;
+  /** API_HOST: where the management listener binds (HOST unless set). */
+  readonly apiHost: string;
+  /** INGEST_HOST: where the ingestion listener binds (HOST unless set). */
+  readonly ingestHost: string;
   readonly apiPort: number;
   readonly ingestPort: number;
   readonly apiToken: string | undefined;
@@ -111,8 +116,12 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push("DATABASE_URL must start with postgres:// or postgresql://");
   }
 
+  const host = text("HOST") ?? DEFAULTS.HOST;
   const config: Config = {
-    host: text("HOST") ?? DEFAULTS.HOST,
+    host,
+    // Each listener may have its own address: ingestion facing a network, management on loopback.
+    apiHost: text("API_HOST") ?? host,
+    ingestHost: text("INGEST_HOST") ?? host,
     apiPort: int("API_PORT", 0, 65535),
     ingestPort: int("INGEST_PORT", 0, 65535),
     apiToken,

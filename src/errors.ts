@@ -18,6 +18,8 @@ const RULES = {
   // management and query
   bad_request: { status: 400 },
   unauthorized: { status: 401 },
+  /** A valid token whose scope does not cover the request (a read token on a management write). */
+  forbidden: { status: 403 },
   not_found: { status: 404 },
   validation: { status: 422 },
   internal: { status: 500 },

@@ -8,16 +8,19 @@ export const EXCLUSIVE = { reusePort: false } as const;
 
 export class PortInUseError extends Error {}
 
-/** Throws PortInUseError naming every listener whose port is taken (port 0 is always free). */
-export async function assertPortsFree(host: string, ports: Record<string, number>): Promise<void> {
-  const taken: string[] = [];
-  for (const [name, port] of Object.entries(ports)) {
-    if (port !== 0 && !(await isFree(host, port))) taken.push(`${name} ${port}`);
+/** Throws PortInUseError naming every listener whose port is taken on its host (port 0 is always free). */
+export async function assertPortsFree(listeners: Record<string, { host: string; port: number }>): Promise<void> {
+  const taken: { name: string; host: string; port: number }[] = [];
+  for (const [name, { host, port }] of Object.entries(listeners)) {
+    if (port !== 0 && !(await isFree(host, port))) taken.push({ name, host, port });
   }
   if (taken.length > 0) {
+    const oneHost = taken.every(({ host }) => host === taken[0]!.host);
+    const where = oneHost
+      ? `${taken.map(({ name, port }) => `${name} ${port}`).join(" and ")} on ${taken[0]!.host}`
+      : taken.map(({ name, port, host }) => `${name} ${port} on ${host}`).join(" and ");
     throw new PortInUseError(
-      `${taken.join(" and ")} on ${host}: already in use (another logpond, or another program, listens there). ` +
-        "Stop it, or choose free ports with API_PORT / INGEST_PORT.",
+      `${where}: already in use (another logpond, or another program, listens there). ` + "Stop it, or choose free ports with API_PORT / INGEST_PORT.",
     );
   }
 }

@@ -46,6 +46,13 @@ export class TailHub {
   readBack = 0;
   private localArrived: (() => void) | undefined;
   private readonly clients = new Set<TailClient>();
+  /** The read token each stream was opened with (none: the API token's). */
+  private readonly tokenOf = new Map<TailClient, number>();
+  /**
+   * Read tokens revoked while this process ran (ids are never reused): a stream whose token was
+   * checked just before its revocation and added just after is ended as it is added.
+   */
+  private readonly revokedTokens = new Set<number>();
   private readonly local = new Map<number, CommittedRows>();
   private readonly pending: number[] = [];
   private draining: Promise<void> | undefined;
@@ -106,9 +113,25 @@ export class TailHub {
     }
   }
 
-  add(client: TailClient): void {
+  add(client: TailClient, tokenId?: number): void {
     this.clients.add(client);
-    client.onClose = () => this.clients.delete(client);
+    if (tokenId !== undefined) this.tokenOf.set(client, tokenId);
+    client.onClose = () => {
+      this.clients.delete(client);
+      this.tokenOf.delete(client);
+    };
+    if (tokenId !== undefined && this.revokedTokens.has(tokenId)) client.close();
+  }
+
+  /** A read token was revoked: its streams end at once, rows still queued unsent; a reconnect gets 401. */
+  tokenRevoked(tokenId: number): void {
+    this.revokedTokens.add(tokenId);
+    for (const [client, id] of [...this.tokenOf]) if (id === tokenId) client.close();
+  }
+
+  /** The read tokens of the streams open now. */
+  tokenIds(): number[] {
+    return [...new Set(this.tokenOf.values())];
   }
 
   /** Flusher.subscribe: this process's batch, committed; kept until its notification arrives. */

@@ -25,6 +25,7 @@ const LAYERS: Record<string, number> = {
   query: 5,
   retention: 5,
   tail: 6,
+  tokens: 6,
   web: 6,
   "listeners.ts": 7,
   "stop.ts": 7,
