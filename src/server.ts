@@ -89,6 +89,7 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
     limits: {
       maxBodyBytes: config.ingestMaxBodyBytes,
       maxDecompressedBytes: config.ingestMaxDecompressedBytes,
+      bodyTimeoutMs: config.ingestBodyTimeoutMs,
       maxEventBytes: config.ingestMaxEventBytes,
       maxDepth: config.ingestMaxDepth,
       maxEventsPerRequest: config.ingestMaxEventsPerRequest,
