@@ -1,7 +1,7 @@
 // The service as users run it: `bun src/main.ts` or `npm start` in its own process. SIGTERM drains
 // and exits 0, also when sent to npm; a bad configuration stops the start with every problem listed;
-// a second logpond on ports in use, or a HOST it cannot listen on, stops with a clear message; the embedded PostgreSQL keeps data
-// across restarts and survives a logpond killed with SIGKILL.
+// a second logpond on ports in use, or a HOST it cannot listen on, stops with a clear message; the
+// embedded PostgreSQL keeps data across restarts and survives a logpond killed with SIGKILL.
 import { expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
