@@ -143,7 +143,7 @@ export function loadConfig(env: Env = process.env): Config {
     retentionSweepIntervalMs: int("RETENTION_SWEEP_INTERVAL_MS", 100, 86_400_000),
     sealIntervalMs: int("SEAL_INTERVAL_MS", 100, 600_000),
     logLevel: oneOf("LOG_LEVEL", ["info", "silent"] as const),
-    queryTimeoutMs: int("QUERY_TIMEOUT_MS", 100, 600_000),
+    queryTimeoutMs: int("QUERY_TIMEOUT_MS", 10, 600_000),
     tailHeartbeatMs: int("TAIL_HEARTBEAT_MS", 100, 15_000),
     tailQueueMaxRows: int("TAIL_QUEUE_MAX_ROWS", 1, 1_000_000),
     tailQueueMaxBytes: int("TAIL_QUEUE_MAX_BYTES", 64 * 1024, 1024 * MIB),
