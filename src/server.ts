@@ -50,7 +50,10 @@ export interface Logpond {
 }
 
 export async function startLogpond(config: Config, log: (line: string) => void): Promise<Logpond> {
-  await assertPortsFree({ API_PORT: { host: config.apiHost, port: config.apiPort }, INGEST_PORT: { host: config.ingestHost, port: config.ingestPort } });
+  await assertPortsFree({
+    API_PORT: { host: config.apiHost, variable: config.apiHost === config.host ? "HOST" : "API_HOST", port: config.apiPort },
+    INGEST_PORT: { host: config.ingestHost, variable: config.ingestHost === config.host ? "HOST" : "INGEST_HOST", port: config.ingestPort },
+  });
   const store = await openStore(config, log);
   try {
     return await startOn(store, config, log);
@@ -91,6 +94,7 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
     limits: {
       maxBodyBytes: config.ingestMaxBodyBytes,
       maxDecompressedBytes: config.ingestMaxDecompressedBytes,
+      bodyTimeoutMs: config.ingestBodyTimeoutMs,
       maxEventBytes: config.ingestMaxEventBytes,
       maxDepth: config.ingestMaxDepth,
       maxEventsPerRequest: config.ingestMaxEventsPerRequest,

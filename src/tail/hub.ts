@@ -8,6 +8,7 @@
 import type { Flusher } from "../buffer/flusher";
 import type { Config } from "../config";
 import type { Registry } from "../metrics";
+import { describeError } from "../errors";
 import { BATCHES_CHANNEL } from "../store/copy";
 import type { Sql } from "../store/db";
 import type { TailClient } from "./client";
@@ -146,12 +147,19 @@ export class TailHub {
   private notified(seq: number): void {
     if (!Number.isSafeInteger(seq)) return;
     this.pending.push(seq);
-    this.draining ??= this.drain().finally(() => (this.draining = undefined));
+    this.startDraining();
   }
 
   private catchUpLog(): void {
     this.pending.push(-1);
-    this.draining ??= this.drain().finally(() => (this.draining = undefined));
+    this.startDraining();
+  }
+
+  /** The drain's promise is awaited only by stop(): it is handled here, so a failure is never an unhandled rejection. */
+  private startDraining(): void {
+    this.draining ??= this.drain()
+      .catch((error) => this.options.log(`tail: delivering batches failed (${describeError(error)}); streams may have missed some, a reconnect recovers them`))
+      .finally(() => (this.draining = undefined));
   }
 
   private async drain(): Promise<void> {

@@ -30,6 +30,7 @@ const LAYERS: Record<string, number> = {
   "listeners.ts": 7,
   "stop.ts": 7,
   "server.ts": 8,
+  "uncaught.ts": 8,
   "main.ts": 9,
 };
 
