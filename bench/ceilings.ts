@@ -13,13 +13,14 @@ import { encodeEvents, type Encoded } from "../src/codec/encode";
 import { emptyRun, fmt, median, peakRss, cpuSeconds, resetPeakRss, type BenchContext, type Row, type Run } from "./lib";
 import { payload, type Corpus, type PayloadName } from "./payloads";
 import { runWrk, writeWrkFiles } from "./wrk";
+import { unbounded } from "../src/codec/reception";
 
 const LIMITS = { maxEventBytes: 1 << 20, maxDepth: 64 };
 
 /** The tuples of a corpus's json-100 bodies, as logpond's encoder writes them (one buffer per body). */
 function bodyTuples(corpus: Corpus): Uint8Array[] {
   return payload("json-100", corpus).bodies.map((b) =>
-    Buffer.from((encodeEvents(decodeBody(Buffer.from(b), "json") as unknown[], "json", 1, microsOfMillis(Date.now()), LIMITS) as Encoded).rows),
+    Buffer.from((encodeEvents(decodeBody(Buffer.from(b), "json") as unknown[], "json", 1, unbounded(microsOfMillis(Date.now())), LIMITS) as Encoded).rows),
   );
 }
 

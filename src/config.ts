@@ -26,6 +26,8 @@ export interface Config {
   readonly ingestMaxEventsPerRequest: number;
   readonly ingestInflightMaxBytes: number;
   readonly ingestBodyTimeoutMs: number;
+  /** How far ahead of its reception an event's time may be before it is redated (codec/reception.ts). */
+  readonly ingestMaxFutureMs: number;
   /** What `ingesting_host` shows: PUBLIC_INGEST_URL, or derived from HOST / INGEST_PORT. */
   readonly publicIngestUrl: string | undefined;
   readonly flushIntervalMs: number;
@@ -63,6 +65,7 @@ export const DEFAULTS = {
   INGEST_MAX_EVENTS_PER_REQUEST: 100_000,
   INGEST_INFLIGHT_MAX_BYTES: 512 * MIB,
   INGEST_BODY_TIMEOUT_MS: 10_000,
+  INGEST_MAX_FUTURE_MS: 86_400_000,
   FLUSH_INTERVAL_MS: 200,
   FLUSH_MAX_EVENTS: 20_000,
   FLUSH_STREAMS: 2,
@@ -138,6 +141,8 @@ export function loadConfig(env: Env = process.env): Config {
     ingestMaxEventsPerRequest: int("INGEST_MAX_EVENTS_PER_REQUEST", 1, 100_000_000),
     ingestInflightMaxBytes: int("INGEST_INFLIGHT_MAX_BYTES", MIB, 64 * 1024 * MIB),
     ingestBodyTimeoutMs: int("INGEST_BODY_TIMEOUT_MS", 100, 600_000),
+    // Up to logs_retention's own bound (3,652 days).
+    ingestMaxFutureMs: int("INGEST_MAX_FUTURE_MS", 1_000, 3652 * 86_400_000),
     publicIngestUrl: publicUrl(text("PUBLIC_INGEST_URL"), problems),
     flushIntervalMs: int("FLUSH_INTERVAL_MS", 1, 1000),
     flushMaxEvents: int("FLUSH_MAX_EVENTS", 1, 1_000_000),

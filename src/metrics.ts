@@ -32,6 +32,9 @@ class SourceSeries {
   events = 0;
   bytes = 0;
   droppedPaused = 0;
+  /** Events stored with the reception time as their dt (codec/reception.ts), by reason. */
+  tooOld = 0;
+  tooFarAhead = 0;
   /** Refused requests by REASON_INDEX; made at the first refusal. */
   rejected: Float64Array | undefined;
   constructor(readonly labels: string) {}
@@ -46,17 +49,26 @@ export class IngestRequest {
   sourceId = NO_SOURCE;
   private readonly started = performance.now();
   private done = false;
+  private tooOld = 0;
+  private tooFarAhead = 0;
 
   constructor(
     private readonly metrics: Metrics,
     readonly protocol: Protocol,
   ) {}
 
+  /** Of its events, those redated (codec/reception.ts), by reason: counted if it is accepted and stored. */
+  redated(tooOld: number, tooFarAhead: number): void {
+    this.tooOld = tooOld;
+    this.tooFarAhead = tooFarAhead;
+  }
+
   /** Answered with success: `events` taken (or dropped, for a paused source), `bytes` of body as sent. */
   accepted(events: number, bytes: number, droppedPaused = false): void {
     if (this.done) return;
     this.done = true;
     this.metrics.ingestAccepted(this.protocol, this.sourceId, events, bytes, droppedPaused);
+    if (!droppedPaused && this.tooOld + this.tooFarAhead > 0) this.metrics.ingestRedated(this.protocol, this.sourceId, this.tooOld, this.tooFarAhead);
     this.metrics.ingestSeconds(this.protocol, (performance.now() - this.started) / 1000);
   }
 
@@ -142,6 +154,13 @@ export class Metrics implements Registry {
     if (droppedPaused) series.droppedPaused += events;
   }
 
+  /** An accepted request's events stored with the reception time as their dt, by reason. */
+  ingestRedated(protocol: Protocol, sourceId: number, tooOld: number, tooFarAhead: number): void {
+    const series = this.series(protocol, sourceId);
+    series.tooOld += tooOld;
+    series.tooFarAhead += tooFarAhead;
+  }
+
   /** One refused ingest request. Prefer `ingestRequest(protocol)`, which times it too. */
   reject(reason: Reason, protocol: Protocol, sourceId: number): void {
     const series = this.series(protocol, sourceId);
@@ -204,6 +223,18 @@ export class Metrics implements Registry {
     perSource("logpond_ingest_events_received_total", "Events accepted (buffered, or dropped as paused), by protocol and source.", (s) => s.events);
     perSource("logpond_ingest_bytes_received_total", "Request body bytes of accepted requests, as sent, by protocol and source.", (s) => s.bytes);
     perSource("logpond_ingest_events_dropped_paused_total", "Events accepted for a paused source and dropped, by protocol and source.", (s) => s.droppedPaused);
+    out.family(
+      "logpond_ingest_events_redated_total",
+      "counter",
+      "Events accepted with a time retention would delete at once (too_old) or too far ahead (too_far_ahead), stored with the reception time as dt, by protocol, source and reason.",
+    );
+    for (const protocol of PROTOCOLS) {
+      for (const series of this.sources[protocol].values()) {
+        if (series.tooOld > 0) out.sample("logpond_ingest_events_redated_total", `${series.labels},${labels({ reason: "too_old" })}`, series.tooOld);
+        if (series.tooFarAhead > 0)
+          out.sample("logpond_ingest_events_redated_total", `${series.labels},${labels({ reason: "too_far_ahead" })}`, series.tooFarAhead);
+      }
+    }
     out.family(
       "logpond_ingest_requests_rejected_total",
       "counter",

@@ -10,6 +10,7 @@ import type { Config } from "./config";
 import { loadApiToken, type ApiToken } from "./http/apitoken";
 import { digest } from "./http/auth";
 import { assertPortsFree } from "./http/ports";
+import { retentionGraceMs } from "./codec/reception";
 import { DecodeWorker } from "./ingest/offload";
 import { RateLimiter } from "./ingest/ratelimit";
 import { listenerUrl, listenIngest, listenManagement, publicIngestHost } from "./listeners";
@@ -105,6 +106,7 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
     durableTimeoutMs: config.durableTimeoutMs,
     rateLimiter: new RateLimiter(config.ingestRateLimit),
     accepting: () => accepting,
+    eventTimes: { maxFutureMs: config.ingestMaxFutureMs, retentionGraceMs: retentionGraceMs(config.retentionSweepIntervalMs, config.sealIntervalMs) },
   });
   const ingestingHost = publicIngestHost(config, ingest.server!.port!);
   const management = listenManagement(config, {

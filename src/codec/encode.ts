@@ -1,6 +1,7 @@
 // Decoded events → binary COPY tuples (tuples.ts), all or nothing. Checks each event
-// (an object, nesting, size), normalises what JSON or PostgreSQL cannot hold, reads the event time,
-// and writes the tuple the flusher will send once it has set the id. The first bad event rejects
+// (an object, nesting, size), normalises what JSON or PostgreSQL cannot hold, reads the event time
+// (redating one outside the reception's window: reception.ts), and writes the tuple the flusher
+// will send once it has set the id. The first bad event rejects
 // the whole request, so nothing of it is buffered. No awaits, no try/catch and no closures per event.
 import { TUPLE_HEAD, tupleHead, writeTuple } from "./tuples";
 import type { Format } from "./format";
@@ -8,6 +9,7 @@ import { MAX_NUMERIC_DIGITS } from "./numbers";
 import { AppError } from "../errors";
 import { dateText, eventMicros, type PgMicros } from "./time";
 import { EventTime } from "./fluent";
+import { redate, type Reception } from "./reception";
 
 export interface EncodeLimits {
   maxEventBytes: number;
@@ -21,6 +23,9 @@ export interface Encoded {
   /** OTLP only (partial success): records left out one by one, and why the first one was. */
   refused?: number;
   refusal?: string;
+  /** Events stored with the reception time as their dt (reception.ts), by reason; absent when none. */
+  tooOld?: number;
+  tooFarAhead?: number;
 }
 
 /** Tuples are written here and copied once by the caller (into the ring's slab or a chunk of their own). */
@@ -37,7 +42,13 @@ const REPLACEMENT = "\\ufffd";
 /** Walk state, reused across events so the walk allocates nothing of its own. */
 const walk = { maxDepth: 64, problem: "", problemReason: "too_deep" as "too_deep" | "unsupported_value" };
 
-export function encodeEvents(events: unknown[], format: Format, sourceId: number, receivedAt: PgMicros, limits: EncodeLimits): Encoded | AppError {
+const IN_WINDOW = 0;
+const TOO_OLD = 1;
+const TOO_FAR_AHEAD = 2;
+/** Where the last eventTimeOf found the event's time: IN_WINDOW (or none), TOO_OLD, TOO_FAR_AHEAD. */
+let placed = IN_WINDOW;
+
+export function encodeEvents(events: unknown[], format: Format, sourceId: number, reception: Reception, limits: EncodeLimits): Encoded | AppError {
   const head = headOf(sourceId);
   const maxBytes = limits.maxEventBytes;
   walk.maxDepth = limits.maxDepth;
@@ -47,6 +58,8 @@ export function encodeEvents(events: unknown[], format: Format, sourceId: number
   const partial = format === "otlp-proto" || format === "otlp-json";
   let refused = 0;
   let refusal = "";
+  let tooOld = 0;
+  let tooFarAhead = 0;
   let at = 0;
   if (scratch.length > SCRATCH_KEEP_BYTES) scratch = Buffer.allocUnsafe(SCRATCH_BYTES); // a refused big body's
 
@@ -58,7 +71,7 @@ export function encodeEvents(events: unknown[], format: Format, sourceId: number
       return new AppError("not_an_event", `event ${i} is not an object (got ${describe(event)}); send an object or an array of objects`);
     }
     // Before normalising: a MessagePack timestamp is still a Date (read as is, not as its text).
-    const dt = eventTimeOf(event as TimeFields, receivedAt);
+    const dt = eventTimeOf(event as TimeFields, reception);
     if (deep ? normaliseObject(event as Record<string, unknown>, 1) : depthExceeds(event, 1, limits.maxDepth)) {
       if (!deep) walk.problemReason = "too_deep";
       if (partial) {
@@ -89,12 +102,20 @@ export function encodeEvents(events: unknown[], format: Format, sourceId: number
       return tooLarge(i, length - TUPLE_HEAD);
     }
     at += length;
+    // Counted once its tuple is kept (an OTLP record left out above is not stored, so not redated).
+    if (placed === TOO_OLD) tooOld++;
+    else if (placed === TOO_FAR_AHEAD) tooFarAhead++;
   }
   const rows = scratch.subarray(0, at);
   if (scratch.length > SCRATCH_KEEP_BYTES) scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
-  if (refused > 0)
-    return { rows, count: events.length - refused, refused, refusal: `${refused} of ${events.length} log records were refused; the first: ${refusal}` };
-  return { rows, count: events.length };
+  const encoded: Encoded = { rows, count: events.length - refused };
+  if (refused > 0) {
+    encoded.refused = refused;
+    encoded.refusal = `${refused} of ${events.length} log records were refused; the first: ${refusal}`;
+  }
+  if (tooOld > 0) encoded.tooOld = tooOld;
+  if (tooFarAhead > 0) encoded.tooFarAhead = tooFarAhead;
+  return encoded;
 
   function leaveOut(why: string): void {
     if (refused++ === 0) refusal = why;
@@ -120,12 +141,19 @@ interface TimeFields {
 /**
  * The event time: `dt`; an event without one (the field absent) takes the first of `timestamp`
  * (Vector's) and `date` (Fluent Bit's json formats) that reads as a time; else the reception time.
- * The fields stay in the event as sent.
+ * The fields stay in the event as sent. A time outside the reception's window is replaced by the
+ * reception time, and written into the event (reception.ts); `placed` says which side it was on.
+ * Two comparisons and no allocation for a time inside it.
  */
-function eventTimeOf(event: TimeFields, receivedAt: PgMicros): PgMicros {
-  const dt = event.dt;
-  if (dt !== undefined) return eventMicros(dt) ?? receivedAt;
-  return eventMicros(event.timestamp) ?? eventMicros(event.date) ?? receivedAt;
+function eventTimeOf(event: TimeFields, reception: Reception): PgMicros {
+  const field = event.dt;
+  const sent = field !== undefined ? eventMicros(field) : (eventMicros(event.timestamp) ?? eventMicros(event.date));
+  placed = IN_WINDOW;
+  if (sent === undefined) return reception.at;
+  if (sent >= reception.oldest && sent <= reception.newest) return sent;
+  placed = sent < reception.oldest ? TOO_OLD : TOO_FAR_AHEAD;
+  redate(event as Record<string, unknown>, sent);
+  return reception.at;
 }
 
 /** The last source's tuple head, kept: building one per request was 0.6% of a json-1 profile. */

@@ -20,7 +20,7 @@ import { freeNow } from "../memory/buffers";
 import { type Gate, type Shape, Ticket } from "../memory/gate";
 import type { GcPacer } from "../memory/gcpace";
 import type { RateLimiter } from "./ratelimit";
-import { microsOfMillis, type PgMicros } from "../codec/time";
+import { receptionOf, type EventTimeRule } from "../codec/reception";
 import type { Format } from "../codec/format";
 import { timeout } from "../timers";
 
@@ -41,6 +41,8 @@ export interface IngestDeps {
   durableTimeoutMs: number;
   rateLimiter: RateLimiter;
   accepting: () => boolean;
+  /** The window of event times kept as sent (codec/reception.ts); the source's retention completes it. */
+  eventTimes: EventTimeRule;
 }
 
 /** Every ingestion answer, refusals included: browsers read it (the token is the credential). */
@@ -200,10 +202,13 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
       if (request.signal.aborted) return refuse(overloaded(), metrics);
       if (!ring.roomFor(body.length)) return refuse(bufferFull(), metrics);
     }
+    // The source's retention as of now (a PATCH applies to the next request).
+    const reception = receptionOf(Date.now(), source.retentionDays, deps.eventTimes);
     const encoded = big
-      ? await deps.decodeWorker.run(body, format, source.id, receptionTime(), limits) // the body is moved there
-      : prepareBody(body, format, source.id, receptionTime(), limits);
+      ? await deps.decodeWorker.run(body, format, source.id, reception, limits) // the body is moved there
+      : prepareBody(body, format, source.id, reception, limits);
     if (encoded instanceof AppError) return refuse(encoded, metrics);
+    metrics.redated(encoded.tooOld ?? 0, encoded.tooFarAhead ?? 0); // counted if it is accepted
     deps.gcPacer.handled(encoded.rows.length); // the rows' garbage: compact bodies (records) make far more than their size
 
     const { refused = 0, refusal } = encoded as { refused?: number; refusal?: string };
@@ -264,10 +269,6 @@ async function durable(
       metrics,
     );
   return accepted(metrics, count, rawBytes, refused, refusal);
-}
-
-function receptionTime(): PgMicros {
-  return microsOfMillis(Date.now());
 }
 
 /** How the gate charges a body (memory/gate.ts): in slices, whole, or big, whole and MessagePack (denser than its objects). */

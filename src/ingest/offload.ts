@@ -12,7 +12,7 @@ import { availableParallelism } from "node:os";
 import { measureBody } from "../codec/bounds";
 import type { Format } from "../codec/format";
 import type { PrepareLimits } from "./prepare";
-import type { PgMicros } from "../codec/time";
+import type { Reception } from "../codec/reception";
 import { AppError } from "../errors";
 import type { Job, Outcome } from "./worker";
 import { SMALL_REQUEST_BYTES } from "../memory/gate";
@@ -36,6 +36,8 @@ export interface Prepared {
   count: number;
   refused?: number;
   refusal?: string;
+  tooOld?: number;
+  tooFarAhead?: number;
 }
 
 /** A MessagePack array header that refuses the body by itself (too many events), read without a hop. */
@@ -75,18 +77,18 @@ export class DecodeWorker {
   }
 
   /** The caller has checked headerRefusal first. */
-  async run(body: Uint8Array, format: Format, sourceId: number, receivedAt: PgMicros, limits: PrepareLimits): Promise<Prepared | AppError> {
+  async run(body: Uint8Array, format: Format, sourceId: number, reception: Reception, limits: PrepareLimits): Promise<Prepared | AppError> {
     this.start();
     const thread = this.threads.reduce((a, b) => (b.waiting < a.waiting ? b : a));
     const own = body.byteOffset === 0 && body.buffer.byteLength === body.byteLength;
     const sent = own ? body : new Uint8Array(body);
     let outcome: Outcome;
     try {
-      outcome = await thread.call({ body: sent, format, sourceId, receivedAt, limits }, [sent.buffer as ArrayBuffer]);
+      outcome = await thread.call({ body: sent, format, sourceId, reception, limits }, [sent.buffer as ArrayBuffer]);
     } catch {
       return new AppError("overloaded", "This request could not be decoded now; retry after the time in Retry-After");
     }
-    if ("rows" in outcome) return { rows: outcome.rows, count: outcome.count, refused: outcome.refused, refusal: outcome.refusal };
+    if ("rows" in outcome) return outcome;
     return new AppError(outcome.reason, outcome.message);
   }
 

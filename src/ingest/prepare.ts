@@ -11,7 +11,7 @@ import type { Format } from "../codec/format";
 import { encodeEvents, type EncodeLimits, type Encoded } from "../codec/encode";
 import { RING_COST_FACTOR } from "../buffer/ring";
 import { AppError } from "../errors";
-import type { PgMicros } from "../codec/time";
+import type { Reception } from "../codec/reception";
 import { freeNow } from "../memory/buffers";
 import { arrayCuts, ndjsonCuts } from "./slices";
 
@@ -64,7 +64,7 @@ export function prepareBody(
   body: Uint8Array,
   format: Format,
   sourceId: number,
-  receivedAt: PgMicros,
+  reception: Reception,
   limits: PrepareLimits,
   afterSlice?: (bytes: number) => void,
 ): Prepared | AppError {
@@ -73,7 +73,7 @@ export function prepareBody(
   if (measured instanceof AppError) return measured;
   if (measured !== undefined && measured > limits.bufferMaxEvents) return neverFits(`${measured} events`, "BUFFER_MAX_EVENTS");
   if (measured !== undefined && decodedInSlices(body, format)) {
-    const sliced = prepareSliced(body, format as SlicedFormat, measured, sourceId, receivedAt, limits, afterSlice);
+    const sliced = prepareSliced(body, format as SlicedFormat, measured, sourceId, reception, limits, afterSlice);
     if (sliced !== undefined) return sliced;
   }
   const buffer = asBuffer(body);
@@ -85,7 +85,7 @@ export function prepareBody(
     if (tooMany) return tooMany;
     if (events.length > limits.bufferMaxEvents) return neverFits(`${events.length} events`, "BUFFER_MAX_EVENTS");
   }
-  const encoded = encodeEvents(events, format, sourceId, receivedAt, limits);
+  const encoded = encodeEvents(events, format, sourceId, reception, limits);
   if (encoded instanceof AppError) return encoded;
   if (encoded.rows.length > limits.ringMaxBytes) {
     return neverFits(`${encoded.rows.length} bytes of rows`, `${limits.ringMaxBytes} bytes of rows: BUFFER_MAX_BYTES / ${RING_COST_FACTOR}`);
@@ -109,7 +109,7 @@ function prepareSliced(
   format: SlicedFormat,
   measured: number,
   sourceId: number,
-  receivedAt: PgMicros,
+  reception: Reception,
   limits: PrepareLimits,
   afterSlice: ((bytes: number) => void) | undefined,
 ): Prepared | AppError | undefined {
@@ -120,6 +120,8 @@ function prepareSliced(
   let rows: Buffer | undefined;
   let bytes = 0;
   let count = 0;
+  let tooOld = 0;
+  let tooFarAhead = 0;
   let refusal: AppError | undefined;
   let whole = false;
   for (let k = 0; k + 1 < at.length && !whole; k++) {
@@ -133,12 +135,14 @@ function prepareSliced(
     const first = count;
     count += events.length;
     if (refusal !== undefined) continue; // only whether the rest decodes still matters
-    const encoded = encodeEvents(events, format, sourceId, receivedAt, limits);
+    const encoded = encodeEvents(events, format, sourceId, reception, limits);
     if (encoded instanceof AppError) {
       refusal = renumbered(encoded, first);
       whole = refusal === undefined;
       continue;
     }
+    tooOld += encoded.tooOld ?? 0;
+    tooFarAhead += encoded.tooFarAhead ?? 0;
     // Past what the ring holds the request is refused (below): its size is still counted, its rows no longer kept.
     if (bytes + encoded.rows.length <= limits.ringMaxBytes) rows = gather(rows, bytes, encoded.rows, (at[k + 1]! - at[0]!) / (at.at(-1)! - at[0]!));
     bytes += encoded.rows.length;
@@ -150,7 +154,10 @@ function prepareSliced(
     if (whole) return undefined;
     return refusal ?? neverFits(`${bytes} bytes of rows`, `${limits.ringMaxBytes} bytes of rows: BUFFER_MAX_BYTES / ${RING_COST_FACTOR}`);
   }
-  return { rows: viewOf(rows, bytes), count, own: true };
+  const prepared: Prepared = { rows: viewOf(rows, bytes), count, own: true };
+  if (tooOld > 0) prepared.tooOld = tooOld;
+  if (tooFarAhead > 0) prepared.tooFarAhead = tooFarAhead;
+  return prepared;
 }
 
 /** Where the body is cut (slices.ts; codec/bounds.ts for MessagePack) and how a slice is decoded; undefined when it is decoded whole. */

@@ -9,19 +9,22 @@ import { AppError, type Reason } from "../errors";
 import { freeNow } from "../memory/buffers";
 import { prepareBody, type PrepareLimits } from "./prepare";
 import type { Format } from "../codec/format";
-import { microsOfMillis, type PgMicros } from "../codec/time";
+import { microsOfMillis } from "../codec/time";
+import { unbounded, type Reception } from "../codec/reception";
 import { serve } from "../rpc";
 
 export interface Job {
   body: Uint8Array;
   format: Format;
   sourceId: number;
-  receivedAt: PgMicros;
+  reception: Reception;
   limits: PrepareLimits;
 }
 
 /** The rows, or the refusal's reason and message; a job that threw comes back as an error (its message). */
-export type Outcome = { rows: Uint8Array; count: number; refused?: number; refusal?: string } | { reason: Reason; message: string };
+export type Outcome =
+  | { rows: Uint8Array; count: number; refused?: number; refusal?: string; tooOld?: number; tooFarAhead?: number }
+  | { reason: Reason; message: string };
 
 // Warm-up: the first big body would otherwise run the walk, the parsers and the encoder cold.
 // Under the default configuration's limits, not the service's: a service with tight ones (a small
@@ -36,9 +39,9 @@ const WARM_LIMITS: PrepareLimits = {
 };
 const warmEvents = Array.from({ length: 8_000 }, (_, i) => ({ message: `warm-up ${i}`, level: "info", n: i, nested: { ok: true, list: [1, 2, 3] } }));
 for (let round = 0; round < 3; round++) {
-  prepareBody(Buffer.from(JSON.stringify(warmEvents)), "json", 0, microsOfMillis(Date.now()), WARM_LIMITS);
-  prepareBody(Buffer.from(warmEvents.map((e) => JSON.stringify(e)).join("\n")), "ndjson", 0, microsOfMillis(Date.now()), WARM_LIMITS);
-  prepareBody(pack(warmEvents), "msgpack", 0, microsOfMillis(Date.now()), WARM_LIMITS);
+  prepareBody(Buffer.from(JSON.stringify(warmEvents)), "json", 0, unbounded(microsOfMillis(Date.now())), WARM_LIMITS);
+  prepareBody(Buffer.from(warmEvents.map((e) => JSON.stringify(e)).join("\n")), "ndjson", 0, unbounded(microsOfMillis(Date.now())), WARM_LIMITS);
+  prepareBody(pack(warmEvents), "msgpack", 0, unbounded(microsOfMillis(Date.now())), WARM_LIMITS);
 }
 
 /**
@@ -96,8 +99,8 @@ serve<Job, Outcome, string>(
 );
 
 function answer(job: Job): Outcome {
-  const { body, format, sourceId, receivedAt, limits } = job;
-  const prepared = prepareBody(body, format, sourceId, receivedAt, limits, afterSlice);
+  const { body, format, sourceId, reception, limits } = job;
+  const prepared = prepareBody(body, format, sourceId, reception, limits, afterSlice);
   if (prepared instanceof AppError) {
     freeNow(body);
     return { reason: prepared.reason, message: prepared.message };
@@ -106,5 +109,5 @@ function answer(job: Job): Outcome {
   // are a view of the encoder's scratch, which stays here: copied once into a buffer of their own.
   const rows = prepared.own ? prepared.rows : new Uint8Array(prepared.rows);
   freeNow(body); // the rows are copied out of it: nothing reads it now
-  return { rows, count: prepared.count, refused: prepared.refused, refusal: prepared.refusal };
+  return { rows, count: prepared.count, refused: prepared.refused, refusal: prepared.refusal, tooOld: prepared.tooOld, tooFarAhead: prepared.tooFarAhead };
 }

@@ -1,4 +1,4 @@
-// What ingestion knows of sources: token → { id, paused }. Filled from the database at start and
+// What ingestion knows of sources: token → { id, paused, retention }. Filled from the database at start and
 // kept current two ways: this process's own changes apply at once (the service calls `put` and
 // `drop`), and every instance hears the others through PostgreSQL LISTEN/NOTIFY on one channel
 // (the id of the changed source), re-reading that row within milliseconds.
@@ -13,16 +13,20 @@ import type { Db, Sql } from "../store/db";
 import { sources } from "../store/schema";
 
 export const SOURCES_CHANNEL = "logpond_sources";
+const COLUMNS = { id: sources.id, token: sources.token, ingestingPaused: sources.ingestingPaused, logsRetention: sources.logsRetention };
 
 export interface SourceContext {
   readonly id: number;
   readonly paused: boolean;
+  /** logs_retention: ingestion keeps no event that retention would delete at once (codec/reception.ts). */
+  readonly retentionDays: number;
 }
 
 export interface SourceRow {
   id: number;
   token: string;
   ingestingPaused: boolean;
+  logsRetention: number;
 }
 
 /**
@@ -110,11 +114,11 @@ export class SourceCache {
 
   /** The reads, separate so a test can hold a real snapshot back and apply it late. */
   protected readAll(db: Db): Promise<SourceRow[]> {
-    return db.select({ id: sources.id, token: sources.token, ingestingPaused: sources.ingestingPaused }).from(sources);
+    return db.select(COLUMNS).from(sources);
   }
 
   protected async readOne(db: Db, id: number): Promise<SourceRow | undefined> {
-    const [row] = await db.select({ id: sources.id, token: sources.token, ingestingPaused: sources.ingestingPaused }).from(sources).where(eq(sources.id, id));
+    const [row] = await db.select(COLUMNS).from(sources).where(eq(sources.id, id));
     return row;
   }
 
@@ -127,7 +131,7 @@ export class SourceCache {
 
   private set(row: SourceRow): void {
     this.unset(row.id);
-    this.byToken.set(row.token, { id: row.id, paused: row.ingestingPaused });
+    this.byToken.set(row.token, { id: row.id, paused: row.ingestingPaused, retentionDays: row.logsRetention });
     this.tokenById.set(row.id, row.token);
   }
 

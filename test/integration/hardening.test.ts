@@ -281,7 +281,7 @@ describe("source cache: a token rotation racing a reload", () => {
     const fullReload = cache.loadAll(lp.store.db);
     await gate.read;
     const newToken = await rotate(source.id);
-    cache.put({ id: Number(source.id), token: newToken, ingestingPaused: false });
+    cache.put({ id: Number(source.id), token: newToken, ingestingPaused: false, logsRetention: 30 });
     gate.release();
     await fullReload;
     expect(cache.lookup(source.token)).toBeUndefined();

@@ -428,6 +428,8 @@ describe("normalisation, through a real COPY", () => {
 
 describe("event time (dt)", () => {
   const at = "2026-11-21T12:30:41.695Z";
+  // A fixed date: the longest retention keeps it as sent for years (codec/reception.ts redates a time retention would delete).
+  const longLived = () => lp.createSource({ logs_retention: 3652 });
   const cases: [string, unknown, string][] = [
     ["seconds", 1795264241.695, at],
     ["seconds (integer)", 1795264241, "2026-11-21T12:30:41.000Z"],
@@ -443,7 +445,7 @@ describe("event time (dt)", () => {
     ["no zone means UTC", "2026-11-21T12:30:41.695", at],
   ];
   test.each(cases)("%s", async (_label, dt, expected) => {
-    const s = await lp.createSource();
+    const s = await longLived();
     await expectStatus(await lp.ingest(s.token, JSON.stringify({ dt, message: "m" })), 202);
     const [row] = await lp.stored(s.id);
     const [{ text }] = (await lp.sql`
@@ -453,7 +455,7 @@ describe("event time (dt)", () => {
   });
 
   test("MessagePack timestamp extension", async () => {
-    const s = await lp.createSource();
+    const s = await longLived();
     await expectStatus(await lp.ingest(s.token, packr.pack({ dt: new Date(at) }), MSGPACK), 202);
     const [row] = await lp.stored(s.id);
     expect(row!.dt.toISOString()).toBe(at);

@@ -3,6 +3,9 @@
 // sends refused events to dead_letters) must not stop new generations, sealing nor the sweeps; a
 // dropped day counts its events in /metrics; seals and sweeps on simulated days never remove an
 // event that has not expired. A database of the test's own, so every row in it is known.
+// Ingestion redates an event its source's retention would delete at once (codec/reception.ts):
+// expired events are made the way they come about, stored under a longer retention that is then
+// lowered, or written as another instance's late batch would be.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { runMigrations } from "../../src/store/db";
 import { DAY_MS, ensurePartitions, listPartitions, partitionFor } from "../../src/store/partitions";
@@ -17,7 +20,8 @@ let lp: TestLogpond;
 beforeAll(async () => {
   db = await createScratchDatabase("retention_trial");
   await runMigrations(db.url);
-  lp = await startTestLogpond({ DATABASE_URL: db.url });
+  // Events up to a week ahead are kept as dated here (the first test's).
+  lp = await startTestLogpond({ DATABASE_URL: db.url, INGEST_MAX_FUTURE_MS: String(7 * DAY_MS) });
 });
 afterAll(async () => {
   await lp.stop();
@@ -31,12 +35,13 @@ test("with a CHECK constraint added to log_hot, new generations keep it, its ref
   await db.sql`alter table log_hot add constraint operator_check check (coalesce(raw->>'message', '') not like 'BAD%')`;
   try {
     expect(await closeGeneration(db.sql, true)).toBe("closed");
-    const source = await lp.createSource({ logs_retention: 1 });
+    const source = await lp.createSource({ logs_retention: 5 });
     const old = new Date(now.getTime() - 3 * DAY_MS).toISOString();
     const far = new Date(now.getTime() + 6 * DAY_MS).toISOString();
     const batch = [{ dt: old, n: 1 }, { n: 2 }, { dt: far, n: 3, level: "warn" }, { n: 4, message: "BAD one" }];
     expect((await lp.ingest(source.token, JSON.stringify(batch))).status).toBe(202);
     await lp.flusher.flush();
+    expect((await lp.api("PATCH", `/api/v1/sources/${source.id}`, { logs_retention: 1 })).status).toBe(200);
     const [letter] = await db.sql`select raw from dead_letters where source_id = ${Number(source.id)}`;
     expect(JSON.parse(letter!.raw).n).toBe(4);
     // Every generation made since carries the constraint.
@@ -94,11 +99,16 @@ test("seals and sweeps days apart, retention lowered and raised, late events and
   const events = new Map<string, { source: string; dt: number; gone: boolean }>();
   let seed = 7;
   const random = () => (seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32;
+  // Written through the flush path as they are dated (as another instance's late batches would be):
+  // ingestion would redate those the current retention has passed.
+  const tool = openFlushConnection(db.url, 5_000);
   async function send(source: string, dts: number[]) {
-    const token = sources.find((s) => s.id === source)!.token;
     const batch = dts.map((dt) => ({ key: `${source}-${events.size}-${Math.random()}`, dt: new Date(dt).toISOString() }));
     batch.forEach((e) => events.set(e.key, { source, dt: Date.parse(e.dt), gone: false }));
-    expect((await lp.ingest(token, JSON.stringify(batch))).status).toBe(202);
+    await tool.write(
+      crypto.randomUUID(),
+      batch.map((e) => `${source}\t${e.dt}\t${JSON.stringify(e)}\n`),
+    );
   }
   for (const s of sources)
     await send(
@@ -159,5 +169,6 @@ test("seals and sweeps days apart, retention lowered and raised, late events and
     };
     expect(wrong).toEqual({ step, leftBehind: [], removedEarly: [] });
   }
+  await tool.close();
   await db.sql`delete from source_deletions where source_id = ${Number(deleted)}`;
 }, 60_000);

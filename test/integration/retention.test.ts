@@ -1,6 +1,8 @@
 // Retention (CONTRACT §5.1) on a database of the test's own, so every source and row in it is
 // known: several retentions, events dated in the past (daily block partitions and the default one)
-// and the future, a deleted source with dead letters, rows of no known source. Sealing drops what
+// and the future, a deleted source with dead letters, rows of no known source. Ingestion redates an
+// event its source's retention would delete at once (codec/reception.ts), so expired events are
+// made the way they come about: stored under a longer retention, which is then lowered. Sealing drops what
 // has expired and one sweep removes the expired blocks, exactly what expired and nothing else;
 // whole days every source outlived are dropped. Then sweeps and seals back to back while senders
 // ingest; stored = acknowledged.
@@ -20,7 +22,8 @@ let lp: TestLogpond;
 beforeAll(async () => {
   db = await createScratchDatabase("retention");
   await runMigrations(db.url);
-  lp = await startTestLogpond({ DATABASE_URL: db.url });
+  // Events up to 400 days ahead are kept as dated here (the first test's).
+  lp = await startTestLogpond({ DATABASE_URL: db.url, INGEST_MAX_FUTURE_MS: String(401 * DAY_MS) });
 });
 afterAll(async () => {
   await lp.stop();
@@ -29,19 +32,23 @@ afterAll(async () => {
 
 const AGES_DAYS = [-400, 0.5, 2, 5, 40]; // negative: in the future
 const never = new AbortController().signal;
+const LONGEST = 3652;
+
+/** A source's retention set through the API (as an operator lowers it once events are stored). */
+async function setRetention(source: TestSource, days: number): Promise<void> {
+  expect((await lp.api("PATCH", `/api/v1/sources/${source.id}`, { logs_retention: days })).status).toBe(200);
+}
 
 test("a sweep removes exactly the expired events of each source, and nothing else", async () => {
   const now = new Date();
-  const sources: Record<string, TestSource> = {
-    oneDay: await lp.createSource({ logs_retention: 1 }),
-    threeDays: await lp.createSource({ logs_retention: 3 }),
-    thirtyDays: await lp.createSource({ logs_retention: 30 }),
-    deleted: await lp.createSource({ logs_retention: 30 }),
-  };
+  const retentions = { oneDay: 1, threeDays: 3, thirtyDays: 30, deleted: 30 };
+  const sources: Record<string, TestSource> = {};
+  for (const name of Object.keys(retentions)) sources[name] = await lp.createSource({ logs_retention: LONGEST });
   for (const [name, source] of Object.entries(sources)) {
     const events = AGES_DAYS.map((age) => ({ dt: new Date(now.getTime() - age * DAY_MS).toISOString(), name, age }));
     expect((await lp.ingest(source.token, JSON.stringify(events))).status).toBe(202);
   }
+  for (const [name, days] of Object.entries(retentions)) await setRetention(sources[name]!, days);
   // Rows of no known source (written as a tool would): retention leaves them unless their whole day goes.
   const orphan = 777_000_001;
   const tool = openFlushConnection(db.url, 5_000);
@@ -128,17 +135,20 @@ test("a deleted source's blocks go at the next sweep; its late rows are not seal
 
 test("a late event dated in an expired day is dropped when sealed; a sweep keeps the rest", async () => {
   const now = new Date();
-  const source = await lp.createSource({ logs_retention: 1 });
+  const source = await lp.createSource({ logs_retention: LONGEST });
   const old = new Date(now.getTime() - 10 * DAY_MS).toISOString();
   expect((await lp.ingest(source.token, JSON.stringify([{ dt: old, n: 1 }, { n: 2 }]))).status).toBe(202);
   await lp.flusher.flush();
+  await setRetention(source, 1);
   await sealAll(db.sql);
   await sweep(db.sql, never, () => {}, now);
   const kept = async () => (await db.sql`select raw->'n' as n from log_events where source_id = ${Number(source.id)} order by id`).map((row) => Number(row.n));
   expect(await kept()).toEqual([2]);
 
+  await setRetention(source, LONGEST);
   expect((await lp.ingest(source.token, JSON.stringify([{ dt: old, n: 3 }, { n: 4 }]))).status).toBe(202);
   await lp.flusher.flush();
+  await setRetention(source, 1);
   await sealAll(db.sql);
   await sweep(db.sql, never, () => {}, now);
   expect(await kept()).toEqual([2, 4]);
@@ -167,11 +177,12 @@ test("a sweep on a client wrapped by drizzle (as the service's is: timestamptz c
 
 test("sweeps and seals running back to back under load: stored = acknowledged, no duplicates", async () => {
   const busy = await lp.createSource({ logs_retention: 30 });
-  const expiring = await lp.createSource({ logs_retention: 1 });
+  const expiring = await lp.createSource({ logs_retention: LONGEST });
   // Something for the sweeps to delete in the same partitions the load writes to.
   const old = Array.from({ length: 2_000 }, (_, i) => ({ dt: new Date(Date.now() - 2 * DAY_MS).toISOString(), i }));
   expect((await lp.ingest(expiring.token, JSON.stringify(old))).status).toBe(202);
   await lp.flusher.flush();
+  await setRetention(expiring, 1);
 
   const stopAt = Date.now() + 1_500;
   let sweeps = 0;

@@ -19,6 +19,7 @@ import { AppError } from "../../src/errors";
 import { openFlushConnection } from "../../src/store/copy";
 import { toText, tupleCount, tuplesOf } from "../../src/codec/tuples";
 import { eventMicros, microsOfMillis, microsText } from "../../src/codec/time";
+import { unbounded } from "../../src/codec/reception";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 10_000);
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -53,7 +54,7 @@ function feed(label: string, body: Uint8Array, format: Format, expected?: unknow
     if (expected) throw new Error(`a valid ${label} body was refused: ${decoded.message}`);
     return;
   }
-  const encoded = encodeEvents(decoded, format, sourceId, microsOfMillis(Date.now()), LIMITS);
+  const encoded = encodeEvents(decoded, format, sourceId, unbounded(microsOfMillis(Date.now())), LIMITS);
   if (encoded instanceof AppError) {
     if (expected) throw new Error(`a valid ${label} body was refused: ${encoded.message}`);
     return;

@@ -18,7 +18,7 @@ const MAX_BYTES = 100_000;
 
 function deps(ring: Ring): IngestDeps {
   const cache = new SourceCache();
-  cache.put({ id: 1, token: "source-token", ingestingPaused: false });
+  cache.put({ id: 1, token: "source-token", ingestingPaused: false, logsRetention: 30 });
   return {
     cache,
     ring,
@@ -40,6 +40,7 @@ function deps(ring: Ring): IngestDeps {
     durableTimeoutMs: 10_000,
     rateLimiter: new RateLimiter(0),
     accepting: () => true,
+    eventTimes: { maxFutureMs: 86_400_000, retentionGraceMs: 3_600_000 },
   };
 }
 

@@ -8,6 +8,7 @@ import { encodeEvents } from "../../src/codec/encode";
 import { AppError } from "../../src/errors";
 import { eventMicros, microsText } from "../../src/codec/time";
 import { fieldsOf, fromText, idOf, setIds, toText, tuplesOf } from "../../src/codec/tuples";
+import { unbounded } from "../../src/codec/reception";
 
 const events = [
   { message: "hello", level: "info", nested: { n: 1, list: [1, 2.5, "x", null, true] }, dt: "2026-11-21T12:30:41Z" },
@@ -18,7 +19,7 @@ const limits = { maxEventBytes: 1 << 20, maxDepth: 64 };
 function outcome(body: Buffer, format: "json" | "msgpack" | "ndjson") {
   const decoded = decodeBody(body, format);
   if (decoded instanceof AppError) return decoded;
-  return encodeEvents(decoded, format, 1, eventMicros("2026-01-01T00:00:00.000Z")!, limits);
+  return encodeEvents(decoded, format, 1, unbounded(eventMicros("2026-01-01T00:00:00.000Z")!), limits);
 }
 
 test("every truncated prefix of a valid JSON body is refused (406 reasons)", () => {
@@ -67,7 +68,7 @@ test("encoded rows are binary COPY tuples: one per event, the JSON text as JSON.
     [event, { dt: "0001-01-01T00:00:00.000001Z" }, { dt: "9999-12-31T23:59:59.999999Z" }],
     "json",
     7,
-    eventMicros("2026-01-01T00:00:00.000Z")!,
+    unbounded(eventMicros("2026-01-01T00:00:00.000Z")!),
     limits,
   );
   if (result instanceof AppError) throw new Error(result.message);

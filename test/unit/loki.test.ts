@@ -9,6 +9,7 @@ import { unsnappy } from "../../src/ingest/snappy";
 import { prepareBody } from "../../src/ingest/prepare";
 import { AppError } from "../../src/errors";
 import { lokiProtobuf, nanos } from "../helpers/protos";
+import { unbounded } from "../../src/codec/reception";
 
 const AT = new Date("2026-11-24T12:00:00.000Z");
 const PUSH = {
@@ -118,9 +119,9 @@ test("every truncated prefix of a snappy body, of its protobuf (one stream) and 
     [proto, "loki-proto"],
     [json, "loki-json"],
   ] as const) {
-    expect(prepareBody(body, format, 1, 0, LIMITS)).not.toBeInstanceOf(AppError);
+    expect(prepareBody(body, format, 1, unbounded(0), LIMITS)).not.toBeInstanceOf(AppError);
     for (let length = 0; length < body.length; length++) {
-      const result = prepareBody(body.subarray(0, length), format, 1, 0, LIMITS);
+      const result = prepareBody(body.subarray(0, length), format, 1, unbounded(0), LIMITS);
       expect(result).toBeInstanceOf(AppError);
       expect((result as AppError).status).toBeLessThan(500);
     }
@@ -152,7 +153,7 @@ test("snappy: what hangs or fools snappyjs is refused here, and real data round-
 test("a push of a million empty entries is 413 before one is built", () => {
   const entries = Buffer.alloc(2 * 1_000_000, Buffer.from([0x12, 0x00]));
   const head = [0x0a, ...varint(entries.length)];
-  const result = prepareBody(Buffer.concat([Buffer.from(head), entries]), "loki-proto", 1, 0, LIMITS);
+  const result = prepareBody(Buffer.concat([Buffer.from(head), entries]), "loki-proto", 1, unbounded(0), LIMITS);
   expect((result as AppError).reason).toBe("too_many_events");
 });
 

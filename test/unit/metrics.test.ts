@@ -142,6 +142,27 @@ describe("Metrics", () => {
     expect(sampleValue(families, "logpond_ingest_request_duration_seconds_count", { protocol: "loki" })).toBe(3);
   });
 
+  test("redated events are counted by reason when their request is accepted and stored; not when refused or paused", () => {
+    const metrics = new Metrics();
+    const stored = metrics.ingestRequest("otlp");
+    stored.sourceId = 4;
+    stored.redated(2, 1);
+    stored.accepted(10, 100);
+    const refused = metrics.ingestRequest("otlp");
+    refused.sourceId = 4;
+    refused.redated(5, 5);
+    refused.reject("buffer_full");
+    const paused = metrics.ingestRequest("loki");
+    paused.sourceId = 4;
+    paused.redated(3, 0);
+    paused.accepted(3, 30, true);
+    const families = parseExposition(metrics.render({}));
+    const four = { protocol: "otlp", source_id: "4" };
+    expect(sampleValue(families, "logpond_ingest_events_redated_total", { ...four, reason: "too_old" })).toBe(2);
+    expect(sampleValue(families, "logpond_ingest_events_redated_total", { ...four, reason: "too_far_ahead" })).toBe(1);
+    expect(samples(families, "logpond_ingest_events_redated_total", { protocol: "loki" })).toEqual([]);
+  });
+
   test("a deleted source's series are dropped at the next scrape; the tokenless ones stay", () => {
     const metrics = new Metrics();
     for (const id of [1, 2]) metrics.ingestAccepted("better_stack", id, 1, 10);

@@ -12,6 +12,7 @@ import { eventMicros } from "../../src/codec/time";
 import { prepareBody } from "../../src/ingest/prepare";
 import { AppError } from "../../src/errors";
 import { attr, anyValue, nanos, otlpProtobuf } from "../helpers/protos";
+import { unbounded } from "../../src/codec/reception";
 
 const AT = new Date("2026-11-24T12:00:00.123Z");
 const TRACE = Buffer.from("0af7651916cd43dd8448eb211c80319c", "hex");
@@ -188,7 +189,7 @@ const LIMITS = {
 const COST: CostLimits = { maxEvents: 100_000, maxDecompressedBytes: 100 << 20, maxDepth: 64, maxEventBytes: 1 << 20 };
 
 function prepared(body: Buffer, format: "otlp-proto" | "otlp-json", limits = LIMITS) {
-  return prepareBody(body, format, 1, 0, limits);
+  return prepareBody(body, format, 1, unbounded(0), limits);
 }
 
 test("every truncated prefix of a protobuf body (one resource) and of its JSON is a clean 4xx", () => {
@@ -284,7 +285,7 @@ test("a record over INGEST_MAX_EVENT_BYTES is left out and counted (partial succ
   // On `/` the same envelope is all or nothing.
   const json = Buffer.from(JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: { stringValue: "x".repeat(5000) } }] }] }] }));
   const slash = decodeBody(json, "json") as unknown[];
-  expect(encodeEvents(slash, "json", 1, 0, { maxEventBytes: 1000, maxDepth: 64 })).toBeInstanceOf(AppError);
+  expect(encodeEvents(slash, "json", 1, unbounded(0), { maxEventBytes: 1000, maxDepth: 64 })).toBeInstanceOf(AppError);
 });
 
 test("a million empty records (2 MB) are 413 before one is built; a million values are 413 while decoding", () => {

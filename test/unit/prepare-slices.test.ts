@@ -11,6 +11,7 @@ import { encodeEvents } from "../../src/codec/encode";
 import { AppError } from "../../src/errors";
 import { decodedInSlices, prepareBody, type PrepareLimits, SLICE_BYTES, SLICED_FROM_BYTES } from "../../src/ingest/prepare";
 import { arrayCuts, ndjsonCuts } from "../../src/ingest/slices";
+import { unbounded } from "../../src/codec/reception";
 
 const LIMITS: PrepareLimits = {
   maxEventBytes: 64 * 1024,
@@ -38,7 +39,7 @@ function whole(body: Buffer, format: Format, limits = LIMITS): { rows: Buffer; c
     const tooMany = checkEventCount(events.length, cost);
     if (tooMany) return tooMany;
   }
-  const encoded = encodeEvents(events, format, 7, RECEIVED, limits);
+  const encoded = encodeEvents(events, format, 7, unbounded(RECEIVED), limits);
   if (encoded instanceof AppError) return encoded;
   if (encoded.rows.length > limits.ringMaxBytes)
     return new AppError(
@@ -49,7 +50,7 @@ function whole(body: Buffer, format: Format, limits = LIMITS): { rows: Buffer; c
 }
 
 function sliced(body: Buffer, format: Format, limits = LIMITS): { rows: Buffer; count: number; own?: boolean } | AppError {
-  const prepared = prepareBody(body, format, 7, RECEIVED, limits);
+  const prepared = prepareBody(body, format, 7, unbounded(RECEIVED), limits);
   return prepared instanceof AppError ? prepared : { rows: Buffer.from(prepared.rows), count: prepared.count, own: prepared.own };
 }
 
@@ -215,7 +216,7 @@ test("more rows than the ring can ever hold: never_fits with the size decoding w
 
 test("sliced rows are a buffer of their own (handed on whole); small bodies and other shapes are decoded whole", () => {
   const b = body(51, "json");
-  const prepared = prepareBody(b, "json", 7, RECEIVED, LIMITS) as { rows: Uint8Array; own?: boolean };
+  const prepared = prepareBody(b, "json", 7, unbounded(RECEIVED), LIMITS) as { rows: Uint8Array; own?: boolean };
   expect(prepared.own).toBe(true);
   expect(prepared.rows.byteOffset).toBe(0);
   expect(decodedInSlices(b.subarray(0, SLICED_FROM_BYTES - 1), "json")).toBe(false);

@@ -18,6 +18,7 @@ import { snappyLength, unsnappy } from "../../src/ingest/snappy";
 import { AppError } from "../../src/errors";
 import { eventTime, hex, map, str, T0 } from "../fixtures/shippers/fixture";
 import { literalSnappy } from "../fixtures/shippers/vector";
+import { unbounded } from "../../src/codec/reception";
 
 const RECEIVED = eventMicros("2000-01-01T00:00:00Z")!;
 const limits = { maxEventBytes: 1 << 20, maxDepth: 64 };
@@ -28,7 +29,7 @@ const generous: CostLimits = { maxEvents: 1_000_000, maxDecompressedBytes: 1 << 
 function stored(body: Buffer, format: "json" | "ndjson" | "msgpack"): { raw: unknown; dt: string }[] | string {
   const decoded = decodeBody(body, format);
   if (decoded instanceof AppError) return `${decoded.reason}: ${decoded.message}`;
-  const encoded = encodeEvents(decoded, format, 1, RECEIVED, limits);
+  const encoded = encodeEvents(decoded, format, 1, unbounded(RECEIVED), limits);
   if (encoded instanceof AppError) return `${encoded.reason}: ${encoded.message}`;
   return tuplesOf(encoded.rows)
     .map(fieldsOf)
