@@ -5,7 +5,8 @@
 import type { Flusher } from "./buffer/flusher";
 import { startFlusher } from "./buffer/flusher";
 import { openRing, type Ring } from "./buffer/ring";
-import { replayInto, type Spilled } from "./buffer/spill";
+import { keepSpillReserve } from "./buffer/reserve";
+import { replayInto, spillFolder, type Spilled } from "./buffer/spill";
 import type { Config } from "./config";
 import { loadApiToken, type ApiToken } from "./http/apitoken";
 import { digest } from "./http/auth";
@@ -68,6 +69,7 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   const ring = openRing(config, metrics);
   const flusher = startFlusher(config, store.url, ring, metrics, log);
   await replayInto(config, store.url, ring, flusher, log); // what an earlier stop spilled, before ingestion opens
+  keepSpillReserve(config, spillFolder(config.dataDir), metrics, log); // room for the next one, even on a full disk
   if (store.supervisor) {
     supervisorSeries(store.supervisor, metrics);
     store.supervisor.onRestart(() => flusher.retryNow());
