@@ -142,10 +142,12 @@ export class BatchWriter {
   /** Tasks whose last COMMIT answer was lost: batch ids must not be forgotten meanwhile. */
   uncertain = 0;
   /**
-   * When the earliest try that failed since the last commit began (undefined while storage
-   * works): a try that hangs until FLUSH_TIMEOUT_MS counts from its start, not from its end.
+   * Since when flushes have been failing (undefined while storage works): the start of the
+   * earliest try that failed since the last commit, or that commit if it came after the try began
+   * (another stream's). A try that hangs until FLUSH_TIMEOUT_MS counts from its start, not its end.
    */
   failingSince: number | undefined;
+  private lastCommit = -Infinity;
   /** The backoffs waiting now: wake() ends them. */
   private readonly waiting = new Set<() => void>();
 
@@ -229,7 +231,8 @@ export class BatchWriter {
   /** A try begun at `began` that failed (or whose answer was lost, when `mayHaveCommitted`): counted, logged, retried. */
   private failed(job: Job, task: Task, caught: unknown, mayHaveCommitted: boolean, began: number): Backoff {
     const error = caught as WriteError;
-    this.failingSince = Math.min(this.failingSince ?? began, began);
+    const since = Math.max(began, this.lastCommit);
+    this.failingSince = Math.min(this.failingSince ?? since, since);
     if (mayHaveCommitted && error.kind === "unknown" && !task.uncertain) {
       task.uncertain = true;
       this.uncertain++;
@@ -285,6 +288,7 @@ export class BatchWriter {
     if (this.failures > 0) log(`flush: storage is back after ${this.failures} failed attempts`);
     this.failures = 0;
     this.failingSince = undefined;
+    this.lastCommit = this.context.clock.now();
     job.todo.shift();
     if (task.kind === "letter") {
       metrics.eventsDeadLettered++;

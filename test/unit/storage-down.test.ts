@@ -118,6 +118,35 @@ test("flushes failing are counted from the start of the first failed try, and no
   expect(ring.heldEvents).toBe(0);
 });
 
+test("a commit on another stream while a try hangs: failing counts from that commit, not from the try's start", async () => {
+  const clock = new TestClock();
+  const [hung, working] = [new HeldStream(), new HeldStream()];
+  const ring = new Ring({ maxEvents: 1_000, maxBytes: 1 << 20 });
+  const flusher = new Flusher(ring, [hung, working], {
+    intervalMs: 200,
+    maxEvents: 2,
+    eager: false,
+    metrics: new Metrics(),
+    log: () => {},
+    clock,
+    random: () => 0,
+  });
+  ring.push({ rows: rows(2), events: 2, bytes: rows(2).length, seq: 0 });
+  ring.push({ rows: rows(2), events: 2, bytes: rows(2).length, seq: 0 });
+  flusher.tick(); // one batch each
+  await settle();
+  expect([hung.calls.length, working.calls.length]).toEqual([1, 1]);
+  clock.advance(400);
+  working.answer(1);
+  await settle();
+  working.answer({ seq: 1 }); // committed at 400 ms
+  await settle();
+  clock.advance(600);
+  hung.fail("no answer within 1000 ms");
+  await settle();
+  expect(flusher.failingMs()).toBe(600);
+});
+
 test("retryNow ends a backoff at once (the embedded PostgreSQL was started again)", async () => {
   const clock = new TestClock();
   const stream = new HeldStream();
