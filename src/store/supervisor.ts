@@ -23,10 +23,11 @@ export interface Supervisor {
 
 /**
  * Launches once the dead postmaster's children are gone (embedded.ts waits for them), then after
- * 0.1–0.2 s, doubling up to 2.5–5 s: a full disk fails every launch until space is freed, and a
- * launch costs one short-lived postmaster.
+ * 0.1–0.2 s, doubling up to 1–2 s: a full disk fails every launch until space is freed, so the cap
+ * is about how soon logpond is back once it is (a 2.5–5 s cap made it 11.5 s in one run of
+ * bench/storage-down.ts disk-full --kill), and a failed launch costs one short-lived postmaster.
  */
-const RELAUNCH_BACKOFF = { firstMs: 200, maxMs: 5_000 };
+const RELAUNCH_BACKOFF = { firstMs: 200, maxMs: 2_000 };
 /** A failed launch is logged in full the first time, then once every this many. */
 const LOG_EVERY = 10;
 
