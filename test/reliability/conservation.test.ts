@@ -20,6 +20,7 @@ import { Generator, verify } from "../helpers/conservation";
 import { embeddedPostmaster, embeddedUrl, mountSmallDisk, startFaultyPostgres, tmpfsRefusal, type FaultyPostgres } from "../helpers/faults";
 import { backendGone, copiesOf, holdBlockWrites, tiers, type BlockWrites, type StalledMove } from "../helpers/sealing";
 import { createSource, SERVICE_API_TOKEN, spawnService, type Service } from "../helpers/service";
+import { SseReader } from "../helpers/sse";
 
 const FULL = process.env.RELIABILITY === "full";
 const PHASE_MS = FULL ? 6_000 : 1_200; // load before the fault, and again after it
@@ -519,15 +520,25 @@ function ackedWhileFailing(service: Service, generator: Generator, until: number
 }
 
 test(
-  "the embedded PostgreSQL killed (kill -9) under load: logpond restarts it, ingestion recovers without a restart of logpond",
+  "the embedded PostgreSQL killed (kill -9) under load: logpond restarts it; ingestion, the live tail, the source cache and the sealer recover without a restart of logpond",
   async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-conservation-"));
     dataDirs.push(dataDir);
     const service = await spawnOwn(dataDir);
+    let tail: SseReader | undefined;
+    let own: postgres.Sql | undefined;
     try {
       const source = await createSource(service, "postgres killed");
+      const other = await createSource(service, "postgres killed: its token changed by another instance");
       const generator = new Generator({ ingestUrl: service.ingestUrl, token: source.token, workers: WORKERS, batch: 20, pauseMs: 2 });
       generator.start();
+      // A live tail open across the restarts (fed by the flusher's commits).
+      const stream = await fetch(`${service.apiUrl}/api/v2/query/live-tail/stream?source_ids=${source.id}`, {
+        headers: { authorization: `Bearer ${SERVICE_API_TOKEN}` },
+      });
+      expect(stream.status).toBe(200);
+      tail = new SseReader(stream);
+      const tailed = () => tail!.events.filter((e) => e.event === "message" || e.event === "dropped").length;
       for (let i = 0; i < REPEATS; i++) {
         await Bun.sleep(PHASE_MS);
         await waitFor("a flush", async () => ((await metric(service, "logpond_flush_events_total")) ?? 0) > 0);
@@ -543,7 +554,24 @@ test(
         await waitFor("202s after the restart", async () => generator.ackedEvents > acked);
         const backAt = loggedAt(service.output(), /flush: storage is back/).find((at) => at >= killedAt - 1_000);
         console.log(`conservation: kill -9 #${i + 1}: flushes succeed again ${backAt ? ((backAt - killedAt) / 1000).toFixed(1) : "?"} s after the kill`);
+        // The tail goes on; the sealer passes again.
+        const rows = tailed();
+        await waitFor("tail rows after the restart", async () => tailed() > rows);
+        const restartedAt = Date.now() / 1000;
+        await waitFor(
+          "a sealer pass after the restart",
+          async () => ((await metric(service, "logpond_sealer_last_pass_timestamp_seconds")) ?? 0) > restartedAt,
+        );
       }
+      // The source cache hears another instance's change again (its LISTEN connection came back).
+      own = postgres(embeddedUrl(service.output(), dataDir), { max: 1, onnotice: () => {} });
+      const rotated = `rotated${crypto.randomUUID().replaceAll("-", "").slice(0, 17)}`;
+      await own`update sources set token = ${rotated} where id = ${other.id}`;
+      await own`select pg_notify('logpond_sources', ${String(other.id)})`;
+      const post = (token: string) =>
+        fetch(`${service.ingestUrl}/`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: "{}" });
+      await waitFor("the rotated token to be taken", async () => (await post(rotated)).status === 202);
+      expect((await post(other.token)).status).toBe(403);
       await Bun.sleep(PHASE_MS);
       await generator.stop();
       expect(ended(service)).toBe(false);
@@ -559,6 +587,8 @@ test(
       console.log(`logpond's output:\n${service.output().slice(-4000)}`);
       throw error;
     } finally {
+      await tail?.close();
+      await own?.end({ timeout: 5 });
       if (!ended(service)) service.proc.kill("SIGKILL");
       await service.proc.exited;
     }
