@@ -6,7 +6,12 @@ const MIB = 1024 * 1024;
 export type AckMode = "buffered" | "durable";
 
 export interface Config {
+  /** HOST: the default of both listeners' addresses. */
   readonly host: string;
+  /** API_HOST: where the management listener binds (HOST unless set). */
+  readonly apiHost: string;
+  /** INGEST_HOST: where the ingestion listener binds (HOST unless set). */
+  readonly ingestHost: string;
   readonly apiPort: number;
   readonly ingestPort: number;
   readonly apiToken: string | undefined;
@@ -20,6 +25,7 @@ export interface Config {
   readonly ingestMaxDepth: number;
   readonly ingestMaxEventsPerRequest: number;
   readonly ingestInflightMaxBytes: number;
+  readonly ingestBodyTimeoutMs: number;
   /** What `ingesting_host` shows: PUBLIC_INGEST_URL, or derived from HOST / INGEST_PORT. */
   readonly publicIngestUrl: string | undefined;
   readonly flushIntervalMs: number;
@@ -58,6 +64,7 @@ export const DEFAULTS = {
   INGEST_MAX_DEPTH: 64,
   INGEST_MAX_EVENTS_PER_REQUEST: 100_000,
   INGEST_INFLIGHT_MAX_BYTES: 512 * MIB,
+  INGEST_BODY_TIMEOUT_MS: 10_000,
   FLUSH_INTERVAL_MS: 200,
   FLUSH_MAX_EVENTS: 20_000,
   FLUSH_STREAMS: 2,
@@ -114,8 +121,12 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push("DATABASE_URL must start with postgres:// or postgresql://");
   }
 
+  const host = text("HOST") ?? DEFAULTS.HOST;
   const config: Config = {
-    host: text("HOST") ?? DEFAULTS.HOST,
+    host,
+    // Each listener may have its own address: ingestion facing a network, management on loopback.
+    apiHost: text("API_HOST") ?? host,
+    ingestHost: text("INGEST_HOST") ?? host,
     apiPort: int("API_PORT", 0, 65535),
     ingestPort: int("INGEST_PORT", 0, 65535),
     apiToken,
@@ -129,6 +140,7 @@ export function loadConfig(env: Env = process.env): Config {
     ingestMaxDepth: int("INGEST_MAX_DEPTH", 1, 1000),
     ingestMaxEventsPerRequest: int("INGEST_MAX_EVENTS_PER_REQUEST", 1, 100_000_000),
     ingestInflightMaxBytes: int("INGEST_INFLIGHT_MAX_BYTES", MIB, 64 * 1024 * MIB),
+    ingestBodyTimeoutMs: int("INGEST_BODY_TIMEOUT_MS", 100, 600_000),
     publicIngestUrl: publicUrl(text("PUBLIC_INGEST_URL"), problems),
     flushIntervalMs: int("FLUSH_INTERVAL_MS", 1, 1000),
     flushMaxEvents: int("FLUSH_MAX_EVENTS", 1, 1_000_000),
@@ -144,7 +156,7 @@ export function loadConfig(env: Env = process.env): Config {
     retentionSweepIntervalMs: int("RETENTION_SWEEP_INTERVAL_MS", 100, 86_400_000),
     sealIntervalMs: int("SEAL_INTERVAL_MS", 100, 600_000),
     logLevel: oneOf("LOG_LEVEL", ["info", "silent"] as const),
-    queryTimeoutMs: int("QUERY_TIMEOUT_MS", 100, 600_000),
+    queryTimeoutMs: int("QUERY_TIMEOUT_MS", 10, 600_000),
     tailHeartbeatMs: int("TAIL_HEARTBEAT_MS", 100, 15_000),
     tailQueueMaxRows: int("TAIL_QUEUE_MAX_ROWS", 1, 1_000_000),
     tailQueueMaxBytes: int("TAIL_QUEUE_MAX_BYTES", 64 * 1024, 1024 * MIB),

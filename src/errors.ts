@@ -18,12 +18,16 @@ const RULES = {
   // management and query
   bad_request: { status: 400 },
   unauthorized: { status: 401 },
+  /** A valid token whose scope does not cover the request (a read token on a management write). */
+  forbidden: { status: 403 },
   not_found: { status: 404 },
   validation: { status: 422 },
   internal: { status: 500 },
   /** No Retry-After: the same query would take as long again; the message says to narrow it. */
   query_timeout: { status: 503 },
   // ingestion
+  /** The client closed the connection before its body was whole: counted, answered to no one. */
+  body_incomplete: { status: 400 },
   missing_token: { status: 401 },
   invalid_token: { status: 403 },
   body_empty: { status: 406 },
@@ -31,6 +35,8 @@ const RULES = {
   not_an_event: { status: 406 },
   too_deep: { status: 406 },
   unsupported_value: { status: 406 },
+  /** A body not whole within INGEST_BODY_TIMEOUT_MS; the connection is closed after the answer. */
+  body_timeout: { status: 408 },
   body_too_large: { status: 413 },
   decompressed_too_large: { status: 413 },
   event_too_large: { status: 413 },
@@ -104,7 +110,24 @@ export function refusalHeaders(error: AppError, contentType: string, headers?: R
   const { status, retryAfter } = REASONS[error.reason];
   const all: Record<string, string> = { "content-type": contentType, ...headers };
   if (status === 401) all["www-authenticate"] = "Bearer";
+  // The rest of a late body may still arrive: the connection cannot carry another request.
+  if (status === 408) all.connection = "close";
   const wait = error.extra.retryAfterSeconds ?? retryAfter;
   if (wait !== undefined) all["retry-after"] = String(wait);
   return all;
+}
+
+/**
+ * An error as a log line shows it, never empty: name, code (PostgreSQL's SQLSTATE, a system error's)
+ * and message, then the stack's frames, then its cause. Bun gives some errors an empty stack (a body
+ * read cut by a closed connection: an AbortError whose stack is ""), so the message is never taken
+ * from the stack alone.
+ */
+export function describeError(error: unknown, depth = 0): string {
+  if (!(error instanceof Error)) return `a non-error was thrown: ${Bun.inspect(error)}`;
+  const { code } = error as { code?: unknown };
+  const head = `${error.name || "Error"}${typeof code === "string" || typeof code === "number" ? ` [${code}]` : ""}: ${error.message || "(no message)"}`;
+  const frames = (typeof error.stack === "string" ? error.stack : "").split("\n").filter((line) => /^\s+at /.test(line));
+  const cause = error.cause !== undefined && depth < 3 ? `\ncaused by: ${describeError(error.cause, depth + 1)}` : "";
+  return `${head}${frames.length > 0 ? `\n${frames.join("\n")}` : " (no stack)"}${cause}`;
 }

@@ -1,6 +1,7 @@
 // The two listeners: ingestion (INGEST_PORT: Better Stack's `/`, OTLP, Loki) and management
-// (API_PORT: health, /metrics, the page, the live tail, sources, the query API), and the host
-// clients are told to send to.
+// (API_PORT: health, /metrics, the page, the live tail, sources, tokens, the query API), each on
+// its own address (INGEST_HOST, API_HOST; both HOST unless set), and the host clients are told
+// to send to.
 import { hostname } from "node:os";
 import { Elysia } from "elysia";
 import type { Config } from "./config";
@@ -13,6 +14,7 @@ import { acceptOtlp } from "./ingest/otlp";
 import type { Metrics } from "./metrics";
 import { queryRoutes } from "./query/routes";
 import { sourceRoutes } from "./sources/routes";
+import { tokenRoutes } from "./tokens/routes";
 import type { Store } from "./store/db";
 import type { TailHub } from "./tail/hub";
 import { tailRoutes } from "./tail/routes";
@@ -30,6 +32,7 @@ export interface ManagementDeps {
   store: Store;
   metrics: Metrics;
   routes: Parameters<typeof sourceRoutes>[0];
+  tokens: Parameters<typeof tokenRoutes>[0]["service"];
   read: { tail: TailHub; queryTimeoutMs: number; tailLimits: { maxRows: number; maxBytes: number } };
   web: Awaited<ReturnType<typeof webRoutes>>;
   log: (line: string) => void;
@@ -38,17 +41,18 @@ export interface ManagementDeps {
 }
 
 export function managementApp(deps: ManagementDeps) {
-  const reading = { sql: deps.store.sql, apiTokenDigest: deps.routes.apiTokenDigest };
+  const reading = { sql: deps.store.sql, authenticate: deps.routes.authenticate };
   return (
     new Elysia({ name: "logpond/management" })
       .use(errorHandler(deps.log))
       .use(health(deps.unready))
       // Every module registered its own series (Metrics.gauge, .counter) when it was built.
       .get("/metrics", () => new Response(deps.metrics.render(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }))
-      // The page first: the API plugins' token hooks are scoped, so they apply to routes added after them.
+      // The page needs no token; each API plugin checks its own routes' tokens (local hooks).
       .use(deps.web)
       .use(tailRoutes({ ...reading, hub: deps.read.tail, limits: deps.read.tailLimits, log: deps.log }))
       .use(sourceRoutes(deps.routes))
+      .use(tokenRoutes({ service: deps.tokens, authenticate: deps.routes.authenticate }))
       .use(queryRoutes({ ...reading, queryTimeoutMs: deps.read.queryTimeoutMs, metrics: deps.metrics }))
   );
 }
@@ -67,11 +71,11 @@ export function ingestApp(deps: IngestDeps & Pick<ManagementDeps, "store" | "log
   );
 }
 
-/** The ingest listener on HOST:INGEST_PORT. */
+/** The ingest listener on INGEST_HOST:INGEST_PORT. */
 export function listenIngest(config: Config, deps: Parameters<typeof ingestApp>[0]) {
   return ingestApp(deps).listen({
     ...EXCLUSIVE,
-    hostname: config.host,
+    hostname: config.ingestHost,
     port: config.ingestPort,
     // Bun's own cap would answer a large Content-Length with a bare 413 before our handler runs;
     // ours (ingest/body.ts) checks the header first and counts streamed bytes, so Bun's is lifted.
@@ -79,24 +83,25 @@ export function listenIngest(config: Config, deps: Parameters<typeof ingestApp>[
   });
 }
 
-/** The management listener on HOST:API_PORT. */
+/** The management listener on API_HOST:API_PORT. */
 export function listenManagement(config: Config, deps: ManagementDeps) {
-  return managementApp(deps).listen({ ...EXCLUSIVE, hostname: config.host, port: config.apiPort, maxRequestBodySize: 1024 * 1024 });
+  return managementApp(deps).listen({ ...EXCLUSIVE, hostname: config.apiHost, port: config.apiPort, maxRequestBodySize: 1024 * 1024 });
 }
 
-/** A listener's URL as this process reaches it. */
-export function listenerUrl(config: Config, port: number | undefined): string {
-  return `http://${formatHost(config.host)}:${port}`;
+/** A listener's URL as this process reaches it, from the address it binds. */
+export function listenerUrl(host: string, port: number | undefined): string {
+  return `http://${formatHost(host)}:${port}`;
 }
 
 /**
- * `ingesting_host`: PUBLIC_INGEST_URL without its scheme; else HOST:port, where a wildcard bind
- * (0.0.0.0, ::) becomes this machine's hostname, since clients cannot connect to a wildcard.
+ * `ingesting_host`: PUBLIC_INGEST_URL without its scheme; else INGEST_HOST:port, where a wildcard
+ * bind (0.0.0.0, ::) becomes this machine's hostname, since clients cannot connect to a wildcard.
  */
 export function publicIngestHost(config: Config, port: number): string {
   if (config.publicIngestUrl) return config.publicIngestUrl.replace(/^https?:\/\//, "");
-  const wildcard = config.host === "0.0.0.0" || config.host === "::" || config.host === "[::]";
-  return `${wildcard ? hostname() : formatHost(config.host)}:${port}`;
+  const host = config.ingestHost;
+  const wildcard = host === "0.0.0.0" || host === "::" || host === "[::]";
+  return `${wildcard ? hostname() : formatHost(host)}:${port}`;
 }
 
 function formatHost(host: string): string {

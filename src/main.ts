@@ -1,7 +1,11 @@
 // Wiring only: configuration → a running logpond → banner; SIGTERM/SIGINT drain and exit 0, or
 // exit 1 when PostgreSQL could not take everything in time (the log says how many were spilled).
+// Errors nothing handled are caught process-wide (uncaught.ts): counted, and a rejection served on,
+// an exception stopped on as SIGTERM does (exit 1).
 import { ConfigError, loadConfig } from "./config";
+import { describeError } from "./errors";
 import { startLogpond } from "./server";
+import { guardProcess } from "./uncaught";
 
 let config;
 try {
@@ -16,29 +20,39 @@ try {
 const log = config.logLevel === "silent" ? () => {} : (line: string) => console.log(`${new Date().toISOString()} ${line}`);
 
 const started = performance.now();
-let logpond;
-try {
-  logpond = await startLogpond(config, log);
-} catch (error) {
-  console.error(`logpond: could not start: ${(error as Error).message}`);
-  process.exit(1);
+const logpond = await startLogpond(config, log).catch((error: Error) => {
+  console.error(`logpond: could not start: ${error.message}`);
+  return process.exit(1);
+});
+
+// Stops as SIGTERM does: ingestion refused, the buffer drained or spilled. Exits 0 when nothing
+// was left behind, else 1; after an uncaught exception always 1 (see uncaught.ts).
+let stopping = false;
+async function shutdown(why: string, failed: boolean): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  log(`${why}: stopping (draining ${logpond.ring.heldEvents} buffered events)`);
+  let drained = false;
+  try {
+    drained = await logpond.stop();
+  } catch (error) {
+    console.error(`logpond: the stop failed: ${describeError(error)}`);
+  }
+  const { events, file } = logpond.spilled;
+  if (drained) log("stopped; nothing left behind");
+  else if (events > 0) log(`stopped; ${events} events spilled to ${file}, to be written at the next start`);
+  else log("stopped; some buffered events were not written");
+  process.exit(drained && !failed ? 0 : 1);
 }
 
+// Before the signals and the banner: from here on no error ends the process unannounced.
+guardProcess({
+  counted: (kind) => logpond.metrics.uncaughtErrors[kind]++,
+  stop: (why) => void shutdown(why, true),
+});
+
 // Signals before the banner: a supervisor may send SIGTERM as soon as it reads the banner.
-let stopping = false;
-for (const signal of ["SIGTERM", "SIGINT"] as const) {
-  process.on(signal, async () => {
-    if (stopping) return;
-    stopping = true;
-    log(`${signal}: stopping (draining ${logpond.ring.heldEvents} buffered events)`);
-    const drained = await logpond.stop();
-    const { events, file } = logpond.spilled;
-    if (drained) log("stopped; nothing left behind");
-    else if (events > 0) log(`stopped; ${events} events spilled to ${file}, to be written at the next start`);
-    else log("stopped; some buffered events were not written");
-    process.exit(drained ? 0 : 1);
-  });
-}
+for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => void shutdown(signal, false));
 
 console.log(
   [

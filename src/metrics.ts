@@ -102,6 +102,8 @@ export class Metrics implements Registry {
   retentionDeadLettersRemoved = 0;
   retentionPartitionsDropped = 0;
   retentionLastSeconds = 0;
+  /** Errors nothing handled, caught by the process-wide handlers (uncaught.ts, installed by main.ts). */
+  readonly uncaughtErrors = { rejection: 0, exception: 0 };
   readonly flushReasons = new Map<string, number>();
   readonly flushDuration = new Histogram(BUCKETS.flush);
   readonly sweepDuration = new Histogram(BUCKETS.sweep);
@@ -266,6 +268,12 @@ export class Metrics implements Registry {
       .family("logpond_retention_sweep_duration_seconds", "histogram", "Completed retention sweeps' duration.")
       .histogram("logpond_retention_sweep_duration_seconds", "", this.sweepDuration);
     single("logpond_retention_last_sweep_duration_seconds", "gauge", "Duration of the last completed retention sweep.", this.retentionLastSeconds);
+    out.family(
+      "logpond_uncaught_errors_total",
+      "counter",
+      'Errors nothing handled, by kind: "rejection" (logpond served on), "exception" (logpond stopped as on SIGTERM).',
+    );
+    for (const [kind, n] of Object.entries(this.uncaughtErrors)) out.sample("logpond_uncaught_errors_total", labels({ kind }), n);
     for (const [name, { help, read }] of this.counters) single(name, "counter", help, read());
     for (const [name, { help, value }] of Object.entries(options.counters ?? {})) single(name, "counter", help, value);
     for (const [name, { help, read }] of this.gauges) single(name, "gauge", help, read());

@@ -24,6 +24,7 @@ import { type Sealer, startSealer } from "./store/sealer";
 import { supervisorSeries } from "./store/supervisor";
 import { stopAll } from "./stop";
 import { startTail, type TailHub } from "./tail/hub";
+import { openTokens } from "./tokens/service";
 import { webRoutes } from "./web/routes";
 
 export { ingestApp, managementApp, publicIngestHost } from "./listeners";
@@ -51,7 +52,10 @@ export interface Logpond {
 }
 
 export async function startLogpond(config: Config, log: (line: string) => void): Promise<Logpond> {
-  await assertPortsFree(config.host, { API_PORT: config.apiPort, INGEST_PORT: config.ingestPort });
+  await assertPortsFree({
+    API_PORT: { host: config.apiHost, variable: config.apiHost === config.host ? "HOST" : "API_HOST", port: config.apiPort },
+    INGEST_PORT: { host: config.ingestHost, variable: config.ingestHost === config.host ? "HOST" : "INGEST_HOST", port: config.ingestPort },
+  });
   const store = await openStore(config, log);
   try {
     return await startOn(store, config, log);
@@ -94,6 +98,7 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   });
 
   const apiToken = loadApiToken(config);
+  const tokens = await openTokens(store, digest(apiToken.token), tail, log);
   let accepting = true;
   const ingest = listenIngest(config, {
     cache: sources.cache,
@@ -101,6 +106,7 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
     limits: {
       maxBodyBytes: config.ingestMaxBodyBytes,
       maxDecompressedBytes: config.ingestMaxDecompressedBytes,
+      bodyTimeoutMs: config.ingestBodyTimeoutMs,
       maxEventBytes: config.ingestMaxEventBytes,
       maxDepth: config.ingestMaxDepth,
       maxEventsPerRequest: config.ingestMaxEventsPerRequest,
@@ -127,20 +133,23 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
         retention.kick();
         tail.sourceDeleted(id);
       }),
-      apiTokenDigest: digest(apiToken.token),
+      authenticate: tokens.authenticate,
       ingestingHost: () => ingestingHost,
     },
+    tokens: tokens.service,
   });
 
   const spilled: Spilled = { events: 0 };
   const closeIngestion = () => {
     accepting = false;
   };
-  const running = { closeIngestion, retention, sealer, flusher, decodeWorker, tail, sources, store, metrics };
+  // Both caches' listeners (sources, token revocations) stop together.
+  const listening = { unlisten: () => Promise.all([sources.unlisten(), tokens.unlisten()]).then(() => {}) };
+  const running = { closeIngestion, retention, sealer, flusher, decodeWorker, tail, sources: listening, store, metrics };
   return {
     ...{ apiToken, store, flusher, ring, metrics, tail, retention, sealer, spilled },
-    apiUrl: listenerUrl(config, management.server!.port),
-    ingestUrl: listenerUrl(config, ingest.server!.port),
+    apiUrl: listenerUrl(config.apiHost, management.server!.port),
+    ingestUrl: listenerUrl(config.ingestHost, ingest.server!.port),
     stop: () => stopAll({ ...running, ingest: ingest.server!, management: management.server! }, spilled, config, log),
   };
 }

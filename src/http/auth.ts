@@ -1,5 +1,6 @@
 // Tokens: generating them (source and API tokens), reading a bearer header, comparing in constant
-// time; shared by both listeners and the sources service.
+// time, and what a management request's token may do (Access); shared by both listeners, the
+// sources service and tokens/.
 // Tokens are compared as SHA-256 digests, so neither their content nor their length leaks
 // through timing.
 import { createHash, randomInt, timingSafeEqual } from "node:crypto";
@@ -46,9 +47,26 @@ export function tokenMatches(token: string | undefined, expected: Buffer): boole
   return token !== undefined && timingSafeEqual(digest(token), expected);
 }
 
-/** 401 unless the request carries the API token whose digest is `digest`. */
-export function requireApiToken(request: Request, digest: Buffer): void {
-  if (!tokenMatches(bearerToken(request.headers.get("authorization")), digest)) {
-    throw new AppError("unauthorized", "Invalid authentication");
-  }
+export const unauthorized = () => new AppError("unauthorized", "Invalid authentication");
+
+/**
+ * What a management request may do: everything (the API token), or read (a token made through
+ * /api/v1/tokens), of every source or only of `sourceIds`; `tokenId` names the read token, so its
+ * revocation can end the live-tail streams it opened.
+ */
+export type Access = { readonly scope: "all" } | { readonly scope: "read"; readonly tokenId: number; readonly sourceIds: ReadonlySet<number> | undefined };
+
+export const FULL_ACCESS: Access = Object.freeze({ scope: "all" });
+
+/** The access of a management request's token; 401 when it has none. */
+export type Authenticate = (request: Request) => Promise<Access>;
+
+/** 403 unless `access` is the API token's: management writes (sources, tokens) need it. */
+export function requireFullAccess(access: Access): void {
+  if (access.scope !== "all") throw new AppError("forbidden", "This token may only read: managing sources and tokens needs the API token");
+}
+
+/** Whether `access` may see source `id` (a source it may not see is answered as absent: 404). */
+export function maySee(access: Access, id: number): boolean {
+  return access.scope === "all" || access.sourceIds === undefined || access.sourceIds.has(id);
 }

@@ -2,13 +2,14 @@
 // errors (unknown route, unparsable input) become 404/400; anything else a generic 500 whose stack
 // goes to the log, never to the client.
 import { Elysia } from "elysia";
-import { AppError, errorResponse } from "../errors";
+import { AppError, describeError, errorResponse } from "../errors";
 
 export const errorHandler = (log: (line: string) => void) =>
-  new Elysia({ name: "logpond/errors" }).onError({ as: "global" }, ({ code, error }) => {
+  new Elysia({ name: "logpond/errors" }).onError({ as: "global" }, ({ code, error, request }) => {
     if (error instanceof AppError) return errorResponse(error);
     if (code === "NOT_FOUND") return errorResponse(new AppError("not_found", "Not found"));
     if (code === "PARSE") return errorResponse(new AppError("bad_request", "Request body is not valid JSON"));
-    log(`internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    // The path, not the query string: a search's text is the user's.
+    log(`internal error (${request.method} ${new URL(request.url).pathname}): ${describeError(error)}`);
     return errorResponse(new AppError("internal", "Internal server error"));
   });

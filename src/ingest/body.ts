@@ -3,11 +3,14 @@
 // output, so neither a large upload nor a decompression bomb costs more memory than the limits.
 import * as zlib from "node:zlib";
 import { AppError } from "../errors";
+import { timeout } from "../timers";
 import { checkSnappy, unsnappy, unsnappyOffLoop } from "./snappy";
 
 export interface BodyLimits {
   maxBodyBytes: number;
   maxDecompressedBytes: number;
+  /** INGEST_BODY_TIMEOUT_MS: the whole body within this, from when its reading starts, or 408 (none: no bound). */
+  bodyTimeoutMs?: number;
 }
 
 export const ENCODINGS = ["gzip", "deflate", "br", "zstd", "snappy", "identity"] as const;
@@ -30,9 +33,32 @@ export function declaredLength(header: string | null, limits: BodyLimits): numbe
   return length;
 }
 
-/** The body as sent; `declared` is declaredLength()'s answer (a chunked body is counted as it streams). */
+/**
+ * The body as sent; `declared` is declaredLength()'s answer (a chunked body is counted as it streams).
+ * A body not whole within bodyTimeoutMs is a 408 (the client stalled, or sends too slowly): the
+ * answer goes out at once and Bun closes the connection, so a stalled upload holds its memory
+ * charge and its connection for that long only. Left alone, it was cut by Bun's idle timer after
+ * 30 s with no answer. A body cut short by the client (the connection closed) is a 400 no one reads,
+ * counted, not an internal error. A read given up is still handled when it fails later.
+ */
 export async function readBody(request: Request, declared: number | undefined, limits: BodyLimits): Promise<Buffer | AppError> {
-  if (declared !== undefined) return Buffer.from(await request.arrayBuffer());
+  const reading = declared !== undefined ? wholeBody(request) : chunkedBody(request, limits);
+  const ms = limits.bodyTimeoutMs;
+  try {
+    return await (ms === undefined ? reading : timeout(reading, ms, () => bodyTimedOut(ms)));
+  } catch (error) {
+    if ((error as Error | undefined)?.name === "AbortError") {
+      return new AppError("body_incomplete", "The connection closed before the whole request body arrived; nothing of it was stored");
+    }
+    throw error;
+  }
+}
+
+async function wholeBody(request: Request): Promise<Buffer> {
+  return Buffer.from(await request.arrayBuffer());
+}
+
+async function chunkedBody(request: Request, limits: BodyLimits): Promise<Buffer | AppError> {
   if (request.body === null) return Buffer.alloc(0);
   const parts: Uint8Array[] = [];
   let size = 0;
@@ -42,6 +68,13 @@ export async function readBody(request: Request, declared: number | undefined, l
     parts.push(part);
   }
   return Buffer.concat(parts, size);
+}
+
+function bodyTimedOut(ms: number): AppError {
+  return new AppError(
+    "body_timeout",
+    `The request body did not arrive whole within ${ms} ms (INGEST_BODY_TIMEOUT_MS); nothing of it was stored. Send the body without pausing, or smaller batches.`,
+  );
 }
 
 function tooLarge(limit: number, seen: number, qualifier = ""): AppError {

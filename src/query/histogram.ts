@@ -123,8 +123,11 @@ export async function histogramOf(
   const counted: (Counted | undefined)[] = slices.map(() => undefined);
   let next = 0;
   let timedOut: AppError | undefined;
+  let failed: { error: unknown } | undefined;
+  // A worker never rejects: a failure is kept and thrown once every slice begun has ended, so the
+  // answer waits for the other statement (none outlives its request) and no slice starts after it.
   const worker = async () => {
-    while (next < slices.length && timedOut === undefined) {
+    while (next < slices.length && timedOut === undefined && failed === undefined) {
       const index = next++;
       const slice = slices[index]!;
       const left = Math.floor(deadline - performance.now());
@@ -137,12 +140,13 @@ export async function histogramOf(
       try {
         counted[index] = await count({ from, to, last: slice.last === lastIndex, bucketSeconds: size }, left);
       } catch (error) {
-        if (!(error instanceof AppError && error.reason === "query_timeout")) throw error;
-        timedOut = queryTimeout(timeoutMs);
+        if (error instanceof AppError && error.reason === "query_timeout") timedOut = queryTimeout(timeoutMs);
+        else failed ??= { error };
       }
     }
   };
   await Promise.all(Array.from({ length: Math.min(SLICES_AT_ONCE, slices.length) }, worker));
+  if (failed) throw failed.error;
   if (counted.every((rows) => rows === undefined)) throw timedOut;
   const data: Bucket[] = [];
   for (let index = firstIndex; index <= lastIndex; index++) data.push({ from: at(index), to: at(index + 1), count: 0, levels: {} });

@@ -19,7 +19,15 @@ export interface Page {
   next: Position | undefined;
 }
 
-export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: number): Promise<Page> {
+/**
+ * What a test injects into readEvents to decide which half of a split slice settles first: `half`
+ * runs each half (`which`: 0 the nearer, 1 the farther) and may delay it or fail it instead.
+ */
+export interface ReadSeams {
+  half?<T>(which: 0 | 1, run: () => Promise<T>): Promise<T>;
+}
+
+export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: number, seams: ReadSeams = {}): Promise<Page> {
   const newest = request.order === "newest_first";
   const params: unknown[] = ["", "", 0];
   const conditions: string[] = [];
@@ -95,6 +103,7 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   // connections: a scan is one core per statement. Each event is in one half and each half is one
   // statement over both tiers, so each is read once whatever the sealer moves meanwhile; the
   // farther half is cancelled when the nearer one fills the page.
+  const half = <T>(which: 0 | 1, run: () => Promise<T>): Promise<T> => (seams.half ? seams.half(which, run) : run());
   for (const slice of slices(request, newest, anchor)) {
     const limit = wanted - rows.length;
     const halves = split(slice, newest);
@@ -107,20 +116,25 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
         cancelled = true;
         farther?.cancel();
       };
-      const second = within(async (tx) => {
-        if (cancelled) return []; // the nearer half filled the page before this one began
-        const statement = read(tx, halves[1], limit);
-        farther = statement;
-        return statement;
-      }).catch((error) => {
-        if (cancelled) return [];
-        throw error;
-      });
+      // The farther half's outcome is taken as a value as soon as it settles: it may fail while the
+      // nearer half still reads, and a rejection nothing handles yet ends the process. Its error
+      // counts only if the page needs that half.
+      const second: Promise<Half> = half(1, () =>
+        within(async (tx) => {
+          if (cancelled) return []; // the nearer half filled the page before this one began
+          const statement = read(tx, halves[1], limit);
+          farther = statement;
+          return statement;
+        }),
+      ).then(
+        (found) => ({ found }),
+        (error: unknown) => ({ error }),
+      );
       try {
-        rows.push(...(await within((tx) => read(tx, halves[0], limit))));
+        rows.push(...(await half(0, () => within((tx) => read(tx, halves[0], limit)))));
       } catch (error) {
         cancel();
-        await second.catch(() => {});
+        await second; // no statement outlives its request
         throw error;
       }
       if (rows.length >= wanted) {
@@ -128,7 +142,9 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
         await second;
         break;
       }
-      rows.push(...(await second).slice(0, wanted - rows.length));
+      const outcome = await second;
+      if ("error" in outcome) throw outcome.error;
+      rows.push(...outcome.found.slice(0, wanted - rows.length));
     }
     if (rows.length >= wanted) break;
   }
@@ -137,6 +153,9 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   const last = kept[kept.length - 1];
   return { rows: kept.map((r) => r.row), next: more && last ? { dt: last.dt, id: last.id } : undefined };
 }
+
+/** A half's rows, or what it failed with. */
+type Half = { found: { id: string; dt: string; row: string }[] } | { error: unknown };
 
 const SLICE_MS = [10_000, 60_000, 300_000, 1_800_000, 10_800_000, 86_400_000, 604_800_000];
 /** A slice at least this long is read as two halves at once (readEvents). */

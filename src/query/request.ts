@@ -4,6 +4,7 @@
 // may change between pages harmlessly). Every refusal is a 400 naming the parameter.
 import { createHash } from "node:crypto";
 import { AppError } from "../errors";
+import { type Access, maySee } from "../http/auth";
 import { eventTime } from "../codec/time";
 import { parseQuery, QueryError, type Node } from "./parse";
 import type { Sql } from "../store/db";
@@ -200,10 +201,10 @@ export function nextLink(url: URL, cursor: string): string {
   return target.toString();
 }
 
-/** 404 naming every id that is malformed or not a source. */
-export async function checkSources(sql: Sql, ids: number[], malformed: string[]): Promise<void> {
+/** 404 naming every id that is malformed, not a source, or one `access` may not see (as if absent). */
+export async function checkSources(sql: Sql, ids: number[], malformed: string[], access: Access): Promise<void> {
   const found = ids.length === 0 ? [] : await sql<{ id: string }[]>`select id::text as id from sources where id = any(${ids}::bigint[])`;
-  const known = new Set(found.map((row) => Number(row.id)));
+  const known = new Set(found.map((row) => Number(row.id)).filter((id) => maySee(access, id)));
   const unknown = [...malformed, ...ids.filter((id) => !known.has(id)).map(String)];
   if (unknown.length > 0) {
     throw new AppError("not_found", `Source${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} ${unknown.length > 1 ? "were" : "was"} not found`);

@@ -1,11 +1,12 @@
 // The management listener's /api/v2/query routes (CONTRACT §7, §9): read the parameters
 // (query/request.ts), check the sources exist, read a page (query/read.ts), answer
 // `{"data":[…],"pagination":{"next":…}}` with absolute links (and `meta` on an empty page); the
-// histogram (query/histogram.ts) takes the same parameters. API token required.
+// histogram (query/histogram.ts) takes the same parameters. The API token, or a read token (of
+// some sources only, when it was made so: the others are answered as absent).
 import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
 import { AppError } from "../errors";
-import { requireApiToken } from "../http/auth";
+import type { Access, Authenticate } from "../http/auth";
 import type { Metrics, QueryRoute } from "../metrics";
 import type { Sql } from "../store/db";
 import { readHistogram, readHistogramRequest } from "./histogram";
@@ -14,7 +15,7 @@ import { checkSources, makeCursor, nextLink, readBatch, readOrder, readRequest, 
 
 export interface QueryRoutesDeps {
   sql: Sql;
-  apiTokenDigest: Buffer;
+  authenticate: Authenticate;
   queryTimeoutMs: number;
   /** Times each request (logpond_query_request_duration_seconds). */
   metrics?: Metrics;
@@ -27,15 +28,15 @@ function page(rows: string[], next: string | null, meta?: Record<string, unknown
   return new Response(`{"data":[${rows.join(",")}],"pagination":{"next":${JSON.stringify(next)}}${tail}}`, { headers: JSON_HEADERS });
 }
 
-export function queryRoutes({ sql, apiTokenDigest, queryTimeoutMs, metrics }: QueryRoutesDeps) {
+export function queryRoutes({ sql, authenticate, queryTimeoutMs, metrics }: QueryRoutesDeps) {
   return new Elysia({ name: "logpond/query", prefix: "/api/v2/query" })
-    .onBeforeHandle({ as: "scoped" }, ({ request }) => requireApiToken(request, apiTokenDigest))
+    .resolve(async ({ request }) => ({ access: await authenticate(request) }))
     .get(
       "/live-tail",
-      timed(metrics, "/api/v2/query/live-tail", async ({ request }) => {
+      timed(metrics, "/api/v2/query/live-tail", async ({ request, access }) => {
         const url = new URL(request.url);
         const read = readRequest(url);
-        await checkSources(sql, read.sourceIds, read.malformed);
+        await checkSources(sql, read.sourceIds, read.malformed, access);
         const started = performance.now();
         const result = await readEvents(sql, read, queryTimeoutMs);
         const next = result.next ? nextLink(url, makeCursor(read, result.next)) : null;
@@ -48,15 +49,15 @@ export function queryRoutes({ sql, apiTokenDigest, queryTimeoutMs, metrics }: Qu
     )
     .get(
       "/histogram",
-      timed(metrics, "/api/v2/query/histogram", async ({ request }) => {
+      timed(metrics, "/api/v2/query/histogram", async ({ request, access }) => {
         const read = readHistogramRequest(new URL(request.url));
-        await checkSources(sql, read.sourceIds, read.malformed);
+        await checkSources(sql, read.sourceIds, read.malformed, access);
         return new Response(JSON.stringify(await readHistogram(sql, read, queryTimeoutMs)), { headers: JSON_HEADERS });
       }),
     )
     .get(
       "/dead-letters",
-      timed(metrics, "/api/v2/query/dead-letters", async ({ request }) => {
+      timed(metrics, "/api/v2/query/dead-letters", async ({ request, access }) => {
         const url = new URL(request.url);
         // Silently ignoring a filter would hand back rows the caller asked to leave out.
         const unsupported = DEAD_LETTER_UNSUPPORTED.filter((name) => url.searchParams.has(name));
@@ -74,7 +75,7 @@ export function queryRoutes({ sql, apiTokenDigest, queryTimeoutMs, metrics }: Qu
           .digest("base64url")
           .slice(0, 16);
         const afterId = openDeadLetterCursor(url.searchParams.get("cursor"), binding);
-        await checkSources(sql, ids, malformed);
+        await checkSources(sql, ids, malformed, access);
         const result = await readDeadLetters(sql, { sourceIds: ids, batch, order, afterId }, queryTimeoutMs);
         const cursor = result.nextId === undefined ? null : Buffer.from(JSON.stringify({ v: 1, h: binding, i: result.nextId })).toString("base64url");
         return page(result.rows, cursor === null ? null : nextLink(url, cursor));
@@ -86,9 +87,9 @@ export function queryRoutes({ sql, apiTokenDigest, queryTimeoutMs, metrics }: Qu
  * A handler timed into its route's histogram, whatever it answers or throws (a 400 is timed too).
  * Requests the token check refuses never reach it: they are no query.
  */
-function timed(metrics: Metrics | undefined, route: QueryRoute, handler: (context: { request: Request }) => Promise<Response>) {
+function timed(metrics: Metrics | undefined, route: QueryRoute, handler: (context: QueryContext) => Promise<Response>) {
   if (metrics === undefined) return handler;
-  return async (context: { request: Request }): Promise<Response> => {
+  return async (context: QueryContext): Promise<Response> => {
     const started = performance.now();
     try {
       return await handler(context);
@@ -97,6 +98,8 @@ function timed(metrics: Metrics | undefined, route: QueryRoute, handler: (contex
     }
   };
 }
+
+type QueryContext = { request: Request; access: Access };
 
 /** Live-tail parameters a dead-letter listing cannot honour (refused with 400). */
 const DEAD_LETTER_UNSUPPORTED = ["query", "from", "to"];

@@ -206,7 +206,8 @@ export function parseId(raw: string): number | undefined {
   return id >= 1 && Number.isSafeInteger(id) ? id : undefined;
 }
 
-export function toDocument(row: SourceRow, ingestingHost: string) {
+/** `withToken` false: without `token`, for a read token (the ingest token would let it write). */
+export function toDocument(row: SourceRow, ingestingHost: string, withToken = true) {
   return {
     id: String(row.id),
     type: "source" as const,
@@ -214,7 +215,7 @@ export function toDocument(row: SourceRow, ingestingHost: string) {
       name: row.name,
       platform: row.platform,
       table_name: row.tableName,
-      token: row.token,
+      ...(withToken ? { token: row.token } : {}),
       ingesting_host: ingestingHost,
       ingesting_paused: row.ingestingPaused,
       logs_retention: row.logsRetention,

@@ -1,8 +1,10 @@
 // The management listener's /api/v1/sources routes: read the request, call the service, shape
-// the JSON:API answer. Validation lives in model.ts, storage in service.ts.
+// the JSON:API answer. Validation lives in model.ts, storage in service.ts. The API token may do
+// everything; a read token may list and get the sources it may see (others are absent: 404),
+// without their ingest tokens (a read token must not be able to write), and no write (403).
 import { Elysia } from "elysia";
 import { AppError, notFound } from "../errors";
-import { bearerToken, tokenMatches } from "../http/auth";
+import { type Access, type Authenticate, FULL_ACCESS, maySee, requireFullAccess } from "../http/auth";
 import { parseBody, parseId, toDocument, validateCreate, validateUpdate } from "./model";
 import type { SourceService } from "./service";
 
@@ -11,7 +13,7 @@ export const PER_PAGE_MAX = 250;
 
 export interface SourceRoutesDeps {
   service: SourceService;
-  apiTokenDigest: Buffer;
+  authenticate: Authenticate;
   /** host:port of the ingestion listener, known once it listens. */
   ingestingHost: () => string;
 }
@@ -20,8 +22,8 @@ const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } });
 
-export function sourceRoutes({ service, apiTokenDigest, ingestingHost }: SourceRoutesDeps) {
-  const doc = (row: Parameters<typeof toDocument>[0]) => ({ data: toDocument(row, ingestingHost()) });
+export function sourceRoutes({ service, authenticate, ingestingHost }: SourceRoutesDeps) {
+  const doc = (row: Parameters<typeof toDocument>[0], access: Access = FULL_ACCESS) => ({ data: toDocument(row, ingestingHost(), access.scope === "all") });
   const idOf = (raw: string) =>
     parseId(raw) ??
     (() => {
@@ -29,17 +31,14 @@ export function sourceRoutes({ service, apiTokenDigest, ingestingHost }: SourceR
     })();
 
   return new Elysia({ name: "logpond/sources", prefix: "/api/v1" })
-    .onBeforeHandle({ as: "scoped" }, ({ request }) => {
-      if (!tokenMatches(bearerToken(request.headers.get("authorization")), apiTokenDigest)) {
-        throw new AppError("unauthorized", "Invalid authentication");
-      }
-    })
-    .get("/sources", async ({ request }) => {
+    .resolve(async ({ request }) => ({ access: await authenticate(request) }))
+    .get("/sources", async ({ request, access }) => {
       const url = new URL(request.url);
       const page = readPositive(url, "page", 1);
       const perPage = Math.min(readPositive(url, "per_page", PER_PAGE_DEFAULT), PER_PAGE_MAX);
       const name = url.searchParams.get("name")?.trim() || undefined;
-      const { rows, total } = await service.list({ page, perPage, name });
+      const only = access.scope === "read" && access.sourceIds !== undefined ? [...access.sourceIds] : undefined;
+      const { rows, total } = await service.list({ page, perPage, name, only });
       const last = Math.max(1, Math.ceil(total / perPage));
       const link = (p: number) => {
         const target = new URL(url.pathname, url.origin);
@@ -49,7 +48,7 @@ export function sourceRoutes({ service, apiTokenDigest, ingestingHost }: SourceR
         return target.toString();
       };
       return json({
-        data: rows.map((row) => toDocument(row, ingestingHost())),
+        data: rows.map((row) => toDocument(row, ingestingHost(), access.scope === "all")),
         pagination: {
           first: link(1),
           last: link(last),
@@ -58,10 +57,15 @@ export function sourceRoutes({ service, apiTokenDigest, ingestingHost }: SourceR
         },
       });
     })
-    .get("/sources/:id", async ({ params }) => json(doc(await service.get(idOf(params.id)))))
+    .get("/sources/:id", async ({ params, access }) => {
+      const id = idOf(params.id);
+      if (!maySee(access, id)) throw notFound();
+      return json(doc(await service.get(id), access));
+    })
     .post(
       "/sources",
-      async ({ request }) => {
+      async ({ request, access }) => {
+        requireFullAccess(access);
         const row = await service.create(validateCreate(parseBody(await request.text())));
         return json(doc(row), 201, { location: new URL(`/api/v1/sources/${row.id}`, request.url).toString() });
       },
@@ -69,20 +73,27 @@ export function sourceRoutes({ service, apiTokenDigest, ingestingHost }: SourceR
     )
     .patch(
       "/sources/:id",
-      async ({ params, request }) => {
+      async ({ params, request, access }) => {
+        requireFullAccess(access);
         const id = idOf(params.id);
         const changes = validateUpdate(parseBody(await request.text()));
         return json(doc(await service.update(id, changes)));
       },
       { parse: "none" },
     )
-    .delete("/sources/:id", async ({ params }) => {
+    .delete("/sources/:id", async ({ params, access }) => {
+      requireFullAccess(access);
       await service.remove(idOf(params.id));
       return new Response(null, { status: 204 });
     })
-    .post("/sources/:id/regenerate-token", async ({ params }) => json(doc(await service.rotateToken(idOf(params.id)))), {
-      parse: "none",
-    });
+    .post(
+      "/sources/:id/regenerate-token",
+      async ({ params, access }) => {
+        requireFullAccess(access);
+        return json(doc(await service.rotateToken(idOf(params.id))));
+      },
+      { parse: "none" },
+    );
 }
 
 function readPositive(url: URL, name: string, fallback: number): number {

@@ -1,7 +1,7 @@
 // The management verbs on sources. No HTTP types: routes.ts translates. Every change is written
 // together with a NOTIFY (delivered at commit) so other instances' caches follow, and applied to
 // this process's cache at once.
-import { asc, count, eq, ilike, sql as sqlExpr } from "drizzle-orm";
+import { and, asc, count, eq, ilike, inArray, sql as sqlExpr } from "drizzle-orm";
 import { generateToken } from "../http/auth";
 import { notFound } from "../errors";
 import type { Db } from "../store/db";
@@ -13,7 +13,8 @@ import { tableNameFor, type SourceChanges, type SourceRow } from "./model";
 const UNIQUE_VIOLATION = "23505";
 
 export interface SourceService {
-  list(query: { page: number; perPage: number; name?: string }): Promise<{ rows: SourceRow[]; total: number }>;
+  /** `only`: the sources a read token may see (all when absent). */
+  list(query: { page: number; perPage: number; name?: string; only?: number[] }): Promise<{ rows: SourceRow[]; total: number }>;
   get(id: number): Promise<SourceRow>;
   create(attributes: Required<SourceChanges>): Promise<SourceRow>;
   update(id: number, changes: SourceChanges): Promise<SourceRow>;
@@ -46,8 +47,8 @@ export function createSourceService(db: Db, cache: SourceCache, onDeleted: (id: 
   }
 
   return {
-    async list({ page, perPage, name }) {
-      const where = name ? ilike(sources.name, `%${name.replace(/[\\%_]/g, "\\$&")}%`) : undefined;
+    async list({ page, perPage, name, only }) {
+      const where = and(name ? ilike(sources.name, `%${name.replace(/[\\%_]/g, "\\$&")}%`) : undefined, only ? inArray(sources.id, only) : undefined);
       const [rows, counted] = await Promise.all([
         db
           .select()

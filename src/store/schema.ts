@@ -98,6 +98,21 @@ export const logFilters = pgTable(
 );
 
 /**
+ * Tokens made through /api/v1/tokens (tokens/service.ts). Only the SHA-256 digest of each secret
+ * is kept: the secret is shown once, in the answer that creates it. `source_ids` null means every
+ * source; `scope` is `read` (the only scope so far).
+ */
+export const apiTokens = pgTable("api_tokens", {
+  id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+  name: text("name").notNull(),
+  scope: text("scope").notNull(),
+  sourceIds: bigint("source_ids", { mode: "number" }).array(),
+  digest: bytea("digest").notNull().unique(),
+  createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+  lastUsedAt: timestamp("last_used_at", { withTimezone: true, precision: 3 }),
+});
+
+/**
  * Counters updated in place: 'event_id' (next free event id; a batch reserves a block with one
  * update) and 'commit_seq' (taken inside each batch transaction just before COMMIT, so its row
  * lock orders commits: a batch that commits later has a larger seq).

@@ -8,6 +8,7 @@
 import type { Flusher } from "../buffer/flusher";
 import type { Config } from "../config";
 import type { Registry } from "../metrics";
+import { describeError } from "../errors";
 import { BATCHES_CHANNEL } from "../store/copy";
 import type { Sql } from "../store/db";
 import type { TailClient } from "./client";
@@ -46,6 +47,13 @@ export class TailHub {
   readBack = 0;
   private localArrived: (() => void) | undefined;
   private readonly clients = new Set<TailClient>();
+  /** The read token each stream was opened with (none: the API token's). */
+  private readonly tokenOf = new Map<TailClient, number>();
+  /**
+   * Read tokens revoked while this process ran (ids are never reused): a stream whose token was
+   * checked just before its revocation and added just after is ended as it is added.
+   */
+  private readonly revokedTokens = new Set<number>();
   private readonly local = new Map<number, CommittedRows>();
   private readonly pending: number[] = [];
   private draining: Promise<void> | undefined;
@@ -106,9 +114,25 @@ export class TailHub {
     }
   }
 
-  add(client: TailClient): void {
+  add(client: TailClient, tokenId?: number): void {
     this.clients.add(client);
-    client.onClose = () => this.clients.delete(client);
+    if (tokenId !== undefined) this.tokenOf.set(client, tokenId);
+    client.onClose = () => {
+      this.clients.delete(client);
+      this.tokenOf.delete(client);
+    };
+    if (tokenId !== undefined && this.revokedTokens.has(tokenId)) client.close();
+  }
+
+  /** A read token was revoked: its streams end at once, rows still queued unsent; a reconnect gets 401. */
+  tokenRevoked(tokenId: number): void {
+    this.revokedTokens.add(tokenId);
+    for (const [client, id] of [...this.tokenOf]) if (id === tokenId) client.close();
+  }
+
+  /** The read tokens of the streams open now. */
+  tokenIds(): number[] {
+    return [...new Set(this.tokenOf.values())];
   }
 
   /** Flusher.subscribe: this process's batch, committed; kept until its notification arrives. */
@@ -123,12 +147,19 @@ export class TailHub {
   private notified(seq: number): void {
     if (!Number.isSafeInteger(seq)) return;
     this.pending.push(seq);
-    this.draining ??= this.drain().finally(() => (this.draining = undefined));
+    this.startDraining();
   }
 
   private catchUpLog(): void {
     this.pending.push(-1);
-    this.draining ??= this.drain().finally(() => (this.draining = undefined));
+    this.startDraining();
+  }
+
+  /** The drain's promise is awaited only by stop(): it is handled here, so a failure is never an unhandled rejection. */
+  private startDraining(): void {
+    this.draining ??= this.drain()
+      .catch((error) => this.options.log(`tail: delivering batches failed (${describeError(error)}); streams may have missed some, a reconnect recovers them`))
+      .finally(() => (this.draining = undefined));
   }
 
   private async drain(): Promise<void> {

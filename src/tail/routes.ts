@@ -5,7 +5,7 @@
 import { Elysia } from "elysia";
 import { AppError } from "../errors";
 import { compileMatcher } from "../query/match";
-import { requireApiToken } from "../http/auth";
+import type { Authenticate } from "../http/auth";
 import { checkSources, readQuery, readSourceIds } from "../query/request";
 import type { Sql } from "../store/db";
 import { TailClient, type ClientLimits } from "./client";
@@ -15,7 +15,7 @@ import { latestSeq, oldestSeq, readCatchUp } from "./storage";
 export interface TailRoutesDeps {
   sql: Sql;
   hub: TailHub;
-  apiTokenDigest: Buffer;
+  authenticate: Authenticate;
   limits: ClientLimits;
   log: (line: string) => void;
 }
@@ -25,9 +25,9 @@ const POSITION = /^([0-9]{1,18})-([0-9]{0,19})$/;
 /** The largest bigint: as a position's id it means "after every row of that batch". */
 const AFTER_BATCH = "9223372036854775807";
 
-export function tailRoutes({ sql, hub, apiTokenDigest, limits, log }: TailRoutesDeps) {
+export function tailRoutes({ sql, hub, authenticate, limits, log }: TailRoutesDeps) {
   return new Elysia({ name: "logpond/tail", prefix: "/api/v2/query" }).get("/live-tail/stream", async ({ request, server }) => {
-    requireApiToken(request, apiTokenDigest);
+    const access = await authenticate(request);
     const url = new URL(request.url);
     const { ids, malformed } = readSourceIds(url);
     const query = readQuery(url);
@@ -38,7 +38,7 @@ export function tailRoutes({ sql, hub, apiTokenDigest, limits, log }: TailRoutes
       if (!match) throw new AppError("bad_request", "Last-Event-ID / cursor must be the id of an event this stream sent (seq-id)");
       resume = { seq: Number(match[1]), id: match[2]! };
     }
-    await checkSources(sql, ids, malformed);
+    await checkSources(sql, ids, malformed, access);
     if (resume) {
       // A position past every batch this database committed (a restored or replaced database)
       // would wait silently until the sequence caught up: say so instead.
@@ -52,7 +52,8 @@ export function tailRoutes({ sql, hub, apiTokenDigest, limits, log }: TailRoutes
     }
 
     const client = new TailClient(new Set(ids), query, query ? compileMatcher(query) : undefined, resume ?? { seq: hub.lastSeq, id: "" }, limits);
-    hub.add(client);
+    // A read token's stream ends when the token is revoked (TailHub.tokenRevoked).
+    hub.add(client, access.scope === "read" ? access.tokenId : undefined);
     if (resume)
       void catchUp(client, resume).catch((error) => {
         log(`tail: catch-up failed (${(error as Error).message}); closing the stream, the client reconnects`);

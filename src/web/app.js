@@ -65,7 +65,7 @@ function forget() {
   $("token").value = "";
   $("forget").hidden = true;
   $("sources").replaceChildren();
-  $("sources-note").textContent = "Enter the API token to list sources.";
+  $("sources-note").textContent = "Enter the API token or a read token to list sources.";
   restart();
 }
 
@@ -114,7 +114,7 @@ function restart() {
   $("pause").hidden = !live || state.selected.size === 0;
   if (!state.connected) {
     setState("idle", "not connected");
-    return showEmpty("Enter the API token above to list the sources.");
+    return showEmpty("Enter the API token or a read token above to list the sources.");
   }
   if (state.selected.size === 0) {
     setState("idle", "connected — pick a source");

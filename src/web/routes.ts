@@ -1,7 +1,7 @@
 // GET / on the management listener: the log explorer page (CONTRACT §8, §9). Plain files (ES
 // modules, CSS, an SVG icon) read once at start and served as they are: no build step, no
-// external assets. The page holds no secret; it
-// asks for the API token and sends it in the Authorization header of its own fetches.
+// external assets. The page holds no secret; it asks for a token (the API token, or a read token:
+// the page only reads) and sends it in the Authorization header of its own fetches.
 import { Elysia } from "elysia";
 import * as path from "node:path";
 

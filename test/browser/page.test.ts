@@ -1,7 +1,8 @@
 // The page in a real headless Chromium (helpers/browser.ts, driven by puppeteer-core): enter the
 // token, pick a source, see rows ingested while the page watches, filter with a query, pause and
 // resume without losing rows; then the explorer: time ranges, the histogram and its zoom, load
-// older to the first stored event, compact rows, marked words, the field sidebar, a phone screen.
+// older to the first stored event, compact rows, marked words, the field sidebar, a phone screen;
+// last, the page with a read token.
 // Saves screenshots: docs/live-tail.png and docs/explorer.png (the README's) when
 // LIVE_TAIL_SCREENSHOT=1, else in the temporary directory (so a test run leaves the tree clean).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -10,6 +11,7 @@ import * as path from "node:path";
 import type { Browser, Page } from "puppeteer-core";
 import { launchBrowser } from "../helpers/browser";
 import { API_TOKEN, startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
+import { createReadToken } from "../helpers/tokens";
 
 // Callbacks given to page.* run in the browser, where `document` exists (tsc has no DOM lib here).
 declare const document: any;
@@ -503,3 +505,41 @@ describe("the explorer", () => {
     expect(await page.$eval("#histogram-total", (el) => el.classList.contains("partial"))).toBe(false);
   }, 60_000);
 });
+
+test("a read token limited to one source: only it is listed; live rows, a range's histogram and rows; revoked, the page says so", async () => {
+  const own = await lp.createSource({ name: "read-only demo", live_tail_pattern: "{level} {message}" });
+  await send(own, [{ dt: new Date(Date.now() - 5 * 60_000).toISOString(), level: "warn", message: "stored before the page opened" }]);
+  await lp.flusher.flush();
+  const token = await createReadToken(lp, [own.id]);
+  const tab = await browser.newPage(); // a tab of its own: nothing in its sessionStorage
+  try {
+    await tab.setViewport({ width: 1280, height: 720 });
+    await tab.goto(lp.apiUrl, { waitUntil: "domcontentloaded" });
+    await tab.type("#token", token.secret);
+    await tab.click("#connect");
+    await tab.waitForSelector(`input[data-source-id="${own.id}"]`);
+    expect(await tab.$$eval("#sources input", (inputs) => inputs.map((input) => (input as any).dataset.sourceId))).toEqual([own.id]);
+
+    await tab.click(`input[data-source-id="${own.id}"]`);
+    await tab.waitForFunction(() => document.querySelector("#state")?.textContent === "live");
+    await send(own, [{ level: "error", message: "seen with a read token" }]);
+    const row = (text: string) =>
+      tab.waitForFunction((t) => [...document.querySelectorAll("#list li")].some((li: any) => li.textContent?.includes(t)), { timeout: 20_000 }, text);
+    await row("seen with a read token");
+    await row("stored before the page opened");
+
+    await tab.click('#ranges button[data-range="1h"]');
+    await tab.waitForFunction(() => document.querySelector("#histogram-total[data-total]"), { timeout: 20_000 });
+    await row("stored before the page opened");
+    expect(await tab.$eval("#histogram-total", (el) => Number((el as any).dataset.total))).toBe(2);
+    expect(await tab.$eval("#query-error", (el) => (el as any).hidden)).toBe(true);
+
+    // Back to live, then the token is revoked: the stream ends and its reconnect is refused.
+    await tab.click('#ranges button[data-range="live"]');
+    await tab.waitForFunction(() => document.querySelector("#state")?.textContent === "live", { timeout: 20_000 });
+    expect((await lp.api("DELETE", `/api/v1/tokens/${token.id}`)).status).toBe(204);
+    await tab.waitForFunction(() => document.querySelector("#state")?.textContent === "token not accepted", { timeout: 20_000 });
+  } finally {
+    await tab.close();
+  }
+}, 60_000);

@@ -14,6 +14,8 @@ export interface GeneratorOptions {
   pauseMs: number;
   /** The first number (default 0): a second generator after a restart goes on from the first's `next`. */
   first?: number;
+  /** More fields for event `seq` (a `dt`, words to search for); `seq` and `message` are the generator's. */
+  fields?: (seq: number) => Record<string, unknown>;
 }
 
 export class Generator {
@@ -50,7 +52,8 @@ export class Generator {
     while (this.running) {
       const first = this.next;
       this.next += batch;
-      const events = Array.from({ length: batch }, (_, i) => ({ seq: first + i, message: `conservation event ${first + i}` }));
+      const fields = this.options.fields;
+      const events = Array.from({ length: batch }, (_, i) => ({ ...fields?.(first + i), seq: first + i, message: `conservation event ${first + i}` }));
       let status: string;
       try {
         const response = await fetch(`${ingestUrl}/`, {

@@ -1,7 +1,7 @@
 // The service as users run it: `bun src/main.ts` or `npm start` in its own process. SIGTERM drains
 // and exits 0, also when sent to npm; a bad configuration stops the start with every problem listed;
-// a second logpond on ports in use stops with a clear message; the embedded PostgreSQL keeps data
-// across restarts and survives a logpond killed with SIGKILL.
+// a second logpond on ports in use, or a HOST it cannot listen on, stops with a clear message; the
+// embedded PostgreSQL keeps data across restarts and survives a logpond killed with SIGKILL.
 import { expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -157,3 +157,25 @@ test("a second logpond on ports in use exits 1 saying so, and the first keeps al
     rmSync(otherDir, { recursive: true, force: true });
   }
 }, 120_000);
+
+test("a HOST that does not resolve stops the start saying so, naming it, before the database starts", async () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-host-"));
+  try {
+    // Ports 0 as well: the host is tried whatever the ports (with them it used to pass the check).
+    for (const ports of [{ API_PORT: "0", INGEST_PORT: "0" }, {}]) {
+      const proc = Bun.spawn([process.execPath, MAIN], {
+        env: { ...process.env, HOST: "not-a-host", API_TOKEN, DATA_DIR: dataDir, DATABASE_URL: "", EMBEDDED_PG_PORT: "0", ...ports },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      expect(await proc.exited).toBe(1);
+      const stderr = await new Response(proc.stderr as ReadableStream).text();
+      expect(stderr).toContain('logpond: could not start: HOST="not-a-host" cannot be resolved to an address');
+      expect(stderr).not.toContain("already in use");
+    }
+    // The embedded PostgreSQL was never started: its data folder was not made.
+    expect(Bun.spawnSync(["ls", "-A", dataDir]).stdout.toString().trim()).toBe("");
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});

@@ -10,6 +10,9 @@
 // seal; then every acknowledged event is stored exactly once, the source's hot rows + block lines
 // = its distinct ids, and the stalled move's rows are all still hot (rolled back) or all in blocks
 // (committed), each once.
+// The read path (a search used to end the process): searches and histograms from many clients with
+// QUERY_TIMEOUT_MS of 50–300 ms over hot and sealed data while ingesting; the service stays up, no
+// error is left unhandled, and nothing acknowledged is lost.
 import { afterAll, beforeAll, beforeEach, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -80,8 +83,8 @@ async function ready(service: Service): Promise<number> {
  * log_hot holds a lock that closing a generation and dropping a sealed one wait for (20 ms, then
  * retried), so polling log_hot without pause would hold the sealer up.
  */
-async function waitFor(what: string, condition: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 20_000;
+async function waitFor(what: string, condition: () => Promise<boolean>, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await Bun.sleep(200);
@@ -291,6 +294,132 @@ for (const scenario of scenarios) {
         });
       } finally {
         if (service.proc.exitCode === null && service.proc.signalCode === null) service.proc.kill("SIGKILL");
+        await service.proc.exited;
+      }
+    },
+    FULL ? 300_000 : 60_000,
+  );
+}
+
+/**
+ * The read path under chaos: searches and histograms from many clients, with a QUERY_TIMEOUT_MS of
+ * 50 to 300 ms, over events spread across the last 7 days (so long windows are read as slices and
+ * halves at once, and time out in any of them), hot and sealed (the sealer runs), while ingesting.
+ * A search used to end the process when a half failed before the other (query/read.ts). The service
+ * must stay up with no error left unhandled (logpond_uncaught_errors_total: its handlers would keep
+ * it up, so the count is what tells), answer every query 200 or 503, and lose or repeat nothing.
+ */
+const CHAOS_TIMEOUTS_MS = FULL ? [50, 100, 200, 300] : [50, 300];
+/** Query answers to see (per timeout) before the load stops; the sealed blocks are waited for too. */
+const CHAOS_QUERIES = FULL ? 300 : 60;
+const CHAOS_CLIENTS = FULL ? 12 : 6;
+/** Enough events for slow scans, few enough that the final seal of what is left hot stays short. */
+const CHAOS_LOAD = FULL ? { workers: 4, batch: 20, pauseMs: 2 } : { workers: 2, batch: 20, pauseMs: 5 };
+const WEEK_S = 7 * 86_400;
+const CHAOS_READS = [
+  (id: number) => `/api/v2/query/live-tail?source_ids=${id}&from=now-7d&query=OutOfMemoryError`,
+  (id: number) => `/api/v2/query/live-tail?source_ids=${id}&from=now-24h&query=level:error&batch=500`,
+  (id: number) => `/api/v2/query/live-tail?source_ids=${id}&from=now-7d&query=${encodeURIComponent("http.status>=500")}`,
+  (id: number) => `/api/v2/query/live-tail?source_ids=${id}&from=now-7d&query=nothing_matches_this&order=oldest_first`,
+  (id: number) => `/api/v2/query/live-tail?source_ids=${id}&from=now-7d&batch=1000`,
+  (id: number) => `/api/v2/query/histogram?source_ids=${id}&from=now-7d&query=OutOfMemoryError`,
+  (id: number) => `/api/v2/query/histogram?source_ids=${id}&from=now-7d&query=${encodeURIComponent("http.status>=500")}&buckets=500`,
+  (id: number) => `/api/v2/query/histogram?source_ids=${id}&from=now-24h&query=level:error`,
+  (id: number) => `/api/v2/query/histogram?source_ids=${id}&from=now-7d`,
+];
+
+for (const queryTimeoutMs of CHAOS_TIMEOUTS_MS) {
+  test(
+    `searches and histograms from ${CHAOS_CLIENTS} clients with QUERY_TIMEOUT_MS=${queryTimeoutMs} over hot and sealed data while ingesting: the service stays up, nothing lost`,
+    async () => {
+      const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-conservation-"));
+      dataDirs.push(dataDir);
+      const service = await spawnService({
+        DATABASE_URL: pg.url,
+        DATA_DIR: dataDir,
+        FLUSH_TIMEOUT_MS: String(FLUSH_TIMEOUT_MS),
+        QUERY_TIMEOUT_MS: String(queryTimeoutMs),
+        ...SEALING,
+      });
+      let reading = true;
+      const readers: Promise<void>[] = [];
+      try {
+        const source = await createSource(service, `chaos ${queryTimeoutMs}`);
+        const now = Date.now();
+        // Spread over the week (a stride prime to its seconds), with words the reads look for.
+        const generator = new Generator({
+          ingestUrl: service.ingestUrl,
+          token: source.token,
+          ...CHAOS_LOAD,
+          fields: (seq) => ({
+            dt: new Date(now - ((seq * 7_919) % WEEK_S) * 1000).toISOString(),
+            level: ["info", "warn", "error"][seq % 3],
+            http: { status: [200, 404, 500, 503][seq % 4] },
+            ...(seq % 11 === 0 ? { error: "java.lang.OutOfMemoryError: Java heap space" } : {}),
+          }),
+        });
+        generator.start();
+        // Sealed data before the reads begin: reads back to back hold the hot tier's tables, and a
+        // seal's TRUNCATE waits at most DDL_LOCK_TIMEOUT for them, so the sealer may seal little
+        // while they run (its counters are printed below).
+        await sealedUnderLoad(source.id);
+        const sealedBefore = await metric(service, "logpond_sealer_events_sealed_total");
+        const answers = new Map<string, number>();
+        let answered = 0;
+        for (let client = 0; client < CHAOS_CLIENTS; client++) {
+          readers.push(
+            (async () => {
+              for (let i = client; reading; i++) {
+                const read = CHAOS_READS[i % CHAOS_READS.length]!(source.id);
+                let status: string;
+                try {
+                  const response = await fetch(`${service.apiUrl}${read}`, {
+                    headers: { authorization: `Bearer ${SERVICE_API_TOKEN}` },
+                    signal: AbortSignal.timeout(30_000),
+                  });
+                  await response.arrayBuffer();
+                  status = String(response.status);
+                } catch (error) {
+                  status = `no answer (${(error as Error).name})`;
+                }
+                answers.set(status, (answers.get(status) ?? 0) + 1);
+                answered++;
+              }
+            })(),
+          );
+        }
+        await waitFor(`${CHAOS_QUERIES} query answers`, async () => answered >= CHAOS_QUERIES || ended(service), FULL ? 120_000 : 40_000);
+        reading = false;
+        await Promise.all(readers);
+        await generator.stop();
+
+        const unhandled = {
+          rejection: await metric(service, 'logpond_uncaught_errors_total{kind="rejection"}'),
+          exception: await metric(service, 'logpond_uncaught_errors_total{kind="exception"}'),
+        };
+        const statuses = Object.fromEntries(answers);
+        const sealer = {
+          sealedBefore,
+          sealedAfter: await metric(service, "logpond_sealer_events_sealed_total"),
+          closesBusy: await metric(service, "logpond_sealer_closes_busy_total"),
+        };
+        console.log(`conservation: chaos reads, QUERY_TIMEOUT_MS=${queryTimeoutMs}: ${JSON.stringify({ answers: statuses, unhandled, sealer })}`);
+        expect(ended(service)).toBe(false);
+        expect(unhandled).toEqual({ rejection: 0, exception: 0 });
+        expect(Object.keys(statuses).filter((status) => status !== "200" && status !== "503")).toEqual([]);
+        expect(service.output()).not.toContain("internal error");
+        service.proc.kill("SIGTERM");
+        expect(await service.proc.exited).toBe(0);
+        await conserved(`chaos reads, QUERY_TIMEOUT_MS=${queryTimeoutMs}`, source.id, generator.acked, true, {
+          statuses: Object.fromEntries(generator.statuses),
+        });
+      } catch (error) {
+        console.log(`logpond's output:\n${service.output().slice(-4000)}`);
+        throw error;
+      } finally {
+        reading = false;
+        await Promise.all(readers);
+        if (!ended(service)) service.proc.kill("SIGKILL");
         await service.proc.exited;
       }
     },

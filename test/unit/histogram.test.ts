@@ -155,6 +155,67 @@ describe("slices", () => {
     expect((broken as Error).message).toBe("connection lost");
   });
 
+  // Two slices are counted at once: whichever fails first, the histogram answers once both have
+  // ended (no statement outlives its request), starts no slice after a failure, and leaves no
+  // rejection unhandled. The order is the seam's: the first slice waits until the second has
+  // failed and the event loop has turned twice (when an unhandled rejection is reported).
+  describe("a slice fails while the other is still counted", () => {
+    const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+    const run = async (failure: () => Error) => {
+      const asked: Slice[] = [];
+      let failed!: () => void;
+      const second = new Promise<void>((resolve) => (failed = resolve));
+      let firstEnded = false;
+      const unhandled: unknown[] = [];
+      const listener = (reason: unknown) => unhandled.push(reason);
+      process.on("unhandledRejection", listener);
+      try {
+        const outcome = await histogramOf(request(62), 5000, async (slice) => {
+          const index = asked.push(slice) - 1;
+          if (index === 1) {
+            failed();
+            throw failure();
+          }
+          if (index === 0) {
+            await second;
+            await turn();
+            await turn();
+            firstEnded = true;
+          }
+          return [{ bucket: String(Math.floor(ms(slice.from) / 1000 / slice.bucketSeconds)), level: "info", n: "1" }];
+        }).then(
+          (answer) => answer,
+          (error: Error) => error,
+        );
+        const endedBeforeAnswer = firstEnded;
+        await turn();
+        await turn();
+        return { outcome, asked: asked.length, endedBeforeAnswer, unhandled };
+      } finally {
+        process.off("unhandledRejection", listener);
+      }
+    };
+
+    test("an error that is no timeout: it is the answer, after the other slice ended; no slice starts after it", async () => {
+      const { outcome, asked, endedBeforeAnswer, unhandled } = await run(() => new Error("connection lost"));
+      expect((outcome as Error).message).toBe("connection lost");
+      expect(endedBeforeAnswer).toBe(true);
+      expect(asked).toBe(2);
+      expect(unhandled).toEqual([]);
+    });
+
+    test("a timeout: what was counted is answered, incomplete; no slice starts after it", async () => {
+      const { outcome, asked, endedBeforeAnswer, unhandled } = await run(() => queryTimeout(5000));
+      if (outcome instanceof Error) throw outcome;
+      expect(outcome.meta.complete).toBe(false);
+      expect(outcome.meta.total).toBe(1);
+      expect(outcome.data.at(-1)!.count).toBe(1);
+      expect(endedBeforeAnswer).toBe(true);
+      expect(asked).toBe(2);
+      expect(unhandled).toEqual([]);
+    });
+  });
+
   test("no query: one statement for the whole window; with one over two buckets: a slice each", async () => {
     const asked: Slice[] = [];
     await histogramOf(

@@ -25,10 +25,12 @@ const LAYERS: Record<string, number> = {
   query: 5,
   retention: 5,
   tail: 6,
+  tokens: 6,
   web: 6,
   "listeners.ts": 7,
   "stop.ts": 7,
   "server.ts": 8,
+  "uncaught.ts": 8,
   "main.ts": 9,
 };
 
