@@ -7,7 +7,7 @@ import { migrate } from "drizzle-orm/postgres-js/migrator";
 import * as path from "node:path";
 import postgres from "postgres";
 import type { Config } from "../config";
-import { timeout } from "../timers";
+import { reconnectSeconds, timeout } from "../timers";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded";
 import { superviseEmbedded, type Supervisor } from "./supervisor";
 import * as schema from "./schema";
@@ -50,7 +50,7 @@ export async function openStore(config: Config, log: (line: string) => void): Pr
   }
   const supervisor = embedded ? superviseEmbedded(embedded, log) : undefined;
 
-  const options = { onnotice: () => {}, connection: { application_name: "logpond" } };
+  const options = { onnotice: () => {}, connection: { application_name: "logpond" }, backoff: reconnectSeconds };
   const sql = postgres(url, { ...options, max: 8 });
   const db = drizzle(sql, { schema });
   const description = embedded ? `embedded PostgreSQL ${embedded.version} at ${redact(url)} (cluster ${embedded.clusterDir})` : `PostgreSQL at ${redact(url)}`;
