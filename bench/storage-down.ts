@@ -148,6 +148,7 @@ async function diskFullRun(holdS: number): Promise<void> {
       const acks = generator.answers.filter(([t, s]) => s === "202" && t > failedAt && t < freedAt);
       const lateAcks = acks.filter(([t]) => t > refusedAt);
       disk.free();
+      const readyAt = await until("/ready", async () => (await ready(service)) === 200);
       const backAt = await until("202s again", () => generator.answers.some(([t, s]) => s === "202" && t > freedAt));
       const out = service.output();
       return {
@@ -158,6 +159,7 @@ async function diskFullRun(holdS: number): Promise<void> {
         firstRefusalAfterFailureS: seconds(generator.answers.find(([t, s]) => s === "503" && t > failedAt)![0] - failedAt),
         freedToFlushS: seconds(at(out, /flush: storage is back/, freedAt)! - freedAt),
         freedTo202S: seconds(backAt - freedAt),
+        freedToReadyS: seconds(readyAt - freedAt),
         restartFailures: (out.match(/could not restart the embedded PostgreSQL|still down after/g) ?? []).length,
       };
     });

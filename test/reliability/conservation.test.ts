@@ -811,6 +811,7 @@ test.skipIf(tmpfsMissing !== undefined)(
 
       disk.free();
       await waitFor("logpond to recover by itself", async () => (await readyAnswer(service)).status === 200);
+      const readyAt = Date.now();
       const acked = generator.ackedEvents;
       await waitFor("202s again", async () => generator.ackedEvents > acked);
       const recovered = Date.now();
@@ -821,7 +822,10 @@ test.skipIf(tmpfsMissing !== undefined)(
       await ownConserved("disk full, then freed", service, dataDir, source.id, generator.acked, {
         acked202sWhileFailing: window,
         settingSeconds: REFUSE_AFTER_MS / 1000,
-        readyAgainAfterFreeS: (recovered - freedAt) / 1000,
+        readyAgainAfterFreeS: (readyAt - freedAt) / 1000,
+        acceptingAgainAfterFreeS: (recovered - freedAt) / 1000,
+        postgresBackAfterFreeS: ((loggedAt(service.output(), /embedded PostgreSQL is running again/).find((at) => at >= freedAt) ?? NaN) - freedAt) / 1000,
+        flushesBackAfterFreeS: ((loggedAt(service.output(), /flush: storage is back/).find((at) => at >= freedAt) ?? NaN) - freedAt) / 1000,
         restarts: await metric(service, "logpond_postgres_restarts_total"),
         statuses: Object.fromEntries(generator.statuses),
       });
