@@ -35,6 +35,8 @@ export interface Config {
   readonly flushStreams: number;
   readonly flushTimeoutMs: number;
   readonly durableTimeoutMs: number;
+  /** Flushes failing for longer than this: ingestion answers 503 (nothing more rests in memory only). */
+  readonly ingestRefuseAfterFlushFailingMs: number;
   readonly ingestRateLimit: number;
   readonly bufferMaxBytes: number;
   readonly bufferMaxEvents: number;
@@ -71,6 +73,7 @@ export const DEFAULTS = {
   FLUSH_STREAMS: 2,
   FLUSH_TIMEOUT_MS: 10_000,
   DURABLE_TIMEOUT_MS: 10_000,
+  INGEST_REFUSE_AFTER_FLUSH_FAILING_MS: 10_000,
   INGEST_RATE_LIMIT: 0,
   BUFFER_MAX_BYTES: 256 * MIB,
   BUFFER_MAX_EVENTS: 1_000_000,
@@ -149,6 +152,7 @@ export function loadConfig(env: Env = process.env): Config {
     flushStreams: int("FLUSH_STREAMS", 1, 8),
     flushTimeoutMs: int("FLUSH_TIMEOUT_MS", 100, 600_000),
     durableTimeoutMs: int("DURABLE_TIMEOUT_MS", 100, 600_000),
+    ingestRefuseAfterFlushFailingMs: int("INGEST_REFUSE_AFTER_FLUSH_FAILING_MS", 0, 3_600_000),
     ingestRateLimit: int("INGEST_RATE_LIMIT", 0, 1_000_000_000),
     bufferMaxBytes: int("BUFFER_MAX_BYTES", MIB, 64 * 1024 * MIB),
     bufferMaxEvents: int("BUFFER_MAX_EVENTS", 1, 100_000_000),

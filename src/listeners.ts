@@ -36,6 +36,8 @@ export interface ManagementDeps {
   read: { tail: TailHub; queryTimeoutMs: number; tailLimits: { maxRows: number; maxBytes: number } };
   web: Awaited<ReturnType<typeof webRoutes>>;
   log: (line: string) => void;
+  /** Why logpond cannot take events now, for /ready (server.ts). */
+  unready: () => Promise<string | undefined>;
 }
 
 export function managementApp(deps: ManagementDeps) {
@@ -43,7 +45,7 @@ export function managementApp(deps: ManagementDeps) {
   return (
     new Elysia({ name: "logpond/management" })
       .use(errorHandler(deps.log))
-      .use(health(() => deps.store.ping()))
+      .use(health(deps.unready))
       // Every module registered its own series (Metrics.gauge, .counter) when it was built.
       .get("/metrics", () => new Response(deps.metrics.render(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }))
       // The page needs no token; each API plugin checks its own routes' tokens (local hooks).
@@ -55,11 +57,11 @@ export function managementApp(deps: ManagementDeps) {
   );
 }
 
-export function ingestApp(deps: IngestDeps & { store: Store; log: (line: string) => void }) {
+export function ingestApp(deps: IngestDeps & Pick<ManagementDeps, "store" | "log" | "unready">) {
   return (
     new Elysia({ name: "logpond/ingest" })
       .use(errorHandler(deps.log))
-      .use(health(() => deps.store.ping()))
+      .use(health(deps.unready))
       .post("/", ({ request }) => acceptRequest(request, deps), { parse: "none" })
       .options("/", () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS }))
       // Other shippers' protocols, on the same path from the token to the ring (README, Shippers).

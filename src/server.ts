@@ -5,7 +5,8 @@
 import type { Flusher } from "./buffer/flusher";
 import { startFlusher } from "./buffer/flusher";
 import { openRing, type Ring } from "./buffer/ring";
-import { replayInto, type Spilled } from "./buffer/spill";
+import { keepSpillReserve } from "./buffer/reserve";
+import { replayInto, spillFolder, type Spilled } from "./buffer/spill";
 import type { Config } from "./config";
 import { loadApiToken, type ApiToken } from "./http/apitoken";
 import { digest } from "./http/auth";
@@ -21,6 +22,7 @@ import { openSourceCache } from "./sources/cache";
 import { createSourceService } from "./sources/service";
 import { openStore, type Store } from "./store/db";
 import { type Sealer, startSealer } from "./store/sealer";
+import { supervisorSeries } from "./store/supervisor";
 import { stopAll } from "./stop";
 import { startTail, type TailHub } from "./tail/hub";
 import { openTokens } from "./tokens/service";
@@ -72,6 +74,16 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   const ring = openRing(config, metrics);
   const flusher = startFlusher(config, store.url, ring, metrics, log);
   await replayInto(config, store.url, ring, flusher, log); // what an earlier stop spilled, before ingestion opens
+  keepSpillReserve(config, spillFolder(config.dataDir), metrics, log); // room for the next one, even on a full disk
+  if (store.supervisor) {
+    supervisorSeries(store.supervisor, metrics);
+    store.supervisor.onRestart(() => flusher.retryNow());
+  }
+  // Past this much failing, nothing more is acknowledged from memory (503) until a flush succeeds.
+  const storageDown = () => flusher.failingMs() > config.ingestRefuseAfterFlushFailingMs;
+  const unready = async () =>
+    (await store.unready()) ??
+    (storageDown() ? `Storage is failing: no flush has succeeded for ${(flusher.failingMs() / 1000).toFixed(1)} s; ingestion answers 503` : undefined);
   const retention = startRetention({ sql: store.sql, intervalMs: config.retentionSweepIntervalMs, flush: () => flusher.flush(), metrics, log });
   const tail = await startTail(store.sql, config, flusher, metrics, log);
   const decodeWorker = new DecodeWorker();
@@ -107,12 +119,15 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
     rateLimiter: new RateLimiter(config.ingestRateLimit),
     accepting: () => accepting,
     eventTimes: { maxFutureMs: config.ingestMaxFutureMs, retentionGraceMs: retentionGraceMs(config.retentionSweepIntervalMs, config.sealIntervalMs) },
+    storageDown,
+    unready,
   });
   const ingestingHost = publicIngestHost(config, ingest.server!.port!);
   const management = listenManagement(config, {
     store,
     metrics,
     log,
+    unready,
     read: { tail, queryTimeoutMs: config.queryTimeoutMs, tailLimits: { maxRows: config.tailQueueMaxRows, maxBytes: config.tailQueueMaxBytes } },
     web: await webRoutes(),
     routes: {

@@ -1,7 +1,9 @@
 // The stop sequence: bounded by SHUTDOWN_TIMEOUT_MS whatever clients and PostgreSQL do (CONTRACT §4).
 // Ingestion closes, background work is aborted, requests in flight get a third of the time, the
 // buffer drains into PostgreSQL (what it cannot write goes to a spill file), then everything else
-// closes, each step within its own bound, storage last.
+// closes, each step within its own bound, storage last. The embedded PostgreSQL's supervisor goes on
+// restarting a postmaster that died while the buffer drains (the drain needs it); closing storage
+// ends the supervisor before it stops PostgreSQL, so nothing is started after that.
 import type { Flusher } from "./buffer/flusher";
 import { spillHeld, type Spilled } from "./buffer/spill";
 import type { Config } from "./config";

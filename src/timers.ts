@@ -73,6 +73,16 @@ export interface Backoff {
 }
 
 /**
+ * postgres.js's `backoff` option (seconds before a connection is tried again, by failed tries in a
+ * row). Its own grows to 10–20 s (3^n / 100 s), so after a 10 s outage the management pool stayed
+ * unreachable for another 10 s while the flushes already committed (/ready said "Database is
+ * unreachable" 6–11 s after the embedded PostgreSQL was back): capped at 0.5–1 s here.
+ */
+export function reconnectSeconds(retries: number): number {
+  return backoff(retries, { firstMs: 50, maxMs: 1_000 }) / 1000;
+}
+
+/**
  * The wait before retry number `attempt + 1`: doubling from firstMs up to maxMs, drawn from the
  * upper half of that (jitter, so streams that failed together do not all retry together).
  */

@@ -6,7 +6,7 @@
 import { WriteError, type Commit, type FlushConnection, type IdRange } from "../store/copy";
 import type { Metrics } from "../metrics";
 import { idOf, setIds, sourceOf, toText, tuplesOf } from "../codec/tuples";
-import { backoff, sleep, type Clock } from "../timers";
+import { backoff, type Clock } from "../timers";
 import type { Chunk, Ring, Rows } from "./ring";
 
 export type Stream = Pick<FlushConnection, "reserveIds" | "write" | "committed" | "deadLetter" | "forgetBatches"> & Partial<Pick<FlushConnection, "close">>;
@@ -141,6 +141,15 @@ export class BatchWriter {
   private failures = 0;
   /** Tasks whose last COMMIT answer was lost: batch ids must not be forgotten meanwhile. */
   uncertain = 0;
+  /**
+   * Since when flushes have been failing (undefined while storage works): the start of the
+   * earliest try that failed since the last commit, or that commit if it came after the try began
+   * (another stream's). A try that hangs until FLUSH_TIMEOUT_MS counts from its start, not its end.
+   */
+  failingSince: number | undefined;
+  private lastCommit = -Infinity;
+  /** The backoffs waiting now: wake() ends them. */
+  private readonly waiting = new Set<() => void>();
 
   constructor(private readonly context: BatchContext) {}
 
@@ -182,11 +191,12 @@ export class BatchWriter {
     const task = job.todo[0]!;
     if (!this.dropAbandoned(batch)) return RELEASE;
     let firstId: number;
+    const began = this.context.clock.now();
     try {
       firstId = await stream.reserveIds(eventsOf(batch));
     } catch (caught) {
       // No transaction was tried: whatever the answer, nothing of the batch can have committed.
-      return this.failed(job, task, caught, false);
+      return this.failed(job, task, caught, false, began);
     }
     let next = firstId;
     for (const chunk of batch.chunks) {
@@ -202,6 +212,7 @@ export class BatchWriter {
   private async write(job: Job, { task }: Write): Promise<Committed | Refused | Backoff | Release> {
     const { batch, stream } = job;
     if (task.kind === "batch" && !this.dropAbandoned(batch)) return RELEASE;
+    const began = this.context.clock.now();
     try {
       let commit: Commit;
       if (task.kind === "batch") commit = await stream.write(task.id, rowsOf(batch), { firstId: batch.firstId!, lastId: batch.lastId! });
@@ -213,13 +224,15 @@ export class BatchWriter {
       return { at: "committed", task, commit };
     } catch (caught) {
       if ((caught as WriteError).kind === "data") return { at: "refused", task, refusal: caught as WriteError };
-      return this.failed(job, task, caught, true);
+      return this.failed(job, task, caught, true, began);
     }
   }
 
-  /** A try that failed (or whose answer was lost, when `mayHaveCommitted`): counted, logged, retried. */
-  private failed(job: Job, task: Task, caught: unknown, mayHaveCommitted: boolean): Backoff {
+  /** A try begun at `began` that failed (or whose answer was lost, when `mayHaveCommitted`): counted, logged, retried. */
+  private failed(job: Job, task: Task, caught: unknown, mayHaveCommitted: boolean, began: number): Backoff {
     const error = caught as WriteError;
+    const since = Math.max(began, this.lastCommit);
+    this.failingSince = Math.min(this.failingSince ?? since, since);
     if (mayHaveCommitted && error.kind === "unknown" && !task.uncertain) {
       task.uncertain = true;
       this.uncertain++;
@@ -233,9 +246,23 @@ export class BatchWriter {
     return { at: "backoff", task };
   }
 
-  /** backoff: waits, then asks (the answer was lost), reserves (no ids yet) or writes again. */
+  /** Ends every backoff now (the embedded PostgreSQL was just started again: no need to wait). */
+  wake(): void {
+    for (const end of [...this.waiting]) end();
+  }
+
+  /** backoff: waits (until woken, at most), then asks (the answer was lost), reserves (no ids yet) or writes again. */
   private async backoff(job: Job, { task }: Backoff): Promise<Probe | Reserve | Write> {
-    await sleep(backoff(task.attempt++, BACKOFF, this.context.random), this.context.clock);
+    await new Promise<void>((resolve) => {
+      let cancel = () => {};
+      const end = () => {
+        this.waiting.delete(end);
+        cancel();
+        resolve();
+      };
+      this.waiting.add(end);
+      cancel = this.context.clock.after(backoff(task.attempt++, BACKOFF, this.context.random), end);
+    });
     if (task.uncertain) return { at: "probe", task };
     if (task.kind === "batch" && job.batch.firstId === undefined) return RESERVE;
     return { at: "write", task };
@@ -244,10 +271,11 @@ export class BatchWriter {
   /** probe: did the try whose answer was lost commit? A failed probe says nothing of the rows: asked again. */
   private async probe(job: Job, { task }: Probe): Promise<Committed | Write | Backoff> {
     let earlier: Commit | false;
+    const began = this.context.clock.now();
     try {
       earlier = await job.stream.committed(task.id);
     } catch (caught) {
-      return this.failed(job, task, caught, false);
+      return this.failed(job, task, caught, false, began);
     }
     task.uncertain = false;
     this.uncertain--;
@@ -259,6 +287,8 @@ export class BatchWriter {
     const { log, metrics } = this.context;
     if (this.failures > 0) log(`flush: storage is back after ${this.failures} failed attempts`);
     this.failures = 0;
+    this.failingSince = undefined;
+    this.lastCommit = this.context.clock.now();
     job.todo.shift();
     if (task.kind === "letter") {
       metrics.eventsDeadLettered++;

@@ -28,8 +28,9 @@
 //   reserve   one block of ids for the batch, set in its tuples in place (once; not on the accept
 //             path); a batch whose every request gave up goes straight to release
 //   write     one transaction tagged with its batch id: the batch, a part of it, or a dead letter
-//   backoff   capped exponential with jitter; the batch's events stay counted in the ring, so a
-//             long outage fills it and ingestion answers 503
+//   backoff   capped exponential with jitter; the batch's events stay counted in the ring; once
+//             tries have failed for INGEST_REFUSE_AFTER_FLUSH_FAILING_MS (failingMs), ingestion
+//             answers 503; a restart of the embedded PostgreSQL ends the wait (retryNow)
 //   probe     the last try's COMMIT answer was lost: ask whether its batch id committed (exactly once)
 //   refused   PostgreSQL refused the rows themselves: split until the refused events are alone;
 //             those go to dead_letters, the rest is stored. Never retried as is
@@ -80,6 +81,7 @@ export function startFlusher(config: Config, url: string, ring: Ring, metrics: M
     log,
   });
   metrics.gauge("logpond_flush_streams_busy", "COPY streams writing now.", () => flusher.streamsBusy);
+  metrics.gauge("logpond_flush_failing_seconds", "How long flushes have been failing (0 while they succeed).", () => flusher.failingMs() / 1000);
   flusher.start();
   return flusher;
 }
@@ -195,6 +197,20 @@ export class Flusher {
     await within(Promise.allSettled(this.streams.map((stream) => stream.close?.())), ms, this.clock);
   }
 
+  /**
+   * How long flushes have been failing: since the start of the earliest try that failed after the
+   * last commit; 0 while they work. Ingestion refuses past INGEST_REFUSE_AFTER_FLUSH_FAILING_MS.
+   */
+  failingMs(): number {
+    const since = this.writer.failingSince;
+    return since === undefined ? 0 : Math.max(0, this.clock.now() - since);
+  }
+
+  /** Storage is back (the embedded PostgreSQL was started again): every batch waiting out a backoff tries now. */
+  retryNow(): void {
+    this.writer.wake();
+  }
+
   get streamsBusy(): number {
     return this.streams.length - this.idle.length;
   }
@@ -223,6 +239,9 @@ export class Flusher {
   private async release(job: Job): Promise<void> {
     const { batch, stream } = job;
     this.holding.delete(stream);
+    // Nothing held any more (durable requests that gave up): no try is left to fail or succeed,
+    // and the next batch's first try tells anew.
+    if (this.holding.size === 0) this.writer.failingSince = undefined;
     if (batch.chunks.length > 0) this.options.metrics.flushed(job.reason, eventsOf(batch), (this.clock.now() - job.started) / 1000);
     this.ring.release(batch.chunks);
     for (const chunk of batch.chunks) chunk.settle?.();

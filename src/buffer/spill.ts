@@ -1,6 +1,7 @@
 // The spill file: what PostgreSQL could not take before SHUTDOWN_TIMEOUT_MS, kept on disk under
 // DATA_DIR/spill and written to PostgreSQL at the next start, before ingestion opens (CONTRACT §4).
-// Written atomically (tmp, fsync, rename, fsync of the folder) so a file that exists is whole.
+// Written atomically (tmp, fsync, rename, fsync of the folder) so a file that exists is whole; the
+// tmp is the spill reserve when there is one (reserve.ts), written over, so a full disk has room.
 // Exactly once rests on batch ids: every entry carries the id it is written under; a batch that was
 // being written at the stop keeps its id, so if that try committed after all, flush_batches' claim
 // skips it. A file is deleted only after every entry in it is stored. replaySpills never touches
@@ -11,7 +12,7 @@
 // (codec/tuples.ts) whose ids are set exactly when the entry has ids (a batch that had its ids
 // when the stop came). Version 1 files (COPY text lines, id-prefixed when the entry has ids; written
 // before binary COPY) are still read: their lines become tuples.
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import * as path from "node:path";
 import type { Config } from "../config";
 import type { Metrics } from "../metrics";
@@ -19,6 +20,7 @@ import { openFlushConnection, type IdRange } from "../store/copy";
 import { fromText, tupleCount } from "../codec/tuples";
 import type { HeldBatch } from "./batch";
 import type { Flusher } from "./flusher";
+import { takeReserve } from "./reserve";
 import type { Ring, Rows } from "./ring";
 
 export interface SpillEntry {
@@ -50,17 +52,21 @@ export function writeSpill(dataDir: string, entries: readonly SpillEntry[]): str
   const name = `spill-${new Date().toISOString().replace(/[:.]/g, "-")}-${process.pid}.bin`;
   const final = path.join(folder, name);
   const tmp = `${final}.tmp`;
-  const fd = openSync(tmp, "w", 0o600);
+  // The reserve's blocks are written over from its start ("r+" does not truncate), then cut to the
+  // spill's length: nothing is asked of the filesystem until the spill outgrows the reserve.
+  const reserved = takeReserve(folder, tmp);
+  const fd = openSync(tmp, reserved ? "r+" : "w", 0o600);
   try {
-    writeAll(fd, Buffer.from(MAGIC));
+    let written = writeAll(fd, Buffer.from(MAGIC));
     for (const entry of entries) {
       const parts = entry.rows;
       const bytes = parts.reduce((sum, part) => sum + part.byteLength, 0);
       const head: Record<string, unknown> = { batchId: entry.batchId, events: entry.events, bytes };
       if (entry.ids !== undefined) Object.assign(head, entry.ids);
-      writeAll(fd, Buffer.from(`${JSON.stringify(head)}\n`));
-      for (const part of parts) writeAll(fd, part);
+      written += writeAll(fd, Buffer.from(`${JSON.stringify(head)}\n`));
+      for (const part of parts) written += writeAll(fd, part);
     }
+    if (reserved) ftruncateSync(fd, written);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
@@ -182,9 +188,10 @@ export function spillHeld(dataDir: string, held: readonly HeldBatch[], spilled: 
   }
 }
 
-/** writeSync may write less than asked (a full disk says so by throwing, a short write by its count). */
-function writeAll(fd: number, bytes: Uint8Array): void {
+/** writeSync may write less than asked (a full disk says so by throwing, a short write by its count). Returns the bytes. */
+function writeAll(fd: number, bytes: Uint8Array): number {
   for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+  return bytes.length;
 }
 
 function syncFolder(folder: string): void {

@@ -43,6 +43,11 @@ export interface IngestDeps {
   accepting: () => boolean;
   /** The window of event times kept as sent (codec/reception.ts); the source's retention completes it. */
   eventTimes: EventTimeRule;
+  /**
+   * Flushes have been failing for longer than INGEST_REFUSE_AFTER_FLUSH_FAILING_MS: nothing more
+   * may be acknowledged (503) until one succeeds. Absent: never.
+   */
+  storageDown?: () => boolean;
 }
 
 /** Every ingestion answer, refusals included: browsers read it (the token is the credential). */
@@ -110,6 +115,7 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
   metrics.sourceId = source.id;
   if (!deps.accepting()) return refuse(new AppError("shutting_down", "Service is shutting down; retry on another instance or later"), metrics);
   if (!ring.fits(1, 1)) return refuse(bufferFull(), metrics);
+  if (deps.storageDown?.()) return refuse(storageDown(), metrics);
   const limiter = deps.rateLimiter;
   if (limiter.enabled) {
     const wait = limiter.wait(source.id);
@@ -219,6 +225,8 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
     // Deleted while this request was read (a slow upload): nothing of it may land after the purge.
     if (!cache.has(source.id)) return refuse(new AppError("invalid_token", "Unauthorized"), metrics);
     if (deps.ackMode === "buffered") {
+      // Storage may have failed while the body was read: a 202 now would rest in memory only.
+      if (deps.storageDown?.()) return refuse(storageDown(), metrics);
       // A decode thread's rows are the request's own (transferred): the ring keeps big ones as they are.
       if (!(big ? ring.adopt(encoded.rows, encoded.count) : ring.append(encoded.rows, encoded.count))) return refuse(bufferFull(), metrics);
       deps.flusher.pushed();
@@ -296,6 +304,13 @@ function refuseUnread(refusal: AppError, declared: number, deps: IngestDeps, met
 
 function bufferFull(): AppError {
   return new AppError("buffer_full", "Ingestion buffer is full (BUFFER_MAX_EVENTS / BUFFER_MAX_BYTES); retry after a moment");
+}
+
+function storageDown(): AppError {
+  return new AppError(
+    "storage_unavailable",
+    "Storage is failing (no flush has succeeded for longer than INGEST_REFUSE_AFTER_FLUSH_FAILING_MS); nothing of this request was stored, retry after the time in Retry-After",
+  );
 }
 
 function refuse(refusal: AppError, metrics: IngestRequest): AppError {

@@ -17,7 +17,7 @@ import { once } from "node:events";
 import postgres from "postgres";
 import { COPY_HEADER, COPY_TRAILER, fieldsOf, fromText, setIds, tupleCount } from "../codec/tuples";
 import { microsText } from "../codec/time";
-import { deadline } from "../timers";
+import { deadline, reconnectSeconds } from "../timers";
 
 export type WriteFailure = "data" | "failed" | "unknown";
 
@@ -73,7 +73,7 @@ const DATA_ERROR = /^(22|23|54)/;
 type Sql = postgres.Sql;
 
 export function openFlushConnection(url: string, deadlineMs: number): FlushConnection {
-  const connect = () => postgres(url, { max: 1, onnotice: () => {}, connection: { application_name: "logpond-flush" } });
+  const connect = () => postgres(url, { max: 1, onnotice: () => {}, connection: { application_name: "logpond-flush" }, backoff: reconnectSeconds });
   let sql = connect();
 
   /**

@@ -1,14 +1,15 @@
-// Opens storage: DATABASE_URL, or the embedded PostgreSQL under DATA_DIR. Runs the committed
-// drizzle migrations under an advisory lock (several instances may start at once), then hands
-// out the management pool (the flusher opens its own connections, store/copy.ts), so a long COPY
-// never makes a management query wait.
+// Opens storage: DATABASE_URL, or the embedded PostgreSQL under DATA_DIR, supervised (restarted
+// when it dies: store/supervisor.ts). Runs the committed drizzle migrations under an advisory lock
+// (several instances may start at once), then hands out the management pool (the flusher opens its
+// own connections, store/copy.ts), so a long COPY never makes a management query wait.
 import { drizzle, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
 import { migrate } from "drizzle-orm/postgres-js/migrator";
 import * as path from "node:path";
 import postgres from "postgres";
 import type { Config } from "../config";
-import { timeout } from "../timers";
+import { reconnectSeconds, timeout } from "../timers";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded";
+import { superviseEmbedded, type Supervisor } from "./supervisor";
 import * as schema from "./schema";
 
 export type Sql = postgres.Sql;
@@ -22,7 +23,11 @@ export interface Store {
   readonly description: string;
   /** For the banner: a psql command that works when pasted, with no password in it. */
   readonly psql: string;
+  /** The embedded PostgreSQL's supervisor; none for DATABASE_URL (nothing of ours to restart). */
+  readonly supervisor: Supervisor | undefined;
   ping(): Promise<boolean>;
+  /** Why the database cannot be used now, for /ready; undefined when it answers. */
+  unready(): Promise<string | undefined>;
   close(): Promise<void>;
 }
 
@@ -43,8 +48,9 @@ export async function openStore(config: Config, log: (line: string) => void): Pr
     await embedded?.stop();
     throw new Error(`could not prepare the database (${redact(url)}): ${(error as Error).message}`);
   }
+  const supervisor = embedded ? superviseEmbedded(embedded, log) : undefined;
 
-  const options = { onnotice: () => {}, connection: { application_name: "logpond" } };
+  const options = { onnotice: () => {}, connection: { application_name: "logpond" }, backoff: reconnectSeconds };
   const sql = postgres(url, { ...options, max: 8 });
   const db = drizzle(sql, { schema });
   const description = embedded ? `embedded PostgreSQL ${embedded.version} at ${redact(url)} (cluster ${embedded.clusterDir})` : `PostgreSQL at ${redact(url)}`;
@@ -54,23 +60,30 @@ export async function openStore(config: Config, log: (line: string) => void): Pr
     ? `PGPASSWORD="$(cat ${shellQuote(passwordFile)})" psql -h ${hostname} -p ${port} -U ${username} ${pathname.slice(1)}`
     : `psql "$DATABASE_URL"`;
 
+  const ping = () => {
+    // A paused or unreachable server must not hang a readiness probe.
+    const probe = sql`select 1`.execute().then(
+      () => true,
+      () => false,
+    );
+    return timeout(probe, PING_TIMEOUT_MS, () => false);
+  };
   return {
     sql,
     db,
     url,
     description,
     psql,
-    async ping() {
-      // A paused or unreachable server must not hang a readiness probe.
-      const probe = sql`select 1`.execute().then(
-        () => true,
-        () => false,
-      );
-      return timeout(probe, PING_TIMEOUT_MS, () => false);
+    supervisor,
+    ping,
+    async unready() {
+      if (supervisor?.down !== undefined) return supervisor.down;
+      return (await ping()) ? undefined : "Database is unreachable";
     },
     async close() {
       await sql.end({ timeout: 5 }).catch(() => {});
-      await embedded?.stop();
+      // The supervisor first: a postmaster stopped here must not be started again.
+      await (supervisor ? supervisor.stop() : embedded?.stop());
     },
   };
 }

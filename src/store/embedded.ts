@@ -15,7 +15,16 @@ export interface EmbeddedPostgres {
   readonly url: string;
   readonly clusterDir: string;
   readonly version: string;
+  /** The postmaster running now (a relaunch starts another). */
   readonly pid: number;
+  /** Settles, never rejects, with how the current postmaster ended ("exited with SIGKILL"). */
+  readonly exited: Promise<string>;
+  /**
+   * After the postmaster died: a new one on the same port (the URL stays valid), once no process
+   * of the dead one still holds the cluster; its stale postmaster.pid is removed first. Rejects
+   * with what PostgreSQL's log says when it does not come up; an abort stops the one starting.
+   */
+  relaunch(signal?: AbortSignal): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -25,10 +34,29 @@ interface RunAs {
   name: string;
 }
 
+/** What a postmaster is started from: the same for every launch of a DATA_DIR's cluster. */
+interface Cluster {
+  native: string;
+  clusterDir: string;
+  port: number;
+  runAs: RunAs | undefined;
+  logFile: string;
+}
+
+/** One launched postmaster, our child. */
+interface Postmaster {
+  readonly pid: number;
+  /** False from its exit on: its pid may be another process's by then. */
+  alive: boolean;
+  readonly exited: Promise<string>;
+}
+
 const DB_USER = "logpond";
 const DB_NAME = "logpond";
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 20_000;
+/** How long a dead postmaster's children get to notice and exit before they are killed. */
+const ORPHANS_WAIT_MS = 5_000;
 /** Where root keeps binaries and clusters that postgres' own user must be able to reach. */
 const ROOT_RUNTIME_DIR = "/var/lib/logpond";
 
@@ -53,20 +81,55 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
   if (!fs.existsSync(path.join(clusterDir, "PG_VERSION"))) {
     initCluster(native, clusterDir, password, runAs);
     log(`initialised a new PostgreSQL cluster in ${clusterDir}`);
+  } else {
+    // A postmaster killed with logpond may leave children behind for a moment.
+    await releaseCluster(clusterDir, log);
   }
 
   const chosenPort = port === 0 ? await freePort() : port;
-  const logFile = path.join(path.dirname(clusterDir), "postgres.log");
+  const cluster: Cluster = { native, clusterDir, port: chosenPort, runAs, logFile: path.join(path.dirname(clusterDir), "postgres.log") };
+  let current = await launch(cluster);
+
+  const url = `postgres://${DB_USER}:${encodeURIComponent(password)}@127.0.0.1:${chosenPort}/${DB_NAME}`;
+  await ensureDatabase(url.replace(/\/[^/]+$/, "/postgres"));
+  const version = fs.readFileSync(path.join(clusterDir, "PG_VERSION"), "utf8").trim();
+
+  return {
+    url,
+    clusterDir,
+    version,
+    get pid() {
+      return current.pid;
+    },
+    get exited() {
+      return current.exited;
+    },
+    async relaunch(signal) {
+      if (current.alive) throw new Error(`the embedded PostgreSQL (pid ${current.pid}) is still running`);
+      await releaseCluster(clusterDir, log);
+      current = await launch(cluster, signal);
+    },
+    async stop() {
+      if (current.alive) await stopPostmaster(current.pid);
+      fs.rmSync(path.join(dataDir, "logpond.pid"), { force: true });
+    },
+  };
+}
+
+/** Starts a postmaster of the cluster and waits until it accepts connections. */
+async function launch(cluster: Cluster, signal?: AbortSignal): Promise<Postmaster> {
+  const { clusterDir, port, runAs, logFile } = cluster;
+  signal?.throwIfAborted();
   const logFd = fs.openSync(logFile, "a", 0o644);
   if (runAs) fs.fchownSync(logFd, runAs.uid, runAs.gid);
   const logStart = fs.fstatSync(logFd).size;
   const child = spawn(
-    path.join(native, "bin", "postgres"),
+    path.join(cluster.native, "bin", "postgres"),
     [
       "-D",
       clusterDir,
       "-p",
-      String(chosenPort),
+      String(port),
       "-c",
       "listen_addresses=127.0.0.1",
       "-c",
@@ -79,6 +142,9 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
       "shared_buffers=256MB",
       "-c",
       "max_wal_size=2GB",
+      // After a crash PostgreSQL first fsyncs every file of the cluster, one by one (3 s of a 6 s
+      // restart here after kill -9 under load); Linux's syncfs does it in one call.
+      ...(process.platform === "linux" ? ["-c", "recovery_init_sync_method=syncfs"] : []),
     ],
     {
       // Own process group: a Ctrl-C in the terminal reaches logpond, which drains its buffer and
@@ -93,40 +159,29 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
   child.unref();
 
   let exited: string | undefined;
-  child.on("exit", (code, signal) => {
-    exited = `exited with ${signal ?? `code ${code}`}`;
+  const ended = new Promise<string>((resolve) => {
+    child.on("exit", (code, signal) => resolve((exited = `exited with ${signal ?? `code ${code}`}`)));
+    child.on("error", (error) => resolve((exited = `could not be started: ${error.message}`)));
   });
-  child.on("error", (error) => {
-    exited = `could not be started: ${error.message}`;
-  });
+  const postmaster: Postmaster = { pid: child.pid ?? -1, alive: child.pid !== undefined, exited: ended };
+  void ended.then(() => (postmaster.alive = false));
 
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (!isReady(clusterDir, child.pid)) {
+    if (signal?.aborted) {
+      if (exited === undefined) await stopPostmaster(postmaster.pid);
+      signal.throwIfAborted();
+    }
     if (exited !== undefined || Date.now() > deadline) {
       if (exited === undefined) child.kill("SIGKILL");
       throw new Error(
-        `embedded PostgreSQL ${exited ?? "did not become ready in time"} (port ${chosenPort}, cluster ${clusterDir}).\n` +
+        `embedded PostgreSQL ${exited ?? "did not become ready in time"} (port ${port}, cluster ${clusterDir}).\n` +
           `Its log (${logFile}) says:\n${tailOf(logFile, logStart)}`,
       );
     }
     await Bun.sleep(50);
   }
-
-  const url = `postgres://${DB_USER}:${encodeURIComponent(password)}@127.0.0.1:${chosenPort}/${DB_NAME}`;
-  await ensureDatabase(url.replace(/\/[^/]+$/, "/postgres"));
-  const version = fs.readFileSync(path.join(clusterDir, "PG_VERSION"), "utf8").trim();
-  const pid = child.pid!;
-
-  return {
-    url,
-    clusterDir,
-    version,
-    pid,
-    async stop() {
-      await stopPostmaster(pid);
-      fs.rmSync(path.join(dataDir, "logpond.pid"), { force: true });
-    },
-  };
+  return postmaster;
 }
 
 /** PostgreSQL refuses to run as root, so root runs it as the `postgres` user, created if needed. */
@@ -257,6 +312,61 @@ async function stopLeftoverPostmaster(clusterDir: string, log: (line: string) =>
   if (!isAlive(pid) || !commandOf(pid).includes("postgres")) return;
   log(`stopping a PostgreSQL left running by an earlier logpond (pid ${pid})`);
   await stopPostmaster(pid);
+}
+
+/**
+ * Before a postmaster starts where one died: the dead one's children (each notices its parent is
+ * gone and exits within milliseconds; one stopped or stuck is killed after ORPHANS_WAIT_MS) must be
+ * gone, for they still hold its shared memory and write to its files. Only then is its
+ * postmaster.pid known stale, and removed: PostgreSQL would refuse to start if the pid in it now
+ * belonged to another process.
+ */
+async function releaseCluster(clusterDir: string, log: (line: string) => void): Promise<void> {
+  let holders = holdersOf(clusterDir);
+  const deadline = Date.now() + ORPHANS_WAIT_MS;
+  while (holders.length > 0 && Date.now() < deadline) {
+    await Bun.sleep(25);
+    holders = holdersOf(clusterDir);
+  }
+  if (holders.length > 0) {
+    log(`postgres: killing processes of a dead PostgreSQL that still hold its cluster (pids ${holders.join(", ")})`);
+    for (const pid of holders) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {}
+    }
+    const killed = Date.now() + 2_000;
+    while (holdersOf(clusterDir).length > 0) {
+      if (Date.now() > killed) throw new Error(`processes of a dead PostgreSQL still hold ${clusterDir} (pids ${holdersOf(clusterDir).join(", ")})`);
+      await Bun.sleep(25);
+    }
+  }
+  fs.rmSync(path.join(clusterDir, "postmaster.pid"), { force: true });
+}
+
+/**
+ * PostgreSQL processes working in the cluster: every process of a postmaster (its children
+ * included) runs the postgres binary with the cluster as its working directory. Empty where /proc
+ * is not there to tell (PostgreSQL's own lock file check then stands alone).
+ */
+function holdersOf(clusterDir: string): number[] {
+  let real: string;
+  let entries: string[];
+  try {
+    real = fs.realpathSync(clusterDir);
+    entries = fs.readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  const holders: number[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (fs.readlinkSync(`/proc/${entry}/cwd`) !== real) continue;
+      if (path.basename(fs.readlinkSync(`/proc/${entry}/exe`)) === "postgres" && isAlive(Number(entry))) holders.push(Number(entry));
+    } catch {}
+  }
+  return holders;
 }
 
 async function stopPostmaster(pid: number): Promise<void> {

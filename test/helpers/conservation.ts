@@ -26,6 +26,8 @@ export class Generator {
   /** Acknowledged numbers, as [first, count] ranges (one per 202). */
   readonly acked: [number, number][] = [];
   readonly statuses = new Map<string, number>();
+  /** Every answer: when it came (Date.now()) and its status. */
+  readonly answers: [number, string][] = [];
 
   constructor(private readonly options: GeneratorOptions) {
     this.next = options.first ?? 0;
@@ -68,6 +70,7 @@ export class Generator {
         await Bun.sleep(20);
       }
       this.statuses.set(status, (this.statuses.get(status) ?? 0) + 1);
+      this.answers.push([Date.now(), status]);
       if (pauseMs > 0) await Bun.sleep(pauseMs);
     }
   }

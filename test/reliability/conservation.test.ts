@@ -14,15 +14,16 @@
 // QUERY_TIMEOUT_MS of 50–300 ms over hot and sealed data while ingesting; the service stays up, no
 // error is left unhandled, and nothing acknowledged is lost.
 import { afterAll, beforeAll, beforeEach, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import postgres from "postgres";
 import { sealAll } from "../../src/store/sealer";
 import { Generator, verify } from "../helpers/conservation";
-import { startFaultyPostgres, type FaultyPostgres } from "../helpers/faults";
+import { embeddedPostmaster, embeddedUrl, mountSmallDisk, startFaultyPostgres, tmpfsRefusal, type FaultyPostgres } from "../helpers/faults";
 import { backendGone, copiesOf, holdBlockWrites, tiers, type BlockWrites, type StalledMove } from "../helpers/sealing";
 import { createSource, SERVICE_API_TOKEN, spawnService, type Service } from "../helpers/service";
+import { SseReader } from "../helpers/sse";
 
 const FULL = process.env.RELIABILITY === "full";
 const PHASE_MS = FULL ? 6_000 : 1_200; // load before the fault, and again after it
@@ -576,3 +577,325 @@ for (const fault of moveFaults) {
     FULL ? 300_000 : 60_000,
   );
 }
+
+// The embedded PostgreSQL, supervised: a logpond that runs its own (no DATABASE_URL) restarts it
+// when its postmaster dies, and stops acknowledging once flushes have failed for
+// INGEST_REFUSE_AFTER_FLUSH_FAILING_MS (a full disk). Each test counts what that PostgreSQL holds
+// while the service still runs, once its buffer is empty.
+const REFUSE_AFTER_MS = 2_000;
+const SMALL_DISK_BYTES = 192 * 1024 * 1024;
+const tmpfsMissing = tmpfsRefusal();
+if (tmpfsMissing) console.log(`conservation: the full-disk tests are skipped: ${tmpfsMissing}`);
+
+function spawnOwn(dataDir: string, env: Record<string, string> = {}): Promise<Service> {
+  return spawnService({
+    DATABASE_URL: "", // its own PostgreSQL, whatever the shell says
+    DATA_DIR: dataDir,
+    FLUSH_TIMEOUT_MS: String(FLUSH_TIMEOUT_MS),
+    INGEST_REFUSE_AFTER_FLUSH_FAILING_MS: String(REFUSE_AFTER_MS),
+    ...SEALING,
+    ...env,
+  });
+}
+
+/** The sum of a /metrics family's samples whose labels contain `labels` (e.g. `reason="storage_unavailable"`). */
+async function metricSum(service: Service, family: string, labels = ""): Promise<number> {
+  const response = await fetch(`${service.apiUrl}/metrics`, { signal: AbortSignal.timeout(5_000) });
+  let sum = 0;
+  for (const line of (await response.text()).split("\n")) {
+    if ((line.startsWith(`${family}{`) || line.startsWith(`${family} `)) && line.includes(labels)) sum += Number(line.split(" ").at(-1));
+  }
+  return sum;
+}
+
+async function readyAnswer(service: Service): Promise<{ status: number; body: string }> {
+  try {
+    const response = await fetch(`${service.apiUrl}/ready`, { signal: AbortSignal.timeout(5_000) });
+    return { status: response.status, body: await response.text() };
+  } catch {
+    return { status: 0, body: "" };
+  }
+}
+
+/** When each log line matching `pattern` was written (its ISO time), in Date.now() terms. */
+function loggedAt(output: string, pattern: RegExp): number[] {
+  return output
+    .split("\n")
+    .filter((line) => pattern.test(line))
+    .map((line) => Date.parse(line.slice(0, 24)));
+}
+
+/** Lost = 0 and duplicates = 0 in the service's own PostgreSQL, once its buffer is empty. */
+async function ownConserved(label: string, service: Service, dataDir: string, sourceId: number, acked: readonly [number, number][], extra: object) {
+  await waitFor("the buffer to be written", async () => (await metric(service, "logpond_buffer_events")) === 0);
+  const own = postgres(embeddedUrl(service.output(), dataDir), { max: 1, onnotice: () => {} });
+  try {
+    const verdict = await verify(own, sourceId, acked);
+    console.log(`conservation: ${label}: ${JSON.stringify({ ...verdict, ...extra })}`);
+    expect(verdict.acked).toBeGreaterThan(0);
+    expect(verdict.lost).toBe(0);
+    expect(verdict.duplicates).toBe(0);
+  } finally {
+    await own.end({ timeout: 5 });
+  }
+}
+
+/** Seconds of 202s after the first failed flush (its log line), up to `until`, and how many. */
+function ackedWhileFailing(service: Service, generator: Generator, until: number): { seconds: number; answers: number } {
+  const failedAt = loggedAt(service.output(), /flush: .* not written/)[0];
+  if (failedAt === undefined) return { seconds: 0, answers: 0 };
+  const late = generator.answers.filter(([at, status]) => status === "202" && at > failedAt && at < until);
+  return { seconds: late.length === 0 ? 0 : (late.at(-1)![0] - failedAt) / 1000, answers: late.length };
+}
+
+test(
+  "the embedded PostgreSQL killed (kill -9) under load: logpond restarts it; ingestion, the live tail, the source cache and the sealer recover without a restart of logpond",
+  async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-conservation-"));
+    dataDirs.push(dataDir);
+    const service = await spawnOwn(dataDir);
+    let tail: SseReader | undefined;
+    let own: postgres.Sql | undefined;
+    try {
+      const source = await createSource(service, "postgres killed");
+      const other = await createSource(service, "postgres killed: its token changed by another instance");
+      const generator = new Generator({ ingestUrl: service.ingestUrl, token: source.token, workers: WORKERS, batch: 20, pauseMs: 2 });
+      generator.start();
+      // A live tail open across the restarts (fed by the flusher's commits).
+      const stream = await fetch(`${service.apiUrl}/api/v2/query/live-tail/stream?source_ids=${source.id}`, {
+        headers: { authorization: `Bearer ${SERVICE_API_TOKEN}` },
+      });
+      expect(stream.status).toBe(200);
+      tail = new SseReader(stream);
+      const tailed = () => tail!.events.filter((e) => e.event === "message" || e.event === "dropped").length;
+      for (let i = 0; i < REPEATS; i++) {
+        await Bun.sleep(PHASE_MS);
+        await waitFor("a flush", async () => ((await metric(service, "logpond_flush_events_total")) ?? 0) > 0);
+        const killed = embeddedPostmaster(dataDir);
+        const killedAt = Date.now();
+        process.kill(killed, "SIGKILL");
+        await waitFor("the restart", async () => (await metric(service, "logpond_postgres_restarts_total")) === i + 1);
+        await waitFor("/ready", async () => (await readyAnswer(service)).status === 200);
+        expect(embeddedPostmaster(dataDir)).not.toBe(killed);
+        expect(await metric(service, "logpond_postgres_up")).toBe(1);
+        // Acknowledged after the restart: ingestion goes on, on the same process.
+        const acked = generator.ackedEvents;
+        await waitFor("202s after the restart", async () => generator.ackedEvents > acked);
+        const backAt = loggedAt(service.output(), /flush: storage is back/).find((at) => at >= killedAt - 1_000);
+        console.log(`conservation: kill -9 #${i + 1}: flushes succeed again ${backAt ? ((backAt - killedAt) / 1000).toFixed(1) : "?"} s after the kill`);
+        // The tail goes on; the sealer passes again.
+        const rows = tailed();
+        await waitFor("tail rows after the restart", async () => tailed() > rows);
+        const restartedAt = Date.now() / 1000;
+        await waitFor(
+          "a sealer pass after the restart",
+          async () => ((await metric(service, "logpond_sealer_last_pass_timestamp_seconds")) ?? 0) > restartedAt,
+        );
+      }
+      // The source cache hears another instance's change again (its LISTEN connection came back).
+      own = postgres(embeddedUrl(service.output(), dataDir), { max: 1, onnotice: () => {} });
+      const rotated = `rotated${crypto.randomUUID().replaceAll("-", "").slice(0, 17)}`;
+      await own`update sources set token = ${rotated} where id = ${other.id}`;
+      await own`select pg_notify('logpond_sources', ${String(other.id)})`;
+      const post = (token: string) =>
+        fetch(`${service.ingestUrl}/`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: "{}" });
+      await waitFor("the rotated token to be taken", async () => (await post(rotated)).status === 202);
+      expect((await post(other.token)).status).toBe(403);
+      await Bun.sleep(PHASE_MS);
+      await generator.stop();
+      expect(ended(service)).toBe(false);
+      expect(service.output()).toContain("exited with SIGKILL; restarting it");
+      expect(service.output()).toContain("the embedded PostgreSQL is running again");
+      await ownConserved("postgres killed", service, dataDir, source.id, generator.acked, {
+        restarts: await metric(service, "logpond_postgres_restarts_total"),
+        statuses: Object.fromEntries(generator.statuses),
+      });
+      service.proc.kill("SIGTERM");
+      expect(await service.proc.exited).toBe(0);
+    } catch (error) {
+      console.log(`logpond's output:\n${service.output().slice(-4000)}`);
+      throw error;
+    } finally {
+      await tail?.close();
+      await own?.end({ timeout: 5 });
+      if (!ended(service)) service.proc.kill("SIGKILL");
+      await service.proc.exited;
+    }
+  },
+  FULL ? 300_000 : 120_000,
+);
+
+test(
+  "the embedded PostgreSQL killed, then SIGTERM while it is down: drained or spilled, the spill written once at the next start",
+  async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-conservation-"));
+    dataDirs.push(dataDir);
+    // A stop shorter than a crash recovery: the drain usually misses it and spills.
+    const env = { SHUTDOWN_TIMEOUT_MS: "1000" };
+    const service = await spawnOwn(dataDir, env);
+    let restarted: Service | undefined;
+    try {
+      const source = await createSource(service, "postgres killed, then SIGTERM");
+      const generator = new Generator({ ingestUrl: service.ingestUrl, token: source.token, workers: WORKERS, batch: 20, pauseMs: 2 });
+      generator.start();
+      await Bun.sleep(PHASE_MS);
+      await waitFor("a flush", async () => ((await metric(service, "logpond_flush_events_total")) ?? 0) > 0);
+      process.kill(embeddedPostmaster(dataDir), "SIGKILL");
+      await waitFor("logpond to see it", async () => service.output().includes("exited with SIGKILL"));
+      service.proc.kill("SIGTERM");
+      const code = await service.proc.exited;
+      await generator.stop();
+      const output = service.output();
+      expect(output).not.toContain("LOST");
+      const spilled = /stopped; (\d+) events spilled to (\S+)/.exec(output);
+      if (code === 0) expect(output).toContain("nothing left behind");
+      else {
+        expect(code).toBe(1);
+        if (!spilled) throw new Error(`exit 1 with no spill count:\n${output.slice(-2000)}`);
+      }
+
+      restarted = await spawnOwn(dataDir, env);
+      if (spilled) expect(restarted.output()).toMatch(new RegExp(`spill: ${spilled[1]} events of .* written to PostgreSQL`));
+      await ownConserved("postgres killed, then SIGTERM", restarted, dataDir, source.id, generator.acked, {
+        exit: code,
+        spilled: spilled ? Number(spilled[1]) : 0,
+        statuses: Object.fromEntries(generator.statuses),
+      });
+      restarted.proc.kill("SIGTERM");
+      expect(await restarted.proc.exited).toBe(0);
+    } catch (error) {
+      for (const s of [service, restarted]) if (s) console.log(`logpond's output:\n${s.output().slice(-4000)}`);
+      throw error;
+    } finally {
+      for (const s of [service, restarted]) {
+        if (s && !ended(s)) s.proc.kill("SIGKILL");
+        await s?.proc.exited;
+      }
+    }
+  },
+  FULL ? 300_000 : 120_000,
+);
+
+test.skipIf(tmpfsMissing !== undefined)(
+  "DATA_DIR's disk full under load, PostgreSQL killed while it is: 503 past the setting, no 202 while nothing can be written, recovers by itself once space is freed",
+  async () => {
+    const disk = mountSmallDisk(SMALL_DISK_BYTES);
+    const dataDir = path.join(disk.dir, "data");
+    const service = await spawnOwn(dataDir, { BUFFER_MAX_BYTES: String(16 << 20) });
+    try {
+      const source = await createSource(service, "disk full");
+      const generator = new Generator({ ingestUrl: service.ingestUrl, token: source.token, workers: WORKERS, batch: 20, pauseMs: 2 });
+      generator.start();
+      await Bun.sleep(PHASE_MS);
+      await waitFor("a flush", async () => ((await metric(service, "logpond_flush_events_total")) ?? 0) > 0);
+      disk.fill();
+      await waitFor(
+        "ingestion to refuse for storage",
+        async () => (await metricSum(service, "logpond_ingest_requests_rejected_total", 'reason="storage_unavailable"')) > 0,
+      );
+      // PostgreSQL stopped by the full disk: it cannot start again until there is room.
+      process.kill(embeddedPostmaster(dataDir), "SIGKILL");
+      await waitFor("a restart that fails for the full disk", async () => service.output().includes("could not restart the embedded PostgreSQL"));
+      const down = await readyAnswer(service);
+      expect(down.status).toBe(503);
+      expect(down.body).toContain("could not be started");
+      expect(await metric(service, "logpond_postgres_up")).toBe(0);
+      // From the failed restart on nothing can be written; one setting later at most (a commit just
+      // before the kill would have reset the clock), nothing may be acknowledged.
+      const downFrom = loggedAt(service.output(), /could not restart the embedded PostgreSQL/)[0]!;
+      const refusing = downFrom + REFUSE_AFTER_MS;
+      await waitFor("answers well past the setting", async () => generator.answers.filter(([at]) => at > refusing).length > 20);
+      const freedAt = Date.now();
+      expect(generator.answers.filter(([at, status]) => status === "202" && at > refusing && at < freedAt)).toEqual([]);
+      const window = ackedWhileFailing(service, generator, freedAt);
+
+      disk.free();
+      await waitFor("logpond to recover by itself", async () => (await readyAnswer(service)).status === 200);
+      const readyAt = Date.now();
+      const acked = generator.ackedEvents;
+      await waitFor("202s again", async () => generator.ackedEvents > acked);
+      const recovered = Date.now();
+      await Bun.sleep(PHASE_MS);
+      await generator.stop();
+      expect(ended(service)).toBe(false);
+      expect(service.output()).not.toContain("LOST");
+      await ownConserved("disk full, then freed", service, dataDir, source.id, generator.acked, {
+        acked202sWhileFailing: window,
+        settingSeconds: REFUSE_AFTER_MS / 1000,
+        readyAgainAfterFreeS: (readyAt - freedAt) / 1000,
+        acceptingAgainAfterFreeS: (recovered - freedAt) / 1000,
+        postgresBackAfterFreeS: ((loggedAt(service.output(), /embedded PostgreSQL is running again/).find((at) => at >= freedAt) ?? NaN) - freedAt) / 1000,
+        flushesBackAfterFreeS: ((loggedAt(service.output(), /flush: storage is back/).find((at) => at >= freedAt) ?? NaN) - freedAt) / 1000,
+        restarts: await metric(service, "logpond_postgres_restarts_total"),
+        statuses: Object.fromEntries(generator.statuses),
+      });
+      service.proc.kill("SIGTERM");
+      expect(await service.proc.exited).toBe(0);
+    } catch (error) {
+      console.log(`logpond's output:\n${service.output().slice(-4000)}`);
+      throw error;
+    } finally {
+      if (!ended(service)) service.proc.kill("SIGKILL");
+      await service.proc.exited;
+      disk.unmount();
+    }
+  },
+  FULL ? 300_000 : 120_000,
+);
+
+test.skipIf(tmpfsMissing !== undefined)(
+  "DATA_DIR's disk full and PostgreSQL stopped, then SIGTERM: the spill goes into the reserve (nothing LOST); once space is freed the next start writes it once",
+  async () => {
+    const disk = mountSmallDisk(SMALL_DISK_BYTES);
+    const dataDir = path.join(disk.dir, "data");
+    const env = { BUFFER_MAX_BYTES: String(16 << 20), SHUTDOWN_TIMEOUT_MS: "2000" };
+    const service = await spawnOwn(dataDir, env);
+    let restarted: Service | undefined;
+    try {
+      expect(existsSync(path.join(dataDir, "spill", "reserve"))).toBe(true);
+      const source = await createSource(service, "disk full, then SIGTERM");
+      const generator = new Generator({ ingestUrl: service.ingestUrl, token: source.token, workers: WORKERS, batch: 20, pauseMs: 2 });
+      generator.start();
+      await Bun.sleep(PHASE_MS);
+      await waitFor("a flush", async () => ((await metric(service, "logpond_flush_events_total")) ?? 0) > 0);
+      disk.fill();
+      await waitFor(
+        "ingestion to refuse for storage",
+        async () => (await metricSum(service, "logpond_ingest_requests_rejected_total", 'reason="storage_unavailable"')) > 0,
+      );
+      process.kill(embeddedPostmaster(dataDir), "SIGKILL");
+      await waitFor("a restart that fails for the full disk", async () => service.output().includes("could not restart the embedded PostgreSQL"));
+      service.proc.kill("SIGTERM");
+      const code = await service.proc.exited;
+      await generator.stop();
+      const output = service.output();
+      expect(output).not.toContain("LOST");
+      expect(code).toBe(1);
+      const spilled = /stopped; (\d+) events spilled to (\S+)/.exec(output);
+      if (!spilled) throw new Error(`no spill count in the output:\n${output.slice(-2000)}`);
+      expect(Number(spilled[1])).toBeGreaterThan(0);
+      expect(existsSync(path.join(dataDir, "spill", "reserve"))).toBe(false); // it became the spill file
+
+      disk.free();
+      restarted = await spawnOwn(dataDir, env);
+      expect(restarted.output()).toMatch(new RegExp(`spill: ${spilled[1]} events of .* written to PostgreSQL`));
+      expect(existsSync(path.join(dataDir, "spill", "reserve"))).toBe(true); // kept again for the next stop
+      await ownConserved("disk full, then SIGTERM", restarted, dataDir, source.id, generator.acked, {
+        spilled: Number(spilled[1]),
+        statuses: Object.fromEntries(generator.statuses),
+      });
+      restarted.proc.kill("SIGTERM");
+      expect(await restarted.proc.exited).toBe(0);
+    } catch (error) {
+      for (const s of [service, restarted]) if (s) console.log(`logpond's output:\n${s.output().slice(-4000)}`);
+      throw error;
+    } finally {
+      for (const s of [service, restarted]) {
+        if (s && !ended(s)) s.proc.kill("SIGKILL");
+        await s?.proc.exited;
+      }
+      disk.unmount();
+    }
+  },
+  FULL ? 300_000 : 120_000,
+);
