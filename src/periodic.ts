@@ -1,6 +1,7 @@
 // A background job run every interval (the sealer's passes, retention's sweeps): one run at a
 // time (a run never overlaps the previous one, whoever asked for it), the next one an interval
-// after the previous ended (a run longer than the interval never piles up), or soon after kick().
+// after the previous ended (a run longer than the interval never piles up; or at a fixed rate, the
+// turns that fall in a run making one more), or soon after kick().
 // A run that fails is counted and reported, and the job goes on at its next turn. stop() aborts a
 // run under way through the AbortSignal the job is given, arms nothing more, and waits for the run
 // up to a deadline, so a stop stays bounded whatever the job waits on.
@@ -8,8 +9,14 @@ import type { Registry } from "./metrics";
 import { type Clock, realClock, within } from "./timers";
 
 export interface PeriodicOptions<T> {
-  /** Milliseconds from the end of one timed run to the start of the next. */
+  /** Milliseconds from the end of one timed run to the start of the next (see `fixedRate`). */
   intervalMs: number;
+  /**
+   * Turns every `intervalMs` from the start instead, whenever runs end (setInterval's cadence): a
+   * turn that comes while a run is under way asks for one more right after it, as kick() does.
+   * For a job whose promise is "at most an interval later" (retention: codec/reception.ts).
+   */
+  fixedRate?: boolean;
   /** The job; `signal` is aborted by stop(): the job ends as soon as it can, throwing or not. */
   run: (signal: AbortSignal) => Promise<T>;
   /** Whether the first run starts at once (else an interval from now). */
@@ -57,7 +64,11 @@ export function periodic<T>(options: PeriodicOptions<T>): Periodic<T> {
     return next;
   };
   const arm = () => {
-    if (!abort.signal.aborted) disarm = clock.after(intervalMs, kick);
+    if (!abort.signal.aborted) disarm = clock.after(intervalMs, options.fixedRate ? turn : kick);
+  };
+  const turn = () => {
+    arm();
+    kick();
   };
   function kick(): void {
     if (abort.signal.aborted) return;
@@ -65,8 +76,10 @@ export function periodic<T>(options: PeriodicOptions<T>): Periodic<T> {
       again = true;
       return;
     }
-    disarm?.();
-    disarm = undefined;
+    if (!options.fixedRate) {
+      disarm?.();
+      disarm = undefined;
+    }
     timed = (async () => {
       do {
         again = false;
@@ -80,7 +93,7 @@ export function periodic<T>(options: PeriodicOptions<T>): Periodic<T> {
       } while (again && !abort.signal.aborted);
     })().finally(() => {
       timed = undefined;
-      arm();
+      if (!options.fixedRate) arm();
     });
   }
   /** Until nothing runs or is queued (a run queued meanwhile is waited for too). */
@@ -94,8 +107,8 @@ export function periodic<T>(options: PeriodicOptions<T>): Periodic<T> {
   };
 
   if (options.errors) options.errors.metrics.counter(options.errors.name, options.errors.help, () => errors);
+  if (options.fixedRate || !options.atStart) arm();
   if (options.atStart) kick();
-  else arm();
   return {
     kick,
     runNow: queue,

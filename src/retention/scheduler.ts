@@ -80,6 +80,7 @@ export function startRetention(options: {
     intervalMs,
     run: once,
     atStart: true,
+    fixedRate: true, // an event meets a sweep at most an interval after it is stored (codec/reception.ts)
     failed: (error) => log(`retention: sweep failed: ${error.message} (retried at the next interval or deletion)`),
     errors: { metrics, name: "logpond_retention_sweep_errors_total", help: "Retention sweeps that failed (retried at the next interval)." },
   });

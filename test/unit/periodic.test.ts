@@ -156,3 +156,26 @@ test("a failed run is counted in /metrics and told once; the next run still come
   expect(job.errors).toBe(1);
   await job.stop();
 });
+
+test("at a fixed rate, turns come every interval from the start whenever runs end; one falling in a run makes one more right after it", async () => {
+  const { clock, run, runs, overlapped } = heldJob();
+  const job = periodic({ intervalMs: INTERVAL, run, atStart: true, fixedRate: true, failed: () => {}, clock });
+  await quiet();
+  clock.advance(INTERVAL); // the turn at 1 interval comes while the first run is under way
+  await quiet();
+  clock.advance(0.5 * INTERVAL);
+  await quiet();
+  expect(runs.length).toBe(1);
+  runs[0]!.end();
+  await quiet();
+  expect(runs.map((r) => r.at)).toEqual([0, 1.5 * INTERVAL]);
+  runs[1]!.end();
+  await quiet();
+  clock.advance(0.5 * INTERVAL); // the next turn: 2 intervals from the start, not 1 after the last run ended
+  await quiet();
+  expect(runs.map((r) => r.at)).toEqual([0, 1.5 * INTERVAL, 2 * INTERVAL]);
+  runs[2]!.end();
+  await job.stop();
+  expect(overlapped()).toBe(false);
+  expect(clock.pending).toBe(0);
+});
