@@ -35,6 +35,8 @@ export interface Periodic<T> {
   runNow(): Promise<T>;
   /** Resolves when no run is under way or queued. */
   idle(): Promise<void>;
+  /** Aborts the run under way and arms nothing more, without waiting (stop() waits). */
+  halt(): void;
   /**
    * Aborts the run under way, arms nothing more, and waits for the run to end, until `deadline`
    * at most (the clock's time, `performance.now()` for the real one; none: as long as it takes).
@@ -96,6 +98,11 @@ export function periodic<T>(options: PeriodicOptions<T>): Periodic<T> {
       if (!options.fixedRate) arm();
     });
   }
+  function halt(): void {
+    abort.abort();
+    disarm?.();
+    disarm = undefined;
+  }
   /** Until nothing runs or is queued (a run queued meanwhile is waited for too). */
   const settled = async () => {
     for (;;) {
@@ -113,10 +120,9 @@ export function periodic<T>(options: PeriodicOptions<T>): Periodic<T> {
     kick,
     runNow: queue,
     idle: settled,
+    halt,
     async stop(deadline) {
-      abort.abort();
-      disarm?.();
-      disarm = undefined;
+      halt();
       if (deadline === undefined) await settled();
       else await within(settled(), Math.max(0, deadline - clock.now()), clock);
     },

@@ -19,6 +19,8 @@ export interface Retention {
   kick(): void;
   /** Resolves when no sweep is running or queued. */
   idle(): Promise<void>;
+  /** The stop's first phase: aborts what runs, without waiting for it (periodic.ts). */
+  halt(): void;
   /** Aborts a running sweep (between two statements) and waits for it, until `deadline` at most (periodic.ts). */
   stop(deadline?: number): Promise<void>;
   /** The last sweep's view of storage, for /metrics. */
@@ -88,6 +90,7 @@ export function startRetention(options: {
   return {
     kick: job.kick,
     idle: job.idle,
+    halt: job.halt,
     stop: job.stop,
     get last() {
       return last;

@@ -385,6 +385,8 @@ async function dropIfEmpty(sql: Sql, table: string, signal: AbortSignal | undefi
 export interface Sealer {
   /** Closes the open generation and seals everything now (tests, benchmarks, a stop). */
   sealNow(): Promise<SealStats>;
+  /** The stop's first phase: aborts what runs, without waiting for it (periodic.ts). */
+  halt(): void;
   /** Aborts a pass under way (between two moves; a move is one statement) and waits for it, until `deadline` at most (periodic.ts). */
   stop(deadline?: number): Promise<void>;
   readonly totals: SealStats;
@@ -475,6 +477,7 @@ export function startSealer(options: {
 
   const sealer: Sealer = {
     sealNow: job.runNow,
+    halt: job.halt,
     stop: job.stop,
     get totals() {
       return totals;

@@ -15,6 +15,7 @@ const LAYERS: Record<string, number> = {
   metrics: 0,
   "timers.ts": 0,
   "periodic.ts": 0,
+  "service.ts": 0,
   "rpc.ts": 0,
   codec: 1,
   store: 2,
