@@ -86,13 +86,12 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   const unready = async () =>
     (await store.unready()) ??
     (storageDown() ? `Storage is failing: no flush has succeeded for ${(flusher.failingMs() / 1000).toFixed(1)} s; ingestion answers 503` : undefined);
-  const retention = startRetention({ sql: store.sql, intervalMs: config.retentionSweepIntervalMs, flush: () => flusher.flush(), metrics, log });
+  const retention = startRetention(config, { sql: store.sql, flush: () => flusher.flush(), metrics, log });
   const tail = await startTail(store.sql, config, flusher, metrics, log);
   const decodeWorker = new DecodeWorker();
   const memory = startMemory(config, ring, flusher, metrics, decodeWorker.width);
-  const sealer = startSealer({
+  const sealer = startSealer(config, {
     sql: store.sql,
-    intervalMs: config.sealIntervalMs,
     log,
     metrics,
     handled: (bytes) => memory.gcPacer.handled(bytes),

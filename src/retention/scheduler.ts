@@ -3,6 +3,7 @@
 // lock; an instance that finds it taken skips that turn). Before a sweep that removes a deleted
 // source, this process's buffer is flushed, so its own events of that source are not left behind.
 // stop() aborts a running sweep between two statements and waits for it: shutdown stays bounded.
+import type { Config } from "../config";
 import type { Metrics } from "../metrics";
 import type { Sql } from "../store/db";
 import { DAY_MS, ensurePartitions } from "../store/partitions";
@@ -32,14 +33,12 @@ export async function ensurePartitionsAhead(sql: Sql, log: (line: string) => voi
   await ensurePartitions(sql, new Date(Date.now() - DAY_MS), new Date(Date.now() + DAYS_AHEAD * DAY_MS), log);
 }
 
-export function startRetention(options: {
-  sql: Sql;
-  intervalMs: number;
-  flush: () => Promise<void>;
-  metrics: Metrics;
-  log: (line: string) => void;
-}): Retention {
-  const { sql, intervalMs, flush, metrics, log } = options;
+export function startRetention(
+  config: Pick<Config, "retentionSweepIntervalMs">,
+  deps: { sql: Sql; flush: () => Promise<void>; metrics: Metrics; log: (line: string) => void },
+): Retention {
+  const { sql, flush, metrics, log } = deps;
+  const intervalMs = config.retentionSweepIntervalMs;
   let last: SweepResult | undefined;
 
   async function once(signal: AbortSignal): Promise<void> {

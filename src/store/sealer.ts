@@ -19,6 +19,7 @@
 // - Rows of deleted sources and rows past their source's retention are not sealed (dropped).
 // - DDL waits at most DDL_LOCK_TIMEOUT for a lock (and so holds up a COPY at most that long).
 import { type Block, blocksOf, type Filter, LEVEL_MAX_CHARS, type MovedRow, textArray } from "./blocks";
+import type { Config } from "../config";
 import type { Sql } from "./db";
 import { DDL_LOCK_TIMEOUT } from "./partitions";
 import type { Registry } from "../metrics";
@@ -395,30 +396,33 @@ export interface Sealer {
 }
 
 /**
- * Runs the sealer: every `intervalMs` the open generation closes (if it has rows), and closed ones
- * are sealed at once. An event is in a block about `intervalMs` plus one pass after its commit.
+ * Runs the sealer: every SEAL_INTERVAL_MS the open generation closes (if it has rows), and closed ones
+ * are sealed at once. An event is in a block about SEAL_INTERVAL_MS plus one pass after its commit.
  */
-export function startSealer(options: {
-  sql: Sql;
-  intervalMs: number;
-  log: (line: string) => void;
-  metrics?: Registry;
-  /** Told the bytes of text each chunk made into blocks held here (the GC pacer: memory/gcpace.ts). */
-  handled?: (bytes: number) => void;
-  /**
-   * Before a generation is first sealed here (whichever instance closed it): resolves once this
-   * process's batches being written have ended (Flusher.settled), waited for at most
-   * SETTLE_WAIT_MS. A batch that took its ids before the close writes into the closed generation;
-   * started after the seal took its lock, it waited out the seal.
-   */
-  settled?: () => Promise<void>;
-  /**
-   * Keeps what a table's seal holds here (SEAL_HELD_BYTES) out of the requests' memory while it
-   * runs (memory/budget.ts): returns its release.
-   */
-  hold?: (bytes: number) => () => void;
-}): Sealer {
-  const { sql, intervalMs, log } = options;
+export function startSealer(
+  config: Pick<Config, "sealIntervalMs">,
+  options: {
+    sql: Sql;
+    log: (line: string) => void;
+    metrics?: Registry;
+    /** Told the bytes of text each chunk made into blocks held here (the GC pacer: memory/gcpace.ts). */
+    handled?: (bytes: number) => void;
+    /**
+     * Before a generation is first sealed here (whichever instance closed it): resolves once this
+     * process's batches being written have ended (Flusher.settled), waited for at most
+     * SETTLE_WAIT_MS. A batch that took its ids before the close writes into the closed generation;
+     * started after the seal took its lock, it waited out the seal.
+     */
+    settled?: () => Promise<void>;
+    /**
+     * Keeps what a table's seal holds here (SEAL_HELD_BYTES) out of the requests' memory while it
+     * runs (memory/budget.ts): returns its release.
+     */
+    hold?: (bytes: number) => () => void;
+  },
+): Sealer {
+  const { sql, log } = options;
+  const intervalMs = config.sealIntervalMs;
   const totals: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 };
   let lastPassAt = 0;
   let busyInARow = 0;
