@@ -92,24 +92,10 @@ const WRITABLE_ON_CREATE = ["name", "platform", "ingesting_paused", "logs_retent
 const WRITABLE_ON_UPDATE = ["name", "ingesting_paused", "logs_retention", "live_tail_pattern"];
 const READ_ONLY = ["id", "type", "platform", "token", "table_name", "ingesting_host", "created_at", "updated_at"];
 
-/** Parses a management request body: any Content-Type, JSON object or 400. */
-export function parseBody(text: string): Record<string, unknown> {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new AppError("bad_request", "Request body is not valid JSON");
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new AppError("bad_request", "Request body must be a JSON object");
-  }
-  return value as Record<string, unknown>;
-}
-
 export function validateCreate(body: Record<string, unknown>): Required<SourceChanges> {
   const problems: Record<string, string[]> = {};
   rejectUnknown(body, WRITABLE_ON_CREATE, problems);
-  if (body.name === undefined || body.name === null) add(problems, "name", "can't be blank");
+  if (body.name === undefined) add(problems, "name", "can't be blank"); // null: readAttributes says so
   const changes = readAttributes(body, problems);
   if (body.platform !== undefined) {
     if (typeof body.platform !== "string" || !(PLATFORMS as readonly string[]).includes(body.platform)) {

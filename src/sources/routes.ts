@@ -3,9 +3,10 @@
 // everything; a read token may list and get the sources it may see (others are absent: 404),
 // without their ingest tokens (a read token must not be able to write), and no write (403).
 import { Elysia } from "elysia";
+import { readJsonObject } from "../http/body";
 import { AppError, notFound } from "../errors";
 import { type Access, type Authenticate, FULL_ACCESS, maySee, requireFullAccess } from "../http/auth";
-import { parseBody, parseId, toDocument, validateCreate, validateUpdate } from "./model";
+import { parseId, toDocument, validateCreate, validateUpdate } from "./model";
 import type { SourceService } from "./service";
 
 export const PER_PAGE_DEFAULT = 50;
@@ -35,7 +36,7 @@ export function sourceRoutes({ service, authenticate, ingestingHost }: SourceRou
     .get("/sources", async ({ request, access }) => {
       const url = new URL(request.url);
       const page = readPositive(url, "page", 1);
-      const perPage = Math.min(readPositive(url, "per_page", PER_PAGE_DEFAULT), PER_PAGE_MAX);
+      const perPage = readPositive(url, "per_page", PER_PAGE_DEFAULT, PER_PAGE_MAX);
       const name = url.searchParams.get("name")?.trim() || undefined;
       const only = access.scope === "read" && access.sourceIds !== undefined ? [...access.sourceIds] : undefined;
       const { rows, total } = await service.list({ page, perPage, name, only });
@@ -66,7 +67,7 @@ export function sourceRoutes({ service, authenticate, ingestingHost }: SourceRou
       "/sources",
       async ({ request, access }) => {
         requireFullAccess(access);
-        const row = await service.create(validateCreate(parseBody(await request.text())));
+        const row = await service.create(validateCreate(await readJsonObject(request)));
         return json(doc(row), 201, { location: new URL(`/api/v1/sources/${row.id}`, request.url).toString() });
       },
       { parse: "none" },
@@ -76,7 +77,7 @@ export function sourceRoutes({ service, authenticate, ingestingHost }: SourceRou
       async ({ params, request, access }) => {
         requireFullAccess(access);
         const id = idOf(params.id);
-        const changes = validateUpdate(parseBody(await request.text()));
+        const changes = validateUpdate(await readJsonObject(request));
         return json(doc(await service.update(id, changes)));
       },
       { parse: "none" },
@@ -96,13 +97,17 @@ export function sourceRoutes({ service, authenticate, ingestingHost }: SourceRou
     );
 }
 
-function readPositive(url: URL, name: string, fallback: number): number {
+/**
+ * A whole number from 1. With `max` (per_page), any larger number is clamped to it, however many
+ * digits it has; without (page), more than 9 digits is refused, so an offset stays a bigint.
+ */
+function readPositive(url: URL, name: string, fallback: number, max?: number): number {
   const raw = url.searchParams.get(name);
   if (raw === null || raw === "") return fallback;
-  if (!/^[0-9]{1,9}$/.test(raw) || Number(raw) < 1) {
+  if (!(max === undefined ? /^[0-9]{1,9}$/ : /^[0-9]+$/).test(raw) || Number(raw) < 1) {
     throw new AppError("validation", "Validation errors", {
       invalidAttributes: { [name]: [`must be a whole number from 1 (got ${JSON.stringify(raw.slice(0, 32))})`] },
     });
   }
-  return Number(raw);
+  return Math.min(Number(raw), max ?? Number.MAX_SAFE_INTEGER);
 }
