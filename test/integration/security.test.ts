@@ -15,6 +15,8 @@ let other: TestSource;
 let read: TestToken;
 let scoped: TestToken;
 let revoked: TestToken;
+/** An event of `mine`, for the context route. */
+let event: string;
 beforeAll(async () => {
   lp = await startTestLogpond();
   mine = await lp.createSource({ name: `mine ${crypto.randomUUID()}` });
@@ -23,6 +25,8 @@ beforeAll(async () => {
   scoped = await createReadToken(lp, [mine.id]);
   revoked = await createReadToken(lp);
   expect((await lp.api("DELETE", `/api/v1/tokens/${revoked.id}`)).status).toBe(204);
+  expect((await lp.ingest(mine.token, '{"message":"context anchor"}')).status).toBe(202);
+  event = String((await lp.stored(mine.id))[0]!.id);
 });
 afterAll(async () => {
   await lp.stop();
@@ -100,6 +104,8 @@ const ROUTES: Route[] = [
   { listener: "api", method: "GET", path: "/api/v2/query/histogram?source_ids=MINE,OTHER", expect: READ(200, 404) },
   { listener: "api", method: "GET", path: "/api/v2/query/dead-letters?source_ids=MINE", expect: READ(200) },
   { listener: "api", method: "GET", path: "/api/v2/query/dead-letters?source_ids=OTHER", expect: READ(200, 404) },
+  { listener: "api", method: "GET", path: "/api/v2/query/context?source_id=MINE&id=EVENT", expect: READ(200) },
+  { listener: "api", method: "GET", path: "/api/v2/query/context?source_id=OTHER&id=EVENT", expect: { ...UNAUTHENTICATED, else: 404 } },
   { listener: "api", method: "GET", path: "/api/v2/query/live-tail/stream?source_ids=MINE", expect: READ(200) },
   { listener: "api", method: "GET", path: "/api/v2/query/live-tail/stream?source_ids=OTHER", expect: READ(200, 404) },
   { listener: "ingest", method: "POST", path: "/", body: '{"message":"security suite"}', expect: INGEST(202, 403) },
@@ -112,7 +118,7 @@ const ROUTES: Route[] = [
 ];
 
 async function resolvePath(path: string): Promise<string> {
-  let resolved = path.replaceAll("MINE", mine.id).replaceAll("OTHER", other.id);
+  let resolved = path.replaceAll("MINE", mine.id).replaceAll("OTHER", other.id).replaceAll("EVENT", event);
   if (resolved.includes("THROWAWAY")) resolved = resolved.replace("THROWAWAY", (await lp.createSource()).id);
   if (resolved.includes("TOKEN")) resolved = resolved.replace("TOKEN", (await createReadToken(lp)).id);
   return resolved;
