@@ -3,14 +3,15 @@
 // through log_hot's id partitions and BRIN on id, a sealed one through the blocks' GiST index on
 // their id range, then only the ids array of the blocks of this source that cover it (never a
 // body); with the row's `dt` given too, the blocks are the few of that source and day that span it.
-// Then each side is read outwards from the anchor in time slices (10 s, 1 min, 5 min, …), one
+// Then each side is read outwards from the anchor in time slices (the first sized from the
+// anchor's block's events per second, then 10 s, 1 min, 5 min, …), both sides at once, one
 // statement per slice over both tiers of this one source, keyset on (dt, id): slices are
 // contiguous and each is one snapshot, so an event the sealer moves meanwhile is read once. A
 // slice's blocks are found by (source_id, max_dt) between the slice's start and the end of its
 // last UTC day (a block holds one source and one UTC day, store/blocks.ts), so the index range is
-// at most a day of this source's blocks however old the anchor is. A slice that leaves the side
-// unfilled is followed by a probe for the nearest event time beyond it, so a gap of days costs one
-// statement, not a scan of what lies past it.
+// at most a day of this source's blocks however old the anchor is. An empty slice is followed by a
+// probe for the nearest event time beyond it, so a gap of days costs one statement, not a scan of
+// what lies past it.
 import { eventTime } from "../codec/time";
 import { AppError } from "../errors";
 import type { Sql } from "../store/db";
@@ -48,8 +49,11 @@ interface Row {
   row: string;
 }
 
-/** Slice widths away from the anchor; the last repeats. */
+/** Slice widths away from the anchor, after the first; the last repeats. */
 const SLICE_MS = [10_000, 60_000, 300_000, 1_800_000, 10_800_000, 86_400_000, 604_800_000, 2_592_000_000];
+/** The first slice is wide enough for this many times the events wanted at the anchor's block's density, within these bounds. */
+const FIRST_SLACK = 2;
+const FIRST_MIN_MS = 1_000;
 /** The times eventTime reads (codec/time.ts): years 0001–9999. */
 const EARLIEST = "0001-01-01T00:00:00.000000Z";
 const LATEST = "9999-12-31T23:59:59.999999Z";
@@ -58,12 +62,15 @@ const textOf = (ms: number) => micros(new Date(ms).toISOString());
 /** The end of a UTC day as SQL: no block that starts by `at` ends at or after it. */
 const dayEnd = (at: string) => `(date_trunc('day', ${at}::text::timestamptz, 'UTC') + interval '1 day')`;
 
-/** The anchor's dt, or undefined when no event of this source has that id (and that dt, when given). */
+/**
+ * The anchor's dt (none: no event of this source has that id, and that dt when given), and for a
+ * sealed one its block's events per millisecond: how wide a first slice holds the neighbours.
+ */
 const LOOKUP = (withDt: boolean) =>
-  `select ${DT_TEXT} as dt from (` +
-  `select h.dt from log_hot h where h.id = $1::bigint and h.source_id = $2::bigint${withDt ? " and h.dt = $3::text::timestamptz" : ""} ` +
+  `select ${DT_TEXT} as dt, density from (` +
+  `select h.dt, null::float8 as density from log_hot h where h.id = $1::bigint and h.source_id = $2::bigint${withDt ? " and h.dt = $3::text::timestamptz" : ""} ` +
   "union all " +
-  "select u.dt from log_blocks b cross join lateral unnest(b.ids, b.dts) as u(id, dt) " +
+  "select u.dt, b.n / greatest(extract(epoch from b.max_dt - b.min_dt)::float8 * 1000, 1) from log_blocks b cross join lateral unnest(b.ids, b.dts) as u(id, dt) " +
   "where b.source_id = $2::bigint and $1::bigint = any(b.ids) and u.id = $1::bigint and " +
   (withDt
     ? `b.max_dt >= $3::text::timestamptz and b.min_dt <= $3::text::timestamptz and b.max_dt < ${dayEnd("$3")} and u.dt = $3::text::timestamptz`
@@ -121,41 +128,53 @@ export async function readContext(sql: Sql, request: ContextRequest, timeoutMs: 
   // One transaction, read committed: each statement takes its own snapshot after its locks, as the
   // query API's do; the budget left is set before each.
   return timed(sql, timeoutMs, async (tx) => {
+    // The budget's remainder goes with each statement in one round trip (postgres.js pipelines
+    // what a transaction is given before the answers come).
     const run = async <T>(text: string, params: unknown[]): Promise<T[]> => {
       const left = Math.floor(deadline - performance.now());
       if (left < 1) throw queryTimeout(timeoutMs);
-      await tx`select set_config('statement_timeout', ${String(left)}, true)`;
-      return tx.unsafe<T[]>(text, params as never[]);
+      const [, rows] = await Promise.all([tx`select set_config('statement_timeout', ${String(left)}, true)`, tx.unsafe<T[]>(text, params as never[])]);
+      return rows;
     };
     const params = request.dt === undefined ? [request.id, request.sourceId] : [request.id, request.sourceId, request.dt];
-    const [found] = await run<{ dt: string }>(LOOKUP(request.dt !== undefined), params);
+    const [found] = await run<{ dt: string; density: number | null }>(LOOKUP(request.dt !== undefined), params);
     if (!found) return undefined;
     const anchor = { dt: found.dt, id: request.id };
 
     const side = async (which: "before" | "after", wanted: number): Promise<Row[]> => {
       const rows: Row[] = [];
+      // A sealed anchor's block tells how many events a millisecond holds around it: the first slice
+      // is sized to hold the side (most reads are one slice a side); a hot one starts at 10 s.
+      const first = found.density ? Math.min(Math.max(Math.ceil((wanted * FIRST_SLACK) / found.density), FIRST_MIN_MS), SLICE_MS[5]!) : SLICE_MS[0]!;
+      const widths = [first, ...SLICE_MS.filter((width) => width > first)];
       // Before: slices (lower, upper] stepping back from the anchor's dt; after: [lower, upper], then (lower, upper].
       let near = anchor.dt;
       let nearOp = which === "before" ? "<=" : ">=";
       let from = anchor.dt; // where the next slice's width is measured from
       for (let k = 0; rows.length < wanted; k++) {
-        const width = SLICE_MS[Math.min(k, SLICE_MS.length - 1)]!;
+        const width = widths[Math.min(k, widths.length - 1)]!;
         const farMs = which === "before" ? msOf(from) - width : msOf(from) + width;
         const far = which === "before" ? (farMs <= msOf(EARLIEST) ? EARLIEST : textOf(farMs)) : farMs >= msOf(LATEST) ? LATEST : textOf(farMs);
         const last = far === EARLIEST || far === LATEST;
         const farOp = which === "before" ? (last ? ">=" : ">") : "<=";
         const [lower, lowerOp, upper, upperOp] = which === "before" ? [far, farOp, near, nearOp] : [near, nearOp, far, farOp];
-        const found = await run<Row>(SLICE(which, lowerOp, upperOp), [request.sourceId, lower, upper, anchor.dt, anchor.id, wanted - rows.length]);
-        rows.push(...found);
+        const slice = await run<Row>(SLICE(which, lowerOp, upperOp), [request.sourceId, lower, upper, anchor.dt, anchor.id, wanted - rows.length]);
+        rows.push(...slice);
         if (rows.length >= wanted || last) break;
+        [near, nearOp, from] = [far, which === "before" ? "<=" : ">", far];
+        if (slice.length > 0) continue;
+        // An empty slice may be the start of a gap: go on from the nearest event time beyond it.
         const [probe] = await run<{ dt: string | null }>(PROBE[which], [request.sourceId, far]);
         if (!probe?.dt) break; // nothing beyond
-        [near, nearOp, from] = [far, which === "before" ? "<=" : ">", probe.dt];
+        from = probe.dt;
       }
       return rows;
     };
-    const older = await side("before", request.before + 1);
-    const newer = await side("after", request.after + 2); // the anchor, `after` rows, one more to tell
+    // Both sides at once, on this transaction's one connection: their statements are pipelined.
+    const [older, newer] = await Promise.all([
+      side("before", request.before + 1),
+      side("after", request.after + 2), // the anchor, `after` rows, one more to tell
+    ]);
     if (newer[0]?.id !== anchor.id) return undefined; // removed (retention, a deleted source) since it was found
     const moreBefore = older.length > request.before;
     const moreAfter = newer.length > request.after + 1;
