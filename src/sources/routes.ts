@@ -1,12 +1,14 @@
-// The management listener's /api/v1/sources routes: read the request, call the service, shape
-// the JSON:API answer. Validation lives in model.ts, storage in service.ts. The API token may do
-// everything; a read token may list and get the sources it may see (others are absent: 404),
-// without their ingest tokens (a read token must not be able to write), and no write (403).
+// The management listener's /api/v1/sources and /api/v2/sources routes: read the request, call
+// the service, shape the JSON:API answer. Validation lives in model.ts, storage in service.ts. The
+// API token may do everything; a read token may list and get the sources it may see (others are
+// absent: 404), without their ingest tokens (a read token must not be able to write), and no write
+// (403). Both versions are the same routes on the same sources; v2's documents carry the
+// attributes Better Stack's Terraform provider reads there (v2.ts).
 import { Elysia } from "elysia";
 import { readJsonObject } from "../http/body";
 import { AppError, notFound } from "../errors";
 import { type Access, type Authenticate, FULL_ACCESS, maySee, requireFullAccess } from "../http/auth";
-import { parseId, toDocument, validateCreate, validateUpdate } from "./model";
+import { type ApiVersion, parseId, toDocument, validateCreate, validateUpdate } from "./model";
 import type { SourceService } from "./service";
 
 export const PER_PAGE_DEFAULT = 50;
@@ -23,15 +25,21 @@ const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } });
 
-export function sourceRoutes({ service, authenticate, ingestingHost }: SourceRoutesDeps) {
-  const doc = (row: Parameters<typeof toDocument>[0], access: Access = FULL_ACCESS) => ({ data: toDocument(row, ingestingHost(), access.scope === "all") });
+export function sourceRoutes(deps: SourceRoutesDeps) {
+  return new Elysia({ name: "logpond/sources" }).use(versionRoutes(deps, 1)).use(versionRoutes(deps, 2));
+}
+
+function versionRoutes({ service, authenticate, ingestingHost }: SourceRoutesDeps, version: ApiVersion) {
+  const doc = (row: Parameters<typeof toDocument>[0], access: Access = FULL_ACCESS) => ({
+    data: toDocument(row, ingestingHost(), access.scope === "all", version),
+  });
   const idOf = (raw: string) =>
     parseId(raw) ??
     (() => {
       throw notFound();
     })();
 
-  return new Elysia({ name: "logpond/sources", prefix: "/api/v1" })
+  return new Elysia({ name: `logpond/sources/v${version}`, prefix: `/api/v${version}` })
     .resolve(async ({ request }) => ({ access: await authenticate(request) }))
     .get("/sources", async ({ request, access }) => {
       const url = new URL(request.url);
@@ -49,7 +57,7 @@ export function sourceRoutes({ service, authenticate, ingestingHost }: SourceRou
         return target.toString();
       };
       return json({
-        data: rows.map((row) => toDocument(row, ingestingHost(), access.scope === "all")),
+        data: rows.map((row) => toDocument(row, ingestingHost(), access.scope === "all", version)),
         pagination: {
           first: link(1),
           last: link(last),
@@ -67,8 +75,8 @@ export function sourceRoutes({ service, authenticate, ingestingHost }: SourceRou
       "/sources",
       async ({ request, access }) => {
         requireFullAccess(access);
-        const row = await service.create(validateCreate(await readJsonObject(request)));
-        return json(doc(row), 201, { location: new URL(`/api/v1/sources/${row.id}`, request.url).toString() });
+        const row = await service.create(validateCreate(await readJsonObject(request), version));
+        return json(doc(row), 201, { location: new URL(`/api/v${version}/sources/${row.id}`, request.url).toString() });
       },
       { parse: "none" },
     )
@@ -77,7 +85,7 @@ export function sourceRoutes({ service, authenticate, ingestingHost }: SourceRou
       async ({ params, request, access }) => {
         requireFullAccess(access);
         const id = idOf(params.id);
-        const changes = validateUpdate(await readJsonObject(request));
+        const changes = validateUpdate(await readJsonObject(request), version);
         return json(doc(await service.update(id, changes)));
       },
       { parse: "none" },

@@ -8,6 +8,7 @@ import * as path from "node:path";
 const FILES: Record<string, { file: string; type: string }> = {
   "/": { file: "index.html", type: "text/html; charset=utf-8" },
   "/web/app.js": { file: "app.js", type: "text/javascript; charset=utf-8" },
+  "/web/context.js": { file: "context.js", type: "text/javascript; charset=utf-8" },
   "/web/fields.js": { file: "fields.js", type: "text/javascript; charset=utf-8" },
   "/web/histogram.js": { file: "histogram.js", type: "text/javascript; charset=utf-8" },
   "/web/list.js": { file: "list.js", type: "text/javascript; charset=utf-8" },
