@@ -2,16 +2,32 @@
 // the tree is all that leaves this file, so no text of a query can reach SQL except as a bound
 // parameter (query/sql.ts). Errors are values with a 1-based character position.
 //
+// What the language does not take is refused with what it does take, never read as something
+// that silently matches nothing (`-level:info`, `_exists_:x`, `status:>=500`, `x=err*` were once
+// searches for those very characters). The forms are documented in docs/reading.md.
+//
 //   query  := or?                      or   := and (OR and)*
-//   and    := unary ((AND)? unary)*    unary := NOT unary | primary
-//   primary:= "(" or ")" | field op value | word | "phrase"
-//   op     := ":" | "!:" | "=" | "!=" | ">" | ">=" | "<" | "<="
+//   and    := unary ((AND)? unary)*    unary := (NOT | "-") unary | primary
+//   primary:= "(" or ")" | field op value | word | word* | "phrase" | /regex/
+//   op     := ":" | "!:" | "=" | "!=" | ">" | ">=" | "<" | "<=" | "=~" | "!~"
+//   value after ":" / "!:" may also be * (exists), prefix*, /regex/, or >= <= > < and a number
+
+import { levelOf, type Level } from "./levels";
+import { parseRegex, RegexSyntaxError } from "./regex";
 
 export type Op = ":" | "!:" | "=" | "!=" | ">" | ">=" | "<" | "<=";
 
 export type Node =
   | { kind: "text"; text: string }
   | { kind: "field"; path: string[]; op: Op; value: string; number: number | undefined }
+  /** The field's text starts with `value` (ASCII letters folded, as `:`). */
+  | { kind: "prefix"; path: string[]; value: string }
+  /** The field is present and not null. */
+  | { kind: "exists"; path: string[] }
+  /** The event's `level` names this severity in the one table of level names (query/levels.ts). */
+  | { kind: "level"; level: Level }
+  /** A pattern of query/regex.ts found in the field's text, or in the event's whole text when `path` is undefined. */
+  | { kind: "regex"; path: string[] | undefined; pattern: string }
   | { kind: "not"; node: Node }
   | { kind: "and" | "or"; nodes: Node[] };
 
@@ -29,15 +45,18 @@ export class QueryError extends Error {
 export const NUMBER = /^-?[0-9]{1,30}(\.[0-9]{1,30})?$/;
 const FIELD_CHAR = /[A-Za-z0-9_.@$-]/;
 const WORD_END = /[\s()"]/;
-const OPS: readonly Op[] = [">=", "<=", "!=", "!:", ":", "=", ">", "<"];
+type TokenOp = Op | "=~" | "!~";
+const OPS: readonly TokenOp[] = [">=", "<=", "=~", "!~", "!=", "!:", ":", "=", ">", "<"];
+const COMPARISONS = [">=", "<=", ">", "<"] as const;
 export const MAX_QUERY_LENGTH = 4096;
 const MAX_DEPTH = 64;
 
 type Token =
-  | { kind: "(" | ")"; at: number }
+  | { kind: "(" | ")" | "-"; at: number }
   | { kind: "word"; text: string; at: number }
   | { kind: "phrase"; text: string; at: number }
-  | { kind: "field"; path: string[]; op: Op; value: string; at: number; valueAt: number };
+  | { kind: "regex"; pattern: string; at: number; positions: number[] }
+  | { kind: "field"; path: string[]; op: TokenOp; value: string; quoted: boolean; at: number; valueAt: number; regex?: { positions: number[] } };
 
 /** Parses a query; undefined for an empty one (no filter). Throws QueryError. */
 export function parseQuery(input: string): Node | undefined {
@@ -69,7 +88,7 @@ export function parseQuery(input: string): Node | undefined {
     return nodes.length === 1 ? nodes[0]! : { kind: "and", nodes };
   };
   const unary = (): Node => {
-    if (isKeyword(peek(), "NOT")) {
+    if (isKeyword(peek(), "NOT") || peek()?.kind === "-") {
       i++;
       return { kind: "not", node: nested(unary) };
     }
@@ -93,15 +112,16 @@ export function parseQuery(input: string): Node | undefined {
       }
       case ")":
         throw new QueryError(token.at, "unexpected ')'");
+      case "-":
+        throw new QueryError(token.at, "unexpected '-'");
       case "phrase":
         return { kind: "text", text: token.text };
+      case "regex":
+        return regexNode(undefined, token.pattern, token.positions);
       case "field":
         return fieldNode(token);
       case "word":
-        if (["AND", "OR", "NOT"].includes(token.text.toUpperCase())) {
-          throw new QueryError(token.at, `'${token.text}' needs a term before and after it (quote it to search for the word)`);
-        }
-        return { kind: "text", text: token.text };
+        return wordNode(token);
     }
   };
 
@@ -111,14 +131,95 @@ export function parseQuery(input: string): Node | undefined {
   return tree;
 }
 
+/** A bare word: a text term; a trailing `*` is dropped (a word already matches inside longer words). */
+function wordNode(token: Extract<Token, { kind: "word" }>): Node {
+  const { text, at } = token;
+  if (["AND", "OR", "NOT"].includes(text.toUpperCase())) {
+    throw new QueryError(at, `'${text}' needs a term before and after it (quote it to search for the word)`);
+  }
+  if (text === "&&" || text === "||")
+    throw new QueryError(at, `'${text}' is not an operator here: write ${text === "&&" ? "AND" : "OR"} (quote it to search for the characters)`);
+  if (text.startsWith("!"))
+    throw new QueryError(
+      at,
+      `'!' before a term is not NOT: write NOT ${text.slice(1) || "term"} or -${text.slice(1) || "term"} (quote it to search for the '!')`,
+    );
+  const star = text.indexOf("*");
+  if (star < 0) return { kind: "text", text };
+  if (text === "*") throw new QueryError(at, "a lone '*': leave the query empty to match every event, or write field:* for events that have a field");
+  if (star < text.length - 1) throw new QueryError(at + star, `only a trailing '*' is a wildcard (err*); quote the word to search for a '*' ("${text}")`);
+  return { kind: "text", text: text.slice(0, -1) };
+}
+
+const STAR_IN_EQUAL = (op: string) =>
+  `'${op}' compares whole values: quote a value with a '*' (x${op}"a*"), or write x:a* for a prefix and x:* for a field that exists`;
+
 function fieldNode(token: Extract<Token, { kind: "field" }>): Node {
-  const { path, op, value } = token;
-  if (path.some((part) => part === "")) throw new QueryError(token.at, `the field '${path.join(".")}' has an empty part`);
+  const { path, op, value, quoted, at, valueAt } = token;
+  if (path.some((part) => part === "")) throw new QueryError(at, `the field '${path.join(".")}' has an empty part`);
+  const name = path.join(".");
+  if (name === "_exists_" || name === "_missing_") {
+    const example = /^[A-Za-z0-9_.@$-]+$/.test(value) ? value : "field";
+    throw new QueryError(
+      at,
+      `'${name}:' is not taken: write ${name === "_exists_" ? "" : "-"}${example}:* for events ${name === "_exists_" ? "with" : "without"} the field`,
+    );
+  }
+  if (op === "=~" || op === "!~") {
+    if (!quoted && /^\/.+\/$/.test(value))
+      throw new QueryError(valueAt, `write the pattern without slashes (${name}${op}"${value.slice(1, -1)}") or as ${name}:${value}`);
+    const node = regexNode(path, value, token.regex?.positions ?? positionsFrom(valueAt, value));
+    return op === "=~" ? node : { kind: "not", node };
+  }
+  if (token.regex) {
+    const node = regexNode(path, value, token.regex.positions);
+    return op === ":" ? node : { kind: "not", node };
+  }
+  const negate = (node: Node): Node => (op === "!:" || op === "!=" ? { kind: "not", node } : node);
+  if ((op === ":" || op === "!:" || op === "=" || op === "!=") && name === "level") {
+    const level = levelOf(value);
+    if (level !== undefined) return negate({ kind: "level", level });
+  }
+  if (!quoted) {
+    const star = value.indexOf("*");
+    if (op === ":" || op === "!:") {
+      if (value.startsWith("~")) throw new QueryError(valueAt, `':~' is not taken: write ${name}=~"${value.slice(1).replace(/^"|"$/g, "")}" for a pattern`);
+      if (value.startsWith("[") || value.startsWith("{")) {
+        throw new QueryError(
+          valueAt,
+          `ranges such as ${name}:[1 TO 5] are not taken: write ${name}>=1 ${name}<=5 (quote the value to search for the characters)`,
+        );
+      }
+      if (value === "*") return negate({ kind: "exists", path });
+      if (star >= 0 && star < value.length - 1)
+        throw new QueryError(valueAt + star, `only a trailing '*' is a wildcard (${name}:err*); quote the value to search for a '*'`);
+      if (star === value.length - 1) return negate({ kind: "prefix", path, value: value.slice(0, -1) });
+    } else if (star >= 0 && (op === "=" || op === "!=")) {
+      throw new QueryError(valueAt + star, STAR_IN_EQUAL(op));
+    }
+  }
   const numeric = NUMBER.test(value) ? Number(value) : undefined;
   if ((op === ">" || op === ">=" || op === "<" || op === "<=") && numeric === undefined) {
-    throw new QueryError(token.valueAt, `'${op}' needs a number such as 500 or -1.5 (got '${value}')`);
+    throw new QueryError(valueAt, `'${op}' needs a number such as 500 or -1.5 (got '${value}')`);
   }
   return { kind: "field", path, op, value, number: numeric };
+}
+
+/** A regex node, its pattern checked here so that the compilers never meet one they cannot take. */
+function regexNode(path: string[] | undefined, pattern: string, positions: number[]): Node {
+  try {
+    parseRegex(pattern);
+  } catch (error) {
+    if (!(error instanceof RegexSyntaxError)) throw error;
+    const at = positions[Math.min(error.index, positions.length - 1)] ?? 1;
+    throw new QueryError(at, `regex: ${error.problem}`);
+  }
+  return { kind: "regex", path, pattern };
+}
+
+/** The query positions of a value's characters when it was written as it is (unquoted). */
+function positionsFrom(valueAt: number, value: string): number[] {
+  return Array.from({ length: value.length + 1 }, (_, k) => valueAt + k);
 }
 
 function tokenize(input: string): Token[] {
@@ -131,10 +232,22 @@ function tokenize(input: string): Token[] {
     } else if (c === "(" || c === ")") {
       tokens.push({ kind: c, at: i + 1 });
       i++;
+    } else if (c === "-") {
+      // `-term` is NOT term, as in most search boxes; a term that starts with '-' is quoted.
+      const next = input[i + 1];
+      if (next === undefined || /[\s)]/.test(next))
+        throw new QueryError(i + 1, `a '-' needs a term right after it (-debug); quote "-" to search for the character`);
+      if (next === "-") throw new QueryError(i + 1, `'--': quote a term that starts with '-' ("--verbose")`);
+      tokens.push({ kind: "-", at: i + 1 });
+      i++;
     } else if (c === '"') {
       const [text, next] = quoted(input, i);
       tokens.push({ kind: "phrase", text, at: i + 1 });
       i = next;
+    } else if (c === "/" && regexLiteral(input, i)) {
+      const { pattern, positions, end } = regexLiteral(input, i)!;
+      tokens.push({ kind: "regex", pattern, positions, at: i + 1 });
+      i = end;
     } else {
       const start = i;
       while (i < input.length && FIELD_CHAR.test(input[i]!)) i++;
@@ -145,7 +258,7 @@ function tokenize(input: string): Token[] {
       const fieldEnd = i;
       let opAt = i;
       while (opAt < input.length && input[opAt] === " ") opAt++;
-      const op = i > start ? OPS.find((candidate) => input.startsWith(candidate, opAt)) : undefined;
+      let op = i > start ? OPS.find((candidate) => input.startsWith(candidate, opAt)) : undefined;
       if (op !== undefined) i = opAt;
       if (op === undefined) {
         while (i < input.length && !WORD_END.test(input[i]!)) i++;
@@ -154,23 +267,117 @@ function tokenize(input: string): Token[] {
         continue;
       }
       const path = input.slice(start, fieldEnd).split(".");
+      const name = input.slice(start, fieldEnd);
       i += op.length;
       while (i < input.length && input[i] === " ") i++;
+      if (op === ":" || op === "!:") {
+        // `status:>=500` is `status>=500`.
+        const comparison = COMPARISONS.find((candidate) => input.startsWith(candidate, i));
+        if (comparison !== undefined) {
+          if (op === "!:") throw new QueryError(i + 1, `'!:' takes no comparison: write -${name}:${comparison}… or NOT ${name}${comparison}…`);
+          op = comparison;
+          i += comparison.length;
+          while (i < input.length && input[i] === " ") i++;
+        }
+      }
       const valueAt = i + 1;
       let value: string;
-      if (input[i] === '"') {
+      let regex: { positions: number[] } | undefined;
+      const literal = (op === ":" || op === "!:") && input[i] === "/" ? regexLiteral(input, i) : undefined;
+      if (input[i] === '"' && (op === "=~" || op === "!~")) {
+        let positions: number[];
+        [value, i, positions] = quotedRaw(input, i);
+        regex = { positions };
+      } else if (input[i] === '"') {
         [value, i] = quoted(input, i);
+      } else if (literal) {
+        value = literal.pattern;
+        regex = { positions: literal.positions };
+        i = literal.end;
       } else {
         const valueStart = i;
         while (i < input.length && !/[\s()]/.test(input[i]!)) i++;
         value = input.slice(valueStart, i);
+        if (value === "" && input[i] === "(") {
+          throw new QueryError(
+            valueAt,
+            op === "=~" || op === "!~"
+              ? `quote a pattern with parentheses or spaces (${name}${op}"(a|b)")`
+              : `a value in parentheses (${name}${op}(a OR b)) is not taken: write (${name}${op}a OR ${name}${op}b)`,
+          );
+        }
         if (value === "") throw new QueryError(valueAt, `a value is missing after '${input.slice(start, valueStart)}'`);
         if (value.includes('"')) throw new QueryError(valueAt + value.indexOf('"'), "a quote inside a value (quote the whole value)");
       }
-      tokens.push({ kind: "field", path, op, value, at: start + 1, valueAt });
+      const quotedValue = input[valueAt - 1] === '"';
+      tokens.push({ kind: "field", path, op, value, quoted: quotedValue, at: start + 1, valueAt, ...(regex ? { regex } : {}) });
     }
   }
   return tokens;
+}
+
+/**
+ * `/pattern/` starting at `start`, when its closing slash (the first one no backslash escapes) ends
+ * a term: then the pattern (`\/` read as `/`), each of its characters' query positions and the index
+ * after it. Otherwise undefined, and the text is a word (`/api/v1` stays a path to search for).
+ */
+function regexLiteral(input: string, start: number): { pattern: string; positions: number[]; end: number } | undefined {
+  let pattern = "";
+  const positions: number[] = [];
+  for (let j = start + 1; j < input.length; j++) {
+    const c = input[j]!;
+    if (c === "/") {
+      const after = input[j + 1];
+      if (after !== undefined && !/[\s()]/.test(after)) return undefined;
+      positions.push(j + 1);
+      return { pattern, positions, end: j + 1 };
+    }
+    if (c === "\\" && j + 1 < input.length) {
+      if (input[j + 1] === "/") pattern += "/";
+      else {
+        pattern += c + input[j + 1];
+        positions.push(j + 1);
+      }
+      positions.push(j + 2);
+      j++;
+      continue;
+    }
+    pattern += c;
+    positions.push(j + 1);
+  }
+  return undefined;
+}
+
+/**
+ * A quoted pattern starting at `start`: `\"` is a quote and `\\` a backslash, as in a phrase, but a
+ * backslash before anything else is kept (`"\d+"` and `"\\d+"` are both the pattern \d+, as a
+ * Loki or Prometheus user writes it). Returns the pattern, the index after it and each of its
+ * characters' query positions.
+ */
+function quotedRaw(input: string, start: number): [string, number, number[]] {
+  let text = "";
+  const positions: number[] = [];
+  for (let j = start + 1; j < input.length; j++) {
+    const c = input[j]!;
+    if (c === '"') {
+      positions.push(j + 1);
+      return [text, j + 1, positions];
+    }
+    if (c === "\\" && j + 1 < input.length) {
+      const next = input[j + 1]!;
+      if (next === '"' || next === "\\") text += next;
+      else {
+        text += c + next;
+        positions.push(j + 1);
+      }
+      positions.push(j + 2);
+      j++;
+      continue;
+    }
+    text += c;
+    positions.push(j + 1);
+  }
+  throw new QueryError(start + 1, "the quote opened here is not closed");
 }
 
 /** A "quoted phrase" starting at `start`; \" and \\ are escapes. Returns the text and the index after it. */

@@ -2,7 +2,9 @@
 // each operator is the one query/match.ts gives in JavaScript for the live stream; the two are
 // checked against each other on random events (test/integration/query-language.test.ts). Never interpolates text.
 // Every leaf is wrapped in coalesce(…, false) so NOT of a missing field is true, as in JS.
+import { LEVEL_ALIASES } from "./levels";
 import type { Node } from "./parse";
+import { parseRegex, postgresPattern } from "./regex";
 
 export interface Condition {
   text: string;
@@ -31,6 +33,19 @@ export function compileQuery(node: Node, first: number, asText = "raw::text"): C
         // raw::text is the event as PostgreSQL prints jsonb; the term is JSON-escaped the same way,
         // so a quote or backslash in the term matches the stored one.
         return `(${asText} ilike ${param(`%${likeEscape(jsonEscape(n.text))}%`, "text")})`;
+      case "prefix":
+        return `coalesce((raw #>> ${param(n.path, "text[]")}) ilike ${param(`${likeEscape(n.value)}%`, "text")}, false)`;
+      case "exists":
+        // #>> is null for a missing field and for a JSON null: a field holding null is missing.
+        return `((raw #>> ${param(n.path, "text[]")}) is not null)`;
+      case "level":
+        // The level's text (a number as its digits) lowered as the query language folds case, in
+        // the severity's aliases (query/levels.ts).
+        return `coalesce(lower(raw #>> ${param(["level"], "text[]")}) = any(${param(LEVEL_ALIASES[n.level], "text[]")}), false)`;
+      case "regex": {
+        const pattern = param(postgresPattern(parseRegex(n.pattern)), "text");
+        return n.path === undefined ? `(${asText} ~ ${pattern})` : `coalesce((raw #>> ${param(n.path, "text[]")}) ~ ${pattern}, false)`;
+      }
       case "field": {
         const path = param(n.path, "text[]");
         const value = `(raw #> ${path})`;
