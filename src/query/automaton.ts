@@ -4,7 +4,7 @@
 // (JavaScript's backtracking RegExp is exponential on `(a|a)*b`, and one event's match would hold
 // the event loop), and a cached step costs two array reads per character. Searches anywhere in the
 // text, as PostgreSQL's `~` does; characters are code points; `^` and `$` are the text's ends.
-import type { Re, Regex } from "./regex";
+import { type Re, type Regex, requiredLiterals } from "./regex";
 
 const SET = 0,
   SPLIT = 1,
@@ -18,8 +18,15 @@ const MAX_TABLE_CELLS = 1 << 20;
 export type TextMatcher = (text: string) => boolean;
 
 export function compileRegex(regex: Regex): TextMatcher {
-  const nfa = build(regex.tree);
-  return new Dfa(nfa).test;
+  const test = new Dfa(build(regex.tree)).test;
+  // A text without the pattern's literal runs cannot match: the engine's own substring search
+  // (a linear scan, several times faster than a step per character here) rules most texts out.
+  // With (?i) the search folds case as JavaScript does, which finds at least what ASCII folding finds.
+  const runs = requiredLiterals(regex);
+  if (runs.length === 0) return test;
+  if (!regex.ignoreCase) return (text) => runs.every((run) => text.includes(run)) && test(text);
+  const literals = runs.map((run) => new RegExp(run.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&"), "iu"));
+  return (text) => literals.every((literal) => literal.test(text)) && test(text);
 }
 
 interface Nfa {
@@ -257,10 +264,15 @@ class Dfa {
     if (this.accepting[0]) return true;
     const n = text.length;
     const classes = this.classes;
+    const ascii = this.ascii;
+    // Locals for the loop; a step may grow (replace) the arrays, so they are read again after one.
+    let table = this.table;
+    let accepting = this.accepting;
+    let dead = this.dead;
     for (let i = 0; i < n; i++) {
       let c = text.charCodeAt(i);
       let k: number;
-      if (c < 128) k = this.ascii[c]!;
+      if (c < 128) k = ascii[c]!;
       else {
         if (c >= 0xd800 && c <= 0xdbff && i + 1 < n) {
           const low = text.charCodeAt(i + 1);
@@ -271,10 +283,16 @@ class Dfa {
         }
         k = this.classOf(c);
       }
-      const cached = this.table[state * classes + k]!;
-      state = cached !== 0 ? cached - 1 : this.step(state, k);
-      if (this.accepting[state]) return true;
-      if (this.dead[state]) return false;
+      const cached = table[state * classes + k]!;
+      if (cached !== 0) state = cached - 1;
+      else {
+        state = this.step(state, k);
+        table = this.table;
+        accepting = this.accepting;
+        dead = this.dead;
+      }
+      if (accepting[state]) return true;
+      if (dead[state]) return false;
     }
     return this.endsHere(state);
   };

@@ -149,8 +149,15 @@ export function jsonbText(value: unknown): string {
   return `{${keys.map((key) => `${JSON.stringify(key)}: ${jsonbText((value as Record<string, unknown>)[key])}`).join(", ")}}`;
 }
 
-/** jsonb keeps object keys shortest first, then by their UTF-8 bytes. */
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+
+/**
+ * jsonb keeps object keys shortest first, then by their UTF-8 bytes. Two ASCII keys compare as
+ * strings do (one byte per character, in code order) without encoding them: the live stream prints
+ * every event this way for a word or a /pattern/, and the encoding was most of its cost.
+ */
 function jsonbKeyOrder(a: string, b: string): number {
+  if (ASCII_ONLY.test(a) && ASCII_ONLY.test(b)) return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
   const left = Buffer.from(a),
     right = Buffer.from(b);
   return left.length - right.length || Buffer.compare(left, right);

@@ -382,9 +382,9 @@ function writeSet(ranges: number[], negated: boolean): string {
 }
 
 /**
- * Texts every match contains, from the pattern's top-level sequence of literal characters (with
- * (?i), their lowercase: callers compare case-insensitively): a part that is a class, a choice or
- * an optional part ends a run. Nothing for a top-level alternative.
+ * Texts every match contains, from the pattern's top-level sequence of literal characters: a part
+ * that is a class, a choice or an optional part ends a run. Exact without (?i); with it, letters
+ * lowercased, to be looked for case-insensitively. Nothing for a top-level alternative.
  */
 export function requiredLiterals(regex: Regex): string[] {
   const runs: string[] = [];
@@ -395,7 +395,12 @@ export function requiredLiterals(regex: Regex): string[] {
   };
   const items = regex.tree.t === "seq" ? regex.tree.items : [regex.tree];
   for (const item of items) {
-    const char = item.t === "set" ? literalChar(item) : item.t === "rep" && item.min >= 1 && item.item.t === "set" ? literalChar(item.item) : undefined;
+    const char =
+      item.t === "set"
+        ? literalChar(item, regex.ignoreCase)
+        : item.t === "rep" && item.min >= 1 && item.item.t === "set"
+          ? literalChar(item.item, regex.ignoreCase)
+          : undefined;
     if (char === undefined) {
       end();
       continue;
@@ -408,10 +413,10 @@ export function requiredLiterals(regex: Regex): string[] {
 }
 
 /** The character a set stands for when it is one (or, with (?i), one ASCII letter in both cases: its lowercase). */
-function literalChar(set: Extract<Re, { t: "set" }>): string | undefined {
+function literalChar(set: Extract<Re, { t: "set" }>, ignoreCase: boolean): string | undefined {
   if (set.negated) return undefined;
   const r = set.ranges;
   if (r.length === 2 && r[0] === r[1]) return String.fromCodePoint(r[0]!);
-  if (r.length === 4 && r[0] === r[1] && r[2] === r[3] && r[0]! >= 65 && r[0]! <= 90 && r[2] === r[0]! + 32) return String.fromCodePoint(r[2]!);
+  if (ignoreCase && r.length === 4 && r[0] === r[1] && r[2] === r[3] && r[0]! >= 65 && r[0]! <= 90 && r[2] === r[0]! + 32) return String.fromCodePoint(r[2]!);
   return undefined;
 }

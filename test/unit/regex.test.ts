@@ -102,7 +102,7 @@ const char = fc.constantFrom(...ALPHABET);
 const escapeChar = (c: string) => ("\\^$.|?*+()[]{}-".includes(c) ? `\\${c}` : c);
 const atom: fc.Arbitrary<string> = fc.oneof(
   char.map(escapeChar),
-  fc.constantFrom(".", "\\d", "\\w", "\\s", "\\D", "\\W", "\\S", "[a-c]", "[^a]", "[\\]\\-]", "[é😀]", "[^\\s1]", "[0-9B]", "\\n"),
+  fc.constantFrom(".", "\\d", "\\w", "\\s", "\\D", "\\W", "\\S", "[Bb]", "[a-c]", "[^a]", "[\\]\\-]", "[é😀]", "[^\\s1]", "[0-9B]", "\\n"),
 );
 const pattern: fc.Arbitrary<string> = fc.letrec((tie) => ({
   seq: fc.array(tie("piece"), { minLength: 1, maxLength: 4 }).map((parts) => (parts as string[]).join("")),
