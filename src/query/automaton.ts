@@ -1,6 +1,6 @@
 // A pattern of query/regex.ts as a matcher for the live stream, which runs it on every event: a
 // Thompson automaton walked as a DFA built lazily, one state per set of automaton states met, its
-// transitions cached per class of characters. Time is linear in the text whatever the pattern
+// transitions cached per class of characters (within CACHE_LIMITS; past them, the automaton itself). Time is linear in the text whatever the pattern
 // (JavaScript's backtracking RegExp is exponential on `(a|a)*b`, and one event's match would hold
 // the event loop), and a cached step costs two array reads per character. Searches anywhere in the
 // text, as PostgreSQL's `~` does; characters are code points; `^` and `$` are the text's ends.
@@ -12,13 +12,22 @@ const SET = 0,
   EOL = 3,
   MATCH = 4;
 
-/** Cached transitions (DFA states × character classes), at most: past it the cache starts again (memory stays bounded, time linear). */
-const MAX_TABLE_CELLS = 1 << 20;
+/**
+ * What the cache of DFA states may hold: transitions (states × character classes) and automaton
+ * states listed in them. A pattern that needs more (`(a|b)*a(a|b){30}` needs 2^31 states) is run
+ * from then on as the automaton itself, a set of states per character: no state is kept, memory
+ * stays bounded and time linear in the text, at a few times the cost of a cached step.
+ */
+export interface CacheLimits {
+  cells: number;
+  listed: number;
+}
+export const CACHE_LIMITS: CacheLimits = { cells: 1 << 18, listed: 1 << 16 };
 
 export type TextMatcher = (text: string) => boolean;
 
-export function compileRegex(regex: Regex): TextMatcher {
-  const test = new Dfa(build(regex.tree)).test;
+export function compileRegex(regex: Regex, limits: CacheLimits = CACHE_LIMITS): TextMatcher {
+  const test = new Dfa(build(regex.tree), limits).test;
   // A text without the pattern's literal runs cannot match: the engine's own substring search
   // (a linear scan, several times faster than a step per character here) rules most texts out.
   // With (?i) the search folds case as JavaScript does, which finds at least what ASCII folding finds.
@@ -134,8 +143,15 @@ class Dfa {
   private dead: Uint8Array = new Uint8Array(16);
   /** Transitions: next state + 1, 0 not computed yet. */
   private table: Int32Array;
+  /** Automaton states listed in the cached states, all together. */
+  private listed = 0;
+  /** The cache is full: every text is run through the automaton itself. */
+  private uncached = false;
 
-  constructor(private readonly nfa: Nfa) {
+  constructor(
+    private readonly nfa: Nfa,
+    private readonly limits: CacheLimits,
+  ) {
     const cuts = new Set<number>();
     for (const { ranges } of nfa.sets) for (let k = 0; k < ranges.length; k += 2) cuts.add(ranges[k]!).add(ranges[k + 1]! + 1);
     this.bounds = [...cuts].sort((a, b) => a - b);
@@ -144,13 +160,6 @@ class Dfa {
     this.member = nfa.sets.map(() => new Uint8Array(this.classes));
     this.mark = new Uint32Array(nfa.kind.length);
     this.table = new Int32Array(16 * this.classes);
-    this.reset();
-  }
-
-  private reset(): void {
-    this.ids.clear();
-    this.states = [];
-    this.table.fill(0);
     this.intern(this.closure([this.nfa.start], true), true);
   }
 
@@ -169,7 +178,7 @@ class Dfa {
    * The automaton states reached from `seeds` without reading, sorted: SET and MATCH states, and
    * EOL states waiting for the end (passed when `atEnd`); `^` is passed only `atStart`.
    */
-  private closure(seeds: number[], atStart: boolean, atEnd = false): number[] {
+  private closure(seeds: number[], atStart: boolean, atEnd = false, sorted = true): number[] {
     const { kind, out, out2 } = this.nfa;
     const generation = ++this.generation;
     const found: number[] = [];
@@ -193,7 +202,7 @@ class Dfa {
           found.push(s);
       }
     }
-    return found.sort((a, b) => a - b);
+    return sorted ? found.sort((a, b) => a - b) : found;
   }
 
   private intern(found: number[], initial = false): number {
@@ -203,6 +212,7 @@ class Dfa {
     const index = this.states.length;
     this.states.push(Int32Array.from(found));
     this.ids.set(key, index);
+    this.listed += found.length;
     if (index >= this.accepting.length) {
       const grow = (old: Uint8Array) => {
         const next = new Uint8Array(old.length * 2);
@@ -222,31 +232,103 @@ class Dfa {
     return index;
   }
 
-  /** The state after reading a character of class `k` in state `from`; caches it unless the cache started again. */
+  /** Whether character class `k` is in the set of index `index` (computed once per pair). */
+  private inSet(index: number, k: number): boolean {
+    const row = this.member[index]!;
+    if (row[k] === 0) {
+      const { ranges, negated } = this.nfa.sets[index]!;
+      const c = k === 0 ? 0 : this.bounds[k - 1]!;
+      let inside = false;
+      for (let r = 0; r < ranges.length && ranges[r]! <= c; r += 2) if (c <= ranges[r + 1]!) inside = true;
+      row[k] = inside !== negated ? 1 : 2;
+    }
+    return row[k] === 1;
+  }
+
+  /** The state after reading a character of class `k` in state `from`, cached; -1 when the cache is full. */
   private step(from: number, k: number): number {
     const { kind, out, set } = this.nfa;
     const seeds: number[] = [];
-    for (const s of this.states[from]!) {
-      if (kind[s] !== SET) continue;
-      const row = this.member[set[s]!]!;
-      if (row[k] === 0) {
-        const { ranges, negated } = this.nfa.sets[set[s]!]!;
-        const c = k === 0 ? 0 : this.bounds[k - 1]!;
-        let inside = false;
-        for (let r = 0; r < ranges.length && ranges[r]! <= c; r += 2) if (c <= ranges[r + 1]!) inside = true;
-        row[k] = inside !== negated ? 1 : 2;
-      }
-      if (row[k] === 1) seeds.push(out[s]!);
-    }
+    for (const s of this.states[from]!) if (kind[s] === SET && this.inSet(set[s]!, k)) seeds.push(out[s]!);
     seeds.push(this.nfa.start);
     const found = this.closure(seeds, false);
-    if ((this.states.length + 1) * this.classes > MAX_TABLE_CELLS && !this.ids.has(found.join(","))) {
-      this.reset();
-      return this.intern(found);
+    if (!this.ids.has(found.join(",")) && ((this.states.length + 1) * this.classes > this.limits.cells || this.listed + found.length > this.limits.listed)) {
+      this.uncached = true;
+      return -1;
     }
     const next = this.intern(found);
     this.table[from * this.classes + k] = next + 1;
     return next;
+  }
+
+  /**
+   * The automaton itself over the text, a set of its states per character: what the cache holds,
+   * recomputed with no allocation per character (typed lists, marks by generation).
+   */
+  private simulate(text: string): boolean {
+    const { kind, out, set, start } = this.nfa;
+    const size = kind.length;
+    this.lists ??= { a: new Int32Array(size), b: new Int32Array(size), seeds: new Int32Array(size + 1), stack: new Int32Array(3 * size + 2) };
+    let { a: current, b: next } = this.lists;
+    const seeds = this.lists.seeds;
+    seeds[0] = start;
+    let count = this.fill(current, seeds, 1, true);
+    if (count < 0) return true;
+    const n = text.length;
+    for (let i = 0; i < n; i++) {
+      let c = text.charCodeAt(i);
+      if (c >= 0xd800 && c <= 0xdbff && i + 1 < n) {
+        const low = text.charCodeAt(i + 1);
+        if (low >= 0xdc00 && low <= 0xdfff) {
+          c = ((c - 0xd800) << 10) + (low - 0xdc00) + 0x10000;
+          i++;
+        }
+      }
+      const k = c < 128 ? this.ascii[c]! : this.classOf(c);
+      let seeded = 0;
+      for (let j = 0; j < count; j++) {
+        const s = current[j]!;
+        if (kind[s] === SET && this.inSet(set[s]!, k)) seeds[seeded++] = out[s]!;
+      }
+      seeds[seeded++] = start;
+      count = this.fill(next, seeds, seeded, false);
+      if (count < 0) return true;
+      [current, next] = [next, current];
+    }
+    const pending: number[] = [];
+    for (let j = 0; j < count; j++) if (kind[current[j]!] === EOL) pending.push(current[j]!);
+    return pending.length > 0 && this.closure(pending, n === 0, true, false).some((s) => kind[s] === MATCH);
+  }
+
+  private lists: { a: Int32Array; b: Int32Array; seeds: Int32Array; stack: Int32Array } | undefined;
+
+  /** closure() into `into` without allocating: the count of states, or -1 as soon as MATCH is reached. */
+  private fill(into: Int32Array, seeds: Int32Array, seedCount: number, atStart: boolean): number {
+    const { kind, out, out2 } = this.nfa;
+    const stack = this.lists!.stack;
+    const generation = ++this.generation;
+    let top = 0;
+    for (let j = seedCount - 1; j >= 0; j--) stack[top++] = seeds[j]!;
+    let count = 0;
+    while (top > 0) {
+      const s = stack[--top]!;
+      if (this.mark[s] === generation) continue;
+      this.mark[s] = generation;
+      switch (kind[s]) {
+        case SPLIT:
+          stack[top++] = out2[s]!;
+          stack[top++] = out[s]!;
+          break;
+        case BOL:
+          if (atStart) stack[top++] = out[s]!;
+          break;
+        case MATCH:
+          return -1;
+        default:
+          into[count++] = s;
+      }
+    }
+    return count;
   }
 
   /** Whether the text may end in this state: its pending `$`s passed (and `^` too in the initial state, an empty text). */
@@ -260,6 +342,7 @@ class Dfa {
   }
 
   readonly test = (text: string): boolean => {
+    if (this.uncached) return this.simulate(text);
     let state = 0;
     if (this.accepting[0]) return true;
     const n = text.length;
@@ -287,6 +370,7 @@ class Dfa {
       if (cached !== 0) state = cached - 1;
       else {
         state = this.step(state, k);
+        if (state < 0) return this.simulate(text);
         table = this.table;
         accepting = this.accepting;
         dead = this.dead;

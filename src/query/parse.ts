@@ -1,4 +1,4 @@
-// The live-tail query language (CONTRACT §7) → a syntax tree. A small recursive-descent parser
+// The live-tail query language (docs/reading.md) → a syntax tree. A small recursive-descent parser
 // over query/tokens.ts's tokens; the tree is all that leaves this file, so no text of a query can
 // reach SQL except as a bound parameter (query/sql.ts). Errors are values with a 1-based
 // character position.

@@ -11,7 +11,7 @@
 /** Characters of a pattern, at most (the query's own limit is query/parse.ts's MAX_QUERY_LENGTH). */
 export const REGEX_MAX_CHARS = 256;
 /** Characters a pattern matches in a row once its counts are expanded (`a{200}` is 200), at most: bounds the matcher's and PostgreSQL's automata. */
-export const REGEX_MAX_SIZE = 1000;
+export const REGEX_MAX_SIZE = 256;
 /** The largest count `{n,m}` takes (PostgreSQL's own limit). */
 export const REGEX_MAX_COUNT = 255;
 const MAX_CODE_POINT = 0x10ffff;

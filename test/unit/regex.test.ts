@@ -6,7 +6,7 @@
 // make a backtracking engine exponential.
 import { expect, test } from "bun:test";
 import fc from "fast-check";
-import { compileRegex } from "../../src/query/automaton";
+import { type CacheLimits, compileRegex } from "../../src/query/automaton";
 import { parseRegex, postgresPattern, REGEX_MAX_CHARS, RegexSyntaxError, requiredLiterals } from "../../src/query/regex";
 
 const written = (source: string) => postgresPattern(parseRegex(source));
@@ -68,7 +68,8 @@ test.each([
   ["a]", 1, "unmatched"],
   ["a\\", 1, "ends the pattern"],
   ["a\0b", 1, "NUL"],
-  ["(abcdef){200}", 0, "more than 1000"],
+  ["(abcdef){50}", 0, "more than 256"],
+  ["(a|b)*a(a|b){255}", 0, "more than 256"],
   ["a".repeat(REGEX_MAX_CHARS + 1), REGEX_MAX_CHARS, `at most ${REGEX_MAX_CHARS}`],
 ])("%p is refused at index %p: %p", (source, index, problem) => {
   let error: unknown;
@@ -121,7 +122,13 @@ const texts = fc.array(
   { minLength: 1, maxLength: 8 },
 );
 
-test("the automaton agrees with JavaScript's RegExp on the written pattern (random patterns and texts, seeded)", () => {
+/** Limits that fill the cache of DFA states at once: the automaton is then run uncached. */
+const TINY: CacheLimits = { cells: 24, listed: 12 };
+
+test.each([
+  ["cached", undefined],
+  ["past the cache's limits", TINY],
+])("the automaton agrees with JavaScript's RegExp on the written pattern, %s (random patterns and texts, seeded)", (_, limits) => {
   let checked = 0;
   fc.assert(
     fc.property(pattern, fc.boolean(), texts, (source, ignoreCase, samples) => {
@@ -134,7 +141,7 @@ test("the automaton agrees with JavaScript's RegExp on the written pattern (rand
       }
       checked++;
       const reference = new RegExp(postgresPattern(regex), "su");
-      const test = compileRegex(regex);
+      const test = compileRegex(regex, limits);
       for (const text of samples) expect({ source, text, matched: test(text) }).toEqual({ source, text, matched: reference.test(text) });
     }),
     { seed: 20261130, numRuns: 3000 },
@@ -151,13 +158,14 @@ test("a pattern that makes a backtracking engine exponential stays linear", () =
   expect(compileRegex(parseRegex("(.*a){20}"))(text)).toBe(true);
 });
 
-test("a pattern with many states keeps its cache bounded and still answers", () => {
-  // Enough classes and states to go past the transition cache, so it starts again mid-text.
-  const source = "[a-z][0-9][a-z][0-9](x|y|z)[a-m]{1,40}[n-z]{1,40}q";
-  const text = Array.from({ length: 20_000 }, (_, i) => String.fromCharCode(97 + ((i * 7919) % 26)) + String((i * 31) % 10)).join("");
-  const reference = new RegExp(postgresPattern(parseRegex(source)), "su");
-  expect(compileRegex(parseRegex(source))(text)).toBe(reference.test(text));
-  expect(compileRegex(parseRegex(source))(`${text}a1b2xabcnopq`)).toBe(true);
+test("a pattern whose DFA is exponential fills the cache, then runs uncached: still right, still linear", () => {
+  // The 31st character from the end: 2^31 DFA states; on 60,000 random characters the cache fills
+  // (CACHE_LIMITS) part way through and the rest is read uncached.
+  const regex = parseRegex("(a|b)*a(a|b){30}$");
+  const test = compileRegex(regex);
+  let seed = 7;
+  const text = Array.from({ length: 60_000 }, () => ((seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0) & 0x10000 ? "a" : "b")).join("");
+  for (const end of [60_000, 59_999, 40_000, 31, 30]) expect(test(text.slice(0, end))).toBe(end >= 31 && text[end - 31] === "a");
 });
 
 test("surrogate pairs are one character, as code points are in PostgreSQL", () => {
