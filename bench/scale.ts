@@ -24,7 +24,8 @@
 //    to `POST /` as JSON arrays from concurrent senders, samples the hot tier and the sealer's
 //    statements while it loads, waits until every event is stored, then until log_hot is empty
 //    (everything sealed), and measures the database's growth after a CHECKPOINT.
-// 4. Reads through the query API (newest 100: median of 5, searches: median of 3, after a
+// 4. Reads through the query API (newest 100: median of 5, searches: median of 3, context around
+//    20 random events of the dense and the sparse source: median and max, after a
 //    warm-up), each search beside `grep -F`.
 // 5. Prints a Markdown table and writes it to bench/out/scale-<time>.md. logpond is stopped, the
 //    temporary directories and the NDJSON file are removed (the main run's kept with --keep), also
@@ -803,6 +804,38 @@ function readSpecs(sources: Source[], p: Plan): ReadSpec[] {
   ];
 }
 
+/** Context reads are timed around this many random events of a source (after one warm-up). */
+const CONTEXT_ANCHORS = 20;
+
+/**
+ * GET /api/v2/query/context (before=after=50) around random stored events of one source, each asked
+ * with the row's dt and with its id only: the median and the slowest of each, and what was answered.
+ */
+async function measureContext(apiUrl: string, sql: postgres.Sql, source: Source): Promise<string> {
+  const anchors = await sql<{ id: string; dt: string }[]>`
+    select id::text as id, to_char(dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt
+    from (select id, dt from log_hot where source_id = ${source.id}
+      union all select u.id, u.dt from log_blocks b cross join lateral unnest(b.ids, b.dts) as u(id, dt) where b.source_id = ${source.id}) e
+    order by random() limit ${CONTEXT_ANCHORS + 1}`;
+  const times: Record<"dt" | "id", number[]> = { dt: [], id: [] };
+  const rows: number[] = [];
+  for (const [i, anchor] of anchors.entries()) {
+    for (const variant of ["dt", "id"] as const) {
+      const params = new URLSearchParams({ source_id: String(source.id), id: anchor.id, ...(variant === "dt" ? { dt: anchor.dt } : {}) });
+      const started = performance.now();
+      const response = await fetch(`${apiUrl}/api/v2/query/context?${params}`, { headers: AUTH, signal: AbortSignal.timeout(READ_TIMEOUT_MS) });
+      const text = await response.text();
+      const ms = performance.now() - started;
+      if (response.status !== 200) throw new Error(`context around ${anchor.id}: ${response.status} ${text.slice(0, 300)}`);
+      if (i === 0) continue; // the warm-up
+      times[variant].push(ms);
+      rows.push((JSON.parse(text) as { data: unknown[] }).data.length);
+    }
+  }
+  const summary = (ms: number[]) => `median ${fmt(median(ms), 1)} ms, max ${fmt(Math.max(...ms), 1)} ms`;
+  return `${summary(times.dt)} / ${summary(times.id)} (${Math.min(...rows)}–${Math.max(...rows)} rows)`;
+}
+
 // ---- report --------------------------------------------------------------------------------
 
 const bytes = (n: number) => (n >= 1 << 30 ? `${fmt(n / (1 << 30), 2)} GiB` : `${fmt(n / (1 << 20), 1)} MiB`);
@@ -1055,6 +1088,13 @@ async function main(): Promise<void> {
   say("newest event's age at the first read", `${fmt((Date.now() - p.t0) / 60_000, 1)} min`);
   const reads: ReadResult[] = [];
   for (const spec of specs) reads.push(await measureRead(logpond.apiUrl, spec));
+  for (const [label, source] of [
+    ["dense", sources[SPLIT.indexOf(Math.max(...SPLIT))]!],
+    ["sparse", sources[SPLIT.lastIndexOf(Math.min(...SPLIT))]!],
+  ] as const) {
+    const context = await measureContext(logpond.apiUrl, sql, source);
+    say(`context ±50 around ${CONTEXT_ANCHORS} random events, ${label} source: with dt / id only`, context);
+  }
 
   // 6. Peers over the same file.
   const z = await zstd(file);

@@ -85,7 +85,8 @@ export function listenIngest(config: Config, deps: Parameters<typeof ingestApp>[
 
 /** The management listener on API_HOST:API_PORT. */
 export function listenManagement(config: Config, deps: ManagementDeps) {
-  return managementApp(deps).listen({ ...EXCLUSIVE, hostname: config.apiHost, port: config.apiPort, maxRequestBodySize: 1024 * 1024 });
+  // Bun's cap would answer a bare 413 with an empty body: bodies are capped where they are read (http/body.ts).
+  return managementApp(deps).listen({ ...EXCLUSIVE, hostname: config.apiHost, port: config.apiPort, maxRequestBodySize: Number.MAX_SAFE_INTEGER });
 }
 
 /** A listener's URL as this process reaches it, from the address it binds. */

@@ -50,10 +50,10 @@ export function decodeBody(body: Buffer, format: Format, limits: CostLimits = DE
       return value instanceof AppError ? value : otlpJsonEvents(value, limits);
     }
     case "loki-proto":
-      return decodeLokiProto(body);
+      return decodeLokiProto(body, { parse: parseJson, maxDepth: limits.maxDepth });
     case "loki-json": {
       const value = parseEnvelope(body);
-      return value instanceof AppError ? value : lokiJsonEvents(value);
+      return value instanceof AppError ? value : lokiJsonEvents(value, { parse: parseJson, maxDepth: limits.maxDepth });
     }
     case "json":
       return decodeJson(body, limits);

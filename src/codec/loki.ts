@@ -1,17 +1,95 @@
-// The Loki push API's bodies → one event per log line: `message` the line, `dt` the entry's time
-// (nanoseconds), `labels` the stream's labels, `metadata` the entry's structured metadata, and
-// `level` copied from a `level` (or `detected_level`) label or metadata. JSON (`{"streams":[{"stream":
-// {…},"values":[["<ns>","<line>",{…}?]]}]}`, already parsed by decode.ts) and protobuf (logproto's
-// PushRequest, after the route undid its snappy block), read with protobuf.ts. A bad stream or entry
-// refuses the request naming it (Loki's own answer is a 400 too); nothing is stored from it.
+// The Loki push API's bodies → one event per log line: `dt` the entry's time (nanoseconds),
+// `labels` the stream's labels, `metadata` the entry's structured metadata, and `level` copied from
+// a `level` (or `detected_level`) label or metadata. A line that is a JSON object (pino-loki,
+// Promtail's JSON pipelines) gives the event its fields (jsonLineEvent below: what wins where a
+// field and the push both name a key); any other line is `message`, as sent. JSON
+// (`{"streams":[{"stream":{…},"values":[["<ns>","<line>",{…}?]]}]}`, already parsed by decode.ts)
+// and protobuf (logproto's PushRequest, after the route undid its snappy block), read with
+// protobuf.ts. A bad stream or entry refuses the request naming it (Loki's own answer is a 400
+// too); nothing is stored from it. docs/shippers.md ("Loki push API") documents the shape.
 import { AppError } from "../errors";
 import { LEN, Reader, VARINT, WireError } from "./protobuf";
 import { millisText, nanosTextOf, setKey } from "./otlp-event";
+import { eventMicros } from "./time";
 
 type Json = Record<string, unknown>;
 
-function lokiEvent(dt: string | undefined, message: string, labels: Json, metadata: Json | undefined) {
-  return { dt, level: levelOf(labels) ?? (metadata && levelOf(metadata)), message, labels, metadata };
+/** How a line that looks like a JSON object is read: decode.ts's parse (exact big numbers) and INGEST_MAX_DEPTH. */
+export interface LineReader {
+  parse(text: string): unknown;
+  maxDepth: number;
+}
+
+/** One entry of a push, before its stream's labels are known (protobuf may send them last). */
+interface Entry {
+  dt: string | undefined;
+  line: string;
+  metadata: Json | undefined;
+}
+
+function lokiEvent(entry: Entry, labels: Json, lines: LineReader): Json {
+  const level = levelOf(labels) ?? (entry.metadata && levelOf(entry.metadata));
+  const fields = jsonObjectOf(entry.line, lines);
+  if (fields === undefined) return { dt: entry.dt, level, message: entry.line, labels, metadata: entry.metadata };
+  return jsonLineEvent(fields, entry.dt, level, labels, entry.metadata);
+}
+
+/**
+ * A JSON line's event: its own fields, and the push's where the line has none or cannot mean the
+ * same. `dt`: the line's when it reads as a time (as on `POST /`: the application's own time
+ * beats a shipper that stamps lines when it reads them), else the entry's. `level`: the line's
+ * when a string; a number becomes pino's name for it (10 trace … 60 fatal: the line is pino's,
+ * where pino-loki's label says `debug` for trace and `critical` for fatal), else the stream's
+ * `level` label, and is kept in `level_number`; none: the label's, as for a text line. `labels` and `metadata` are the stream's and the entry's; a line's
+ * own field of either name is kept as `line_labels` / `line_metadata`. Every other field is the
+ * line's as sent (pino's `time` stays epoch milliseconds; `msg` stays `msg`).
+ */
+function jsonLineEvent(fields: Json, dt: string | undefined, level: string | undefined, labels: Json, metadata: Json | undefined): Json {
+  const event: Json = { dt: undefined, level: undefined, ...fields };
+  if (fields.dt === undefined || eventMicros(fields.dt) === undefined) event.dt = dt;
+  const own = fields.level;
+  if (typeof own === "number") {
+    const name = PINO_LEVELS[own] ?? level;
+    if (name !== undefined) {
+      event.level = name;
+      if (fields.level_number === undefined) event.level_number = own;
+    }
+  } else if (own === undefined) event.level = level;
+  if (fields.labels !== undefined && fields.line_labels === undefined) event.line_labels = fields.labels;
+  event.labels = labels;
+  if (metadata !== undefined) {
+    if (fields.metadata !== undefined && fields.line_metadata === undefined) event.line_metadata = fields.metadata;
+    event.metadata = metadata;
+  }
+  return event;
+}
+
+/** pino's level numbers (its `levels.labels`). */
+const PINO_LEVELS: Record<number, string> = { 10: "trace", 20: "debug", 30: "info", 40: "warn", 50: "error", 60: "fatal" };
+
+/** The line's fields when it is a JSON object (blanks around it allowed) no deeper than events may be; else undefined. */
+function jsonObjectOf(line: string, lines: LineReader): Json | undefined {
+  let first = 0;
+  while (first < line.length && BLANK.has(line.charCodeAt(first))) first++;
+  if (line.charCodeAt(first) !== OPEN_BRACE) return undefined;
+  let value: unknown;
+  try {
+    value = lines.parse(line);
+  } catch {
+    return undefined;
+  }
+  // Too deep to be stored as fields: kept as its text, as before, rather than refusing the push.
+  return isObject(value) && !deeperThan(value, 1, lines.maxDepth) ? value : undefined;
+}
+const OPEN_BRACE = 0x7b;
+const BLANK = new Set([0x20, 0x09, 0x0a, 0x0d]);
+
+function deeperThan(value: object, depth: number, max: number): boolean {
+  if (depth > max) return true;
+  for (const item of Object.values(value)) {
+    if (typeof item === "object" && item !== null && !JSON.isRawJSON(item) && deeperThan(item, depth + 1, max)) return true;
+  }
+  return false;
 }
 
 /** `level`, else `detected_level` (Loki's own guess), when a string. */
@@ -20,7 +98,7 @@ function levelOf(pairs: Json): string | undefined {
   return typeof level === "string" ? level : undefined;
 }
 
-export function lokiJsonEvents(value: unknown): unknown[] | AppError {
+export function lokiJsonEvents(value: unknown, lines: LineReader): unknown[] | AppError {
   const streams = isObject(value) ? value.streams : undefined;
   if (!Array.isArray(streams)) return invalid("the body is not an object with a streams array");
   const events: unknown[] = [];
@@ -40,7 +118,7 @@ export function lokiJsonEvents(value: unknown): unknown[] | AppError {
       if (dt === undefined) return invalid(`streams[${s}].values[${e}]: the timestamp is not nanoseconds since the epoch as a string of digits`);
       if (typeof line !== "string") return invalid(`streams[${s}].values[${e}]: the line is not a string`);
       if (metadata !== undefined && !isObject(metadata)) return invalid(`streams[${s}].values[${e}]: the structured metadata is not an object`);
-      events.push(lokiEvent(dt, line, labels, metadata));
+      events.push(lokiEvent({ dt, line, metadata }, labels, lines));
     }
   }
   return events;
@@ -58,7 +136,7 @@ const T_SECONDS = (1 << 3) | VARINT,
   T_VALUE = (2 << 3) | LEN;
 
 /** logproto.PushRequest: streams (1) { labels (1), entries (2) { timestamp (1), line (2), structuredMetadata (3) } }. */
-export function decodeLokiProto(body: Buffer): unknown[] | AppError {
+export function decodeLokiProto(body: Buffer, lines: LineReader): unknown[] | AppError {
   const reader = new Reader(body);
   const events: unknown[] = [];
   let stream = 0;
@@ -66,7 +144,7 @@ export function decodeLokiProto(body: Buffer): unknown[] | AppError {
     while (reader.pos < body.length) {
       const t = reader.tag();
       if (t === T_STREAM) {
-        const problem = pushStream(reader, reader.end(body.length), events);
+        const problem = pushStream(reader, reader.end(body.length), events, lines);
         if (problem !== undefined) return invalid(`stream ${stream}: ${problem}`);
         stream++;
       } else reader.skip(t & 7, body.length);
@@ -79,31 +157,26 @@ export function decodeLokiProto(body: Buffer): unknown[] | AppError {
 }
 
 /** One stream's entries into `events` (labels may come after them); a problem with it, or undefined. */
-function pushStream(reader: Reader, end: number, events: unknown[]): string | undefined {
-  const from = events.length;
+function pushStream(reader: Reader, end: number, events: unknown[], lines: LineReader): string | undefined {
+  const entries: Entry[] = [];
   let labelsText = "{}";
   while (reader.pos < end) {
     const t = reader.tag();
     if (t === T_LABELS) labelsText = reader.string(end);
     else if (t === T_ENTRY) {
       const entry = readEntry(reader, reader.end(end));
-      if (typeof entry === "string") return `entry ${events.length - from}: ${entry}`;
-      events.push(entry);
+      if (typeof entry === "string") return `entry ${entries.length}: ${entry}`;
+      entries.push(entry);
     } else reader.skip(t & 7, end);
   }
   if (reader.pos !== end) throw new WireError("a field runs past the end of its message");
   const labels = parseLabels(labelsText);
   if (typeof labels === "string") return labels;
-  const level = levelOf(labels);
-  for (let i = from; i < events.length; i++) {
-    const event = events[i] as ReturnType<typeof lokiEvent>;
-    event.labels = labels;
-    if (level !== undefined) event.level = level;
-  }
+  for (const entry of entries) events.push(lokiEvent(entry, labels, lines));
   return undefined;
 }
 
-function readEntry(reader: Reader, end: number): ReturnType<typeof lokiEvent> | string {
+function readEntry(reader: Reader, end: number): Entry | string {
   let dt: string | undefined;
   let line = "";
   let metadata: Json | undefined;
@@ -117,9 +190,8 @@ function readEntry(reader: Reader, end: number): ReturnType<typeof lokiEvent> | 
     else reader.skip(t & 7, end);
   }
   if (reader.pos !== end) throw new WireError("a field runs past the end of its message");
-  return lokiEvent(dt, line, EMPTY_LABELS, metadata);
+  return { dt, line, metadata };
 }
-const EMPTY_LABELS: Json = {};
 
 /** google.protobuf.Timestamp → RFC 3339 with nanoseconds; "" when out of range; undefined for the epoch itself (unset). */
 function timestamp(reader: Reader, end: number): string | undefined {

@@ -9,6 +9,7 @@ import { LEVEL_MAX_CHARS } from "../store/blocks";
 import type { Sql } from "../store/db";
 import { queryTimeout, tiers, timed } from "./read";
 import { micros, readQuery, readSourceIds, readWindow } from "./request";
+import { aliasObject } from "./levels";
 import type { Node } from "./parse";
 import { compileQuery } from "./sql";
 
@@ -200,7 +201,13 @@ function countSlice(sql: Sql, request: HistogramRequest, slice: Slice, timeoutMs
     filter = ` and ${condition.text}`;
   }
   const events = request.query ? tiers(params, "$4::bigint[]", "$1::text::timestamptz", "$2::text::timestamptz", request.query) : "";
-  const level = (raw: string) => `nullif(lower(left(${raw}->>'level', ${LEVEL_MAX_CHARS})), '')`;
+  // A level is counted under its severity when the one table of level names knows it (`err`,
+  // `ERROR` and pino's 50 are all "error", as `level:error` finds them), else under its own text
+  // lowered; blocks' per-minute counts keep the lowered text and are folded here the same way.
+  params.push(JSON.stringify(aliasObject()));
+  const aliases = `$${params.length}::jsonb`;
+  const fold = (lowered: string) => `coalesce(${aliases} ->> ${lowered}, ${lowered})`;
+  const level = (raw: string) => fold(`nullif(lower(left(${raw}->>'level', ${LEVEL_MAX_CHARS})), '')`);
   const window = (dt: string) => `${dt} >= $1::text::timestamptz and ${dt} ${upper} $2::text::timestamptz`;
   const counted = request.query
     ? `select floor(extract(epoch from dt) / $3::int)::bigint as bucket, ${level("raw")} as level, count(*) as n from ${events} ` +
@@ -209,7 +216,7 @@ function countSlice(sql: Sql, request: HistogramRequest, slice: Slice, timeoutMs
       // a bucket is whole minutes), without opening it; a block across the window's edge line by line.
       `select floor(extract(epoch from dt) / $3::int)::bigint as bucket, ${level("raw")} as level, count(*) as n from log_hot ` +
       `where ${window("dt")} and source_id = any($4::bigint[]) group by 1, 2 ` +
-      `union all select floor(h.minute::numeric * 60 / $3::int)::bigint, h.level, sum(h.n) from log_blocks b ` +
+      `union all select floor(h.minute::numeric * 60 / $3::int)::bigint, ${fold("h.level")}, sum(h.n) from log_blocks b ` +
       `cross join lateral unnest(b.hist_minutes, b.hist_levels, b.hist_counts) as h(minute, level, n) ` +
       `where b.source_id = any($4::bigint[]) and b.min_dt >= $1::text::timestamptz and b.max_dt ${upper} $2::text::timestamptz and $3::int % 60 = 0 group by 1, 2 ` +
       `union all select floor(extract(epoch from e.dt) / $3::int)::bigint, ${level("e.line::jsonb")}, count(*) from log_blocks b ` +

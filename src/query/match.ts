@@ -2,8 +2,11 @@
 // It must say exactly what query/sql.ts says in PostgreSQL, so it reproduces jsonb's text output
 // (key order, spacing, numeric notation) and ILIKE's folding, which in the embedded database's C
 // ctype lowers ASCII letters only. Checked against PostgreSQL on random events (test/integration/query-language.test.ts).
-import type { Node } from "./parse";
 import { asciiLower } from "../codec/grams";
+import { compileRegex } from "./automaton";
+import { levelOf } from "./levels";
+import type { Node } from "./parse";
+import { parseRegex } from "./regex";
 import { jsonEscape } from "./sql";
 
 export { asciiLower };
@@ -27,6 +30,35 @@ export function compileMatcher(node: Node): Predicate {
     case "text": {
       const needle = asciiLower(jsonEscape(node.text));
       return (event) => asciiLower(jsonbText(event)).includes(needle);
+    }
+    case "prefix": {
+      const { path } = node;
+      const needle = asciiLower(node.value);
+      return (event) => {
+        const text = fieldText(lookup(event, path));
+        return text !== undefined && asciiLower(text).startsWith(needle);
+      };
+    }
+    case "exists": {
+      const { path } = node;
+      return (event) => fieldText(lookup(event, path)) !== undefined;
+    }
+    case "level": {
+      const { level } = node;
+      return (event) => {
+        const text = fieldText(lookup(event, LEVEL_PATH));
+        return text !== undefined && levelOf(text) === level;
+      };
+    }
+    case "regex": {
+      // Compiled once per query, never per event.
+      const test = compileRegex(parseRegex(node.pattern));
+      const { path } = node;
+      if (path === undefined) return (event) => test(jsonbText(event));
+      return (event) => {
+        const text = fieldText(lookup(event, path));
+        return text !== undefined && test(text);
+      };
     }
     case "field": {
       const { path, op, value, number } = node;
@@ -72,6 +104,14 @@ export function compileMatcher(node: Node): Predicate {
   }
 }
 
+const LEVEL_PATH = ["level"];
+
+/** What `raw #>> path` gives for a found value: a string's own text, any other value's JSON text; undefined for missing or null. */
+function fieldText(found: unknown): string | undefined {
+  if (found === undefined || found === null) return undefined;
+  return typeof found === "string" ? found : jsonbText(found);
+}
+
 const COMPARE: Record<">" | ">=" | "<" | "<=", (a: number, b: number) => boolean> = {
   ">": (a, b) => a > b,
   ">=": (a, b) => a >= b,
@@ -109,8 +149,15 @@ export function jsonbText(value: unknown): string {
   return `{${keys.map((key) => `${JSON.stringify(key)}: ${jsonbText((value as Record<string, unknown>)[key])}`).join(", ")}}`;
 }
 
-/** jsonb keeps object keys shortest first, then by their UTF-8 bytes. */
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+
+/**
+ * jsonb keeps object keys shortest first, then by their UTF-8 bytes. Two ASCII keys compare as
+ * strings do (one byte per character, in code order) without encoding them: the live stream prints
+ * every event this way for a word or a /pattern/, and the encoding was most of its cost.
+ */
 function jsonbKeyOrder(a: string, b: string): number {
+  if (ASCII_ONLY.test(a) && ASCII_ONLY.test(b)) return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
   const left = Buffer.from(a),
     right = Buffer.from(b);
   return left.length - right.length || Buffer.compare(left, right);

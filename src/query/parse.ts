@@ -1,43 +1,43 @@
-// The live-tail query language (CONTRACT §7) → a syntax tree. A small recursive-descent parser;
-// the tree is all that leaves this file, so no text of a query can reach SQL except as a bound
-// parameter (query/sql.ts). Errors are values with a 1-based character position.
+// The live-tail query language (docs/reading.md) → a syntax tree. A small recursive-descent parser
+// over query/tokens.ts's tokens; the tree is all that leaves this file, so no text of a query can
+// reach SQL except as a bound parameter (query/sql.ts). Errors are values with a 1-based
+// character position.
+//
+// What the language does not take is refused with what it does take, never read as something
+// that silently matches nothing (`-level:info`, `_exists_:x`, `status:>=500`, `x=err*` were once
+// searches for those very characters). The forms are documented in docs/reading.md.
 //
 //   query  := or?                      or   := and (OR and)*
-//   and    := unary ((AND)? unary)*    unary := NOT unary | primary
-//   primary:= "(" or ")" | field op value | word | "phrase"
-//   op     := ":" | "!:" | "=" | "!=" | ">" | ">=" | "<" | "<="
+//   and    := unary ((AND)? unary)*    unary := (NOT | "-") unary | primary
+//   primary:= "(" or ")" | field op value | word | word* | "phrase" | /regex/
+//   op     := ":" | "!:" | "=" | "!=" | ">" | ">=" | "<" | "<=" | "=~" | "!~"
+//   value after ":" / "!:" may also be * (exists), prefix*, /regex/, or >= <= > < and a number
 
-export type Op = ":" | "!:" | "=" | "!=" | ">" | ">=" | "<" | "<=";
+import { levelOf, type Level } from "./levels";
+import { parseRegex, RegexSyntaxError } from "./regex";
+import { type Op, QueryError, type Token, tokenize } from "./tokens";
+
+export { QueryError };
+export type { Op };
 
 export type Node =
   | { kind: "text"; text: string }
   | { kind: "field"; path: string[]; op: Op; value: string; number: number | undefined }
+  /** The field's text starts with `value` (ASCII letters folded, as `:`). */
+  | { kind: "prefix"; path: string[]; value: string }
+  /** The field is present and not null. */
+  | { kind: "exists"; path: string[] }
+  /** The event's `level` names this severity in the one table of level names (query/levels.ts). */
+  | { kind: "level"; level: Level }
+  /** A pattern of query/regex.ts found in the field's text, or in the event's whole text when `path` is undefined. */
+  | { kind: "regex"; path: string[] | undefined; pattern: string }
   | { kind: "not"; node: Node }
   | { kind: "and" | "or"; nodes: Node[] };
 
-export class QueryError extends Error {
-  constructor(
-    readonly position: number,
-    problem: string,
-  ) {
-    super(`query: ${problem} at position ${position}`);
-    this.name = "QueryError";
-  }
-}
-
 /** A number a comparison accepts: plain decimal, no exponent (so SQL numeric and JS agree). */
 export const NUMBER = /^-?[0-9]{1,30}(\.[0-9]{1,30})?$/;
-const FIELD_CHAR = /[A-Za-z0-9_.@$-]/;
-const WORD_END = /[\s()"]/;
-const OPS: readonly Op[] = [">=", "<=", "!=", "!:", ":", "=", ">", "<"];
 export const MAX_QUERY_LENGTH = 4096;
 const MAX_DEPTH = 64;
-
-type Token =
-  | { kind: "(" | ")"; at: number }
-  | { kind: "word"; text: string; at: number }
-  | { kind: "phrase"; text: string; at: number }
-  | { kind: "field"; path: string[]; op: Op; value: string; at: number; valueAt: number };
 
 /** Parses a query; undefined for an empty one (no filter). Throws QueryError. */
 export function parseQuery(input: string): Node | undefined {
@@ -69,7 +69,7 @@ export function parseQuery(input: string): Node | undefined {
     return nodes.length === 1 ? nodes[0]! : { kind: "and", nodes };
   };
   const unary = (): Node => {
-    if (isKeyword(peek(), "NOT")) {
+    if (isKeyword(peek(), "NOT") || peek()?.kind === "-") {
       i++;
       return { kind: "not", node: nested(unary) };
     }
@@ -93,15 +93,16 @@ export function parseQuery(input: string): Node | undefined {
       }
       case ")":
         throw new QueryError(token.at, "unexpected ')'");
+      case "-":
+        throw new QueryError(token.at, "unexpected '-'");
       case "phrase":
         return { kind: "text", text: token.text };
+      case "regex":
+        return regexNode(undefined, token.pattern, token.positions);
       case "field":
         return fieldNode(token);
       case "word":
-        if (["AND", "OR", "NOT"].includes(token.text.toUpperCase())) {
-          throw new QueryError(token.at, `'${token.text}' needs a term before and after it (quote it to search for the word)`);
-        }
-        return { kind: "text", text: token.text };
+        return wordNode(token);
     }
   };
 
@@ -111,79 +112,93 @@ export function parseQuery(input: string): Node | undefined {
   return tree;
 }
 
+/** A bare word: a text term; a trailing `*` is dropped (a word already matches inside longer words). */
+function wordNode(token: Extract<Token, { kind: "word" }>): Node {
+  const { text, at } = token;
+  if (["AND", "OR", "NOT"].includes(text.toUpperCase())) {
+    throw new QueryError(at, `'${text}' needs a term before and after it (quote it to search for the word)`);
+  }
+  if (text === "&&" || text === "||")
+    throw new QueryError(at, `'${text}' is not an operator here: write ${text === "&&" ? "AND" : "OR"} (quote it to search for the characters)`);
+  if (text.startsWith("!"))
+    throw new QueryError(
+      at,
+      `'!' before a term is not NOT: write NOT ${text.slice(1) || "term"} or -${text.slice(1) || "term"} (quote it to search for the '!')`,
+    );
+  const star = text.indexOf("*");
+  if (star < 0) return { kind: "text", text };
+  if (text === "*") throw new QueryError(at, "a lone '*': leave the query empty to match every event, or write field:* for events that have a field");
+  if (star < text.length - 1) throw new QueryError(at + star, `only a trailing '*' is a wildcard (err*); quote the word to search for a '*' ("${text}")`);
+  return { kind: "text", text: text.slice(0, -1) };
+}
+
+const STAR_IN_EQUAL = (op: string) =>
+  `'${op}' compares whole values: quote a value with a '*' (x${op}"a*"), or write x:a* for a prefix and x:* for a field that exists`;
+
 function fieldNode(token: Extract<Token, { kind: "field" }>): Node {
-  const { path, op, value } = token;
-  if (path.some((part) => part === "")) throw new QueryError(token.at, `the field '${path.join(".")}' has an empty part`);
+  const { path, op, value, quoted, at, valueAt } = token;
+  if (path.some((part) => part === "")) throw new QueryError(at, `the field '${path.join(".")}' has an empty part`);
+  const name = path.join(".");
+  if (name === "_exists_" || name === "_missing_") {
+    const example = /^[A-Za-z0-9_.@$-]+$/.test(value) ? value : "field";
+    throw new QueryError(
+      at,
+      `'${name}:' is not taken: write ${name === "_exists_" ? "" : "-"}${example}:* for events ${name === "_exists_" ? "with" : "without"} the field`,
+    );
+  }
+  if (op === "=~" || op === "!~") {
+    if (!quoted && /^\/.+\/$/.test(value))
+      throw new QueryError(valueAt, `write the pattern without slashes (${name}${op}"${value.slice(1, -1)}") or as ${name}:${value}`);
+    const node = regexNode(path, value, token.regex?.positions ?? positionsFrom(valueAt, value));
+    return op === "=~" ? node : { kind: "not", node };
+  }
+  if (token.regex) {
+    const node = regexNode(path, value, token.regex.positions);
+    return op === ":" ? node : { kind: "not", node };
+  }
+  const negate = (node: Node): Node => (op === "!:" || op === "!=" ? { kind: "not", node } : node);
+  if ((op === ":" || op === "!:" || op === "=" || op === "!=") && name === "level") {
+    const level = levelOf(value);
+    if (level !== undefined) return negate({ kind: "level", level });
+  }
+  if (!quoted) {
+    const star = value.indexOf("*");
+    if (op === ":" || op === "!:") {
+      if (value.startsWith("~")) throw new QueryError(valueAt, `':~' is not taken: write ${name}=~"${value.slice(1).replace(/^"|"$/g, "")}" for a pattern`);
+      if (value.startsWith("[") || value.startsWith("{")) {
+        throw new QueryError(
+          valueAt,
+          `ranges such as ${name}:[1 TO 5] are not taken: write ${name}>=1 ${name}<=5 (quote the value to search for the characters)`,
+        );
+      }
+      if (value === "*") return negate({ kind: "exists", path });
+      if (star >= 0 && star < value.length - 1)
+        throw new QueryError(valueAt + star, `only a trailing '*' is a wildcard (${name}:err*); quote the value to search for a '*'`);
+      if (star === value.length - 1) return negate({ kind: "prefix", path, value: value.slice(0, -1) });
+    } else if (star >= 0 && (op === "=" || op === "!=")) {
+      throw new QueryError(valueAt + star, STAR_IN_EQUAL(op));
+    }
+  }
   const numeric = NUMBER.test(value) ? Number(value) : undefined;
   if ((op === ">" || op === ">=" || op === "<" || op === "<=") && numeric === undefined) {
-    throw new QueryError(token.valueAt, `'${op}' needs a number such as 500 or -1.5 (got '${value}')`);
+    throw new QueryError(valueAt, `'${op}' needs a number such as 500 or -1.5 (got '${value}')`);
   }
   return { kind: "field", path, op, value, number: numeric };
 }
 
-function tokenize(input: string): Token[] {
-  const tokens: Token[] = [];
-  let i = 0;
-  while (i < input.length) {
-    const c = input[i]!;
-    if (/\s/.test(c)) {
-      i++;
-    } else if (c === "(" || c === ")") {
-      tokens.push({ kind: c, at: i + 1 });
-      i++;
-    } else if (c === '"') {
-      const [text, next] = quoted(input, i);
-      tokens.push({ kind: "phrase", text, at: i + 1 });
-      i = next;
-    } else {
-      const start = i;
-      while (i < input.length && FIELD_CHAR.test(input[i]!)) i++;
-      if (i === start && OPS.some((candidate) => input.startsWith(candidate, i))) {
-        throw new QueryError(start + 1, `a field name is missing before '${OPS.find((candidate) => input.startsWith(candidate, i))}'`);
-      }
-      // `level = error` reads as `level=error`: spaces may stand around an operator.
-      const fieldEnd = i;
-      let opAt = i;
-      while (opAt < input.length && input[opAt] === " ") opAt++;
-      const op = i > start ? OPS.find((candidate) => input.startsWith(candidate, opAt)) : undefined;
-      if (op !== undefined) i = opAt;
-      if (op === undefined) {
-        while (i < input.length && !WORD_END.test(input[i]!)) i++;
-        if (i === start) throw new QueryError(start + 1, `unexpected '${input[start]}'`);
-        tokens.push({ kind: "word", text: input.slice(start, i), at: start + 1 });
-        continue;
-      }
-      const path = input.slice(start, fieldEnd).split(".");
-      i += op.length;
-      while (i < input.length && input[i] === " ") i++;
-      const valueAt = i + 1;
-      let value: string;
-      if (input[i] === '"') {
-        [value, i] = quoted(input, i);
-      } else {
-        const valueStart = i;
-        while (i < input.length && !/[\s()]/.test(input[i]!)) i++;
-        value = input.slice(valueStart, i);
-        if (value === "") throw new QueryError(valueAt, `a value is missing after '${input.slice(start, valueStart)}'`);
-        if (value.includes('"')) throw new QueryError(valueAt + value.indexOf('"'), "a quote inside a value (quote the whole value)");
-      }
-      tokens.push({ kind: "field", path, op, value, at: start + 1, valueAt });
-    }
+/** A regex node, its pattern checked here so that the compilers never meet one they cannot take. */
+function regexNode(path: string[] | undefined, pattern: string, positions: number[]): Node {
+  try {
+    parseRegex(pattern);
+  } catch (error) {
+    if (!(error instanceof RegexSyntaxError)) throw error;
+    const at = positions[Math.min(error.index, positions.length - 1)] ?? 1;
+    throw new QueryError(at, `regex: ${error.problem}`);
   }
-  return tokens;
+  return { kind: "regex", path, pattern };
 }
 
-/** A "quoted phrase" starting at `start`; \" and \\ are escapes. Returns the text and the index after it. */
-function quoted(input: string, start: number): [string, number] {
-  let text = "";
-  for (let i = start + 1; i < input.length; i++) {
-    const c = input[i]!;
-    if (c === '"') return [text, i + 1];
-    if (c === "\\" && i + 1 < input.length) {
-      text += input[++i];
-      continue;
-    }
-    text += c;
-  }
-  throw new QueryError(start + 1, "the quote opened here is not closed");
+/** The query positions of a value's characters when it was written as it is (unquoted). */
+function positionsFrom(valueAt: number, value: string): number[] {
+  return Array.from({ length: value.length + 1 }, (_, k) => valueAt + k);
 }

@@ -4,10 +4,13 @@
 // which the block's Bloom filter must all hold (codec/grams.ts). Only necessary conditions are derived — a
 // block or line that passes still goes through the query's full condition (query/sql.ts) — so a
 // search by the index returns exactly the rows a scan would. Derived from the terms a match needs
-// in every case: the terms of an AND; none from OR, NOT, != or comparisons. A needle with a
-// character outside ASCII is left out (ILIKE may fold it in ways the C-ctype lowering here does not).
+// in every case: the terms of an AND; none from OR, NOT, != or comparisons. A regex gives the runs
+// of literal characters its top-level sequence needs (query/regex.ts), a field that must exist its
+// key (`"key"`, as every JSON text prints a key). A needle with a character outside ASCII is left
+// out (ILIKE may fold it in ways the C-ctype lowering here does not).
 import { asciiLower, CANONICAL_NUMBER, numberHashes, termGrams } from "../codec/grams";
 import type { Node } from "./parse";
+import { parseRegex, requiredLiterals } from "./regex";
 import { jsonEscape, likeEscape } from "./sql";
 
 export interface Prefilter {
@@ -55,6 +58,15 @@ function spread<T>(items: T[], max: number): T[] {
   return Array.from({ length: max }, (_, i) => items[Math.floor((i * items.length) / max)]!);
 }
 
+/** Characters JSON escapes inside a string (a run is cut at them: the pieces between are in the text as they are). */
+const ESCAPED = /["\\\u0000-\u001f]/;
+
+/** The last key of a path a match needs, quoted as the event's JSON text prints it; none for an array position. */
+function addKey(path: string[], add: (text: string) => void): void {
+  const key = path[path.length - 1]!;
+  if (!/^-?[0-9]+$/.test(key)) add(`"${jsonEscape(key)}"`);
+}
+
 function collect(node: Node, needles: Set<string>, numbers: Set<string>): void {
   const add = (text: string) => {
     if (text !== "" && !/[^\x00-\x7f]/.test(text)) needles.add(asciiLower(text));
@@ -65,6 +77,25 @@ function collect(node: Node, needles: Set<string>, numbers: Set<string>): void {
       return;
     case "text":
       add(jsonEscape(node.text)); // raw::text ILIKE %escaped%
+      return;
+    case "prefix":
+      // As `:` below: the field's text starts with the value, so holds it.
+      if (jsonEscape(node.value) === node.value) add(node.value);
+      return;
+    case "exists":
+      addKey(node.path, add);
+      return;
+    case "level":
+      add('"level"');
+      return;
+    case "regex":
+      // On the line: the pattern's literal runs are in the text itself. On a field: in its text,
+      // which the line holds as it is only where JSON escaping leaves the run alone (as for `:`).
+      for (const run of requiredLiterals(parseRegex(node.pattern))) {
+        if (node.path === undefined) add(run);
+        else for (const piece of run.split(ESCAPED)) add(piece);
+      }
+      if (node.path !== undefined) addKey(node.path, add);
       return;
     case "field":
       if (node.op === ":") {

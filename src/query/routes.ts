@@ -1,7 +1,8 @@
 // The management listener's /api/v2/query routes (CONTRACT §7, §9): read the parameters
 // (query/request.ts), check the sources exist, read a page (query/read.ts), answer
 // `{"data":[…],"pagination":{"next":…}}` with absolute links (and `meta` on an empty page); the
-// histogram (query/histogram.ts) takes the same parameters. The API token, or a read token (of
+// histogram (query/histogram.ts) takes the same parameters; context (query/context.ts) answers the
+// events around one event, with links to more on either side. The API token, or a read token (of
 // some sources only, when it was made so: the others are answered as absent).
 import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
@@ -9,6 +10,7 @@ import { AppError } from "../errors";
 import type { Access, Authenticate } from "../http/auth";
 import type { Metrics, QueryRoute } from "../metrics";
 import type { Sql } from "../store/db";
+import { CONTEXT_DEFAULT, readContext, readContextRequest } from "./context";
 import { readHistogram, readHistogramRequest } from "./histogram";
 import { newestBefore, readDeadLetters, readEvents } from "./read";
 import { checkSources, makeCursor, nextLink, readBatch, readOrder, readRequest, readSourceIds } from "./request";
@@ -53,6 +55,37 @@ export function queryRoutes({ sql, authenticate, queryTimeoutMs, metrics }: Quer
         const read = readHistogramRequest(new URL(request.url));
         await checkSources(sql, read.sourceIds, read.malformed, access);
         return new Response(JSON.stringify(await readHistogram(sql, read, queryTimeoutMs)), { headers: JSON_HEADERS });
+      }),
+    )
+    .get(
+      "/context",
+      timed(metrics, "/api/v2/query/context", async ({ request, access }) => {
+        const url = new URL(request.url);
+        const read = readContextRequest(url);
+        const known = read.sourceId > 0;
+        await checkSources(sql, known ? [read.sourceId] : [], known ? [] : [read.sourceText.slice(0, 40)], access);
+        const context = await readContext(sql, read, queryTimeoutMs);
+        if (context === undefined) {
+          throw new AppError("not_found", `Event ${read.id} was not found in source ${read.sourceId}${read.dt === undefined ? "" : ` at dt ${read.dt}`}`);
+        }
+        // More on a side: the context of that side's last row, with nothing on the other side (its first row is that row again).
+        const link = (edge: { id: string; dt: string }, before: number, after: number) => {
+          const target = new URL(url.pathname, url.origin);
+          target.searchParams.set("source_id", String(read.sourceId));
+          target.searchParams.set("id", edge.id);
+          target.searchParams.set("dt", edge.dt);
+          target.searchParams.set("before", String(before));
+          target.searchParams.set("after", String(after));
+          return target.toString();
+        };
+        const pagination = {
+          before: context.moreBefore ? link(context.first, read.before || CONTEXT_DEFAULT, 0) : null,
+          after: context.moreAfter ? link(context.last, 0, read.after || CONTEXT_DEFAULT) : null,
+        };
+        const meta = { anchor_id: read.id, anchor_index: context.anchorIndex };
+        return new Response(`{"data":[${context.rows.join(",")}],"pagination":${JSON.stringify(pagination)},"meta":${JSON.stringify(meta)}}`, {
+          headers: JSON_HEADERS,
+        });
       }),
     )
     .get(

@@ -1,6 +1,7 @@
 // The Source: its attributes, how a request body becomes validated attributes, and how a row
 // becomes the JSON:API document of the contract. Pure: no HTTP, no database.
 import { AppError } from "../errors";
+import { V2_ATTRIBUTES, withoutV2 } from "./v2";
 
 /** Better Stack's platform list (its "Create a source" reference). */
 export const PLATFORMS = [
@@ -88,28 +89,17 @@ export interface SourceChanges {
   liveTailPattern?: string;
 }
 
+/** The API version a request came through: /api/v2/sources adds V2_ATTRIBUTES (v2.ts). */
+export type ApiVersion = 1 | 2;
+
 const WRITABLE_ON_CREATE = ["name", "platform", "ingesting_paused", "logs_retention", "live_tail_pattern"];
 const WRITABLE_ON_UPDATE = ["name", "ingesting_paused", "logs_retention", "live_tail_pattern"];
 const READ_ONLY = ["id", "type", "platform", "token", "table_name", "ingesting_host", "created_at", "updated_at"];
 
-/** Parses a management request body: any Content-Type, JSON object or 400. */
-export function parseBody(text: string): Record<string, unknown> {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new AppError("bad_request", "Request body is not valid JSON");
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new AppError("bad_request", "Request body must be a JSON object");
-  }
-  return value as Record<string, unknown>;
-}
-
-export function validateCreate(body: Record<string, unknown>): Required<SourceChanges> {
+export function validateCreate(body: Record<string, unknown>, version: ApiVersion = 1): Required<SourceChanges> {
   const problems: Record<string, string[]> = {};
-  rejectUnknown(body, WRITABLE_ON_CREATE, problems);
-  if (body.name === undefined || body.name === null) add(problems, "name", "can't be blank");
+  rejectUnknown(version === 2 ? withoutV2(body, "create", problems) : body, WRITABLE_ON_CREATE, problems);
+  if (body.name === undefined) add(problems, "name", "can't be blank"); // null: readAttributes says so
   const changes = readAttributes(body, problems);
   if (body.platform !== undefined) {
     if (typeof body.platform !== "string" || !(PLATFORMS as readonly string[]).includes(body.platform)) {
@@ -128,9 +118,9 @@ export function validateCreate(body: Record<string, unknown>): Required<SourceCh
   };
 }
 
-export function validateUpdate(body: Record<string, unknown>): SourceChanges {
+export function validateUpdate(body: Record<string, unknown>, version: ApiVersion = 1): SourceChanges {
   const problems: Record<string, string[]> = {};
-  rejectUnknown(body, WRITABLE_ON_UPDATE, problems);
+  rejectUnknown(version === 2 ? withoutV2(body, "update", problems) : body, WRITABLE_ON_UPDATE, problems);
   const changes = readAttributes(body, problems);
   fail(problems);
   return changes;
@@ -206,9 +196,12 @@ export function parseId(raw: string): number | undefined {
   return id >= 1 && Number.isSafeInteger(id) ? id : undefined;
 }
 
-/** `withToken` false: without `token`, for a read token (the ingest token would let it write). */
-export function toDocument(row: SourceRow, ingestingHost: string, withToken = true) {
-  return {
+/**
+ * `withToken` false: without `token`, for a read token (the ingest token would let it write).
+ * Version 2 adds V2_ATTRIBUTES, each with the value that means "none".
+ */
+export function toDocument(row: SourceRow, ingestingHost: string, withToken = true, version: ApiVersion = 1) {
+  const document = {
     id: String(row.id),
     type: "source" as const,
     attributes: {
@@ -224,4 +217,6 @@ export function toDocument(row: SourceRow, ingestingHost: string, withToken = tr
       updated_at: row.updatedAt.toISOString(),
     },
   };
+  if (version === 2) Object.assign(document.attributes, V2_ATTRIBUTES);
+  return document;
 }

@@ -1,11 +1,14 @@
-// The management listener's /api/v1/sources routes: read the request, call the service, shape
-// the JSON:API answer. Validation lives in model.ts, storage in service.ts. The API token may do
-// everything; a read token may list and get the sources it may see (others are absent: 404),
-// without their ingest tokens (a read token must not be able to write), and no write (403).
+// The management listener's /api/v1/sources and /api/v2/sources routes: read the request, call
+// the service, shape the JSON:API answer. Validation lives in model.ts, storage in service.ts. The
+// API token may do everything; a read token may list and get the sources it may see (others are
+// absent: 404), without their ingest tokens (a read token must not be able to write), and no write
+// (403). Both versions are the same routes on the same sources; v2's documents carry the
+// attributes Better Stack's Terraform provider reads there (v2.ts).
 import { Elysia } from "elysia";
+import { readJsonObject } from "../http/body";
 import { AppError, notFound } from "../errors";
 import { type Access, type Authenticate, FULL_ACCESS, maySee, requireFullAccess } from "../http/auth";
-import { parseBody, parseId, toDocument, validateCreate, validateUpdate } from "./model";
+import { type ApiVersion, parseId, toDocument, validateCreate, validateUpdate } from "./model";
 import type { SourceService } from "./service";
 
 export const PER_PAGE_DEFAULT = 50;
@@ -22,20 +25,26 @@ const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } });
 
-export function sourceRoutes({ service, authenticate, ingestingHost }: SourceRoutesDeps) {
-  const doc = (row: Parameters<typeof toDocument>[0], access: Access = FULL_ACCESS) => ({ data: toDocument(row, ingestingHost(), access.scope === "all") });
+export function sourceRoutes(deps: SourceRoutesDeps) {
+  return new Elysia({ name: "logpond/sources" }).use(versionRoutes(deps, 1)).use(versionRoutes(deps, 2));
+}
+
+function versionRoutes({ service, authenticate, ingestingHost }: SourceRoutesDeps, version: ApiVersion) {
+  const doc = (row: Parameters<typeof toDocument>[0], access: Access = FULL_ACCESS) => ({
+    data: toDocument(row, ingestingHost(), access.scope === "all", version),
+  });
   const idOf = (raw: string) =>
     parseId(raw) ??
     (() => {
       throw notFound();
     })();
 
-  return new Elysia({ name: "logpond/sources", prefix: "/api/v1" })
+  return new Elysia({ name: `logpond/sources/v${version}`, prefix: `/api/v${version}` })
     .resolve(async ({ request }) => ({ access: await authenticate(request) }))
     .get("/sources", async ({ request, access }) => {
       const url = new URL(request.url);
       const page = readPositive(url, "page", 1);
-      const perPage = Math.min(readPositive(url, "per_page", PER_PAGE_DEFAULT), PER_PAGE_MAX);
+      const perPage = readPositive(url, "per_page", PER_PAGE_DEFAULT, PER_PAGE_MAX);
       const name = url.searchParams.get("name")?.trim() || undefined;
       const only = access.scope === "read" && access.sourceIds !== undefined ? [...access.sourceIds] : undefined;
       const { rows, total } = await service.list({ page, perPage, name, only });
@@ -48,7 +57,7 @@ export function sourceRoutes({ service, authenticate, ingestingHost }: SourceRou
         return target.toString();
       };
       return json({
-        data: rows.map((row) => toDocument(row, ingestingHost(), access.scope === "all")),
+        data: rows.map((row) => toDocument(row, ingestingHost(), access.scope === "all", version)),
         pagination: {
           first: link(1),
           last: link(last),
@@ -66,8 +75,8 @@ export function sourceRoutes({ service, authenticate, ingestingHost }: SourceRou
       "/sources",
       async ({ request, access }) => {
         requireFullAccess(access);
-        const row = await service.create(validateCreate(parseBody(await request.text())));
-        return json(doc(row), 201, { location: new URL(`/api/v1/sources/${row.id}`, request.url).toString() });
+        const row = await service.create(validateCreate(await readJsonObject(request), version));
+        return json(doc(row), 201, { location: new URL(`/api/v${version}/sources/${row.id}`, request.url).toString() });
       },
       { parse: "none" },
     )
@@ -76,7 +85,7 @@ export function sourceRoutes({ service, authenticate, ingestingHost }: SourceRou
       async ({ params, request, access }) => {
         requireFullAccess(access);
         const id = idOf(params.id);
-        const changes = validateUpdate(parseBody(await request.text()));
+        const changes = validateUpdate(await readJsonObject(request), version);
         return json(doc(await service.update(id, changes)));
       },
       { parse: "none" },
@@ -96,13 +105,17 @@ export function sourceRoutes({ service, authenticate, ingestingHost }: SourceRou
     );
 }
 
-function readPositive(url: URL, name: string, fallback: number): number {
+/**
+ * A whole number from 1. With `max` (per_page), any larger number is clamped to it, however many
+ * digits it has; without (page), more than 9 digits is refused, so an offset stays a bigint.
+ */
+function readPositive(url: URL, name: string, fallback: number, max?: number): number {
   const raw = url.searchParams.get(name);
   if (raw === null || raw === "") return fallback;
-  if (!/^[0-9]{1,9}$/.test(raw) || Number(raw) < 1) {
+  if (!(max === undefined ? /^[0-9]{1,9}$/ : /^[0-9]+$/).test(raw) || Number(raw) < 1) {
     throw new AppError("validation", "Validation errors", {
       invalidAttributes: { [name]: [`must be a whole number from 1 (got ${JSON.stringify(raw.slice(0, 32))})`] },
     });
   }
-  return Number(raw);
+  return Math.min(Number(raw), max ?? Number.MAX_SAFE_INTEGER);
 }

@@ -38,6 +38,18 @@ export async function readCatchUp(
   query: Node | undefined,
   limit: number,
 ): Promise<TailRow[]> {
+  const { text, params } = catchUpStatement(from, upTo, sourceIds, query, limit);
+  return (await sql.unsafe<StoredRow[]>(text, params as never[])).map(toRow);
+}
+
+/** readCatchUp's statement and parameters (tests read its plan). */
+export function catchUpStatement(
+  from: { seq: number; id: string },
+  upTo: number,
+  sourceIds: number[],
+  query: Node | undefined,
+  limit: number,
+): { text: string; params: unknown[] } {
   const params: unknown[] = [from.seq, from.id === "" ? "0" : from.id, upTo, sourceIds, limit];
   let condition = "";
   if (query) {
@@ -45,9 +57,12 @@ export async function readCatchUp(
     params.push(...compiled.params);
     condition = `and ${compiled.text}`;
   }
-  const text = `${SELECT} where b.seq <= $3::bigint and (b.seq > $1::bigint or (b.seq = $1::bigint and e.id > $2::bigint))
+  // `b.seq >= $1` repeats what the OR implies: the OR names e.id, so PostgreSQL can check it only
+  // after reading each batch's rows, and without this bound it reads every batch of the log (a
+  // day's) up to `upTo`, each an id-range scan of the hot tier, to keep those after the resume point.
+  const text = `${SELECT} where b.seq >= $1::bigint and b.seq <= $3::bigint and (b.seq > $1::bigint or (b.seq = $1::bigint and e.id > $2::bigint))
     and e.source_id = any($4::bigint[]) ${condition} order by b.seq, e.id limit $5`;
-  return (await sql.unsafe<StoredRow[]>(text, params as never[])).map(toRow);
+  return { text, params };
 }
 
 /** The oldest seq still in the batch log (it is kept about a day), or undefined when empty. */

@@ -1,9 +1,10 @@
 // The management listener's /api/v1/tokens routes, for the API token only (a read token: 403):
 // create (the secret is in this answer and nowhere else, ever), list (no secrets), revoke.
 import { Elysia } from "elysia";
+import { readJsonObject } from "../http/body";
 import { notFound } from "../errors";
 import { type Authenticate, requireFullAccess } from "../http/auth";
-import { parseBody, parseId } from "../sources/model";
+import { parseId } from "../sources/model";
 import { toDocument, validateCreate } from "./model";
 import type { TokenService } from "./service";
 
@@ -21,7 +22,7 @@ export function tokenRoutes({ service, authenticate }: TokenRoutesDeps) {
     .post(
       "/tokens",
       async ({ request }) => {
-        const { row, secret } = await service.create(validateCreate(parseBody(await request.text())));
+        const { row, secret } = await service.create(validateCreate(await readJsonObject(request)));
         return json({ data: toDocument(row, secret) }, 201);
       },
       { parse: "none" },

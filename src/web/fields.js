@@ -1,6 +1,9 @@
 // The field sidebar's arithmetic: among the rows shown, the few fields worth filtering by (present
 // in many rows, few distinct values: level, service, http.status… rather than request ids) and
-// their most frequent values; and the query term a click on a value adds.
+// their most frequent values; and the query term a click on a value adds. A level is counted under
+// its severity in the one table of level names (src/query/levels.ts): `error`, `ERROR`, `err` and
+// pino's 50 are one value, and `level=error` finds them all.
+import { levelOf } from "./levels.js";
 
 /** Shown first when present, in this order; other fields follow by how many rows have them. */
 const PREFERRED = [
@@ -47,7 +50,7 @@ export function topFields(rows, maxFields = 6, maxValues = 5) {
       if (value !== null && typeof value === "object") {
         if (!Array.isArray(value) && depth < 2) walk(value, path, depth + 1);
       } else if (value !== null && (typeof value !== "string" || value.length <= 200) && PATH.test(path)) {
-        note(path, value);
+        note(path, path === "level" ? (levelOf(String(value)) ?? value) : value);
       }
     }
   };
@@ -70,11 +73,11 @@ export function topFields(rows, maxFields = 6, maxValues = 5) {
   );
 }
 
-/** `path=value` (or `path!=value`), the value quoted when the query language needs it to be. */
+/** `path=value` (or `path!=value`), the value quoted when the query language needs it to be (a `*` or a leading `~` would read as an operator). */
 export function filterTerm(path, value, exclude = false) {
   const op = exclude ? "!=" : "=";
   if (typeof value !== "string") return `${path}${op}${value}`;
-  return `${path}${op}${/^[^\s()"\\]+$/.test(value) ? value : `"${value.replace(/["\\]/g, "\\$&")}"`}`;
+  return `${path}${op}${/^[^\s()"\\*~][^\s()"\\*]*$/.test(value) ? value : `"${value.replace(/["\\]/g, "\\$&")}"`}`;
 }
 
 /** The query with one more term ANDed on; a query with OR is parenthesised first (OR binds last). */

@@ -1,12 +1,13 @@
 // The volume histogram of the window: the histogram endpoint's buckets as bars stacked by level
 // (SVG), a time axis under them, a legend with the totals. Drag across it to zoom to that time, or
 // click a bar for its bucket: both end in onZoom(fromMs, toMs), `to` excluded. Live rows add to the last bars.
+import { foldLevel } from "./levels.js";
 import { levelClass } from "./rows.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 /** Bottom to top: errors stay visible at the foot of a bar however many info rows stand on them. */
-const STACK = ["error", "warn", "info", "debug", "other", "none"];
-const LABEL = { error: "error", warn: "warn", info: "info", debug: "debug", other: "other", none: "no level" };
+const STACK = ["fatal", "error", "warn", "info", "debug", "trace", "other", "none"];
+const LABEL = { fatal: "fatal", error: "error", warn: "warn", info: "info", debug: "debug", trace: "trace", other: "other", none: "no level" };
 const LEVELS_MAX = 6;
 const TICKS_S = [1, 5, 10, 30, 60, 300, 600, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86_400, 2 * 86_400, 7 * 86_400, 30 * 86_400, 365 * 86_400];
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
@@ -69,7 +70,8 @@ export function createHistogram({ box, plot, axis, total, legend, onZoom }) {
     const bucket = buckets[index];
     bucket.count++;
     if (level !== undefined && level !== null && level !== "") {
-      let name = String(level).toLowerCase().slice(0, 40);
+      // Named as the endpoint names it: its severity, else its text lowered (ASCII) and cut to 40.
+      let name = foldLevel(String(level).slice(0, 40));
       if (!named.has(name)) {
         if (named.size < LEVELS_MAX) named.add(name);
         else name = "other";

@@ -1,6 +1,7 @@
 // The row list: pages of stored rows (the query API's cursor, then on past the window to the
 // first stored event), rows added at either end at most MAX_ROWS, one line each, and the field
 // sidebar of the rows shown. Rows and fields are set as text, never as HTML.
+import { details } from "./context.js";
 import { topFields, filterTerm } from "./fields.js";
 import { formatTime, lineNodes, markNodes, timeTitle } from "./rows.js";
 import { $, api, EARLIEST, params, showEmpty, showError, state } from "./state.js";
@@ -210,9 +211,9 @@ export function retime() {
 $("older").addEventListener("click", () => loadOlder(state.generation));
 $("list").addEventListener("click", (event) => {
   const item = event.target.closest("li[data-id]");
-  if (!item || event.target.closest("pre") || String(getSelection())) return;
-  const open = item.querySelector("pre");
+  if (!item || event.target.closest(".details") || String(getSelection())) return;
+  const open = item.querySelector(".details");
   item.classList.toggle("open", !open);
   if (open) return open.remove();
-  item.append(Object.assign(document.createElement("pre"), { textContent: JSON.stringify(state.shown.get(item.dataset.id), null, 2) }));
+  item.append(details(state.shown.get(item.dataset.id)));
 });

@@ -2,6 +2,7 @@
 // line — the source's live_tail_pattern, or a compact key=value form of the event when the pattern
 // finds nothing to show — with the query's bare words marked. Always one line (the full event
 // opens on click). Everything from the server is set as text, never as HTML.
+import { levelOf } from "./levels.js";
 
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 /** Fields the API adds to every row: never part of the compact form. */
@@ -40,13 +41,9 @@ export function timeTitle(dt) {
   return `${dt} (UTC)\n${date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" })} ${zoneName(date)} (local)`;
 }
 
+/** The colour of a level: its severity in the one table of level names (src/query/levels.ts), else "other". */
 export function levelClass(level) {
-  const l = String(level).toLowerCase();
-  // Words by their start (ERROR, Warning, crit…); numbers as pino's (30 info, 40 warn, 50/60 error).
-  if (/^(err|fatal|crit|alert|emerg|panic|[56]0$)/.test(l)) return "error";
-  if (/^(warn|40$)/.test(l)) return "warn";
-  if (/^(info|notice|30$)/.test(l)) return "info";
-  return "debug";
+  return levelOf(String(level)) ?? "other";
 }
 
 export function lookup(row, path) {
@@ -116,23 +113,30 @@ function compactNodes(row, skip) {
  */
 export function searchedWords(query) {
   const words = [];
-  const token = /\s*(?:"((?:[^"\\]|\\.)*)"|([A-Za-z0-9_.@$-]+\s*(?:>=|<=|!=|!:|:|=|>|<)\s*(?:"(?:[^"\\]|\\.)*"|[^\s()]*))|([()])|([^\s()"]+))/gy;
+  // As src/query/parse.ts reads a query: a phrase; a /pattern/ (its closing slash ends a term); a
+  // field and operator with its value (after `:`, also a comparison, a /pattern/); a parenthesis;
+  // `-` before a term (NOT); a word.
+  const quoted = String.raw`"(?:[^"\\]|\\.)*"`;
+  const pattern = String.raw`\/(?:[^\/\\]|\\.)*\/(?=[\s()]|$)`;
+  const field = String.raw`[A-Za-z0-9_.@$][A-Za-z0-9_.@$-]*\s*(?:(?:!:|:)\s*(?:(?:>=|<=|>|<)\s*)?(?:${quoted}|${pattern}|[^\s()]*)|(?:>=|<=|=~|!~|!=|=|>|<)\s*(?:${quoted}|[^\s()]*))`;
+  const token = new RegExp(String.raw`\s*(?:"((?:[^"\\]|\\.)*)"|(${pattern})|(${field})|([()])|(-)(?=[^\s)])|([^\s()"]+))`, "gy");
   const negatedAt = [false]; // per open parenthesis: is what it holds negated?
   let not = false; // NOTs just read, not yet applied (each one flips)
-  for (const [, phrase, field, paren, word] of query.matchAll(token)) {
+  for (const [, phrase, regex, fieldTerm, paren, minus, word] of query.matchAll(token)) {
     if (paren === "(") {
       negatedAt.push(negatedAt[negatedAt.length - 1] !== not);
       not = false;
     } else if (paren === ")") {
       if (negatedAt.length > 1) negatedAt.pop();
       not = false;
-    } else if (word !== undefined && /^not$/i.test(word)) {
+    } else if (minus !== undefined || (word !== undefined && /^not$/i.test(word))) {
       not = !not;
     } else if (word === undefined || !/^(and|or)$/i.test(word)) {
       const negated = negatedAt[negatedAt.length - 1] !== not;
       not = false;
-      if (negated || field !== undefined) continue;
-      const text = phrase !== undefined ? phrase.replace(/\\(.)/g, "$1") : word;
+      if (negated || fieldTerm !== undefined || regex !== undefined) continue;
+      // A trailing `*` is a prefix: the word without it is what is found.
+      const text = phrase !== undefined ? phrase.replace(/\\(.)/g, "$1") : word.endsWith("*") ? word.slice(0, -1) : word;
       if (text !== "") words.push(text);
     }
   }

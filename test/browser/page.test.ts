@@ -299,6 +299,51 @@ describe("the explorer", () => {
     await page.screenshot({ path: EXPLORER_SHOT("open") });
   }, 60_000);
 
+  test("an opened event's Context: its source's events around it, oldest first, it highlighted; more on scroll", async () => {
+    // The first login row shown; its context is every event of the source around it, whatever the query.
+    const anchor = await page.$eval("#list li[data-id]", (item) => (item as any).dataset.id as string);
+    await page.click("#list li[data-id] .context-open");
+    await page.waitForSelector("#context[open] #context-list li.anchor", { timeout: 20_000 });
+    const stored = await lp.sql<{ id: string }[]>`
+      select e.id::text as id from log_events e where e.source_id = ${Number(explorer.id)} order by e.dt, e.id`;
+    const all = stored.map((row) => row.id);
+    const at = all.indexOf(anchor);
+    const dialogIds = () => page.$$eval("#context-list li[data-id]", (items) => items.map((item) => (item as any).dataset.id as string));
+    expect(await dialogIds()).toEqual(all.slice(Math.max(0, at - 50), at + 51));
+    expect(await page.$eval("#context-list li.anchor", (item) => (item as any).dataset.id)).toBe(anchor);
+    expect(await page.$$eval("#context-list li.anchor", (items) => items.length)).toBe(1);
+    // The event is in view, highlighted, and its line is the list's.
+    const anchorInView = () =>
+      page.evaluate(() => {
+        const box = document.getElementById("context-rows")!.getBoundingClientRect();
+        const r = document.querySelector("#context-list li.anchor").getBoundingClientRect();
+        return r.top >= box.top && r.bottom <= box.bottom;
+      });
+    expect(await anchorInView()).toBe(true);
+    expect(await page.$eval("#context-list li.anchor", (item) => item.textContent)).toContain("alice");
+    await page.screenshot({ path: EXPLORER_SHOT("context") });
+
+    // Scrolled to the top: the 50 before those load, above them, with no row twice.
+    if (at > 50) {
+      await page.$eval("#context-rows", (box) => (box.scrollTop = 0));
+      await page.waitForFunction((n) => document.querySelectorAll("#context-list li[data-id]").length > n, { timeout: 20_000 }, Math.min(at, 50) + 51);
+      expect(await dialogIds()).toEqual(all.slice(Math.max(0, at - 100), at + 51));
+      expect(await page.$eval("#context-list li.anchor", (item) => (item as any).dataset.id)).toBe(anchor);
+    }
+    // Scrolled to the bottom: the 50 after.
+    await page.$eval("#context-rows", (box) => (box.scrollTop = box.scrollHeight));
+    await page.waitForFunction(
+      (n) => document.querySelectorAll("#context-list li[data-id]").length >= n,
+      { timeout: 20_000 },
+      Math.min(at, 100) + 1 + Math.min(all.length - at - 1, 100),
+    );
+    expect(await dialogIds()).toEqual(all.slice(Math.max(0, at - 100), at + 101));
+    // Escape closes it; the list is as it was.
+    await page.keyboard.press("Escape");
+    await page.waitForFunction(() => !document.querySelector("#context").open);
+    expect(await page.$eval("#list li[data-id]", (item) => (item as any).dataset.id)).toBe(anchor);
+  }, 60_000);
+
   test("the query's words are marked in the rows, and the histogram counts only the matches", async () => {
     await apply('timeout service:billing "payment provider"');
     const marks = await page.$$eval("#list li[data-id]", (items) => items.map((item) => [...item.querySelectorAll("mark")].map((m) => m.textContent)));

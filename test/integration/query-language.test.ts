@@ -89,8 +89,10 @@ describe("parser", () => {
     ],
     ["http.status>=500", { kind: "field", path: ["http", "status"], op: ">=", value: "500", number: 500 }],
     ['msg:"a b"', { kind: "field", path: ["msg"], op: ":", value: "a b" }],
-    ["level!:debug", { kind: "field", path: ["level"], op: "!:", value: "debug" }],
-    ["level=error", { kind: "field", path: ["level"], op: "=", value: "error" }],
+    ["level!:debug", { kind: "not", node: { kind: "level", level: "debug" } }],
+    ["level=error", { kind: "level", level: "error" }],
+    ["lvl!:debug", { kind: "field", path: ["lvl"], op: "!:", value: "debug" }],
+    ["lvl=error", { kind: "field", path: ["lvl"], op: "=", value: "error" }],
     ["code!=-1.5", { kind: "field", path: ["code"], op: "!=", value: "-1.5", number: -1.5 }],
     [
       "x<3 y<=4 z>5",
@@ -104,7 +106,8 @@ describe("parser", () => {
       },
     ],
     ['"say \\"hi\\""', { kind: "text", text: 'say "hi"' }],
-    ["level = error", { kind: "field", path: ["level"], op: "=", value: "error" }],
+    ["level = error", { kind: "level", level: "error" }],
+    ["lvl = error", { kind: "field", path: ["lvl"], op: "=", value: "error" }],
     [
       "http.status >= 500 a",
       {
@@ -155,6 +158,8 @@ describe("parser", () => {
 // Random events over a few keys, so queries hit often; values include LIKE's and JSON's own
 // characters, upper and lower case, non-ASCII letters, numbers in exponent notation, nesting.
 const KEYS = ["level", "msg", "n", "http", "tags", "ok", "Level", "id"];
+/** Keys of events: also one a path cannot name (its key order is by UTF-8 bytes in jsonb). */
+const EVENT_KEYS = [...KEYS, "é"];
 const text = fc.oneof(
   fc.constantFrom(
     "error",
@@ -173,6 +178,13 @@ const text = fc.oneof(
     "1.5",
     "true",
     "",
+    // Level names the one table folds (query/levels.ts), in the cases shippers send them.
+    "err",
+    "WARNING",
+    "Fatal",
+    "notice",
+    "info",
+    "ERROR2",
   ),
   // Long enough for the blocks' gram filters (6 characters): whole ids, parts of them, phrases.
   fc.constantFrom(
@@ -189,7 +201,7 @@ const text = fc.oneof(
   fc.string({ maxLength: 6, unit: fc.constantFrom("a", "B", "%", "_", "\\", '"', " ", "é", "1", ":") }),
 );
 const number = fc.oneof(
-  fc.constantFrom(0, -0, 1, -1, 1.5, 500, 404, 0.1, 1e21, 1.5e-7, 123456789.125, -2.5e25),
+  fc.constantFrom(0, -0, 1, -1, 1.5, 500, 404, 0.1, 1e21, 1.5e-7, 123456789.125, -2.5e25, 30, 50),
   fc.integer({ min: -1000, max: 1000 }),
   fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e6, max: 1e6 }),
 );
@@ -199,10 +211,10 @@ const exactNumber = fc.constantFrom(...BIG).map((text) => (JSON as unknown as { 
 const scalar = fc.oneof(text, number, exactNumber, fc.boolean(), fc.constant(null));
 const value: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
   any: fc.oneof({ depthSize: "small", withCrossShrink: true }, scalar, scalar, tie("object"), tie("array")),
-  object: fc.dictionary(fc.constantFrom(...KEYS, "status", "a"), tie("any"), { maxKeys: 3 }),
+  object: fc.dictionary(fc.constantFrom(...EVENT_KEYS, "status", "a"), tie("any"), { maxKeys: 3 }),
   array: fc.array(tie("any"), { maxLength: 3 }),
 })).any;
-const event = fc.dictionary(fc.constantFrom(...KEYS), value, { maxKeys: 6 });
+const event = fc.dictionary(fc.constantFrom(...EVENT_KEYS), value, { maxKeys: 6 });
 
 const path = fc.array(fc.constantFrom(...KEYS, "status", "a", "0", "1", "-1"), { minLength: 1, maxLength: 3 });
 const literal = fc.oneof(
@@ -210,6 +222,51 @@ const literal = fc.oneof(
   fc.constantFrom("500", "404", "0", "-1", "1.5", "0.1", "true", "false", "null", ...BIG, "12345678901234567891"),
   number.map((n) => String(n)),
 );
+/** Patterns of the regex subset, many over the events' own characters and JSON text. */
+const pattern = fc.oneof(
+  fc.constantFrom(
+    "err",
+    "^E",
+    "[0-9]+",
+    "(?i)error",
+    "a.b",
+    "\\d{3}",
+    "é",
+    "😀",
+    "^$",
+    "^.{1,3}$",
+    "r$",
+    "\\\\",
+    '"',
+    "%",
+    "_",
+    "\\s",
+    "[^a-z]",
+    "Warn|disk",
+    "(?i)éCLAIR",
+    "^[0-9.]+$",
+    "^(true|false)$",
+    "\\{",
+    ": ",
+    '^\\{"',
+    '"level": "[A-Z]',
+    "\\}$",
+    "(?i)^[a-z ]+$",
+    "^-?[0-9]+(\\.[0-9]+)?$",
+    "req-[0-9A-Fa-f]{10}",
+    "connection refused",
+    // Literal runs that JSON escapes in the event's text: the block index must not need them there.
+    "tab\\there",
+    'y "h',
+    "k\\\\s",
+  ),
+  fc
+    .array(fc.constantFrom("a", "B", "é", "1", ".", "\\d", "[a-c]", "[^ ]", "r", "e", "(?:a|1)", "\\s", "^", "$", "%"), { minLength: 1, maxLength: 4 })
+    .chain((parts) => fc.constantFrom("", "+", "*", "?").map((q) => parts.join("") + q))
+    .filter((p) => !/^[*+?]|\^[*+?]|\$[*+?]/.test(p) && !/\)[*?]$/.test(p)),
+);
+const levelValue = fc.constantFrom("error", "ERROR", "err", "Warn", "warning", "INFO", "50", "30", "fatal", "trace", "debug");
+const safeValue = fc.string({ minLength: 1, maxLength: 4, unit: fc.constantFrom("a", "B", "e", "r", "1", "5", "é", "%", "_", ".") });
 const leaf: fc.Arbitrary<Node> = fc.oneof(
   text.map((t): Node => ({ kind: "text", text: t })),
   fc
@@ -222,6 +279,10 @@ const leaf: fc.Arbitrary<Node> = fc.oneof(
       fc.oneof(fc.constantFrom("500", "0", "-1", "1.5", "0.1", ...BIG, "12345678901234567891"), fc.integer({ min: -1000, max: 1000 }).map(String)),
     )
     .map(([p, op, v]): Node => ({ kind: "field", path: p, op, value: v, number: undefined })),
+  fc.tuple(path, safeValue).map(([p, v]): Node => ({ kind: "prefix", path: p, value: v })),
+  path.map((p): Node => ({ kind: "exists", path: p })),
+  fc.tuple(fc.constantFrom(":", "="), levelValue).map(([op, v]): Node => ({ kind: "field", path: ["level"], op: op as ":", value: v, number: undefined })),
+  fc.tuple(fc.option(path, { nil: undefined }), pattern).map(([p, re]): Node => ({ kind: "regex", path: p, pattern: re })),
 );
 const tree: fc.Arbitrary<Node> = fc.letrec((tie) => ({
   node: fc.oneof({ depthSize: "small" }, leaf, leaf, tie("not"), tie("and"), tie("or")),
@@ -230,56 +291,128 @@ const tree: fc.Arbitrary<Node> = fc.letrec((tie) => ({
   or: fc.array(tie("node"), { minLength: 2, maxLength: 3 }).map((nodes): Node => ({ kind: "or", nodes: nodes as Node[] })),
 })).node as fc.Arbitrary<Node>;
 
-/** The tree written as a user would type it (values quoted whenever they need it). */
-function render(node: Node): string {
+/** The tree written as a user would type it (values quoted whenever they need it), every form of each operator in turn. */
+function render(node: Node, variant = 0): string {
   const quote = (s: string) => (/^[A-Za-z0-9]+$/.test(s) && !/^(and|or|not)$/i.test(s) ? s : `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`);
-  const value = (s: string) => (/^[^\s()"]+$/.test(s) ? s : `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`);
+  const value = (s: string) => (/^[^\s()"*/~[{<>]+$/.test(s) ? s : `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`);
+  const name = (path: string[]) => path.join(".");
   switch (node.kind) {
     case "text":
       return quote(node.text);
     case "field":
-      return `${node.path.join(".")}${node.op}${value(node.value)}`;
+      // A comparison also as `field:>=n`.
+      if (variant % 2 === 1 && /^[<>]/.test(node.op)) return `${name(node.path)}:${node.op}${node.value}`;
+      return `${name(node.path)}${node.op}${value(node.value)}`;
+    case "prefix":
+      return `${name(node.path)}:${node.value}*`;
+    case "exists":
+      return `${name(node.path)}:*`;
+    case "level":
+      return `level:${node.level}`;
+    case "regex": {
+      const quoted = `"${node.pattern.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+      if (node.path === undefined) return `/${node.pattern}/`;
+      return variant % 2 === 1 && !node.pattern.includes("/") ? `${name(node.path)}:/${node.pattern}/` : `${name(node.path)}=~${quoted}`;
+    }
     case "not":
-      return `NOT (${render(node.node)})`;
+      // `-x`, `NOT x`, and `field!~re` for a negated pattern on a field.
+      if (node.node.kind === "regex" && node.node.path !== undefined && variant % 3 === 2) {
+        const inner = render(node.node, 0);
+        return inner.replace("=~", "!~");
+      }
+      return variant % 2 === 0 ? `NOT (${render(node.node, variant + 1)})` : `-(${render(node.node, variant + 1)})`;
     default:
-      return `(${node.nodes.map(render).join(node.kind === "and" ? " AND " : " OR ")})`;
+      return `(${node.nodes.map((child, k) => render(child, variant + k)).join(node.kind === "and" ? " AND " : " OR ")})`;
+  }
+}
+
+/**
+ * Each query gives the same events in PostgreSQL (over a plain jsonb column), in the live
+ * matcher, and read back from the same events sealed into blocks as the query API reads them.
+ */
+async function agree(events: Record<string, unknown>[], queries: string[]): Promise<void> {
+  await sql`truncate query_language_events`;
+  await sql`insert into query_language_events ${sql(events.map((raw, n) => ({ n, raw: sql.json(raw as postgres.JSONValue) })))}`;
+  const stored = await sql<{ n: number; text: string }[]>`select n, raw::text as text from query_language_events order by n`;
+  // The matcher sees events as the live stream parses them (tail/rows.ts): big numbers exact.
+  for (const row of stored) expect(jsonbText(parseExact(JSON.stringify(events[row.n])))).toBe(row.text);
+  // The same events sealed as the sealer seals them (blocks of up to 4, with their Bloom filters),
+  // event n with id n.
+  await sql`delete from log_blocks where source_id = ${BLOCK_SOURCE}`;
+  await sql`delete from log_filters where source_id = ${BLOCK_SOURCE}`;
+  const moved = await sql<MovedRow[]>`
+    select n::text as id, ${String(BLOCK_SOURCE)} as source_id,
+      to_char((now() + make_interval(secs => n / 1000000.0)) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt,
+      raw::text as line, '' as shape, null as level
+    from query_language_events`;
+  await writeBlocks(sql as never, buildBlocks(moved, 4));
+  for (const query of queries) {
+    const node = parseQuery(query)!;
+    const condition = compileQuery(node, 1);
+    const rows = await sql.unsafe<{ n: number }[]>(`select n from query_language_events where ${condition.text} order by n`, condition.params as never[]);
+    const match = compileMatcher(node);
+    const expected = events.flatMap((e, n) => (match(parseExact(JSON.stringify(e)) as Record<string, unknown>) ? [n] : []));
+    expect({ query, matched: rows.map((r) => r.n) }).toEqual({ query, matched: expected });
+    // Read back from the blocks as the query API reads them: skipped by the Bloom filters and
+    // needles the query implies (query/prefilter.ts), then the full condition over the line.
+    const sealedCondition = compileQuery(node, 1, "line");
+    const params = [...sealedCondition.params];
+    const sealedTiers = tiers(params, `array[${BLOCK_SOURCE}]::bigint[]`, "'-infinity'::timestamptz", "'infinity'::timestamptz", node);
+    const sealed = await sql.unsafe<{ n: number }[]>(`select id::int as n from ${sealedTiers} where ${sealedCondition.text} order by id`, params as never[]);
+    expect({ query, tier: "blocks", matched: sealed.map((r) => r.n) }).toEqual({ query, tier: "blocks", matched: expected });
   }
 }
 
 test(`SQL and the live matcher agree on random events and queries (seed ${SEED}, ${RUNS} runs; replay with QUERY_SEED)`, async () => {
   await fc.assert(
     fc.asyncProperty(fc.array(event, { minLength: 1, maxLength: 25 }), fc.array(tree, { minLength: 1, maxLength: 5 }), async (events, trees) => {
-      await sql`truncate query_language_events`;
-      await sql`insert into query_language_events ${sql(events.map((raw, n) => ({ n, raw: sql.json(raw as postgres.JSONValue) })))}`;
-      const stored = await sql<{ n: number; text: string }[]>`select n, raw::text as text from query_language_events order by n`;
-      // The matcher sees events as the live stream parses them (tail/rows.ts): big numbers exact.
-      for (const row of stored) expect(jsonbText(parseExact(JSON.stringify(events[row.n])))).toBe(row.text);
-      // The same events sealed as the sealer seals them (blocks of up to 4, with their Bloom filters),
-      // event n with id n.
-      await sql`delete from log_blocks where source_id = ${BLOCK_SOURCE}`;
-      await sql`delete from log_filters where source_id = ${BLOCK_SOURCE}`;
-      const moved = await sql<MovedRow[]>`
-        select n::text as id, ${String(BLOCK_SOURCE)} as source_id,
-          to_char((now() + make_interval(secs => n / 1000000.0)) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt,
-          raw::text as line, '' as shape, null as level
-        from query_language_events`;
-      await writeBlocks(sql as never, buildBlocks(moved, 4));
-      for (const generated of trees) {
-        const query = render(generated);
-        const node = parseQuery(query)!;
-        const condition = compileQuery(node, 1);
-        const rows = await sql.unsafe<{ n: number }[]>(`select n from query_language_events where ${condition.text} order by n`, condition.params as never[]);
-        const match = compileMatcher(node);
-        const expected = events.flatMap((e, n) => (match(parseExact(JSON.stringify(e)) as Record<string, unknown>) ? [n] : []));
-        expect({ query, matched: rows.map((r) => r.n) }).toEqual({ query, matched: expected });
-        // Read back from the blocks as the query API reads them: skipped by the Bloom filters and
-        // needles the query implies (query/prefilter.ts), then the full condition.
-        const params = [...condition.params];
-        const sealedTiers = tiers(params, `array[${BLOCK_SOURCE}]::bigint[]`, "'-infinity'::timestamptz", "'infinity'::timestamptz", node);
-        const sealed = await sql.unsafe<{ n: number }[]>(`select id::int as n from ${sealedTiers} where ${condition.text} order by id`, params as never[]);
-        expect({ query, tier: "blocks", matched: sealed.map((r) => r.n) }).toEqual({ query, tier: "blocks", matched: expected });
-      }
+      await agree(
+        events,
+        trees.map((tree, k) => render(tree, k)),
+      );
     }),
     { seed: SEED, numRuns: RUNS },
   );
 }, 120_000);
+
+test("SQL and the live matcher agree on each new form, on events chosen to tell them apart", async () => {
+  const events = [
+    { level: "error", msg: "timeout after 30s", http: { status: 502 } },
+    { level: "ERR", msg: 'say "hi"\ttab' },
+    { level: 50, msg: "Timeout" },
+    { level: "ERROR2", severity_number: 18 },
+    { level: "Warning", msg: "disk full", http: { status: 404 } },
+    { level: "information", msg: null, tags: ["a", "b"] },
+    { level: "errors", msg: "tab\there" },
+    { msg: "errand", n: 12345678901 },
+    { level: "60", http: { status: "500" } },
+    { level: { nested: "error" }, msg: "😀 é" },
+  ];
+  await agree(events, [
+    "level:error",
+    "level=ERROR",
+    "-level:error",
+    "level!=err",
+    "level:warn OR level:fatal",
+    "level:err*",
+    "level:*",
+    "-msg:*",
+    "msg:tim*",
+    "msg:/^[Tt]ime/",
+    "msg!:/out/",
+    'msg=~"(?i)TIMEOUT"',
+    'msg!~"^t"',
+    'msg=~"tab\\there"',
+    'msg=~"y \\"h"',
+    "/errand/",
+    '/"level": 50/',
+    '/(?i)^\\{"level": "err/',
+    "http.status:>=500",
+    "http.status:<500",
+    "-(http.status>=500) level:*",
+    "err*",
+    "tags.0:a*",
+    "/😀 ./",
+    'msg=~"[^a-z ]"',
+  ]);
+});

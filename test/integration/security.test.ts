@@ -15,6 +15,8 @@ let other: TestSource;
 let read: TestToken;
 let scoped: TestToken;
 let revoked: TestToken;
+/** An event of `mine`, for the context route. */
+let event: string;
 beforeAll(async () => {
   lp = await startTestLogpond();
   mine = await lp.createSource({ name: `mine ${crypto.randomUUID()}` });
@@ -23,6 +25,8 @@ beforeAll(async () => {
   scoped = await createReadToken(lp, [mine.id]);
   revoked = await createReadToken(lp);
   expect((await lp.api("DELETE", `/api/v1/tokens/${revoked.id}`)).status).toBe(204);
+  expect((await lp.ingest(mine.token, '{"message":"context anchor"}')).status).toBe(202);
+  event = String((await lp.stored(mine.id))[0]!.id);
 });
 afterAll(async () => {
   await lp.stop();
@@ -84,6 +88,13 @@ const ROUTES: Route[] = [
   { listener: "api", method: "PATCH", path: "/api/v1/sources/MINE", body: '{"live_tail_pattern":"{message}"}', expect: WRITE(200) },
   { listener: "api", method: "POST", path: "/api/v1/sources/THROWAWAY/regenerate-token", expect: WRITE(200) },
   { listener: "api", method: "DELETE", path: "/api/v1/sources/THROWAWAY", expect: WRITE(204) },
+  { listener: "api", method: "GET", path: "/api/v2/sources", expect: READ(200) },
+  { listener: "api", method: "GET", path: "/api/v2/sources/MINE", expect: READ(200) },
+  { listener: "api", method: "GET", path: "/api/v2/sources/OTHER", expect: READ(200, 404) },
+  { listener: "api", method: "POST", path: "/api/v2/sources", body: '{"name":"security suite"}', expect: WRITE(201) },
+  { listener: "api", method: "PATCH", path: "/api/v2/sources/MINE", body: '{"live_tail_pattern":"{message}"}', expect: WRITE(200) },
+  { listener: "api", method: "POST", path: "/api/v2/sources/THROWAWAY/regenerate-token", expect: WRITE(200) },
+  { listener: "api", method: "DELETE", path: "/api/v2/sources/THROWAWAY", expect: WRITE(204) },
   { listener: "api", method: "GET", path: "/api/v1/tokens", expect: WRITE(200) },
   { listener: "api", method: "POST", path: "/api/v1/tokens", body: '{"name":"security suite","scope":"read"}', expect: WRITE(201) },
   { listener: "api", method: "DELETE", path: "/api/v1/tokens/TOKEN", expect: WRITE(204) },
@@ -93,6 +104,8 @@ const ROUTES: Route[] = [
   { listener: "api", method: "GET", path: "/api/v2/query/histogram?source_ids=MINE,OTHER", expect: READ(200, 404) },
   { listener: "api", method: "GET", path: "/api/v2/query/dead-letters?source_ids=MINE", expect: READ(200) },
   { listener: "api", method: "GET", path: "/api/v2/query/dead-letters?source_ids=OTHER", expect: READ(200, 404) },
+  { listener: "api", method: "GET", path: "/api/v2/query/context?source_id=MINE&id=EVENT", expect: READ(200) },
+  { listener: "api", method: "GET", path: "/api/v2/query/context?source_id=OTHER&id=EVENT", expect: { ...UNAUTHENTICATED, else: 404 } },
   { listener: "api", method: "GET", path: "/api/v2/query/live-tail/stream?source_ids=MINE", expect: READ(200) },
   { listener: "api", method: "GET", path: "/api/v2/query/live-tail/stream?source_ids=OTHER", expect: READ(200, 404) },
   { listener: "ingest", method: "POST", path: "/", body: '{"message":"security suite"}', expect: INGEST(202, 403) },
@@ -105,7 +118,7 @@ const ROUTES: Route[] = [
 ];
 
 async function resolvePath(path: string): Promise<string> {
-  let resolved = path.replaceAll("MINE", mine.id).replaceAll("OTHER", other.id);
+  let resolved = path.replaceAll("MINE", mine.id).replaceAll("OTHER", other.id).replaceAll("EVENT", event);
   if (resolved.includes("THROWAWAY")) resolved = resolved.replace("THROWAWAY", (await lp.createSource()).id);
   if (resolved.includes("TOKEN")) resolved = resolved.replace("TOKEN", (await createReadToken(lp)).id);
   return resolved;

@@ -1,5 +1,6 @@
 // The management API, row by row of CONTRACT §2, over real HTTP against a real PostgreSQL.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { MANAGEMENT_MAX_BODY_BYTES } from "../../src/http/body";
 import { PER_PAGE_MAX } from "../../src/sources/routes";
 import { DEFAULT_ATTRIBUTES, LIMITS } from "../../src/sources/model";
 import { API_TOKEN, startTestLogpond, type TestLogpond } from "../helpers/logpond";
@@ -113,6 +114,28 @@ describe("create", () => {
       expect(response.status).toBe(400);
       expect(((await response.json()) as any).errors).toBeString();
     }
+  });
+
+  test("a body over the management API's 1 MiB → 413 with the errors body, declared or streamed", async () => {
+    const big = JSON.stringify({ name: "x".repeat(MANAGEMENT_MAX_BODY_BYTES) });
+    const declared = await lp.api("POST", "/api/v1/sources", big);
+    expect(declared.status).toBe(413);
+    expect(((await declared.json()) as any).errors).toContain("larger than the management API's limit");
+    const chunks = new ReadableStream({
+      start(controller) {
+        for (let i = 0; i < 5; i++) controller.enqueue(new TextEncoder().encode("x".repeat(MANAGEMENT_MAX_BODY_BYTES / 4)));
+        controller.close();
+      },
+    });
+    const streamed = await fetch(`${lp.apiUrl}/api/v1/sources`, { method: "POST", headers: { authorization: `Bearer ${API_TOKEN}` }, body: chunks });
+    expect(streamed.status).toBe(413);
+    expect(((await streamed.json()) as any).errors).toContain("larger than the management API's limit");
+  });
+
+  test("name null → 422 saying so once", async () => {
+    const response = await lp.api("POST", "/api/v1/sources", JSON.stringify({ name: null }));
+    expect(response.status).toBe(422);
+    expect(((await response.json()) as any).invalid_attributes.name).toEqual(["can't be blank"]);
   });
 
   test("JSON that is not an object → 400", async () => {
@@ -281,8 +304,10 @@ describe("list", () => {
     const ids = all.data.map((s: any) => Number(s.id));
     expect(ids).toEqual([...ids].sort((a: number, b: number) => a - b));
     expect(all.pagination.first).toContain("per_page=50");
-    const clamped = (await (await lp.api("GET", "/api/v1/sources?per_page=100000")).json()) as any;
-    expect(clamped.pagination.first).toContain(`per_page=${PER_PAGE_MAX}`);
+    for (const large of ["100000", "10000000000", "1".repeat(40)]) {
+      const clamped = (await (await lp.api("GET", `/api/v1/sources?per_page=${large}`)).json()) as any;
+      expect(clamped.pagination.first).toContain(`per_page=${PER_PAGE_MAX}`);
+    }
   });
 
   test("first page of an empty filter has null prev/next and last = first", async () => {

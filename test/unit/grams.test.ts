@@ -152,7 +152,19 @@ describe("what a query needs from a block", () => {
   test.each([
     ["ERROR", ["error"]],
     ['"Disk Full"', ["disk full"]],
-    ['level=error msg:"Time Out"', ["error", "time out"]],
+    ['lvl=error msg:"Time Out"', ["error", "time out"]],
+    // A level through the table of level names (err, ERROR, 50…): only its key is sure to be there.
+    ['level=error msg:"Time Out"', ['"level"', "time out"]],
+    ["x:*", ['"x"']],
+    ["a.b:*", ['"b"']],
+    ["tags.0:*", []], // an array position has no key in the text
+    ["msg:tim*", ["tim"]],
+    ["/conn.*Refused/", ["conn", "refused"]],
+    ["msg:/conn.*Refused/", ['"msg"', "conn", "refused"]],
+    ['msg=~"say \\"hi"', ['"msg"', "hi", "say "]], // the quote is escaped in a string field's text: the pieces around it
+    ['/say "hi/', ['say "hi']], // on the line, the text itself
+    ["/a|b/", []],
+    ["-x:* -/abc/", []],
     ["a OR b", []],
     ["NOT a", []],
     ["level!=error", []],

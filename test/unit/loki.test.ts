@@ -163,3 +163,114 @@ function varint(n: number): number[] {
   bytes.push(n);
   return bytes;
 }
+
+/** One JSON push of `line` under `labels` (and `metadata`), decoded; also sent as protobuf, which must agree. */
+function lineEvent(line: string, labels: Record<string, string> = {}, metadata?: Record<string, string>): Record<string, unknown> {
+  const json = decodeBody(
+    Buffer.from(JSON.stringify({ streams: [{ stream: labels, values: [metadata ? [nanos(AT), line, metadata] : [nanos(AT), line]] }] })),
+    "loki-json",
+  ) as unknown[];
+  const labelsText = `{${Object.entries(labels)
+    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+    .join(",")}}`;
+  const structuredMetadata = metadata && Object.entries(metadata).map(([name, value]) => ({ name, value }));
+  const entry = { timestamp: { seconds: AT.getTime() / 1000 }, line, ...(structuredMetadata ? { structuredMetadata } : {}) };
+  const proto = decodeBody(unsnappy(lokiProtobuf({ streams: [{ labels: labelsText, entries: [entry] }] }), 1 << 20) as Buffer, "loki-proto") as unknown[];
+  expect(plain(proto)).toEqual(plain(json));
+  return plain(json[0]);
+}
+const ENTRY_DT = "2026-11-24T12:00:00.000000000Z";
+
+test.each([
+  [
+    "pino's line as pino-loki sends it: its fields, level named, the number kept, time as sent",
+    '{"level":50,"time":1764000000000,"pid":7,"seq":3,"msg":"request 3 failed"}',
+    { level: "error", hostname: "web-1" },
+    undefined,
+    {
+      dt: ENTRY_DT,
+      level: "error",
+      level_number: 50,
+      time: 1764000000000,
+      pid: 7,
+      seq: 3,
+      msg: "request 3 failed",
+      labels: { level: "error", hostname: "web-1" },
+    },
+  ],
+  [
+    "pino's trace and fatal keep pino's names (pino-loki's label says debug / critical)",
+    '{"level":60,"msg":"x"}',
+    { level: "critical" },
+    undefined,
+    { dt: ENTRY_DT, level: "fatal", level_number: 60, msg: "x", labels: { level: "critical" } },
+  ],
+  [
+    "a level number pino does not name takes the label's",
+    '{"level":35,"msg":"x"}',
+    { level: "notice" },
+    undefined,
+    { dt: ENTRY_DT, level: "notice", level_number: 35, msg: "x", labels: { level: "notice" } },
+  ],
+  ["a level number nothing names stays a number", '{"level":35}', {}, undefined, { dt: ENTRY_DT, level: 35, labels: {} }],
+  [
+    "the line's own string level beats the label",
+    '{"level":"WARN","message":"disk"}',
+    { level: "info" },
+    undefined,
+    { dt: ENTRY_DT, level: "WARN", message: "disk", labels: { level: "info" } },
+  ],
+  [
+    "no level in the line: the label's, as for text",
+    '{"message":"disk"}',
+    { detected_level: "info" },
+    undefined,
+    { dt: ENTRY_DT, level: "info", message: "disk", labels: { detected_level: "info" } },
+  ],
+  [
+    "the line's own dt, when it reads as a time, is the event's",
+    '{"dt":"2026-11-24T11:59:58.5Z","m":1}',
+    {},
+    undefined,
+    { dt: "2026-11-24T11:59:58.5Z", m: 1, labels: {} },
+  ],
+  ["a line dt that is no time gives way to the entry's", '{"dt":"yesterday","m":1}', {}, undefined, { dt: ENTRY_DT, m: 1, labels: {} }],
+  [
+    "the line's own labels and metadata fields are kept beside the push's",
+    '{"labels":["a"],"metadata":{"k":1},"m":1}',
+    { job: "api" },
+    { trace_id: "t" },
+    { dt: ENTRY_DT, labels: { job: "api" }, metadata: { trace_id: "t" }, line_labels: ["a"], line_metadata: { k: 1 }, m: 1 },
+  ],
+  ["a metadata field stays when the entry has none", '{"metadata":{"k":1}}', {}, undefined, { dt: ENTRY_DT, metadata: { k: 1 }, labels: {} }],
+  [
+    "a field named as a label is the line's; the label stays in labels",
+    '{"job":"worker"}',
+    { job: "api" },
+    undefined,
+    { dt: ENTRY_DT, job: "worker", labels: { job: "api" } },
+  ],
+  ["blanks around the object", ' \t{"a":{"b":[1,2]}}\n', {}, undefined, { dt: ENTRY_DT, a: { b: [1, 2] }, labels: {} }],
+  ["an integer past 2^53 stays exact", '{"trace":123456789012345678901}', {}, undefined, { dt: ENTRY_DT, trace: 123456789012345678901, labels: {} }],
+  ["not an object: text", "[1,2]", {}, undefined, { dt: ENTRY_DT, message: "[1,2]", labels: {} }],
+  ["a number: text", "42", {}, undefined, { dt: ENTRY_DT, message: "42", labels: {} }],
+  ["braces that are not JSON: text", "{job} started", {}, undefined, { dt: ENTRY_DT, message: "{job} started", labels: {} }],
+  ["an object deeper than INGEST_MAX_DEPTH: text, not a refused push", `${'{"a":'.repeat(65)}1${"}".repeat(65)}`, {}, undefined, undefined],
+])("a JSON line: %s", (_, line, labels, metadata, expected) => {
+  const event = lineEvent(line, labels, metadata);
+  if (expected === undefined) expect(event).toEqual({ dt: ENTRY_DT, message: line, labels });
+  else expect(event).toEqual(expected as Record<string, unknown>);
+});
+
+test("as stored: a JSON line's big integer exact, and a line as deep as INGEST_MAX_DEPTH allows is fields, not a refusal", () => {
+  const stored = (line: string) => {
+    const body = Buffer.from(JSON.stringify({ streams: [{ stream: {}, values: [[nanos(AT), line]] }] }));
+    const prepared = prepareBody(body, "loki-json", 1, unbounded(0), LIMITS);
+    expect(prepared).not.toBeInstanceOf(AppError);
+    return Buffer.from((prepared as { rows: Uint8Array }).rows).toString("latin1");
+  };
+  expect(stored('{"trace":123456789012345678901}')).toContain('"trace":123456789012345678901');
+  const deepest = `${'{"a":'.repeat(LIMITS.maxDepth)}1${"}".repeat(LIMITS.maxDepth)}`;
+  expect(lineEvent(deepest).message).toBeUndefined();
+  expect(stored(deepest)).not.toContain('"message"');
+});

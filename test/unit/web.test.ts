@@ -4,12 +4,14 @@
 // the sidebar offers fields with few values and skips identifiers.
 import { expect, test } from "bun:test";
 import fc from "fast-check";
+import { LEVEL_ALIASES, levelOf } from "../../src/query/levels";
 import { parseQuery, type Node } from "../../src/query/parse";
+import { levelsModule } from "../../src/web/routes";
 
 // Plain browser modules (no types): loaded by path so tsc does not look for declarations.
 const RowsModule = "../../src/web/rows.js";
 const FieldsModule = "../../src/web/fields.js";
-const { searchedWords } = await import(RowsModule);
+const { searchedWords, levelClass } = await import(RowsModule);
 const { filterTerm, topFields, withTerm } = await import(FieldsModule);
 
 /** The text terms of a tree that an even number of NOTs stand over: what a match contains. */
@@ -38,6 +40,14 @@ test.each([
   'msg:"disk full" full',
   "and_more or_else notable",
   "level = error AND (timeout OR refused)",
+  "-debug timeout",
+  "-(a b) c",
+  "err* -warn*",
+  "/time(out|d)/ disk",
+  "msg:/a b/ full",
+  'msg=~"(a|b) c" d',
+  "n:>= 5 six",
+  "/api/v1 x",
 ])("marked words of %s are the parser's searched text", (query) => {
   expect(searchedWords(query)).toEqual(searched(parseQuery(query)));
 });
@@ -52,11 +62,41 @@ test.each([
   ["call", "f(x)"],
   ["empty", ""],
   ["op", ">=5"],
+  ["glob", "a*"],
+  ["tilde", "~x"],
+  ["slashes", "/x/"],
+  ["dash", "-1"],
 ])("a click on %s = %p adds a term that parses back to it", (path, value) => {
   for (const exclude of [false, true]) {
     const node = parseQuery(filterTerm(path, value, exclude));
     expect(node).toMatchObject({ kind: "field", path: path.split("."), op: exclude ? "!=" : "=", value: String(value) });
   }
+});
+
+test("a click on a level adds a term for its severity, which finds every name of it", () => {
+  const rows = ["error", "ERROR", "err", 50, "warning", "audit"].map((level, i) => ({ id: String(i), level }));
+  const [level] = topFields(rows);
+  expect(level).toEqual({
+    path: "level",
+    present: 6,
+    values: [
+      { value: "error", n: 4 },
+      { value: "audit", n: 1 },
+      { value: "warn", n: 1 },
+    ],
+  });
+  expect(parseQuery(filterTerm("level", "error"))).toEqual({ kind: "level", level: "error" });
+  expect(parseQuery(filterTerm("level", "error", true))).toEqual({ kind: "not", node: { kind: "level", level: "error" } });
+  expect(parseQuery(filterTerm("level", "audit"))).toMatchObject({ kind: "field", path: ["level"], op: "=", value: "audit" });
+  expect(["ERR", "crit", "30", "Warning", "whatever"].map(levelClass)).toEqual(["error", "fatal", "info", "warn", "other"]);
+});
+
+test("the page's level table is the server's, served as a module that imports nothing", async () => {
+  const text = await levelsModule();
+  expect(text).not.toMatch(/^\s*import\b/m);
+  const served = await import(`data:text/javascript;base64,${Buffer.from(text).toString("base64")}`);
+  expect(served.LEVEL_ALIASES).toEqual(LEVEL_ALIASES);
+  for (const alias of Object.values(LEVEL_ALIASES).flat()) expect(served.levelOf(alias.toUpperCase())).toBe(levelOf(alias));
 });
 
 test("a term added to a query with OR applies to the whole query", () => {
@@ -96,7 +136,37 @@ test("the sidebar: fields with few values, preferred ones first, identifiers and
 });
 
 test("marked words agree with the parser on random queries (seeded)", () => {
-  const piece = fc.constantFrom("a", "Bb", "c-1", "NOT", "not", "AND", "OR", "(", ")", '"x y"', '"q\\"t"', "lvl:err", "n>=5", "k=v", "f != g", "http://h");
+  const piece = fc.constantFrom(
+    "a",
+    "Bb",
+    "c-1",
+    "NOT",
+    "not",
+    "AND",
+    "OR",
+    "(",
+    ")",
+    '"x y"',
+    '"q\\"t"',
+    "lvl:err",
+    "n>=5",
+    "k=v",
+    "f != g",
+    "http://h",
+    "-",
+    "-a",
+    "-(",
+    "er*",
+    "/r e/",
+    "/p",
+    "q/",
+    "m:/x y/",
+    'm=~"a b"',
+    "m!~b",
+    "n:>= 5",
+    "x:*",
+    "x:pre*",
+  );
   fc.assert(
     fc.property(fc.array(piece, { maxLength: 12 }), (pieces) => {
       const query = pieces.join(" ");

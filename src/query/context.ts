@@ -1,0 +1,221 @@
+// The query API's context read: one source's events around one event (the anchor), in (dt, id)
+// order, whichever tier holds them. First the anchor's dt is found from its id alone: a hot row
+// through log_hot's id partitions and BRIN on id, a sealed one through the blocks' GiST index on
+// their id range, then only the ids array of the blocks of this source that cover it (never a
+// body); with the row's `dt` given too, the blocks are the few of that source and day that span it.
+// Then each side is read outwards from the anchor in time slices (the first sized from the
+// anchor's block's events per second, then 10 s, 1 min, 5 min, …), both sides at once, one
+// statement per slice over both tiers of this one source, keyset on (dt, id): slices are
+// contiguous and each is one snapshot, so an event the sealer moves meanwhile is read once. A
+// slice's blocks are found by (source_id, max_dt) between the slice's start and the end of its
+// last UTC day (a block holds one source and one UTC day, store/blocks.ts), so the index range is
+// at most a day of this source's blocks however old the anchor is. An empty slice is followed by a
+// probe for the nearest event time beyond it, so a gap of days costs one statement, not a scan of
+// what lies past it.
+import { eventTime } from "../codec/time";
+import { AppError } from "../errors";
+import type { Sql } from "../store/db";
+import { DT_TEXT, queryTimeout, timed } from "./read";
+import { micros } from "./request";
+
+/** Neighbours per side when not asked for, and at most. */
+export const CONTEXT_DEFAULT = 50;
+export const CONTEXT_MAX = 500;
+
+export interface ContextRequest {
+  sourceId: number;
+  /** The anchor's id, digits. */
+  id: string;
+  /** The anchor's dt as rows show it (µs), when the client sent it: makes a sealed anchor cheap to find. */
+  dt: string | undefined;
+  before: number;
+  after: number;
+}
+
+export interface Context {
+  /** Each row's JSON text, oldest first; the anchor is rows[anchorIndex]. */
+  rows: string[];
+  anchorIndex: number;
+  /** Positions of the first and last row, and whether more events lie beyond each. */
+  first: { id: string; dt: string };
+  last: { id: string; dt: string };
+  moreBefore: boolean;
+  moreAfter: boolean;
+}
+
+interface Row {
+  id: string;
+  dt: string;
+  row: string;
+}
+
+/** Slice widths away from the anchor, after the first; the last repeats. */
+const SLICE_MS = [10_000, 60_000, 300_000, 1_800_000, 10_800_000, 86_400_000, 604_800_000, 2_592_000_000];
+/** The first slice is wide enough for this many times the events wanted at the anchor's block's density, within these bounds. */
+const FIRST_SLACK = 2;
+const FIRST_MIN_MS = 1_000;
+/** The times eventTime reads (codec/time.ts): years 0001–9999. */
+const EARLIEST = "0001-01-01T00:00:00.000000Z";
+const LATEST = "9999-12-31T23:59:59.999999Z";
+const msOf = (dt: string) => Date.parse(`${dt.slice(0, 23)}Z`);
+const textOf = (ms: number) => micros(new Date(ms).toISOString());
+/** The end of a UTC day as SQL: no block that starts by `at` ends at or after it. */
+const dayEnd = (at: string) => `(date_trunc('day', ${at}::text::timestamptz, 'UTC') + interval '1 day')`;
+
+/**
+ * The anchor's dt (none: no event of this source has that id, and that dt when given), and for a
+ * sealed one its block's events per millisecond: how wide a first slice holds the neighbours.
+ */
+const LOOKUP = (withDt: boolean) =>
+  `select ${DT_TEXT} as dt, density from (` +
+  `select h.dt, null::float8 as density from log_hot h where h.id = $1::bigint and h.source_id = $2::bigint${withDt ? " and h.dt = $3::text::timestamptz" : ""} ` +
+  "union all " +
+  "select u.dt, b.n / greatest(extract(epoch from b.max_dt - b.min_dt)::float8 * 1000, 1) from log_blocks b cross join lateral unnest(b.ids, b.dts) as u(id, dt) " +
+  "where b.source_id = $2::bigint and $1::bigint = any(b.ids) and u.id = $1::bigint and " +
+  (withDt
+    ? `b.max_dt >= $3::text::timestamptz and b.min_dt <= $3::text::timestamptz and b.max_dt < ${dayEnd("$3")} and u.dt = $3::text::timestamptz`
+    : "int8range(b.min_id, b.max_id, '[]') @> $1::bigint") +
+  ") anchor limit 1";
+
+/**
+ * One slice of one side: $1 source, $2/$3 the slice's bounds (compared with `lowerOp`/`upperOp`),
+ * $4/$5 the anchor's (dt, id), $6 the limit. Hot rows and the lines of the blocks that hold an
+ * event in the slice; the row text is built for the page only, after the sort.
+ */
+const SLICE = (side: "before" | "after", lowerOp: string, upperOp: string) => {
+  const direction = side === "before" ? "desc" : "asc";
+  const keyset = side === "before" ? "<" : ">=";
+  return (
+    `select id::text as id, ${DT_TEXT} as dt, (line::jsonb || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', source_id::text, 'id', id::text))::text as row from (` +
+    "select id, source_id, dt, line from (" +
+    "select h.id, h.source_id, h.dt, h.raw::text as line from log_hot h " +
+    "where h.source_id = $1::bigint and h.dt >= $2::text::timestamptz and h.dt <= $3::text::timestamptz " +
+    "union all " +
+    "select e.id, b.source_id, e.dt, e.line from log_blocks b " +
+    "cross join lateral unnest(b.ids, b.dts, string_to_array(b.body, E'\\n')) as e(id, dt, line) " +
+    `where b.source_id = $1::bigint and b.max_dt >= $2::text::timestamptz and b.max_dt < ${dayEnd("$3")} and b.min_dt <= $3::text::timestamptz ` +
+    "and (b.min_dt >= $2::text::timestamptz and b.max_dt <= $3::text::timestamptz or exists (select 1 from unnest(b.dts) d where d >= $2::text::timestamptz and d <= $3::text::timestamptz)) " +
+    "and e.dt >= $2::text::timestamptz and e.dt <= $3::text::timestamptz" +
+    `) events where dt ${lowerOp} $2::text::timestamptz and dt ${upperOp} $3::text::timestamptz and (dt, id) ${keyset} ($4::text::timestamptz, $5::bigint) ` +
+    `order by dt ${direction}, id ${direction} limit $6` +
+    `) page order by page.dt ${direction}, page.id ${direction}`
+  );
+};
+
+/**
+ * Past an unfilled slice, a time the next event beyond `$2` may have, nearest first (null: none):
+ * before the anchor, the latest end of a block or hot row at or before it, or `$2` itself while a
+ * block of its day spans it; after it, the earliest end of a block or hot row past it (the next
+ * event is at or before that end).
+ */
+const PROBE = {
+  before:
+    "select to_char(greatest(" +
+    "(select max(b.max_dt) from log_blocks b where b.source_id = $1::bigint and b.max_dt <= $2::text::timestamptz), " +
+    "(select max(h.dt) from log_hot h where h.source_id = $1::bigint and h.dt <= $2::text::timestamptz), " +
+    `(select $2::text::timestamptz where exists (select 1 from log_blocks b where b.source_id = $1::bigint and b.max_dt > $2::text::timestamptz and b.max_dt < ${dayEnd("$2")} and b.min_dt <= $2::text::timestamptz))` +
+    `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`,
+  after:
+    "select to_char(least(" +
+    "(select min(b.max_dt) from log_blocks b where b.source_id = $1::bigint and b.max_dt > $2::text::timestamptz), " +
+    "(select min(h.dt) from log_hot h where h.source_id = $1::bigint and h.dt > $2::text::timestamptz)" +
+    `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`,
+};
+
+/** The anchor and its neighbours, or undefined when the source has no event with that id (and dt). */
+export async function readContext(sql: Sql, request: ContextRequest, timeoutMs: number): Promise<Context | undefined> {
+  const deadline = performance.now() + timeoutMs;
+  // One transaction, read committed: each statement takes its own snapshot after its locks, as the
+  // query API's do; the budget left is set before each.
+  return timed(sql, timeoutMs, async (tx) => {
+    // The budget's remainder goes with each statement in one round trip (postgres.js pipelines
+    // what a transaction is given before the answers come).
+    const run = async <T>(text: string, params: unknown[]): Promise<T[]> => {
+      const left = Math.floor(deadline - performance.now());
+      if (left < 1) throw queryTimeout(timeoutMs);
+      const [, rows] = await Promise.all([tx`select set_config('statement_timeout', ${String(left)}, true)`, tx.unsafe<T[]>(text, params as never[])]);
+      return rows;
+    };
+    const params = request.dt === undefined ? [request.id, request.sourceId] : [request.id, request.sourceId, request.dt];
+    const [found] = await run<{ dt: string; density: number | null }>(LOOKUP(request.dt !== undefined), params);
+    if (!found) return undefined;
+    const anchor = { dt: found.dt, id: request.id };
+
+    const side = async (which: "before" | "after", wanted: number): Promise<Row[]> => {
+      const rows: Row[] = [];
+      // A sealed anchor's block tells how many events a millisecond holds around it: the first slice
+      // is sized to hold the side (most reads are one slice a side); a hot one starts at 10 s.
+      const first = found.density ? Math.min(Math.max(Math.ceil((wanted * FIRST_SLACK) / found.density), FIRST_MIN_MS), SLICE_MS[5]!) : SLICE_MS[0]!;
+      const widths = [first, ...SLICE_MS.filter((width) => width > first)];
+      // Before: slices (lower, upper] stepping back from the anchor's dt; after: [lower, upper], then (lower, upper].
+      let near = anchor.dt;
+      let nearOp = which === "before" ? "<=" : ">=";
+      let from = anchor.dt; // where the next slice's width is measured from
+      for (let k = 0; rows.length < wanted; k++) {
+        const width = widths[Math.min(k, widths.length - 1)]!;
+        const farMs = which === "before" ? msOf(from) - width : msOf(from) + width;
+        const far = which === "before" ? (farMs <= msOf(EARLIEST) ? EARLIEST : textOf(farMs)) : farMs >= msOf(LATEST) ? LATEST : textOf(farMs);
+        const last = far === EARLIEST || far === LATEST;
+        const farOp = which === "before" ? (last ? ">=" : ">") : "<=";
+        const [lower, lowerOp, upper, upperOp] = which === "before" ? [far, farOp, near, nearOp] : [near, nearOp, far, farOp];
+        const slice = await run<Row>(SLICE(which, lowerOp, upperOp), [request.sourceId, lower, upper, anchor.dt, anchor.id, wanted - rows.length]);
+        rows.push(...slice);
+        if (rows.length >= wanted || last) break;
+        [near, nearOp, from] = [far, which === "before" ? "<=" : ">", far];
+        if (slice.length > 0) continue;
+        // An empty slice may be the start of a gap: go on from the nearest event time beyond it.
+        const [probe] = await run<{ dt: string | null }>(PROBE[which], [request.sourceId, far]);
+        if (!probe?.dt) break; // nothing beyond
+        from = probe.dt;
+      }
+      return rows;
+    };
+    // Both sides at once, on this transaction's one connection: their statements are pipelined.
+    const [older, newer] = await Promise.all([
+      side("before", request.before + 1),
+      side("after", request.after + 2), // the anchor, `after` rows, one more to tell
+    ]);
+    if (newer[0]?.id !== anchor.id) return undefined; // removed (retention, a deleted source) since it was found
+    const moreBefore = older.length > request.before;
+    const moreAfter = newer.length > request.after + 1;
+    const rows = [...older.slice(0, request.before).reverse(), ...newer.slice(0, request.after + 1)];
+    const anchorIndex = Math.min(older.length, request.before);
+    return {
+      rows: rows.map((r) => r.row),
+      anchorIndex,
+      first: { id: rows[0]!.id, dt: rows[0]!.dt },
+      last: { id: rows[rows.length - 1]!.id, dt: rows[rows.length - 1]!.dt },
+      moreBefore,
+      moreAfter,
+    };
+  });
+}
+
+/** The request's parameters: 400 naming the one that is wrong. Source access is the caller's. */
+export function readContextRequest(url: URL): ContextRequest & { sourceText: string } {
+  const bad = (message: string) => new AppError("bad_request", message);
+  const sourceText = url.searchParams.get("source_id")?.trim() ?? "";
+  if (sourceText === "") throw bad("source_id is required: the id of the event's source, e.g. source_id=12");
+  const id = url.searchParams.get("id")?.trim() ?? "";
+  if (id === "") throw bad("id is required: the event's id as rows show it, e.g. id=4711");
+  if (!/^[0-9]{1,19}$/.test(id) || BigInt(id) > 9223372036854775807n) {
+    throw bad(`id must be an event id: digits, as rows show it (got ${JSON.stringify(id.slice(0, 32))})`);
+  }
+  const dtText = url.searchParams.get("dt")?.trim();
+  let dt: string | undefined;
+  if (dtText !== undefined && dtText !== "") {
+    dt = /^\d{4}-\d{2}-\d{2}/.test(dtText) ? eventTime(dtText) : undefined;
+    if (dt === undefined) throw bad(`dt must be the event's dt as rows show it, e.g. 2026-11-22T10:00:00.123456Z (got ${JSON.stringify(dtText.slice(0, 64))})`);
+    dt = micros(dt);
+  }
+  const count = (name: "before" | "after"): number => {
+    const raw = url.searchParams.get(name);
+    if (raw === null || raw === "") return CONTEXT_DEFAULT;
+    if (!/^[0-9]{1,4}$/.test(raw) || Number(raw) > CONTEXT_MAX) {
+      throw bad(`${name} must be a whole number from 0 to ${CONTEXT_MAX} (got ${JSON.stringify(raw.slice(0, 32))})`);
+    }
+    return Number(raw);
+  };
+  const sourceId = /^[0-9]{1,15}$/.test(sourceText) && Number(sourceText) > 0 ? Number(sourceText) : 0;
+  return { sourceId, sourceText, id: String(BigInt(id)), dt, before: count("before"), after: count("after") };
+}
