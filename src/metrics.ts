@@ -108,7 +108,6 @@ export class Metrics implements Registry {
   isolationSplits = 0;
   durableTimeouts = 0;
   retentionSweeps = 0;
-  retentionErrors = 0;
   retentionRowsRemoved = 0;
   retentionBytesRemoved = 0;
   retentionDeadLettersRemoved = 0;
@@ -270,7 +269,6 @@ export class Metrics implements Registry {
     single("logpond_flush_isolation_splits_total", "counter", "Refused batches split in two to isolate bad events.", this.isolationSplits);
     single("logpond_durable_timeouts_total", "counter", "Durable requests not committed within DURABLE_TIMEOUT_MS.", this.durableTimeouts);
     single("logpond_retention_sweeps_total", "counter", "Retention sweeps completed.", this.retentionSweeps);
-    single("logpond_retention_sweep_errors_total", "counter", "Retention sweeps that failed (retried at the next interval).", this.retentionErrors);
     single(
       "logpond_retention_rows_removed_total",
       "counter",

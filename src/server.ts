@@ -6,7 +6,7 @@ import type { Flusher } from "./buffer/flusher";
 import { startFlusher } from "./buffer/flusher";
 import { openRing, type Ring } from "./buffer/ring";
 import { keepSpillReserve } from "./buffer/reserve";
-import { replayInto, spillFolder, type Spilled } from "./buffer/spill";
+import { drainOnStop, replayInto, spillFolder, type Spilled } from "./buffer/spill";
 import type { Config } from "./config";
 import { loadApiToken, type ApiToken } from "./http/apitoken";
 import { digest } from "./http/auth";
@@ -23,7 +23,9 @@ import { createSourceService } from "./sources/service";
 import { openStore, type Store } from "./store/db";
 import { type Sealer, startSealer } from "./store/sealer";
 import { supervisorSeries } from "./store/supervisor";
+import { closing, type Service, timeLeft } from "./service";
 import { stopAll } from "./stop";
+import { within } from "./timers";
 import { startTail, type TailHub } from "./tail/hub";
 import { openTokens } from "./tokens/service";
 import { webRoutes } from "./web/routes";
@@ -84,13 +86,12 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   const unready = async () =>
     (await store.unready()) ??
     (storageDown() ? `Storage is failing: no flush has succeeded for ${(flusher.failingMs() / 1000).toFixed(1)} s; ingestion answers 503` : undefined);
-  const retention = startRetention({ sql: store.sql, intervalMs: config.retentionSweepIntervalMs, flush: () => flusher.flush(), metrics, log });
+  const retention = startRetention(config, { sql: store.sql, flush: () => flusher.flush(), metrics, log });
   const tail = await startTail(store.sql, config, flusher, metrics, log);
   const decodeWorker = new DecodeWorker();
   const memory = startMemory(config, ring, flusher, metrics, decodeWorker.width);
-  const sealer = startSealer({
+  const sealer = startSealer(config, {
     sql: store.sql,
-    intervalMs: config.sealIntervalMs,
     log,
     metrics,
     handled: (bytes) => memory.gcPacer.handled(bytes),
@@ -142,16 +143,52 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   });
 
   const spilled: Spilled = { events: 0 };
-  const closeIngestion = () => {
-    accepting = false;
-  };
-  // Both caches' listeners (sources, token revocations) stop together.
-  const listening = { unlisten: () => Promise.all([sources.unlisten(), tokens.unlisten()]).then(() => {}) };
-  const running = { closeIngestion, retention, sealer, flusher, decodeWorker, tail, sources: listening, store, metrics };
+  const buffer = drainOnStop(config, flusher, spilled, metrics, log);
+  // In the order each needs the ones before it; stop.ts stops them in reverse (the ingest listener
+  // first, storage last), each within its own share of SHUTDOWN_TIMEOUT_MS.
+  const services: Service[] = [
+    // A frozen PostgreSQL must not hold the stop past its deadline: an embedded one left running
+    // is stopped by the next start. Closing storage ends its supervisor before it stops PostgreSQL,
+    // so nothing is started after that; until then the supervisor restarts a postmaster that died
+    // while the buffer drains (the drain needs it).
+    { name: "storage", stop: (deadline) => within(store.close(), Math.max(1_000, timeLeft(deadline))).then(() => {}) },
+    { name: "flush connections", stop: () => flusher.close(1_000) },
+    // Both caches' listeners (sources, token revocations) stop together.
+    closing("notifications", () => Promise.all([sources.unlisten(), tokens.unlisten()]).catch(() => {}), 1_000),
+    // Halted at the stop's start (between two moves, a move being one statement), waited for once the drain is over.
+    job("sealer", sealer),
+    job("retention", retention), // halted at the start: a running sweep stops between two statements
+    closing("management listener", () => management.server!.stop(true), 1_000),
+    closing("tail", () => tail.stop(), 1_000),
+    { name: "decode worker", stop: async () => decodeWorker.close() },
+    buffer, // drained into PostgreSQL, or into a spill file
+    {
+      name: "ingest listener",
+      halt: () => {
+        accepting = false; // 503 from now on
+      },
+      // In-flight requests get a third of the time to finish (their events land in the ring);
+      // then slow uploads are cut off, so a client cannot hold the stop.
+      async stop() {
+        if (await within(ingest.server!.stop(false), config.shutdownTimeoutMs / 3)) return;
+        log("shutdown: requests still uploading were cut off");
+        await within(ingest.server!.stop(true), 1_000);
+      },
+    },
+  ];
   return {
     ...{ apiToken, store, flusher, ring, metrics, tail, retention, sealer, spilled },
     apiUrl: listenerUrl(config.apiHost, management.server!.port),
     ingestUrl: listenerUrl(config.ingestHost, ingest.server!.port),
-    stop: () => stopAll({ ...running, ingest: ingest.server!, management: management.server! }, spilled, config, log),
+    stop: () => stopAll(services, config.shutdownTimeoutMs).then(() => buffer.drained),
+  };
+}
+
+/** A background job (periodic.ts) in the stop: halted with the rest, then waited for until a second before the deadline (0.1 s at least). */
+function job(name: string, periodic: { halt(): void; stop(deadline: number): Promise<void> }): Service {
+  return {
+    name,
+    halt: periodic.halt,
+    stop: (deadline) => periodic.stop(performance.now() + Math.max(100, timeLeft(deadline) - 1_000)),
   };
 }

@@ -90,3 +90,14 @@ export function backoff(attempt: number, policy: Backoff, random: () => number =
   const ceiling = Math.min(policy.maxMs, policy.firstMs * 2 ** attempt);
   return ceiling / 2 + random() * (ceiling / 2);
 }
+
+/** Settles as `work` does, or resolves (undefined) once `signal` is aborted, whichever comes first. */
+export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) return Promise.resolve(undefined);
+  let onAbort = () => {};
+  const aborted = new Promise<undefined>((resolve) => {
+    onAbort = () => resolve(undefined);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  return Promise.race([work, aborted]).finally(() => signal.removeEventListener("abort", onAbort));
+}

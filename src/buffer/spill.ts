@@ -16,6 +16,7 @@ import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, 
 import * as path from "node:path";
 import type { Config } from "../config";
 import type { Metrics } from "../metrics";
+import { type Service, timeLeft } from "../service";
 import { openFlushConnection, type IdRange } from "../store/copy";
 import { fromText, tupleCount } from "../codec/tuples";
 import type { HeldBatch } from "./batch";
@@ -172,11 +173,43 @@ export interface Spilled {
   file?: string;
 }
 
+/** Time kept back from the drain for writing the spill file and closing connections (at most a quarter). */
+const SPILL_RESERVE_MS = 2_000;
+
+/**
+ * The buffer's part of the stop: drained into PostgreSQL until what is left of the stop's time,
+ * less a spill reserve; what is still held then goes to a spill file. `drained` says afterwards
+ * whether nothing was left behind.
+ */
+export function drainOnStop(
+  config: Config,
+  flusher: Flusher,
+  spilled: Spilled,
+  metrics: Metrics,
+  log: (line: string) => void,
+): Service & { readonly drained: boolean } {
+  let drained = false;
+  return {
+    name: "buffer",
+    async stop(deadline) {
+      drained = await flusher.drain(Math.max(0, timeLeft(deadline) - Math.min(SPILL_RESERVE_MS, config.shutdownTimeoutMs / 4)));
+      if (drained) return;
+      const held = flusher.handOver();
+      // Nothing held after all (the last batches committed as the deadline came): a clean stop.
+      if (held.length === 0) drained = true;
+      else spillHeld(config.dataDir, held, spilled, metrics, log);
+    },
+    get drained() {
+      return drained;
+    },
+  };
+}
+
 /**
  * At stop, once the drain missed its deadline: what the flusher handed over goes to a spill file
  * (written at the next start), or, if that fails, is counted lost. Fills in `spilled`.
  */
-export function spillHeld(dataDir: string, held: readonly HeldBatch[], spilled: Spilled, metrics: Metrics, log: (line: string) => void): void {
+function spillHeld(dataDir: string, held: readonly HeldBatch[], spilled: Spilled, metrics: Metrics, log: (line: string) => void): void {
   const events = held.reduce((sum, batch) => sum + batch.events, 0);
   try {
     spilled.file = writeSpill(dataDir, held);

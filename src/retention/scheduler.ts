@@ -3,9 +3,12 @@
 // lock; an instance that finds it taken skips that turn). Before a sweep that removes a deleted
 // source, this process's buffer is flushed, so its own events of that source are not left behind.
 // stop() aborts a running sweep between two statements and waits for it: shutdown stays bounded.
+import type { Config } from "../config";
 import type { Metrics } from "../metrics";
 import type { Sql } from "../store/db";
 import { DAY_MS, ensurePartitions } from "../store/partitions";
+import { periodic } from "../periodic";
+import { untilAborted, within } from "../timers";
 import { DAYS_AHEAD, sweep, type SweepResult } from "./sweep";
 
 const SWEEP_LOCK = 73_615_403;
@@ -17,7 +20,10 @@ export interface Retention {
   kick(): void;
   /** Resolves when no sweep is running or queued. */
   idle(): Promise<void>;
-  stop(): Promise<void>;
+  /** The stop's first phase: aborts what runs, without waiting for it (periodic.ts). */
+  halt(): void;
+  /** Aborts a running sweep (between two statements) and waits for it, until `deadline` at most (periodic.ts). */
+  stop(deadline?: number): Promise<void>;
   /** The last sweep's view of storage, for /metrics. */
   readonly last: SweepResult | undefined;
 }
@@ -27,31 +33,25 @@ export async function ensurePartitionsAhead(sql: Sql, log: (line: string) => voi
   await ensurePartitions(sql, new Date(Date.now() - DAY_MS), new Date(Date.now() + DAYS_AHEAD * DAY_MS), log);
 }
 
-export function startRetention(options: {
-  sql: Sql;
-  intervalMs: number;
-  flush: () => Promise<void>;
-  metrics: Metrics;
-  log: (line: string) => void;
-}): Retention {
-  const { sql, intervalMs, flush, metrics, log } = options;
-  const abort = new AbortController();
-  let running: Promise<void> | undefined;
-  let again = false;
+export function startRetention(
+  config: Pick<Config, "retentionSweepIntervalMs">,
+  deps: { sql: Sql; flush: () => Promise<void>; metrics: Metrics; log: (line: string) => void },
+): Retention {
+  const { sql, flush, metrics, log } = deps;
+  const intervalMs = config.retentionSweepIntervalMs;
   let last: SweepResult | undefined;
-  const aborted = new Promise<void>((resolve) => abort.signal.addEventListener("abort", () => resolve()));
 
-  async function once(): Promise<void> {
+  async function once(signal: AbortSignal): Promise<void> {
     const connection = await sql.reserve();
     try {
       const [lock] = await connection<{ got: boolean }[]>`select pg_try_advisory_lock(${SWEEP_LOCK}) as got`;
       if (!lock?.got) return; // another instance is sweeping
       try {
         const [pending] = await connection<{ n: number }[]>`select count(*)::int as n from source_deletions`;
-        if (pending!.n > 0) await Promise.race([flush(), Bun.sleep(FLUSH_WAIT_MS), aborted]);
-        abort.signal.throwIfAborted();
+        if (pending!.n > 0) await untilAborted(within(flush(), FLUSH_WAIT_MS), signal);
+        signal.throwIfAborted();
         const started = performance.now();
-        const result = await sweep(sql, abort.signal, log, new Date());
+        const result = await sweep(sql, signal, log, new Date());
         last = result;
         metrics.retentionSwept(result, (performance.now() - started) / 1000);
         if (result.rowsRemoved > 0 || result.partitionsDropped > 0 || result.deadLettersRemoved > 0) {
@@ -67,28 +67,6 @@ export function startRetention(options: {
     }
   }
 
-  function kick(): void {
-    if (abort.signal.aborted) return;
-    if (running) {
-      again = true;
-      return;
-    }
-    running = (async () => {
-      do {
-        again = false;
-        try {
-          await once();
-        } catch (error) {
-          if (abort.signal.aborted) return;
-          metrics.retentionErrors++;
-          log(`retention: sweep failed: ${(error as Error).message} (retried at the next interval or deletion)`);
-        }
-      } while (again && !abort.signal.aborted);
-    })().finally(() => {
-      running = undefined;
-    });
-  }
-
   metrics.gauge(
     "logpond_storage_partitions",
     "log_blocks partitions (daily ones and the default), as of the last retention sweep.",
@@ -99,19 +77,20 @@ export function startRetention(options: {
     "dt of the oldest stored event (Unix seconds; 0: none), as of the last retention sweep.",
     () => (last?.oldestEvent?.getTime() ?? 0) / 1000,
   );
-  const timer = setInterval(kick, intervalMs);
-  kick();
+  const job = periodic({
+    intervalMs,
+    run: once,
+    atStart: true,
+    fixedRate: true, // an event meets a sweep at most an interval after it is stored (codec/reception.ts)
+    failed: (error) => log(`retention: sweep failed: ${error.message} (retried at the next interval or deletion)`),
+    errors: { metrics, name: "logpond_retention_sweep_errors_total", help: "Retention sweeps that failed (retried at the next interval)." },
+  });
 
   return {
-    kick,
-    async idle() {
-      while (running) await running;
-    },
-    async stop() {
-      clearInterval(timer);
-      abort.abort();
-      while (running) await running;
-    },
+    kick: job.kick,
+    idle: job.idle,
+    halt: job.halt,
+    stop: job.stop,
     get last() {
       return last;
     },

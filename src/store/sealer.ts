@@ -19,10 +19,12 @@
 // - Rows of deleted sources and rows past their source's retention are not sealed (dropped).
 // - DDL waits at most DDL_LOCK_TIMEOUT for a lock (and so holds up a COPY at most that long).
 import { type Block, blocksOf, type Filter, LEVEL_MAX_CHARS, type MovedRow, textArray } from "./blocks";
+import type { Config } from "../config";
 import type { Sql } from "./db";
 import { DDL_LOCK_TIMEOUT } from "./partitions";
 import type { Registry } from "../metrics";
-import { within } from "../timers";
+import { periodic } from "../periodic";
+import { untilAborted, within } from "../timers";
 
 /** Ids per generation: more than any ingest rate reaches between two closes (2^53 lasts 2^25 closes). */
 export const GENERATION_IDS = 2 ** 28;
@@ -384,109 +386,103 @@ async function dropIfEmpty(sql: Sql, table: string, signal: AbortSignal | undefi
 export interface Sealer {
   /** Closes the open generation and seals everything now (tests, benchmarks, a stop). */
   sealNow(): Promise<SealStats>;
-  stop(): Promise<void>;
+  /** The stop's first phase: aborts what runs, without waiting for it (periodic.ts). */
+  halt(): void;
+  /** Aborts a pass under way (between two moves; a move is one statement) and waits for it, until `deadline` at most (periodic.ts). */
+  stop(deadline?: number): Promise<void>;
   readonly totals: SealStats;
   /** When the last pass finished (ms since epoch; 0: none yet). */
   readonly lastPassAt: number;
 }
 
 /**
- * Runs the sealer: every `intervalMs` the open generation closes (if it has rows), and closed ones
- * are sealed at once. An event is in a block about `intervalMs` plus one pass after its commit.
+ * Runs the sealer: every SEAL_INTERVAL_MS the open generation closes (if it has rows), and closed ones
+ * are sealed at once. An event is in a block about SEAL_INTERVAL_MS plus one pass after its commit.
  */
-export function startSealer(options: {
-  sql: Sql;
-  intervalMs: number;
-  log: (line: string) => void;
-  metrics?: Registry;
-  /** Told the bytes of text each chunk made into blocks held here (the GC pacer: memory/gcpace.ts). */
-  handled?: (bytes: number) => void;
-  /**
-   * Before a generation is first sealed here (whichever instance closed it): resolves once this
-   * process's batches being written have ended (Flusher.settled), waited for at most
-   * SETTLE_WAIT_MS. A batch that took its ids before the close writes into the closed generation;
-   * started after the seal took its lock, it waited out the seal.
-   */
-  settled?: () => Promise<void>;
-  /**
-   * Keeps what a table's seal holds here (SEAL_HELD_BYTES) out of the requests' memory while it
-   * runs (memory/budget.ts): returns its release.
-   */
-  hold?: (bytes: number) => () => void;
-}): Sealer {
-  const { sql, intervalMs, log } = options;
-  const abort = new AbortController();
+export function startSealer(
+  config: Pick<Config, "sealIntervalMs">,
+  options: {
+    sql: Sql;
+    log: (line: string) => void;
+    metrics?: Registry;
+    /** Told the bytes of text each chunk made into blocks held here (the GC pacer: memory/gcpace.ts). */
+    handled?: (bytes: number) => void;
+    /**
+     * Before a generation is first sealed here (whichever instance closed it): resolves once this
+     * process's batches being written have ended (Flusher.settled), waited for at most
+     * SETTLE_WAIT_MS. A batch that took its ids before the close writes into the closed generation;
+     * started after the seal took its lock, it waited out the seal.
+     */
+    settled?: () => Promise<void>;
+    /**
+     * Keeps what a table's seal holds here (SEAL_HELD_BYTES) out of the requests' memory while it
+     * runs (memory/budget.ts): returns its release.
+     */
+    hold?: (bytes: number) => () => void;
+  },
+): Sealer {
+  const { sql, log } = options;
+  const intervalMs = config.sealIntervalMs;
   const totals: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 };
   let lastPassAt = 0;
   let busyInARow = 0;
-  let running: Promise<unknown> = Promise.resolve();
-  let timer: ReturnType<typeof setTimeout> | undefined;
 
   /** The highest generation (its first id) this process has waited for its batches before sealing. */
   let settledThrough = -1;
-  const around: AroundSeal = async (table, seal) => {
-    const generation = /^log_hot_g(\d+)$/.exec(table);
-    if (generation && Number(generation[1]) > settledThrough && options.settled) {
-      settledThrough = Number(generation[1]);
-      await settle(options.settled);
-    }
-    const release = options.hold?.(SEAL_HELD_BYTES);
-    try {
-      return await seal();
-    } finally {
-      release?.();
-    }
-  };
+  const around =
+    (signal: AbortSignal): AroundSeal =>
+    async (table, seal) => {
+      const generation = /^log_hot_g(\d+)$/.exec(table);
+      if (generation && Number(generation[1]) > settledThrough && options.settled) {
+        settledThrough = Number(generation[1]);
+        await settle(options.settled, signal);
+      }
+      const release = options.hold?.(SEAL_HELD_BYTES);
+      try {
+        return await seal();
+      } finally {
+        release?.();
+      }
+    };
   /** The batches being written, waited for at most SETTLE_WAIT_MS; a stop does not wait (they may wait on a PostgreSQL that is away). */
-  const settle = async (settled: () => Promise<void>) => {
-    abort.signal.throwIfAborted();
-    let onAbort = () => {};
-    const stopped = new Promise<void>((resolve) => (onAbort = resolve));
-    abort.signal.addEventListener("abort", onAbort, { once: true });
-    const ended = await within(Promise.race([settled(), stopped]), SETTLE_WAIT_MS);
-    abort.signal.removeEventListener("abort", onAbort);
-    abort.signal.throwIfAborted();
+  const settle = async (settled: () => Promise<void>, signal: AbortSignal) => {
+    signal.throwIfAborted();
+    const ended = await within(untilAborted(settled(), signal), SETTLE_WAIT_MS);
+    signal.throwIfAborted();
     if (!ended) log(`sealer: batches being written did not end within ${SETTLE_WAIT_MS} ms; sealing (a batch with ids in the generation waits for the seal)`);
   };
 
-  const pass = (close: boolean): Promise<SealStats> => {
-    const next = running.then(async () => {
-      const stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 };
-      try {
-        const closed = close ? await closeGeneration(sql) : undefined;
-        if (closed === "busy") {
-          stats.closesBusy++;
-          if (++busyInARow === 3)
-            log("sealer: the open generation could not be closed 3 times in a row (a long transaction holds log_hot?); new events stay hot until it can");
-        } else if (close) busyInARow = 0;
-        await sealClosed(sql, abort.signal, log, stats, options.handled, around);
-        lastPassAt = Date.now();
-        return stats;
-      } finally {
-        for (const key of Object.keys(totals) as (keyof SealStats)[]) totals[key] += stats[key];
-      }
-    });
-    running = next.catch(() => {});
-    return next;
-  };
-  const tick = async () => {
-    timer = undefined;
+  const pass = async (signal: AbortSignal): Promise<SealStats> => {
+    const stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 };
     try {
-      await pass(true);
-    } catch (error) {
-      if (!abort.signal.aborted) log(`sealer: pass failed: ${(error as Error).message} (retried in ${intervalMs} ms)`);
+      const closed = await closeGeneration(sql);
+      if (closed === "busy") {
+        stats.closesBusy++;
+        if (++busyInARow === 3)
+          log("sealer: the open generation could not be closed 3 times in a row (a long transaction holds log_hot?); new events stay hot until it can");
+      } else busyInARow = 0;
+      await sealClosed(sql, signal, log, stats, options.handled, around(signal));
+      lastPassAt = Date.now();
+      return stats;
+    } finally {
+      for (const key of Object.keys(totals) as (keyof SealStats)[]) totals[key] += stats[key];
     }
-    if (!abort.signal.aborted) timer = setTimeout(tick, intervalMs);
   };
-  timer = setTimeout(tick, intervalMs);
+  const job = periodic({
+    intervalMs,
+    run: pass,
+    failed: (error) => log(`sealer: pass failed: ${error.message} (retried in ${intervalMs} ms)`),
+    errors: options.metrics && {
+      metrics: options.metrics,
+      name: "logpond_sealer_pass_errors_total",
+      help: "Sealer passes that failed (retried a SEAL_INTERVAL_MS later).",
+    },
+  });
 
   const sealer: Sealer = {
-    sealNow: () => pass(true),
-    async stop() {
-      abort.abort();
-      if (timer) clearTimeout(timer);
-      await running;
-    },
+    sealNow: job.runNow,
+    halt: job.halt,
+    stop: job.stop,
     get totals() {
       return totals;
     },

@@ -136,16 +136,18 @@ describe("retention at shutdown", () => {
     const sourceId = 900_000_000 + Math.floor(Math.random() * 1_000_000);
     await lp.sql`insert into source_deletions (source_id) values (${sourceId})`;
     let reached = false;
-    const retention = startRetention({
-      sql: lp.sql,
-      intervalMs: 3_600_000,
-      flush: () => {
-        reached = true;
-        return new Promise<void>(() => {}); // the flusher gave up: this flush never resolves
+    const retention = startRetention(
+      { retentionSweepIntervalMs: 3_600_000 },
+      {
+        sql: lp.sql,
+        flush: () => {
+          reached = true;
+          return new Promise<void>(() => {}); // the flusher gave up: this flush never resolves
+        },
+        metrics: new Metrics(),
+        log: () => {},
       },
-      metrics: new Metrics(),
-      log: () => {},
-    });
+    );
     try {
       // Another instance's sweep may hold the cross-instance lock for a moment: kick until ours runs.
       const deadline = Date.now() + 20_000;

@@ -194,8 +194,8 @@ async function sourceWithHotRows(seed: number): Promise<TestSource> {
 }
 
 /** A sealer of the test's own on its database, its timer never firing: sealNow() drives it. */
-function testSealer(hooks: Pick<Parameters<typeof startSealer>[0], "settled" | "hold">) {
-  return startSealer({ sql: db.sql as never, intervalMs: 600_000, log: () => {}, ...hooks });
+function testSealer(hooks: Pick<Parameters<typeof startSealer>[1], "settled" | "hold">) {
+  return startSealer({ sealIntervalMs: 600_000 }, { sql: db.sql as never, log: () => {}, ...hooks });
 }
 
 test("after a close the sealer waits for the batches being written: one whose ids were taken before the close writes into the closed generation unhindered, and is sealed in that pass; the seal's memory is held from requests meanwhile", async () => {

@@ -14,37 +14,9 @@ import {
   SMALL_RESERVE_BYTES,
   Ticket,
 } from "../../src/memory/gate";
-import type { Clock } from "../../src/timers";
+import { TestClock } from "../helpers/clock";
 
 const MIB = 1024 * 1024;
-
-/** Timers fire only when the test moves the clock. */
-class TestClock implements Clock {
-  time = 0;
-  private timers: { at: number; fn: () => void }[] = [];
-  now(): number {
-    return this.time;
-  }
-  after(ms: number, fn: () => void): () => void {
-    const timer = { at: this.time + ms, fn };
-    this.timers.push(timer);
-    return () => {
-      this.timers = this.timers.filter((t) => t !== timer);
-    };
-  }
-  get pending(): number {
-    return this.timers.length;
-  }
-  advance(ms: number): void {
-    this.time += ms;
-    for (;;) {
-      const due = this.timers.filter((t) => t.at <= this.time).sort((a, b) => a.at - b.at)[0];
-      if (due === undefined) return;
-      this.timers = this.timers.filter((t) => t !== due);
-      due.fn();
-    }
-  }
-}
 
 /** A gate of 100 MiB; no share kept for small requests unless the test asks (its own test below). */
 function gate(options: Partial<GateOptions> = {}) {

@@ -14,6 +14,8 @@ const LAYERS: Record<string, number> = {
   "types.d.ts": 0,
   metrics: 0,
   "timers.ts": 0,
+  "periodic.ts": 0,
+  "service.ts": 0,
   "rpc.ts": 0,
   codec: 1,
   store: 2,
