@@ -8,6 +8,7 @@ import { micros, type Position, type ReadRequest } from "./request";
 import type { Node } from "./parse";
 import { prefilter } from "./prefilter";
 import { compileQuery } from "./sql";
+import { within as atMost } from "../timers";
 
 /** Event time as rows show it: RFC 3339 UTC, six fraction digits. */
 export const DT_TEXT = `to_char(dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
@@ -110,11 +111,18 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
     if (!halves) {
       rows.push(...(await within((tx) => read(tx, slice, limit))));
     } else {
-      let farther: { cancel(): void } | undefined;
+      let farther: { cancel(): unknown } | undefined;
       let cancelled = false;
+      let fartherEnded = false;
+      let cancelling: Promise<unknown> | undefined;
+      // A cancel reaches the connection's backend, not the statement: one that lands after the
+      // statement ended cancels whatever that connection runs next, another request's read (seen
+      // as a 503 long before QUERY_TIMEOUT_MS with twelve searches on eight connections). So it is
+      // sent only while the statement runs, and the farther half keeps its connection until
+      // PostgreSQL has taken the cancel (postgres.js's cancel() returns that promise: patches/).
       const cancel = () => {
         cancelled = true;
-        farther?.cancel();
+        if (farther && !fartherEnded) cancelling = Promise.resolve(farther.cancel()).catch(() => {});
       };
       // The farther half's outcome is taken as a value as soon as it settles: it may fail while the
       // nearer half still reads, and a rejection nothing handles yet ends the process. Its error
@@ -124,7 +132,12 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
           if (cancelled) return []; // the nearer half filled the page before this one began
           const statement = read(tx, halves[1], limit);
           farther = statement;
-          return statement;
+          try {
+            return await statement;
+          } finally {
+            fartherEnded = true;
+            if (cancelling) await atMost(cancelling, CANCEL_DELIVERY_MS);
+          }
         }),
       ).then(
         (found) => ({ found }),
@@ -156,6 +169,9 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
 
 /** A half's rows, or what it failed with. */
 type Half = { found: { id: string; dt: string; row: string }[] } | { error: unknown };
+
+/** How long a cancelled half keeps its connection for PostgreSQL to take the cancel (a connect and one message). */
+const CANCEL_DELIVERY_MS = 1_000;
 
 const SLICE_MS = [10_000, 60_000, 300_000, 1_800_000, 10_800_000, 86_400_000, 604_800_000];
 /** A slice at least this long is read as two halves at once (readEvents). */
