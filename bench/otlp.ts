@@ -1,4 +1,4 @@
-// OTLP protobuf ingest against the same records as a JSON array on `/` (issue 23's target: ≥ 0.8×),
+// OTLP protobuf ingest against the same records as a JSON array on `/` (target: ≥ 0.8×),
 // and the decoder choice behind it (hand-written reader vs protobufjs). Bodies: 64 distinct batches
 // of 100 realistic LogRecords (one resource, one scope; six attributes each, trace context), made
 // with protobufjs; the JSON bodies are the very events our decoder makes of them, so both rows
@@ -167,8 +167,7 @@ async function http(seconds: number): Promise<void> {
     );
   } finally {
     await sql.end();
-    service.proc.kill("SIGTERM");
-    await service.proc.exited;
+    await service.stop();
     await pg.stop();
     rmSync(work, { recursive: true, force: true });
   }

@@ -186,8 +186,7 @@ async function main() {
       `median ${fmt(median(rare), 1)} ms${cancelled ? ` (${cancelled} of 3 cancelled with 503 at QUERY_TIMEOUT_MS)` : ""}`,
     ]);
   } finally {
-    service.proc.kill("SIGTERM");
-    await service.proc.exited;
+    await service.stop();
     await sql.end({ timeout: 5 });
     await stopPostgres();
     rmSync(work, { recursive: true, force: true });
