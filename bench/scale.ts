@@ -7,6 +7,7 @@
 //   npx bun bench/scale.ts [--events 2000000] [--order time|random] [--seal-interval-ms 60000]
 //                          [--sources-split 90,9,1] [--senders 8] [--batch 1000]
 //                          [--query-timeout-ms 5000] [--no-compare] [--keep] [--keep-sources]
+//                          [--sustain RATE SECONDS]
 //
 // 1. Generates N distinct events from bench/corpus.ts (a 128-bit seeded generator per chunk of
 //    1,000, so chunks never repeat; large events made rare) over the 24 h before the run started,
@@ -16,14 +17,18 @@
 //    request covers a short stretch of time (a day replayed as shippers send it). `--order random`:
 //    dt uniformly random over the day (a backfill; the worst case for time skipping). Streamed to
 //    bench/out/scale-<time>.ndjson, never held in memory (20,000,000 events is ~12 GB of file).
-// 2. Unless --no-compare (or DATABASE_URL): loads the file into a logpond of its own whose sealer
+// 2. Unless --no-compare (or DATABASE_URL, or --sustain): loads the file into a logpond of its own whose sealer
 //    never fires during the load (SEAL_INTERVAL_MS=600000): ingest without the sealer, and the
 //    unsealed layout's growth. Then removes it.
 // 3. Starts `bun src/main.ts` with SEAL_INTERVAL_MS=--seal-interval-ms on its own embedded
 //    PostgreSQL in a temporary DATA_DIR (or on DATABASE_URL), creates the sources, sends the file
-//    to `POST /` as JSON arrays from concurrent senders, samples the hot tier and the sealer's
-//    statements while it loads, waits until every event is stored, then until log_hot is empty
-//    (everything sealed), and measures the database's growth after a CHECKPOINT.
+//    to `POST /` as JSON arrays from concurrent senders (with --sustain: RATE × SECONDS events,
+//    each request sent when its events are due at RATE), samples the hot tier, the sealer's
+//    statements and the backlog (committed, not yet in blocks: scale/backlog.ts) while it loads,
+//    waits until every event is stored, then until log_hot is empty (everything sealed), and
+//    measures the total CPU per event kept (logpond + PostgreSQL, /proc), the WAL written and the
+//    database's growth after a CHECKPOINT. --sustain also says whether the backlog stayed bounded
+//    (its trend over the load's second half).
 // 4. Reads through the query API (newest 100: median of 5, searches: median of 3, context around
 //    20 random events of the dense and the sparse source: median and max, after a
 //    warm-up), each search beside `grep -F`.
@@ -33,8 +38,8 @@
 //
 // The parts, in bench/scale/: options.ts (the flags), corpus.ts (1 and the request bodies),
 // service.ts (logpond through test/helpers/service.ts, the sources, the clean-ups), load.ts (the
-// senders), storage.ts (tiers, the sealer's progress, sizes, WAL), reads.ts (4 and the peers),
-// report.ts (5). This file runs them in order and words the figures.
+// senders), storage.ts (tiers, the sealer's progress, sizes, WAL), backlog.ts, reads.ts (4 and
+// the peers), report.ts (5). This file runs them in order and words the figures.
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import * as path from "node:path";
@@ -43,6 +48,7 @@ import { JITTER_MS, type Plan, plan, writeCorpus } from "./scale/corpus";
 import { type Load, load } from "./scale/load";
 import { NO_SEAL_INTERVAL_MS, readOptions } from "./scale/options";
 import { CONTEXT_ANCHORS, denseAndSparse, type Grep, grep, measureContext, measureRead, type ReadResult, readSpecs, run, zstd } from "./scale/reads";
+import { BOUNDED_SHARE, floors, startBacklog, timeline as backlogTimeline, trend } from "./scale/backlog";
 import { bytes, markdown } from "./scale/report";
 import { Cleanups, type ScaleService, startScaleService } from "./scale/service";
 import {
@@ -66,6 +72,7 @@ import {
 const OPTIONS = readOptions();
 const { events: EVENTS, split: SPLIT, senders: SENDERS, batch: BATCH, keep: KEEP, order: ORDER, queryTimeoutMs: QUERY_TIMEOUT_MS } = OPTIONS;
 const SEAL_INTERVAL_MS = OPTIONS.sealIntervalMs;
+const SUSTAIN = OPTIONS.sustain;
 const ROOT = path.join(import.meta.dir, "..");
 const OUT = path.join(import.meta.dir, "out");
 const STAMP = new Date().toISOString().slice(0, 19).replace(/[-:]/g, "").replace("T", "-");
@@ -109,10 +116,12 @@ interface Ingest extends Load {
 
 /** Sends the file and waits until every event is committed (and counted in the two tiers). */
 async function ingest(service: Measured, file: string, p: Plan): Promise<Ingest> {
-  progress(`loading: ${SENDERS} senders, ${BATCH} events per request at most, ${ORDER} order`);
+  progress(
+    `loading: ${SENDERS} senders, ${BATCH} events per request at most, ${ORDER} order${SUSTAIN ? `, ${fmt(SUSTAIN.rate)} events/s for ${SUSTAIN.seconds} s` : ""}`,
+  );
   const cpuBefore = service.cpu();
   const startedAt = performance.now();
-  const loaded = await load(service.logpond.ingestUrl, service.sources, file, p, OPTIONS);
+  const loaded = await load(service.logpond.ingestUrl, service.sources, file, p, { ...OPTIONS, rate: SUSTAIN?.rate });
   const storedAt = await waitForStored(service.sql, service.logpond.apiUrl, service.sources, EVENTS);
   return { ...loaded, storedSeconds: (storedAt - startedAt) / 1000, cpu: cpuSince(cpuBefore, service.cpu()), cpuAtStart: cpuBefore, startedAt, storedAt };
 }
@@ -175,6 +184,8 @@ async function main(): Promise<void> {
   const walBefore = await walPosition(sql);
   const sampler = startSampler(sql);
   cleanups.push(sampler.stop);
+  const backlog = startBacklog(sql, logpond.apiUrl, sources);
+  cleanups.push(backlog.stop);
   const loaded = await ingest(service, file, p);
   const hotAtStored = await hotExact(sql);
   say(`ingest with the sealer (SEAL_INTERVAL_MS=${SEAL_INTERVAL_MS})`, rate(loaded));
@@ -189,6 +200,7 @@ async function main(): Promise<void> {
   const sealerCpu = sampler.sealerCpu();
   const droppedAt = await waitForHotDropped(sql, SEAL_INTERVAL_MS);
   await sampler.stop();
+  await backlog.stop();
   const hotLeft = await hotExact(sql);
   if (hotLeft !== 0) throw new Error(`the sealer's counters show every event sealed, but log_hot holds ${hotLeft} rows`);
   const afterDrops = await metrics(logpond.apiUrl);
@@ -203,6 +215,24 @@ async function main(): Promise<void> {
     "hot tier during the load",
     `peak ${fmt(hotPeak)} rows (statistics, every 2 s), ${fmt(hotAtStored)} at the last commit (exact); sealer's seals running ${fmt((100 * loadBusy) / loaded.storedSeconds, 0)} % of the load's time; rows at ${timeline.map((s) => `${fmt((s.at - loaded.startedAt) / 1000, 0)} s: ${fmt(s.hot!)}`).join(", ")}`,
   );
+  const backlogPeak = backlog.samples.reduce((peak, s) => (s.rows > peak.rows ? s : peak), { at: loaded.startedAt, rows: 0 });
+  say(
+    "backlog over time (committed, not yet in blocks)",
+    `peak ${fmt(backlogPeak.rows)} events ${fmt((backlogPeak.at - loaded.startedAt) / 1000, 0)} s after the first request; ${fmt(hotAtStored)} at the last commit (${fmt(loaded.storedSeconds, 0)} s), 0 at ${fmt((sealedAt - loaded.startedAt) / 1000, 0)} s; every second: logpond's flushed count − the sources' events in log_blocks; ${backlogTimeline(backlog.samples, loaded.startedAt, sealedAt)}`,
+  );
+  if (SUSTAIN) {
+    // The load's second half, while the senders were still sending: a bounded backlog has no trend there.
+    const loadEnd = loaded.startedAt + loaded.seconds * 1000;
+    const half = trend(backlog.samples, (loaded.startedAt + loadEnd) / 2, loadEnd);
+    const reached = EVENTS / loaded.seconds;
+    const intervals = (loaded.seconds / 2) * (1000 / SEAL_INTERVAL_MS);
+    const verdict = !half ? "not enough samples" : half.slope <= BOUNDED_SHARE * SUSTAIN.rate ? "**bounded**" : "**growing**";
+    const lows = floors(backlog.samples, loaded.startedAt, loadEnd).map((n) => (n === undefined ? "—" : fmt(n)));
+    say(
+      `sustained load, ${fmt(SUSTAIN.rate)} events/s for ${SUSTAIN.seconds} s`,
+      `${verdict}: over the load's last half the backlog ${half ? `went ${fmt(half.first)} → ${fmt(half.last)} (peak ${fmt(half.peak)}), a trend of ${fmt(half.slope)} events/s (least squares over ${half.samples} samples; bounded: ≤ ${fmt(BOUNDED_SHARE * 100, 0)} % of the rate)` : "could not be fitted"}; its lowest in each quarter of the load ${lows.join(" / ")}; sent ${fmt(reached)} events/s (${fmt((100 * reached) / SUSTAIN.rate, 0)} % of the rate${reached < 0.95 * SUSTAIN.rate ? ": **logpond did not take the load at this rate**" : ""}, ${fmt(loaded.retries)} resent after 503/429)${intervals < 2 ? `; the half spans ${fmt(intervals, 1)} SEAL_INTERVAL_MS only: its trend is the sawtooth's (use a --seal-interval-ms of SECONDS × 250 or less)` : ""}`,
+    );
+  }
   const firstMove = samples.find((s) => s.at > loaded.storedAt && s.sealing);
   const drainBusy = busySeconds(samples, loaded.storedAt, sealedAt);
   const drainCpu = cpuSince(cpuAtStored, cpuAtSealed);
@@ -219,8 +249,8 @@ async function main(): Promise<void> {
   );
   const wholeCpu = cpuSince(loaded.cpuAtStart, cpuAtSealed);
   say(
-    "CPU, load + sealing (this run)",
-    `${cpuPerEvent(wholeCpu, EVENTS)}, from the first request until log_hot was empty; of it the sealer's backend(s) running the moves ${fmt((sealerCpu * 1e6) / EVENTS, 1)} µs/event (${fmt(EVENTS / Math.max(0.01, sealerCpu))} events per CPU-second)`,
+    "total CPU per event kept (load + sealing, this run)",
+    `**${fmt((cpuTotal(wholeCpu) * 1e6) / EVENTS, 1)} µs**: ${cpuPerEvent(wholeCpu, EVENTS)}, from the first request until log_hot was empty (PostgreSQL: ${process.env.DATABASE_URL ? "the postmaster's tree on this machine, other clients' work included" : "the embedded postmaster and its backends, those that exited included"}); of it the sealer's backend(s) running the moves ${fmt((sealerCpu * 1e6) / EVENTS, 1)} µs/event (${fmt(EVENTS / Math.max(0.01, sealerCpu))} events per CPU-second)`,
   );
   if (without) {
     const extra = cpuTotal(wholeCpu) - cpuTotal(without.cpu);
@@ -256,7 +286,10 @@ async function main(): Promise<void> {
     "log_hot and the rest bytes/event",
     `log_hot ${perEvent(hotGrowth)} (${hot.partitions} partitions left), everything else ${perEvent(growth - blocksGrowth - hotGrowth)} (catalog, flush_batches, free space maps)`,
   );
-  say("WAL bytes/event", `${perEvent(wal)} (${bytes(wal)} written during the load and the sealing)`);
+  say(
+    "WAL bytes/event",
+    `**${perEvent(wal)}** = ${fmt(wal / corpus.bytes, 2)} × NDJSON (${bytes(wal)} written from before the first request until everything was sealed and checkpointed)`,
+  );
 
   // 5. Reads, before the peers: the default 30-minute window should still hold the newest events.
   const specs = readSpecs(sources, SPLIT, p);

@@ -1,5 +1,6 @@
 // bench/scale.ts's load: the NDJSON file's request bodies POSTed to logpond by concurrent
-// senders, as a shipper sends them (a 503 or 429 resent after Retry-After, never a network error).
+// senders, as a shipper sends them (a 503 or 429 resent after Retry-After, never a network error),
+// as fast as logpond takes them or, with a rate, each body sent when its events are due.
 import { fmt, progress } from "../lib";
 import { type Plan, requestBodies } from "./corpus";
 import type { Source } from "./service";
@@ -8,6 +9,8 @@ export interface LoadSettings {
   senders: number;
   /** Events per request at most. */
   batch: number;
+  /** Events per second to send at (a body goes when the events before it are due); unset: as fast as acknowledged. */
+  rate?: number;
 }
 
 export interface Load {
@@ -23,6 +26,8 @@ export async function load(ingestUrl: string, sources: Source[], file: string, p
   let acked = 0;
   let requests = 0;
   let retries = 0;
+  /** Events handed to senders so far: the next body is due when these are, at `settings.rate`. */
+  let scheduled = 0;
   const started = performance.now();
   const ticker = setInterval(
     () =>
@@ -33,6 +38,11 @@ export async function load(ingestUrl: string, sources: Source[], file: string, p
     // Concurrent next() calls on one async generator are queued: each body goes to one sender.
     for (let next = await bodies.next(); !next.done; next = await bodies.next()) {
       const { source, events, body } = next.value;
+      if (settings.rate) {
+        const due = started + (scheduled / settings.rate) * 1000;
+        scheduled += events;
+        await Bun.sleep(Math.max(0, due - performance.now()));
+      }
       const headers = { authorization: `Bearer ${sources[source]!.token}`, "content-type": "application/json" };
       for (;;) {
         // A network error is not retried: the request may have been accepted, and a resend

@@ -25,16 +25,23 @@ export interface Options {
   compare: boolean;
   /** logpond's QUERY_TIMEOUT_MS; "" = its default (5 s). Raise it to see what a 503 read would have taken. */
   queryTimeoutMs: string;
+  /** `--sustain RATE SECONDS`: load at RATE events/s for SECONDS (events = their product; no run without the sealer). */
+  sustain?: { rate: number; seconds: number };
 }
 
 export function readOptions(): Options {
-  const events = Number(option("events", "2000000"));
+  const at = argv.indexOf("--sustain");
+  const sustain = at >= 0 ? { rate: Number(argv[at + 1]), seconds: Number(argv[at + 2]) } : undefined;
+  if (sustain && !(Number.isInteger(sustain.rate) && sustain.rate >= 1 && sustain.seconds >= 10))
+    throw new Error("--sustain takes RATE (events/s, a whole number ≥ 1) and SECONDS (≥ 10), e.g. --sustain 3000 600");
+  const events = sustain ? Math.round(sustain.rate * sustain.seconds) : Number(option("events", "2000000"));
   const split = option("sources-split", "90,9,1").split(",").map(Number);
   const senders = Number(option("senders", "8"));
   const batch = Number(option("batch", "1000"));
   const order = option("order", "time");
   const sealIntervalMs = Number(option("seal-interval-ms", "60000"));
-  if (!Number.isInteger(events) || events < 1000) throw new Error("--events must be a whole number ≥ 1000");
+  if (!Number.isInteger(events) || events < 1000)
+    throw new Error(`--events must be a whole number ≥ 1000${sustain ? " (with --sustain: RATE × SECONDS)" : ""}`);
   if (split.length < 1 || split.some((p) => !(p > 0))) throw new Error("--sources-split must be positive numbers, e.g. 90,9,1");
   if (!(senders >= 1) || !(batch >= 1)) throw new Error("--senders and --batch must be ≥ 1");
   if (order !== "time" && order !== "random") throw new Error("--order must be time or random");
@@ -49,8 +56,9 @@ export function readOptions(): Options {
     keepSources: argv.includes("--keep-sources"),
     order,
     sealIntervalMs,
-    compare: !argv.includes("--no-compare") && !process.env.DATABASE_URL,
+    compare: !argv.includes("--no-compare") && !process.env.DATABASE_URL && !sustain,
     queryTimeoutMs: option("query-timeout-ms", process.env.QUERY_TIMEOUT_MS ?? ""),
+    sustain,
   };
 }
 
