@@ -2,6 +2,7 @@
 // its statements sampled in pg_stat_activity), the hot tier's rows over time, and the sizes and
 // WAL the figures are made of. Reads only; never holds log_hot's lock for long (the sealer waits on it).
 import type postgres from "postgres";
+import { waitFor } from "../../test/helpers/wait";
 import { cpuSeconds } from "../lib";
 import type { Source } from "./service";
 
@@ -109,15 +110,20 @@ export const busySeconds = (samples: Sample[], from: number, to: number, what: "
  * a count holds its lock for seconds, and a sealer that cannot lock log_hot keeps emptied partitions.
  */
 export async function waitForSealed(apiUrl: string, n: number, sealIntervalMs: number): Promise<{ at: number; text: string }> {
-  const deadline = Date.now() + 2 * sealIntervalMs + 120_000 + n; // a tick, a pass, then ≥ 1,000 events/s
-  for (;;) {
-    const text = await metrics(apiUrl);
-    const at = performance.now();
-    if (counter(text, "logpond_sealer_events_sealed_total") + counter(text, "logpond_sealer_events_dropped_total") >= n) return { at, text };
-    if (Date.now() > deadline)
-      throw new Error(`sealing stalled: the sealer's counters show ${counter(text, "logpond_sealer_events_sealed_total")} of ${n} events sealed`);
-    await Bun.sleep(250);
-  }
+  let seen = 0;
+  const { text, at } = await waitFor(
+    `the sealer's counters to show all ${n} events sealed or dropped`,
+    async () => ({ text: await metrics(apiUrl), at: performance.now() }),
+    // A tick, a pass, then ≥ 1,000 events/s.
+    {
+      timeoutMs: 2 * sealIntervalMs + 120_000 + n,
+      intervalMs: 250,
+      until: ({ text }) => (seen = counter(text, "logpond_sealer_events_sealed_total") + counter(text, "logpond_sealer_events_dropped_total")) >= n,
+    },
+  ).catch(() => {
+    throw new Error(`sealing stalled: the sealer's counters show ${seen} of ${n} events sealed or dropped`);
+  });
+  return { at, text };
 }
 
 /**
@@ -136,12 +142,14 @@ export async function hotSealedPartitions(sql: postgres.Sql): Promise<number> {
  * lock was busy): performance.now() then, or undefined when they are still there after two ticks.
  */
 export async function waitForHotDropped(sql: postgres.Sql, sealIntervalMs: number): Promise<number | undefined> {
-  const deadline = Date.now() + 2 * sealIntervalMs + 60_000;
-  while ((await hotSealedPartitions(sql)) > 0) {
-    if (Date.now() > deadline) return undefined;
-    await Bun.sleep(500);
-  }
-  return performance.now();
+  return waitFor("the sealed hot partitions to be dropped", () => hotSealedPartitions(sql), {
+    timeoutMs: 2 * sealIntervalMs + 60_000,
+    intervalMs: 500,
+    until: (n) => n === 0,
+  }).then(
+    () => performance.now(),
+    () => undefined,
+  );
 }
 
 export async function databaseSize(sql: postgres.Sql): Promise<number> {

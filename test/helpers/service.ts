@@ -85,11 +85,12 @@ export async function spawnService(env: Record<string, string>, options: SpawnOp
   return { proc, apiUrl, ingestUrl, databaseUrl, dataDir, output: () => output, stop };
 }
 
-/** The banner's embedded PostgreSQL URL with the password from DATA_DIR/pg-password ("" when there is none). */
+/** The banner's embedded PostgreSQL URL with the password from DATA_DIR/pg-password ("" when either is missing). */
 function embeddedDatabaseUrl(output: string, dataDir: string | undefined): string {
   const redacted = /database\s+embedded PostgreSQL \S+ at (postgres:\/\/\S+)/.exec(output)?.[1];
-  if (!redacted || !dataDir) return "";
-  const password = readFileSync(path.join(dataDir, "pg-password"), "utf8").trim();
+  const passwordFile = dataDir && path.join(dataDir, "pg-password");
+  if (!redacted || !passwordFile || !existsSync(passwordFile)) return "";
+  const password = readFileSync(passwordFile, "utf8").trim();
   return redacted.replace(":***@", `:${encodeURIComponent(password)}@`);
 }
 
