@@ -48,7 +48,8 @@ export function timeline(samples: BacklogSample[], from: number, to: number, poi
   const within = samples.filter((s) => s.at >= from && s.at <= to);
   const step = Math.max(1, Math.round(within.length / points));
   const picked = within.filter((_, i) => i % step === 0 || i === within.length - 1);
-  return picked.map((s) => `${fmt((s.at - from) / 1000, 0)} s: ${fmt(s.rows)}`).join(", ");
+  const digits = to - from < 30_000 ? 1 : 0;
+  return picked.map((s) => `${fmt((s.at - from) / 1000, digits)} s: ${fmt(s.rows)}`).join(", ");
 }
 
 export interface Trend {
