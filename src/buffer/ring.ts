@@ -9,6 +9,7 @@
 // A chunk's rows must not be read after it is released: its slab may be written again.
 import type { Config } from "../config";
 import type { Registry } from "../metrics";
+import { ringMaxBytes } from "../memory/costs";
 
 /** Binary COPY tuples (codec/tuples.ts), off the JavaScript heap. */
 export type Rows = Uint8Array;
@@ -45,19 +46,6 @@ export interface RingLimits {
   maxBytes: number;
   /** An open chunk is sealed at this many events (the flusher's batch size); default: no cap. */
   chunkMaxEvents?: number;
-}
-
-/**
- * What a byte of COPY rows in the ring costs in memory: chunks of 20–180 KB freed in FIFO order
- * kept 1.16× their bytes resident (a 256 MiB ring cycled through 2 GiB of rows, full GC every
- * 5 MB: 297 MiB over idle). BUFFER_MAX_BYTES bounds that cost, so the ring holds rows up to
- * BUFFER_MAX_BYTES / 1.2; a request bigger than that is 413 (it could never fit).
- */
-export const RING_COST_FACTOR = 1.2;
-
-/** The bytes of rows a ring may hold for its memory to stay within `bufferMaxBytes` (BUFFER_MAX_BYTES). */
-export function ringMaxBytes(bufferMaxBytes: number): number {
-  return Math.floor(bufferMaxBytes / RING_COST_FACTOR);
 }
 
 /** The service's ring: BUFFER_MAX_EVENTS, BUFFER_MAX_BYTES at what rows cost, chunks of a batch at most. */

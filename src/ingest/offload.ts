@@ -1,4 +1,4 @@
-// Big bodies are decoded and encoded on a worker thread, so the event loop that answers every
+// Big bodies (BIG_BODY_BYTES, memory/costs.ts) are decoded and encoded on a worker thread, so the event loop that answers every
 // other client is never held by one request's JSON.parse or msgpackr pass.
 // Measured with test/reliability/hostile-load.test.ts: a 32 MiB body held the loop 300–670 ms
 // inline; normal traffic's p99 went over 200 ms (86–103 ms with the workers). WORKERS threads,
@@ -15,14 +15,8 @@ import type { PrepareLimits } from "./prepare";
 import type { Reception } from "../codec/reception";
 import { AppError } from "../errors";
 import type { Job, Outcome } from "./worker";
-import { SMALL_REQUEST_BYTES } from "../memory/gate";
 import { ThreadClient } from "../rpc";
 
-/**
- * Decompressed bodies from this size go to the worker; below it the hop costs more than it saves.
- * The memory gate's line between small and big requests (memory/gate.ts) is the same one.
- */
-export const OFFLOAD_FROM_BYTES = SMALL_REQUEST_BYTES;
 /**
  * One thread per core, so big bodies decode side by side as far as the machine allows (two on the
  * two-core machines logpond is measured on; past that, big bodies queue). At least one; at most

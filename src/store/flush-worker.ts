@@ -4,6 +4,7 @@
 // decides nothing.
 import { openFlushConnection, WriteError, type FlushConnection } from "./copy";
 import { serve } from "../rpc";
+import { THREAD_GC_EVERY_BYTES } from "../memory/costs";
 
 export type Call =
   | { stream: number; method: "open"; url: string; deadlineMs: number }
@@ -25,13 +26,12 @@ const connections = new Map<number, FlushConnection>();
 /**
  * postgres.js copies every COPY write into a message of its own: this thread's garbage is about the
  * bytes it writes, and nothing paced its collector (the main thread's pacer sees only its own heap).
- * A full collection of this small heap every COLLECT_EVERY_BYTES written keeps it from piling up.
+ * A full collection of this small heap every THREAD_GC_EVERY_BYTES written keeps it from piling up.
  */
-const COLLECT_EVERY_BYTES = 32 * 1024 * 1024;
 let written = 0;
 function collectAfter(rows: (Uint8Array | string)[]): void {
   for (const part of rows) written += part.length;
-  if (written < COLLECT_EVERY_BYTES) return;
+  if (written < THREAD_GC_EVERY_BYTES) return;
   written = 0;
   Bun.gc(true);
 }
