@@ -11,11 +11,12 @@ export type Call =
   | { stream: number; method: "reserveIds"; count: number }
   | { stream: number; method: "write"; batchId: string; rows: (Uint8Array | string)[]; firstId?: number; lastId?: number }
   | { stream: number; method: "committed"; batchId: string }
-  | { stream: number; method: "deadLetter"; batchId: string; tuple: Uint8Array; refusal: WireError }
+  | { stream: number; method: "deadLetter"; batchId: string; tuple: Uint8Array; refusal: WriteErrorMessage }
   | { stream: number; method: "forgetBatches"; olderThanHours: number }
   | { stream: number; method: "close" };
 
-export interface WireError {
+/** A WriteError as it crosses between the threads (a structured clone keeps no class). */
+export interface WriteErrorMessage {
   kind: WriteError["kind"];
   message: string;
   sqlstate: string;
@@ -36,7 +37,7 @@ function collectAfter(rows: (Uint8Array | string)[]): void {
   Bun.gc(true);
 }
 
-serve<Call, unknown, WireError>(run, {
+serve<Call, unknown, WriteErrorMessage>(run, {
   wire(caught) {
     const error = caught instanceof WriteError ? caught : new WriteError("failed", (caught as Error)?.message ?? String(caught));
     return { kind: error.kind, message: error.message, sqlstate: error.sqlstate };
