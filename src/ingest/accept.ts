@@ -1,8 +1,8 @@
-// The ingestion path for one request, hop by hop: authenticate → admission gate → body (capped,
-// decompressed) → the memory gate (memory/gate.ts: bytes charged, and for a big body a decode
-// lane) → prepare (bounds, decode, encode: all or nothing; on a worker thread for big bodies) →
-// ring buffer, for every protocol of the ingest listener (`/`, OTLP,
-// Loki: see Protocol). A refusal is an AppError value, counted here; `/` renders it (errors.ts) with
+// The ingestion path for one request, hop by hop: authenticate → stopping, buffer, rate limit →
+// body (capped, decompressed), its memory charged at each step by the request's Admission
+// (memory/admission.ts: bytes, and for a big body a decode lane) → prepare (bounds, decode,
+// encode: all or nothing; on a worker thread for big bodies) → ring buffer, for every protocol of
+// the ingest listener (`/`, OTLP, Loki: see Protocol). A refusal is an AppError value, counted here; `/` renders it (errors.ts) with
 // CORS's Allow-Origin on every answer, the other protocols in their routes (otlp.ts, loki.ts).
 // 202 means: in the ring (buffered mode) or committed to PostgreSQL (durable mode).
 import type { Chunk, Ring } from "../buffer/ring";
@@ -97,7 +97,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
 }
 
 /**
- * One async frame per request (the in-flight charge is a local released in `finally`, no closures):
+ * One async frame per request (its memory is one Admission, released in `finally`; no closures):
  * every hop before and after the body is synchronous, so a request awaits only its body, big
  * inflations, the decode worker, and (durable mode) its commit. Counted and timed in the metrics
  * here, once, under the protocol's name (`metrics.ingestRequest`'s tally); each protocol's route

@@ -3,7 +3,7 @@
 // (JSON text holds none raw), a JSON array at a comma between two of its elements. Reads bytes
 // only and allocates nothing per value. A body it cannot follow (not an array, a bracket closing
 // the array early, a string never closed, anything after the array) gets no cuts: it is decoded
-// whole, as before. Whether each slice is JSON is JSON.parse's to say. A MessagePack array is cut by
+// whole. Whether each slice is JSON is JSON.parse's to say. A MessagePack array is cut by
 // the byte walk that bounds it (codec/bounds.ts, msgpackArrayCuts).
 import { CLOSE, CLOSE_ARRAY, COMMA_BYTE, endOfString, isBlank, JSON_BYTE, NEWLINE, OPEN, OPEN_ARRAY, QUOTE_BYTE, SCALAR } from "../codec/jsonbytes";
 
