@@ -64,10 +64,9 @@ export function openRing(config: Config, metrics: Registry): Ring {
  */
 const COALESCE_MAX_BYTES = 4 * 1024;
 /**
- * Slabs: fresh memory costs ~11 µs a page on first touch here (0.35 GB/s written, 17–23 GB/s into
- * a slab written before; /tmp micro-benchmark on the bench box), and a buffer per chunk paid it for
- * every row (1000-event @logtail/node bodies under wrk -c64: the ring's copy 14% of the main
- * thread's samples, the flush thread's copy as much again). Rows over SLAB_OWN_FROM_BYTES get a
+ * Slabs: fresh memory costs ~11 µs a page on first touch, 50× memory written before
+ * (docs/memory.md), and a buffer per chunk would pay it for every row (1000-event @logtail/node
+ * bodies: the ring's copy 14% of the main thread's samples, the flush thread's copy as much again). Rows over SLAB_OWN_FROM_BYTES get a
  * buffer of their own. Free slabs are kept for reuse; each SHED_EVERY_MS, the free ones not needed
  * in that time are let go, down to SLABS_KEPT.
  */
