@@ -55,12 +55,13 @@ export async function spawnService(env: Record<string, string>, options: SpawnOp
       if (output.length > 2 * outputChars) output = output.slice(-outputChars);
     }
   };
-  void collect(proc.stdout as ReadableStream<Uint8Array>);
-  void collect(proc.stderr as ReadableStream<Uint8Array>);
+  const collected = Promise.all([collect(proc.stdout as ReadableStream<Uint8Array>), collect(proc.stderr as ReadableStream<Uint8Array>)]);
   const banner = () => /^ {2}acknowledgement /m.test(output);
   const started = await waitFor("logpond's banner", () => proc.exitCode !== null || banner(), { timeoutMs: startTimeoutMs }).then(banner, () => false);
   if (!started) {
     proc.kill("SIGKILL");
+    // The output to its end (a launcher's child may hold the pipes open: then what came within a second).
+    await Promise.race([collected, Bun.sleep(1000)]);
     throw new Error(`logpond did not start (${proc.exitCode === null ? `no banner within ${startTimeoutMs} ms` : `exit ${proc.exitCode}`}):\n${output}`);
   }
   const apiUrl = /management API\s+(http\S+)\/api\/v1\/sources/.exec(output)![1]!;
