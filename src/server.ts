@@ -14,6 +14,7 @@ import { assertPortsFree } from "./http/ports";
 import { retentionGraceMs } from "./codec/reception";
 import { DecodeWorker } from "./ingest/offload";
 import { RateLimiter } from "./ingest/ratelimit";
+import { ingestSeries } from "./ingest/series";
 import { listenerUrl, listenIngest, listenManagement, publicIngestHost } from "./listeners";
 import { startMemory } from "./memory/budget";
 import { Metrics } from "./metrics";
@@ -28,6 +29,7 @@ import { stopAll } from "./stop";
 import { within } from "./timers";
 import { startTail, type TailHub } from "./tail/hub";
 import { openTokens } from "./tokens/service";
+import { type UncaughtKind, uncaughtSeries } from "./uncaught";
 import { webRoutes } from "./web/routes";
 
 export { ingestApp, managementApp, publicIngestHost } from "./listeners";
@@ -40,6 +42,8 @@ export interface Logpond {
   readonly flusher: Flusher;
   readonly ring: Ring;
   readonly metrics: Metrics;
+  /** logpond_uncaught_errors_total, counted by the handlers main.ts installs (uncaught.ts). */
+  readonly uncaughtErrors: { inc(kind: UncaughtKind): void };
   readonly tail: TailHub;
   /** Retention sweeps: at start, every RETENTION_SWEEP_INTERVAL_MS, and after a deletion. */
   readonly retention: Retention;
@@ -71,6 +75,7 @@ export async function startLogpond(config: Config, log: (line: string) => void):
 
 async function startOn(store: Store, config: Config, log: (line: string) => void): Promise<Logpond> {
   const metrics = new Metrics();
+  const uncaughtErrors = uncaughtSeries(metrics);
   const sources = await openSourceCache(store, metrics, log);
   await ensurePartitionsAhead(store.sql, log);
   const ring = openRing(config, metrics);
@@ -104,7 +109,8 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   let accepting = true;
   const ingest = listenIngest(config, {
     cache: sources.cache,
-    ...{ ring, flusher, metrics, store, log, decodeWorker, gate: memory.gate, gcPacer: memory.gcPacer },
+    metrics: ingestSeries(metrics, (id) => sources.cache.has(id)), // a deleted source's series go at the next scrape
+    ...{ ring, flusher, store, log, decodeWorker, gate: memory.gate, gcPacer: memory.gcPacer },
     limits: {
       maxBodyBytes: config.ingestMaxBodyBytes,
       maxDecompressedBytes: config.ingestMaxDecompressedBytes,
@@ -142,8 +148,7 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
     tokens: tokens.service,
   });
 
-  const spilled: Spilled = { events: 0 };
-  const buffer = drainOnStop(config, flusher, spilled, metrics, log);
+  const buffer = drainOnStop(config, { flusher, log });
   // In the order each needs the ones before it; stop.ts stops them in reverse (the ingest listener
   // first, storage last), each within its own share of SHUTDOWN_TIMEOUT_MS.
   const services: Service[] = [
@@ -177,7 +182,7 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
     },
   ];
   return {
-    ...{ apiToken, store, flusher, ring, metrics, tail, retention, sealer, spilled },
+    ...{ apiToken, store, flusher, ring, metrics, uncaughtErrors, tail, retention, sealer, spilled: buffer.spilled },
     apiUrl: listenerUrl(config.apiHost, management.server!.port),
     ingestUrl: listenerUrl(config.ingestHost, ingest.server!.port),
     stop: () => stopAll(services, config.shutdownTimeoutMs).then(() => buffer.drained),

@@ -40,10 +40,10 @@
 // write (the batch is known unstored there), and its events are never written after that.
 // Never drops a chunk it was given otherwise; never holds more than one batch per stream.
 import type { Config } from "../config";
-import type { Metrics } from "../metrics";
+import type { Registry } from "../metrics";
 import { openFlushStreams } from "../store/flush-thread";
 import { realClock, within, type Clock } from "../timers";
-import { BatchWriter, eventsOf, heldOf, newJob, type CommittedBatch, type HeldBatch, type Job, type Stream } from "./batch";
+import { BatchWriter, eventsOf, flushSeries, type FlushSeries, heldOf, newJob, type CommittedBatch, type HeldBatch, type Job, type Stream } from "./batch";
 import type { Ring } from "./ring";
 
 export type { Batch, CommittedBatch, HeldBatch, Stream } from "./batch";
@@ -53,7 +53,8 @@ export interface FlusherOptions {
   maxEvents: number;
   /** Durable mode: a stream that is free writes at once (group commit), the interval is a backstop. */
   eager: boolean;
-  metrics: Metrics;
+  /** Where its series are declared (batch.ts's flushSeries). */
+  metrics: Registry;
   log: (line: string) => void;
   /** Backoffs and the drain's deadline run on it; a test drives its own. */
   clock?: Clock;
@@ -71,7 +72,7 @@ interface Waiter {
 }
 
 /** The service's flusher: FLUSH_STREAMS streams on the flush thread, started; its gauge registered. */
-export function startFlusher(config: Config, url: string, ring: Ring, metrics: Metrics, log: (line: string) => void): Flusher {
+export function startFlusher(config: Config, url: string, ring: Ring, metrics: Registry, log: (line: string) => void): Flusher {
   const streams = openFlushStreams(url, config.flushTimeoutMs, config.flushStreams);
   const flusher = new Flusher(ring, streams, {
     intervalMs: config.flushIntervalMs,
@@ -102,6 +103,8 @@ export class Flusher {
   /** Each job's run, until it ends (released or halted). */
   private readonly running = new Set<Promise<void>>();
   private readonly writer: BatchWriter;
+  /** Its /metrics series. */
+  readonly series: FlushSeries;
 
   constructor(
     private readonly ring: Ring,
@@ -111,9 +114,10 @@ export class Flusher {
     this.idle = [...streams];
     this.clock = options.clock ?? realClock;
     this.lastForget = this.clock.now();
+    this.series = flushSeries(options.metrics);
     this.writer = new BatchWriter({
       ring,
-      metrics: options.metrics,
+      metrics: this.series,
       log: options.log,
       clock: this.clock,
       random: options.random ?? Math.random,
@@ -242,7 +246,11 @@ export class Flusher {
     // Nothing held any more (durable requests that gave up): no try is left to fail or succeed,
     // and the next batch's first try tells anew.
     if (this.holding.size === 0) this.writer.failingSince = undefined;
-    if (batch.chunks.length > 0) this.options.metrics.flushed(job.reason, eventsOf(batch), (this.clock.now() - job.started) / 1000);
+    if (batch.chunks.length > 0) {
+      this.series.flushes.inc(job.reason);
+      this.series.events.inc(eventsOf(batch));
+      this.series.duration.observe((this.clock.now() - job.started) / 1000);
+    }
     this.ring.release(batch.chunks);
     for (const chunk of batch.chunks) chunk.settle?.();
     this.inFlight.delete(job.firstSeq);

@@ -15,7 +15,7 @@
 import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import * as path from "node:path";
 import type { Config } from "../config";
-import type { Metrics } from "../metrics";
+import type { Counter } from "../metrics";
 import { type Service, timeLeft } from "../service";
 import { openFlushConnection, type IdRange } from "../store/copy";
 import { fromText, tupleCount } from "../codec/tuples";
@@ -183,21 +183,20 @@ const SPILL_RESERVE_MS = 2_000;
  */
 export function drainOnStop(
   config: Config,
-  flusher: Flusher,
-  spilled: Spilled,
-  metrics: Metrics,
-  log: (line: string) => void,
-): Service & { readonly drained: boolean } {
+  { flusher, log }: { flusher: Flusher; log: (line: string) => void },
+): Service & { readonly drained: boolean; readonly spilled: Spilled } {
   let drained = false;
+  const spilled: Spilled = { events: 0 };
   return {
     name: "buffer",
+    spilled,
     async stop(deadline) {
       drained = await flusher.drain(Math.max(0, timeLeft(deadline) - Math.min(SPILL_RESERVE_MS, config.shutdownTimeoutMs / 4)));
       if (drained) return;
       const held = flusher.handOver();
       // Nothing held after all (the last batches committed as the deadline came): a clean stop.
       if (held.length === 0) drained = true;
-      else spillHeld(config.dataDir, held, spilled, metrics, log);
+      else spillHeld(config.dataDir, held, spilled, flusher.series.lost, log);
     },
     get drained() {
       return drained;
@@ -209,14 +208,14 @@ export function drainOnStop(
  * At stop, once the drain missed its deadline: what the flusher handed over goes to a spill file
  * (written at the next start), or, if that fails, is counted lost. Fills in `spilled`.
  */
-function spillHeld(dataDir: string, held: readonly HeldBatch[], spilled: Spilled, metrics: Metrics, log: (line: string) => void): void {
+function spillHeld(dataDir: string, held: readonly HeldBatch[], spilled: Spilled, lost: Counter, log: (line: string) => void): void {
   const events = held.reduce((sum, batch) => sum + batch.events, 0);
   try {
     spilled.file = writeSpill(dataDir, held);
     spilled.events = events;
     log(`shutdown: PostgreSQL did not take ${events} buffered events before SHUTDOWN_TIMEOUT_MS; spilled to ${spilled.file}, written at the next start`);
   } catch (error) {
-    metrics.eventsLost += events;
+    lost.inc(events); // logpond_events_lost_total, declared with the flush's series (batch.ts)
     log(`shutdown: LOST ${events} buffered events: PostgreSQL did not take them and the spill file failed (${(error as Error).message})`);
   }
 }

@@ -31,7 +31,7 @@ export interface SourceRow {
 
 /**
  * The service's cache: every source loaded, other instances' changes followed (`unlisten` at stop),
- * its gauge registered and the metrics' per-source series kept to the sources that exist.
+ * its gauge registered.
  */
 export async function openSourceCache(
   store: { sql: Sql; db: Db },
@@ -42,7 +42,6 @@ export async function openSourceCache(
   await cache.loadAll(store.db);
   const following = await cache.follow(store.sql, store.db, log);
   metrics.gauge("logpond_sources", "Sources known to ingestion.", () => cache.size);
-  metrics.sourcesFrom((id) => cache.has(id));
   return { cache, unlisten: () => following.unlisten() };
 }
 

@@ -116,8 +116,8 @@ describe("a COPY that hangs", () => {
     // While locked, the COPY is cut off at its deadline and retried, again and again: wait for two
     // cut-offs (the 20 s only ends a wait that would hang; how soon is not asserted).
     const cutOffs = Date.now() + 20_000;
-    while (lp.metrics.flushErrors < 2 && Date.now() < cutOffs) await Bun.sleep(50);
-    expect(lp.metrics.flushErrors).toBeGreaterThanOrEqual(2);
+    while (lp.metrics.value("logpond_flush_errors_total") < 2 && Date.now() < cutOffs) await Bun.sleep(50);
+    expect(lp.metrics.value("logpond_flush_errors_total")).toBeGreaterThanOrEqual(2);
     expect(lp.logs.join("\n")).toContain("FLUSH_TIMEOUT_MS");
     await unlock();
     unlock = undefined;
@@ -177,7 +177,7 @@ describe("INGEST_ACK=durable", () => {
     expect((await lp.ingest(source.token, json({ after: true }))).status).toBe(202);
     await lp.flusher.flush();
     expect((await lp.stored(source.id)).map((row) => row.raw)).toEqual([{ after: true }]);
-    expect(lp.metrics.durableTimeouts).toBe(5);
+    expect(lp.metrics.value("logpond_durable_timeouts_total")).toBe(5);
   });
 });
 
