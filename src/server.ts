@@ -153,10 +153,10 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
   // first, storage last), each within its own share of SHUTDOWN_TIMEOUT_MS.
   const services: Service[] = [
     // A frozen PostgreSQL must not hold the stop past its deadline: an embedded one left running
-    // is stopped by the next start. Closing storage ends its supervisor before it stops PostgreSQL,
-    // so nothing is started after that; until then the supervisor restarts a postmaster that died
-    // while the buffer drains (the drain needs it).
+    // is stopped by the next start.
     { name: "storage", stop: (deadline) => within(store.close(), Math.max(1_000, timeLeft(deadline))).then(() => {}) },
+    // Ends before storage stops its postmaster; has no halt(): a postmaster that dies while the buffer drains is started again.
+    ...(store.supervisor ? [store.supervisor] : []),
     { name: "flush connections", stop: () => flusher.close(1_000) },
     // Both caches' listeners (sources, token revocations) stop together.
     closing("notifications", () => Promise.all([sources.unlisten(), tokens.unlisten()]).catch(() => {}), 1_000),

@@ -82,8 +82,10 @@ export async function openStore(config: Config, log: (line: string) => void): Pr
     },
     async close() {
       await sql.end({ timeout: 5 }).catch(() => {});
-      // The supervisor first: a postmaster stopped here must not be started again.
-      await (supervisor ? supervisor.stop() : embedded?.stop());
+      // The supervisor first (at once if the stop's list stopped it already): a postmaster stopped
+      // here must not be started again.
+      await supervisor?.stop();
+      await embedded?.stop();
     },
   };
 }
