@@ -41,6 +41,7 @@
 // Never drops a chunk it was given otherwise; never holds more than one batch per stream.
 import type { Config } from "../config";
 import type { Registry } from "../metrics";
+import type { Service } from "../service";
 import { openFlushStreams } from "../store/flush-thread";
 import { realClock, within, type Clock } from "../timers";
 import { BatchWriter, eventsOf, flushSeries, type FlushSeries, heldOf, newJob, type CommittedBatch, type HeldBatch, type Job, type Stream } from "./batch";
@@ -71,8 +72,15 @@ interface Waiter {
   resolve: () => void;
 }
 
-/** The service's flusher: FLUSH_STREAMS streams on the flush thread, started; its gauge registered. */
-export function startFlusher(config: Config, url: string, ring: Ring, metrics: Registry, log: (line: string) => void): Flusher {
+/**
+ * The service's flusher: FLUSH_STREAMS streams on the flush thread, started; its gauges registered.
+ * As a service it closes the streams' connections (1 s at most; the drain is the buffer's, spill.ts)
+ * and tells /ready when flushes have failed for longer than INGEST_REFUSE_AFTER_FLUSH_FAILING_MS.
+ */
+export function startFlusher(
+  config: Config,
+  { url, ring, metrics, log }: { url: string; ring: Ring; metrics: Registry; log: (line: string) => void },
+): Flusher & Service & { storageDown(): boolean } {
   const streams = openFlushStreams(url, config.flushTimeoutMs, config.flushStreams);
   const flusher = new Flusher(ring, streams, {
     intervalMs: config.flushIntervalMs,
@@ -84,7 +92,15 @@ export function startFlusher(config: Config, url: string, ring: Ring, metrics: R
   metrics.gauge("logpond_flush_streams_busy", "COPY streams writing now.", () => flusher.streamsBusy);
   metrics.gauge("logpond_flush_failing_seconds", "How long flushes have been failing (0 while they succeed).", () => flusher.failingMs() / 1000);
   flusher.start();
-  return flusher;
+  // Past this much failing, nothing more is acknowledged from memory (503) until a flush succeeds.
+  const storageDown = () => flusher.failingMs() > config.ingestRefuseAfterFlushFailingMs;
+  return Object.assign(flusher, {
+    name: "flush connections",
+    stop: () => flusher.close(1_000),
+    storageDown,
+    ready: async () =>
+      storageDown() ? `Storage is failing: no flush has succeeded for ${(flusher.failingMs() / 1000).toFixed(1)} s; ingestion answers 503` : undefined,
+  });
 }
 
 export class Flusher {

@@ -189,7 +189,8 @@ function documentedFamilies(): Set<string> {
   const reference = text.slice(0, text.indexOf("## Alerts to start from"));
   const names = [...reference.matchAll(/`((?:logpond|process)_[a-z_]+)/g)].map((m) => m[1]!.replace(/_(sum|count|bucket)$/, ""));
   // "process_cpu_seconds_total (and `_user_`/`_system_`)": the two it names by their middle.
-  if (reference.includes("`process_cpu_seconds_total` (and `_user_`/`_system_`)")) names.push("process_cpu_user_seconds_total", "process_cpu_system_seconds_total");
+  if (reference.includes("`process_cpu_seconds_total` (and `_user_`/`_system_`)"))
+    names.push("process_cpu_user_seconds_total", "process_cpu_system_seconds_total");
   return new Set(names);
 }
 
