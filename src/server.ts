@@ -6,8 +6,7 @@
 import type { Flusher } from "./buffer/flusher";
 import { startFlusher } from "./buffer/flusher";
 import { openRing, type Ring } from "./buffer/ring";
-import { keepSpillReserve } from "./buffer/reserve";
-import { drainOnStop, replayInto, spillFolder, type Spilled } from "./buffer/spill";
+import { type Spilled, startBuffer } from "./buffer/spill";
 import type { Config } from "./config";
 import type { ApiToken } from "./http/apitoken";
 import { assertPortsFree } from "./http/ports";
@@ -20,7 +19,6 @@ import { background, readiness, type Service } from "./service";
 import { startSources } from "./sources/cache";
 import { openStore, type Store } from "./store/db";
 import { type Sealer, startSealer } from "./store/sealer";
-import { supervisorSeries } from "./store/supervisor";
 import { stopAll } from "./stop";
 import { startTail, type TailHub } from "./tail/hub";
 import { startTokens } from "./tokens/service";
@@ -57,9 +55,10 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     API_PORT: { host: config.apiHost, variable: config.apiHost === config.host ? "HOST" : "API_HOST", port: config.apiPort },
     INGEST_PORT: { host: config.ingestHost, variable: config.ingestHost === config.host ? "HOST" : "INGEST_HOST", port: config.ingestPort },
   });
-  const store = await openStore(config, log);
+  const metrics = new Metrics();
+  const store = await openStore(config, { metrics, log });
   try {
-    return await startOn(store, config, log);
+    return await startOn(store, config, metrics, log);
   } catch (error) {
     // The embedded PostgreSQL runs in a process group of its own: a failed start must stop it.
     await store.close();
@@ -67,23 +66,20 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   }
 }
 
-async function startOn(store: Store, config: Config, log: (line: string) => void): Promise<Logpond> {
-  const metrics = new Metrics();
+async function startOn(store: Store, config: Config, metrics: Metrics, log: (line: string) => void): Promise<Logpond> {
   const uncaughtErrors = uncaughtSeries(metrics);
   const supervisor = store.supervisor;
-  if (supervisor) supervisorSeries(supervisor, metrics);
   const sources = await startSources(config, { store, metrics, log });
   await ensurePartitionsAhead(store.sql, log);
   const ring = openRing(config, metrics);
   const flusher = startFlusher(config, { url: store.url, ring, metrics, log });
-  await replayInto(config, store.url, ring, flusher, log); // what an earlier stop spilled, before ingestion opens
-  keepSpillReserve(config, spillFolder(config.dataDir), metrics, log); // room for the next one, even on a full disk
+  const buffer = await startBuffer(config, { url: store.url, ring, flusher, metrics, log }); // spills replayed, before ingestion opens
   supervisor?.onRestart(() => flusher.retryNow());
   const retention = startRetention(config, { sql: store.sql, flush: () => flusher.flush(), metrics, log });
   const tail = await startTail(config, { sql: store.sql, flusher, metrics, log });
   const tokens = await startTokens(config, { store, tail, log });
   const decodeWorker = startDecodeWorker(config);
-  const memory = startMemory(config, ring, flusher, metrics, decodeWorker.width);
+  const memory = startMemory(config, { ring, flusher, metrics, lanes: decodeWorker.width });
   const sealer = startSealer(config, {
     sql: store.sql,
     log,
@@ -92,7 +88,6 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
     settled: () => flusher.settled(),
     hold: (bytes) => memory.hold(bytes),
   });
-  const buffer = drainOnStop(config, { flusher, log });
   // /ready: the first reason a service gives, in the list's order (storage's, then the flusher's);
   // while the listeners start, before the list is whole, those two are asked.
   let services: Service[] = [store, flusher];

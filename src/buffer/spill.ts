@@ -15,13 +15,13 @@
 import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import * as path from "node:path";
 import type { Config } from "../config";
-import type { Counter } from "../metrics";
+import type { Counter, Registry } from "../metrics";
 import { type Service, timeLeft } from "../service";
 import { openFlushConnection, type IdRange } from "../store/copy";
 import { fromText, tupleCount } from "../codec/tuples";
 import type { HeldBatch } from "./batch";
 import type { Flusher } from "./flusher";
-import { takeReserve } from "./reserve";
+import { keepSpillReserve, takeReserve } from "./reserve";
 import type { Ring, Rows } from "./ring";
 
 export interface SpillEntry {
@@ -143,6 +143,20 @@ export async function replaySpills(
     );
   }
   return replayed;
+}
+
+/**
+ * The buffer's part of a start and a stop. At start, before ingestion opens: what an earlier stop
+ * spilled is replayed (replayInto), then the spill reserve is kept for the next one, even on a full
+ * disk (reserve.ts). At stop: drained into PostgreSQL, or spilled (drainOnStop).
+ */
+export async function startBuffer(
+  config: Config,
+  { url, ring, flusher, metrics, log }: { url: string; ring: Ring; flusher: Flusher; metrics: Registry; log: (line: string) => void },
+): Promise<Service & { readonly drained: boolean; readonly spilled: Spilled }> {
+  await replayInto(config, url, ring, flusher, log);
+  keepSpillReserve(config, spillFolder(config.dataDir), metrics, log);
+  return drainOnStop(config, { flusher, log });
 }
 
 /**

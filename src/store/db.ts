@@ -7,10 +7,11 @@ import { migrate } from "drizzle-orm/postgres-js/migrator";
 import * as path from "node:path";
 import postgres from "postgres";
 import type { Config } from "../config";
+import type { Registry } from "../metrics";
 import { type Service, timeLeft } from "../service";
 import { reconnectSeconds, timeout, within } from "../timers";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded";
-import { superviseEmbedded, type Supervisor } from "./supervisor";
+import { superviseEmbedded, type Supervisor, supervisorSeries } from "./supervisor";
 import * as schema from "./schema";
 
 export type Sql = postgres.Sql;
@@ -37,7 +38,8 @@ const MIGRATIONS_DIR = path.join(import.meta.dir, "..", "..", "drizzle");
 const MIGRATION_LOCK = 73_615_401; // any constant, the same in every instance
 const PING_TIMEOUT_MS = 2_000;
 
-export async function openStore(config: Config, log: (line: string) => void): Promise<Store> {
+/** Storage, opened and migrated; the embedded PostgreSQL's supervisor started and its series declared. */
+export async function openStore(config: Config, { metrics, log }: { metrics: Registry; log: (line: string) => void }): Promise<Store> {
   let embedded: EmbeddedPostgres | undefined;
   let url = config.databaseUrl;
   if (url === undefined) {
@@ -51,6 +53,7 @@ export async function openStore(config: Config, log: (line: string) => void): Pr
     throw new Error(`could not prepare the database (${redact(url)}): ${(error as Error).message}`);
   }
   const supervisor = embedded ? superviseEmbedded(embedded, log) : undefined;
+  if (supervisor) supervisorSeries(supervisor, metrics);
 
   const options = { onnotice: () => {}, connection: { application_name: "logpond" }, backoff: reconnectSeconds };
   const sql = postgres(url, { ...options, max: 8 });

@@ -196,7 +196,7 @@ function documentedFamilies(): Set<string> {
 
 test("a scrape's families are exactly those docs/metrics.md names (the embedded PostgreSQL's added: the tests run on DATABASE_URL)", async () => {
   const scraped = new Set((await scrape()).keys());
-  // Only without DATABASE_URL: the supervisor's series, declared here as startLogpond declares them.
+  // Only without DATABASE_URL: the supervisor's series, declared here as openStore (store/db.ts) declares them.
   const embedded = new Metrics();
   supervisorSeries({ up: true, restarts: 0 } as Supervisor, embedded);
   for (const name of parseExposition(embedded.render()).keys()) if (!name.startsWith("process_")) scraped.add(name);
