@@ -18,7 +18,7 @@ const PAYLOADS: PayloadName[] = ["json-1", "json-100"];
 /** The ingest path of the tree at `root`: its own modules, its own Metrics. */
 async function ingestPath(root: string) {
   const load = (module: string) => import(path.join(root, "src", module));
-  // Modules that moved: the first that the tree at `root` has (memory/ since issue 22).
+  // Modules that moved: the first that the tree at `root` has (src/memory/ in today's tree).
   const loadFirst = async (...modules: string[]) => {
     for (const module of modules) if (existsSync(path.join(root, "src", `${module}.ts`))) return load(module);
     throw new Error(`none of ${modules.join(", ")} in ${root}`);

@@ -1,5 +1,5 @@
-// What decoding a body would cost, measured before a single object is built (CONTRACT
-// §3.1). One pass over the bytes counts events and values (every map, array and element), checks
+// What decoding a body would cost, measured before a single object is built (docs/api.md,
+// "Limits"). One pass over the bytes counts events and values (every map, array and element), checks
 // nesting and the size of MessagePack BigInts; past a bound the request is refused here, so a
 // 19 KB body of 20 million empty maps never becomes 20 million objects. Values back to back
 // (Fluent Bit, Fluentd, json_stream) count one event each. Reads bytes only: never decodes

@@ -31,7 +31,7 @@ export interface IngestDeps {
   /** Ingestion's /metrics series (series.ts). */
   metrics: IngestSeries;
   limits: BodyLimits & PrepareLimits;
-  /** Memory of requests being read and decoded, process-wide, and the decode lanes (CONTRACT §3.1). */
+  /** Memory of requests being read and decoded, process-wide, and the decode lanes (docs/memory.md). */
   gate: Gate;
   /** Decodes big bodies off the event loop. */
   decodeWorker: DecodeWorker;

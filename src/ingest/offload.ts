@@ -1,5 +1,5 @@
 // Big bodies are decoded and encoded on a worker thread, so the event loop that answers every
-// other client is never held by one request's JSON.parse or msgpackr pass (CONTRACT §3.1).
+// other client is never held by one request's JSON.parse or msgpackr pass.
 // Measured with test/reliability/hostile-load.test.ts: a 32 MiB body held the loop 300–670 ms
 // inline; normal traffic's p99 went over 200 ms (86–103 ms with the workers). WORKERS threads,
 // started when the first big body is announced (a Content-Length, a gzip trailer's size), so

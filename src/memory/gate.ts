@@ -1,4 +1,4 @@
-// The admission gate for memory (CONTRACT §3.1): the one place that says whether a request may
+// The admission gate for memory (docs/memory.md, "Why a request gets a 503"): the one place that says whether a request may
 // go on, and if not, why. It decides from counts alone (bytes charged, requests, decode lanes, and
 // the room the caller's budget gives, memory/budget.ts: the ring's own counts), never from a
 // reading of the heap or the RSS, so the same calls always get the same answers.
@@ -11,7 +11,7 @@
 //   `laneWaitMs`, then are refused (VictoriaMetrics' write-concurrency limiter).
 // - Small requests (under SMALL_REQUEST_BYTES) keep a share of the budget big ones cannot take
 //   (SMALL_RESERVE_BYTES, at most a quarter): a few big uploads do not turn every client's small
-//   batch away (a stranger's trial and the hostile-load suite: 13–47 small batches refused).
+//   batch away (test/reliability/hostile-load.test.ts).
 // - One exemption: an empty gate admits one request whatever it costs (Vector's limited queue), so
 //   a request bigger than the budget, or one that comes while the ring is full, is never refused
 //   forever. Nothing else is exempt.
@@ -41,9 +41,7 @@ export const SMALL_RESERVE_BYTES = 32 * 1024 * 1024;
  * A big (decode-thread) MessagePack body decoded whole (not one array of maps, so not in slices:
  * Fluent Bit's entries, values back to back; one that looks like an array of maps and is decoded
  * whole after all is charged as sliced, docs/known-gaps.md): its objects outweigh its bytes more
- * than JSON's do.
- * A helper's mix of 5–30 MB MessagePack arrays from 6 clients, decoded whole (docs/memory.md),
- * peaked at 728 MiB charged COST_FACTOR, 516 charged this; 429 decoded in slices.
+ * than JSON's do: charged COST_FACTOR, 5–30 MB MessagePack bodies pass the aim (docs/memory.md).
  */
 export const PACKED_COST_FACTOR = 8;
 
