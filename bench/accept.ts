@@ -35,7 +35,7 @@ async function ingestPath(root: string) {
   // Ingestion's series moved out of Metrics into ingest/series.ts.
   const metrics = existsSync(path.join(root, "src", "ingest", "series.ts")) ? (await load("ingest/series")).ingestSeries(new Metrics()) : new Metrics();
   const cache = new SourceCache();
-  for (let id = 1; id <= SOURCES; id++) cache.put({ id, token: `token-${id}`, ingestingPaused: false });
+  for (let id = 1; id <= SOURCES; id++) cache.put({ id, token: `token-${id}`, ingestingPaused: false, logsRetention: 30 });
   const ring = new Ring({ maxEvents: 1_000_000, maxBytes: 256 << 20 });
   const deps = {
     cache,
@@ -58,6 +58,7 @@ async function ingestPath(root: string) {
     durableTimeoutMs: 10_000,
     rateLimiter: new RateLimiter(0),
     accepting: () => true,
+    eventTimes: { maxFutureMs: 86_400_000, retentionGraceMs: 3_600_000 },
   };
   let n = 0;
   /** Requests for `ms`; µs of wall and of CPU per request. */
