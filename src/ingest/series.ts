@@ -91,7 +91,7 @@ export class IngestSeries {
   ) {
     const perSource = (name: string, help: string, value: (series: SourceSeries) => number) =>
       metrics.family(name, "counter", help, (sample) => {
-        if (name === "logpond_ingest_requests_accepted_total") this.forgetDeleted(); // once per scrape, before the first family
+        this.forgetDeleted();
         for (const protocol of PROTOCOLS) for (const series of this.sources[protocol].values()) if (series.requests > 0) sample(series.labels, value(series));
       });
     perSource("logpond_ingest_requests_accepted_total", "Ingestion requests answered with success, by protocol and source.", (s) => s.requests);
@@ -103,6 +103,7 @@ export class IngestSeries {
       "counter",
       "Events accepted with a time retention would delete at once (too_old) or too far ahead (too_far_ahead), stored with the reception time as dt, by protocol, source and reason.",
       (sample) => {
+        this.forgetDeleted();
         for (const protocol of PROTOCOLS) {
           for (const series of this.sources[protocol].values()) {
             if (series.tooOld > 0) sample(`${series.labels},${labels({ reason: "too_old" })}`, series.tooOld);
@@ -116,6 +117,7 @@ export class IngestSeries {
       "counter",
       'Ingestion requests refused, by protocol, source ("" before the token was known) and reason.',
       (sample) => {
+        this.forgetDeleted();
         for (const protocol of PROTOCOLS) {
           for (const series of this.sources[protocol].values()) {
             const rejected = series.rejected;
@@ -186,6 +188,7 @@ export class IngestSeries {
     return series;
   }
 
+  /** Drops a deleted source's series; each family asks before it writes (a scrape's cost, not a request's). */
   private forgetDeleted(): void {
     const exists = this.sourceExists;
     if (exists === undefined) return;
