@@ -16,6 +16,7 @@ import { addExtension as addNoEvalExtension, Unpackr as NoEvalUnpackr } from "ms
 import { MAX_BIGINT_BYTES, MAX_BIGINT_BYTES_PER_REQUEST, maxValues, type CostLimits } from "./bounds";
 import { hasCandidate, holdsDoubtfulNumber, MAX_NUMERIC_DIGITS, needsExactNumbers } from "./numbers";
 import { AppError } from "../errors";
+import { DEFAULTS } from "../config";
 import type { Format } from "./format";
 import { eventsOfEntries, isEntry, mayHoldEntries, unpackExtensionZero } from "./fluent";
 import { splitJsonValues } from "./sequence";
@@ -36,8 +37,13 @@ const RECORD_DEFINITION = Buffer.from([0xd4, 0x72]);
 const RECORD_DEFINITION_WIDE = Buffer.from([0xd5, 0x72]);
 const decoder = new TextDecoder();
 
-/** The contract's defaults, for callers that pass no limits (tests): envelopes' decoders are bounded by them. */
-const DEFAULT_LIMITS: CostLimits = { maxEvents: 100_000, maxDecompressedBytes: 100 * 1024 * 1024, maxDepth: 64, maxEventBytes: 1024 * 1024 };
+/** The configuration's defaults, for callers that pass no limits (tests): envelopes' decoders are bounded by them. */
+const DEFAULT_LIMITS: CostLimits = {
+  maxEvents: DEFAULTS.INGEST_MAX_EVENTS_PER_REQUEST,
+  maxDecompressedBytes: DEFAULTS.INGEST_MAX_DECOMPRESSED_BYTES,
+  maxDepth: DEFAULTS.INGEST_MAX_DEPTH,
+  maxEventBytes: DEFAULTS.INGEST_MAX_EVENT_BYTES,
+};
 
 /** The events of a body: an array of whatever the body holds; `encode.ts` checks each is an event. */
 export function decodeBody(body: Buffer, format: Format, limits: CostLimits = DEFAULT_LIMITS): unknown[] | AppError {

@@ -2,29 +2,12 @@
 // what the ring costs of it, the gate requests are admitted by (gate.ts: bytes charged, decode
 // lanes) and the GC pacer (gcpace.ts). Registers the memory gauges.
 import type { Flusher } from "../buffer/flusher";
-import { RING_COST_FACTOR, type Ring } from "../buffer/ring";
+import type { Ring } from "../buffer/ring";
 import type { Config } from "../config";
 import type { Registry } from "../metrics";
+import { GC_FULL_ABOVE_BUFFER_BYTES, GC_PRESSED_ABOVE_BUFFER_BYTES, HEADROOM_BYTES, HELD_SHARE, PROCESS_RESERVE_BYTES, RING_COST_FACTOR } from "./costs";
 import { Gate } from "./gate";
 import { GcPacer } from "./gcpace";
-
-/** What the process may use beside a full buffer: the aim is peak RSS ≤ BUFFER_MAX_BYTES + this. */
-export const HEADROOM_BYTES = 200 * 1024 * 1024;
-/**
- * What the process holds beside the ring and the requests, kept out of the requests' room: all of
- * the headroom. Idle ~75 MiB, the decode threads' heaps (~12 MiB each), one slice's objects per
- * decode lane, the flush thread's heap (postgres.js copies every COPY write), garbage between two
- * collections. Less (150 MiB) lets big bodies peak higher, no faster (docs/memory.md).
- */
-export const PROCESS_RESERVE_BYTES = HEADROOM_BYTES;
-
-/**
- * RSS less the ring's free slabs past BUFFER_MAX_BYTES + this → the GC pacer's collections are
- * full ones. Half of the headroom: the other half is for the garbage of the next PACE_BYTES of bodies.
- */
-const GC_FULL_ABOVE_BUFFER_BYTES = HEADROOM_BYTES / 2;
-/** The whole RSS past BUFFER_MAX_BYTES + this → full collections may come three times as often (gcpace.ts). */
-const GC_PRESSED_ABOVE_BUFFER_BYTES = (HEADROOM_BYTES * 3) / 4;
 
 export interface Memory {
   /** Whether a request may be read and decoded now, and if not why (docs/memory.md). */
@@ -64,9 +47,8 @@ export function startMemory(config: Config, { ring, flusher, metrics, lanes }: {
     room: () => requestsBound - Math.max(ring.chargedBytes * RING_COST_FACTOR, ring.memoryBytes) - held,
     lanes,
   });
-  // At most a quarter of the buffer: a small BUFFER_MAX_BYTES must still leave requests room.
   const hold = (asked: number) => {
-    const bytes = Math.min(asked, Math.floor(config.bufferMaxBytes / 4));
+    const bytes = Math.min(asked, Math.floor(config.bufferMaxBytes * HELD_SHARE));
     held += bytes;
     let released = false;
     return () => {

@@ -17,12 +17,7 @@
 //   handled the bytes is off the stack: inside it, it keeps that request's objects alive into the
 //   old generation, which only full collections free.
 import { edenGC } from "bun:jsc";
-
-const PACE_BYTES = 8 * 1024 * 1024;
-/** A full collection waits this many times its last duration after it: ≤ 10% of the wall clock. */
-const FULL_SPACING = 9;
-/** Past the second mark: ≤ 25%. */
-const PRESSED_SPACING = 3;
+import { GC_FULL_SPACING, GC_PRESSED_SPACING, PACE_BYTES } from "./costs";
 
 /** What the pacer reads: the RSS, and the ring's free memory in it. */
 export interface Memory {
@@ -66,7 +61,7 @@ export class GcPacer {
   private collectFull(): boolean {
     const started = this.now();
     const { rss, spare } = this.memory();
-    const spacing = rss > this.pressedAboveBytes ? PRESSED_SPACING : rss - spare > this.fullAboveBytes ? FULL_SPACING : 0;
+    const spacing = rss > this.pressedAboveBytes ? GC_PRESSED_SPACING : rss - spare > this.fullAboveBytes ? GC_FULL_SPACING : 0;
     if (spacing === 0 || started < this.lastFullEnded + this.lastFullTook * spacing) return false;
     this.collect(true);
     this.lastFullEnded = this.now();

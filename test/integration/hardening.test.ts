@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import * as path from "node:path";
 import { Packr } from "msgpackr";
-import { RING_COST_FACTOR, ringMaxBytes } from "../../src/buffer/ring";
+import { RING_COST_FACTOR, ringMaxBytes } from "../../src/memory/costs";
 import { pendingSpills, replaySpills, spillFolder, writeSpill } from "../../src/buffer/spill";
 import { loadConfig } from "../../src/config";
 import { SourceCache, type SourceRow } from "../../src/sources/cache";

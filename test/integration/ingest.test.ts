@@ -127,7 +127,7 @@ describe("formats and encodings → 202, stored with their fields", () => {
       for (const [label, body, headers] of bodies) {
         const s = await big.createSource();
         const decompressed = headers["content-encoding"] === "gzip" ? zlib.gunzipSync(body) : body;
-        expect([label, decompressed.length > 1 << 20]).toEqual([label, true]); // past OFFLOAD_FROM_BYTES
+        expect([label, decompressed.length > 1 << 20]).toEqual([label, true]); // past BIG_BODY_BYTES
         await expectStatus(await big.ingest(s.token, body, headers), 202);
         const stored = (await big.stored(s.id)).map((r) => r.raw);
         expect([label, stored.length]).toEqual([label, events.length]);
