@@ -5,7 +5,7 @@
 // back to the start of the stored events (list.js). Everything from the server is set as text.
 import { withTerm } from "./fields.js";
 import { createHistogram } from "./histogram.js";
-import { addRow, loadOlder, resetList, retime, updateCounts } from "./list.js";
+import { loadOlder, queueLive, resetList, retime, updateCounts } from "./list.js";
 import { formatTime, marker, searchedWords, zoneName } from "./rows.js";
 import { $, api, EARLIEST, isoMicro, microBefore, msOf, params, setState, showEmpty, showError, state } from "./state.js";
 import { readEvents } from "./stream.js";
@@ -259,7 +259,7 @@ function handle({ id, event, data }) {
   if (id) state.lastEventId = id;
   if (event !== "message" || !data) return;
   const row = JSON.parse(data);
-  if (addRow(row, "bottom")) histogram.add(row.dt, row.level);
+  if (queueLive(row)) histogram.add(row.dt, row.level);
 }
 
 // ── wiring ─────────────────────────────────────────────────────────────────────────────────────

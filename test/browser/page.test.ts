@@ -432,6 +432,7 @@ describe("the explorer", () => {
       page.evaluate(() => {
         const li = [...document.querySelectorAll("#list li[data-id]")].find((item: any) => item.textContent.includes("the very first event")) as any;
         const time = li.querySelector(".time");
+        time.dispatchEvent(new (globalThis as any).MouseEvent("mouseover", { bubbles: true })); // the title is written on the first hover
         return { text: time.textContent as string, title: time.title as string, dt: time.dataset.dt as string };
       });
     const before = await cell();
