@@ -5,6 +5,7 @@ import { details } from "./context.js";
 import { topFields, filterTerm } from "./fields.js";
 import { formatTime, lineNodes, markNodes, timeTitle } from "./rows.js";
 import { $, api, EARLIEST, params, showEmpty, showError, state } from "./state.js";
+import { writeUrl } from "./url.js";
 
 /** Rows in the list at most; past it rows leave from the end away from where rows arrive. */
 export const MAX_ROWS = 5000;
@@ -40,7 +41,7 @@ export async function loadOlder(generation) {
     if (segment.cursor) search.set("cursor", segment.cursor);
     const response = await api(`/api/v2/query/live-tail?${search}`);
     if (generation !== state.generation) return;
-    if (!response.ok) return showError((await response.json().catch(() => ({ errors: `HTTP ${response.status}` }))).errors);
+    if (!response.ok) return failed((await response.json().catch(() => ({ errors: `HTTP ${response.status}` }))).errors, response.status);
     const body = await response.json();
     const box = $("rows");
     const opening = state.shown.size === 0;
@@ -60,11 +61,19 @@ export async function loadOlder(generation) {
     else if (state.shown.size === 0 && !state.segments.length)
       showEmpty(state.range === "live" ? "Nothing stored yet — new events appear here as they arrive." : "No events, here or before.");
   } catch (error) {
-    if (generation === state.generation) showError(`could not load rows: ${error.message}`);
+    if (generation === state.generation) failed(`could not load rows: ${error.message}`);
   } finally {
     if (state.loadingOlder === generation) state.loadingOlder = undefined;
     if (generation === state.generation) updateOlder();
   }
+}
+
+/** A page of rows that did not come: the message above, and in the list instead of "Loading…". */
+function failed(errors, status) {
+  showError(String(errors));
+  if (state.shown.size > 0) return;
+  const why = status === 503 ? "logpond is busy or the query took too long" : status ? `HTTP ${status}` : "no answer";
+  showEmpty(`No rows: the request failed (${why}). Apply or pick a range to try again.`);
 }
 
 /** An empty first page: say so, and where the newest older event is (meta.older_dt). */
@@ -370,6 +379,9 @@ $("list").addEventListener("click", (event) => {
   if (!item || event.target.closest(".details") || String(getSelection())) return;
   const open = item.querySelector(".details");
   item.classList.toggle("open", !open);
+  const row = state.shown.get(item.dataset.id);
+  state.event = open ? undefined : { source_id: row.source_id, id: row.id, dt: row.dt };
+  writeUrl();
   if (open) return open.remove();
-  item.append(details(state.shown.get(item.dataset.id)));
+  item.append(details(row));
 });
