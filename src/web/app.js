@@ -11,6 +11,7 @@ import { openContext } from "./context.js";
 import { $, api, EARLIEST, isoMicro, microBefore, msOf, params, setState, showEmpty, showError, sourcesWhere, state } from "./state.js";
 import { readEvents } from "./stream.js";
 import { readUrl, writeUrl } from "./url.js";
+import { loadViews, pageRangeOf, saveView } from "./views.js";
 
 const RANGE_MS = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000 };
 const RANGE_NAME = { "15m": "last 15 minutes", "1h": "last hour", "24h": "last 24 hours", "7d": "last 7 days" };
@@ -59,9 +60,22 @@ async function connect() {
   for (const id of state.selected) if (!state.sources.has(id)) state.selected.delete(id);
   renderSources();
   restart();
+  void loadViews(applyView);
   // A link to an event: it opens with its context once the sources are known.
   if (linkedEvent && state.sources.has(linkedEvent.source_id)) void openContext(linkedEvent);
   linkedEvent = undefined;
+}
+
+/** A saved view on the page: its sources (those still there), query, range and columns. */
+function applyView({ source_ids, query, range, columns }) {
+  const { range: pageRange, custom } = pageRangeOf(range);
+  Object.assign(state, { selected: new Set(source_ids.filter((id) => state.sources.has(id))), query, range: pageRange, columns });
+  if (custom) state.custom = custom;
+  $("query").value = query;
+  showRange(pageRange);
+  if (custom) fillCustom(custom);
+  renderSources();
+  restart();
 }
 
 function forget() {
@@ -70,6 +84,7 @@ function forget() {
   $("token").value = "";
   $("forget").hidden = true;
   $("sources").replaceChildren();
+  $("views-box").hidden = true;
   $("sources-note").textContent = "Enter the API token or a read token to list sources.";
   restart();
 }
@@ -290,6 +305,16 @@ $("query-form").addEventListener("submit", (event) => {
   event.preventDefault();
   state.query = $("query").value.trim();
   restart();
+});
+$("save-view").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const name = $("view-name").value.trim();
+  if (!name) return showError("Save view: give the view a name.");
+  if (!state.selected.size) return showError("Save view: pick at least one source.");
+  if (await saveView(name)) {
+    $("view-name").value = "";
+    await loadViews(applyView);
+  }
 });
 $("ranges").addEventListener("click", (event) => {
   const button = event.target.closest("button[data-range]");

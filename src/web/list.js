@@ -270,7 +270,8 @@ function render(row) {
   time.dataset.dt = row.dt;
   const name = Object.assign(document.createElement("span"), { className: "source", textContent: source ? source.name : `#${row.source_id}` });
   const line = Object.assign(document.createElement("span"), { className: "line" });
-  line.append(...markNodes(lineNodes(source ? source.pattern : "{level} {message}", row), state.mark));
+  const pattern = state.columns.length ? state.columns.map((path) => `{${path}}`).join(" ") : source ? source.pattern : "{level} {message}";
+  line.append(...markNodes(lineNodes(pattern, row), state.mark));
   item.append(time, name, line);
   return item;
 }

@@ -31,6 +31,8 @@ export const state = {
   utc: localStorage.getItem("logpond-utc") === "1",
   /** The query's searched words, as a regular expression (rows.js marker). */
   mark: undefined,
+  /** Field paths shown as each row's line instead of the source's pattern (a saved view's columns). */
+  columns: [],
   /** The opened event, { source_id, id, dt } (url.js keeps it in the address bar). */
   event: undefined,
 };

@@ -1,9 +1,10 @@
-// The view in the address bar: sources, query, range (a custom one's from and to) and the opened
+// The view in the address bar: sources, query, range (a custom one's from and to), columns and the opened
 // event, so a reload or a shared link opens the same view. Never the token (it stays in this
 // tab's sessionStorage). Written with history.replaceState: one entry per tab, not one per click.
 //
 //   ?sources=3,7&q=level:error&range=24h
 //   ?sources=3&range=custom&from=2026-11-27T10:00:00.000000Z&to=2026-11-27T11:00:00.000000Z
+//   …&columns=level,http.status   (a saved view's columns)
 //   …&event=3:48211@2026-11-27T10:31:07.125000Z   (source id : event id @ its dt)
 import { state } from "./state.js";
 
@@ -24,13 +25,15 @@ export function readUrl(search = location.search) {
     if (range !== "custom") view.range = range;
     else if (from && to && DT.test(from) && DT.test(to)) Object.assign(view, { range, custom: { from, to } });
   }
+  const columns = params.get("columns");
+  if (columns) view.columns = columns.split(",").filter(Boolean);
   const event = params.get("event")?.match(/^(\d+):(\d+)(?:@(.+))?$/);
   if (event) view.event = { source_id: event[1], id: event[2], ...(event[3] && DT.test(event[3]) ? { dt: event[3] } : {}) };
   return view;
 }
 
 /** The URL of a view (this page's path and the view's parameters). */
-export function urlOf({ selected, query, range, custom, event }) {
+export function urlOf({ selected, query, range, custom, columns, event }) {
   const params = new URLSearchParams();
   if (selected.size) params.set("sources", [...selected].join(","));
   if (query) params.set("q", query);
@@ -39,6 +42,7 @@ export function urlOf({ selected, query, range, custom, event }) {
     params.set("from", custom.from);
     params.set("to", custom.to);
   }
+  if (columns?.length) params.set("columns", columns.join(","));
   if (event) params.set("event", `${event.source_id}:${event.id}${event.dt ? `@${event.dt}` : ""}`);
   const search = params.toString();
   return `${location.pathname}${search ? `?${search}` : ""}`;

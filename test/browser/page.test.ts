@@ -700,6 +700,48 @@ describe("the explorer", () => {
     await page.click(`input[data-source-id="${explorer.id}"]`);
     await settled();
   }, 60_000);
+
+  test("saved views: listed in the sidebar, applied with a click (sources, query, range, columns); Save keeps the view shown", async () => {
+    const made = await lp.api("POST", "/api/v2/views", {
+      name: "billing errors, a day",
+      source_ids: [explorer.id],
+      query: "service:billing level:error",
+      range: { from: "now-24h", to: "now" },
+      columns: ["host", "message"],
+    });
+    expect(made.status).toBe(201);
+    const id = ((await made.json()) as any).data.id;
+    await apply("");
+    await pick("1h");
+    await page.click("#connect"); // Connect again lists the sources and the views anew
+    await page.waitForSelector(`#views button[data-view-id="${id}"]`);
+    await page.click(`#views button[data-view-id="${id}"]`);
+    await settled();
+    const errors = sent.events.filter((e) => e.service === "billing" && e.level === "error");
+    expect(await histogramTotal()).toBe(errors.length);
+    expect(await page.$eval("#query", (el) => el.value)).toBe("service:billing level:error");
+    expect(await page.$eval('#ranges button[aria-checked="true"]', (el) => el.dataset.range)).toBe("24h");
+    // The view's columns are each row's line.
+    const first = sent.events.find((e) => e.service === "billing" && e.level === "error" && String(e.message).startsWith("payment"))!;
+    await waitForRow(`${first.host} payment provider timeout`);
+    expect(new URLSearchParams(await page.evaluate(() => location.search)).get("columns")).toBe("host,message");
+    await page.screenshot({ path: EXPLORER_SHOT("views") });
+
+    await apply("host:web-1");
+    await pick("1h");
+    await page.type("#view-name", "web-1, last hour");
+    await page.click("#save-view-button");
+    await page.waitForFunction(() => [...document.querySelectorAll("#views button")].some((b: any) => b.textContent === "web-1, last hour"));
+    const saved = ((await (await lp.api("GET", "/api/v2/views")).json()) as any).data.find((v: any) => v.attributes.name === "web-1, last hour");
+    expect(saved.attributes).toMatchObject({
+      source_ids: [explorer.id],
+      query: "host:web-1",
+      range: { from: "now-1h", to: "now" },
+      columns: ["host", "message"],
+    });
+    await apply("");
+    await pick("24h");
+  }, 60_000);
 });
 
 test("a read token limited to one source: only it is listed; live rows, a range's histogram and rows; revoked, the page says so", async () => {
