@@ -17,7 +17,13 @@ export const PROTOCOLS = ["better_stack", "otlp", "loki"] as const;
 export type Protocol = (typeof PROTOCOLS)[number];
 
 /** The timed query routes, the `route` label's values (the live-tail stream is no latency: not timed). */
-export const QUERY_ROUTES = ["/api/v2/query/live-tail", "/api/v2/query/histogram", "/api/v2/query/dead-letters", "/api/v2/query/context"] as const;
+export const QUERY_ROUTES = [
+  "/api/v2/query/live-tail",
+  "/api/v2/query/histogram",
+  "/api/v2/query/dead-letters",
+  "/api/v2/query/context",
+  "/api/v2/query/aggregate",
+] as const;
 export type QueryRoute = (typeof QUERY_ROUTES)[number];
 
 /** `source_id` of a request refused before its source was known (no token, or an unknown one). */

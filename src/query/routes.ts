@@ -10,6 +10,7 @@ import { AppError } from "../errors";
 import type { Access, Authenticate } from "../http/auth";
 import type { Metrics, QueryRoute } from "../metrics";
 import type { Sql } from "../store/db";
+import { readAggregate, readAggregateRequest } from "./aggregate";
 import { CONTEXT_DEFAULT, readContext, readContextRequest } from "./context";
 import { readHistogram, readHistogramRequest } from "./histogram";
 import { newestBefore, readDeadLetters, readEvents } from "./read";
@@ -55,6 +56,14 @@ export function queryRoutes({ sql, authenticate, queryTimeoutMs, metrics }: Quer
         const read = readHistogramRequest(new URL(request.url));
         await checkSources(sql, read.sourceIds, read.malformed, access);
         return new Response(JSON.stringify(await readHistogram(sql, read, queryTimeoutMs)), { headers: JSON_HEADERS });
+      }),
+    )
+    .get(
+      "/aggregate",
+      timed(metrics, "/api/v2/query/aggregate", async ({ request, access }) => {
+        const read = readAggregateRequest(new URL(request.url));
+        await checkSources(sql, read.sourceIds, read.malformed, access);
+        return new Response(JSON.stringify(await readAggregate(sql, read, queryTimeoutMs)), { headers: JSON_HEADERS });
       }),
     )
     .get(

@@ -302,7 +302,7 @@ export function scheduleFields() {
 function renderFields() {
   const started = performance.now();
   fieldsTimer = undefined;
-  const fields = topFields(state.shown.values());
+  const fields = windowCounts(topFields(state.shown.values()));
   $("fields-box").hidden = fields.length === 0;
   $("fields").replaceChildren(
     ...fields.map(({ path, present, values }) => {
@@ -331,6 +331,52 @@ function renderFields() {
     }),
   );
   fieldsCostMs = performance.now() - started;
+}
+
+// The sidebar's counts are the window's: the fields are chosen from the rows shown, their values
+// counted over the whole window and query by GET /api/v2/query/aggregate (facets=), once per view
+// and set of fields. Until that answers, or when it fails (a 503 past QUERY_TIMEOUT_MS), the rows'
+// own counts are shown, and the hint says so.
+const facets = { key: "", answer: undefined, error: undefined };
+
+function windowCounts(fields) {
+  const paths = fields.map((field) => field.path);
+  const key = `${state.generation} ${paths.join(",")}`;
+  const hint = $("fields-hint");
+  if (!paths.length) return fields;
+  if (facets.key !== key) {
+    Object.assign(facets, { key, answer: undefined, error: undefined });
+    void countWindow(key, paths);
+  }
+  hint.classList.toggle("partial", facets.error !== undefined);
+  if (!facets.answer) {
+    hint.textContent = facets.error
+      ? `in the rows shown: the window's counts failed (${facets.error}) · click to filter`
+      : "in the rows shown · counting the window… · click to filter";
+    return fields;
+  }
+  hint.textContent = `in the ${state.range === "live" ? "last 30 minutes" : "window"} · click to filter`;
+  return fields.map((field, i) => {
+    const counted = facets.answer[i];
+    if (!counted || counted.field !== field.path) return field;
+    return { path: field.path, present: counted.present, values: counted.top.map(({ value, count }) => ({ value, n: count })) };
+  });
+}
+
+async function countWindow(key, paths) {
+  const window = state.window ?? { from: "now-30m" };
+  const search = params({ facets: paths.join(","), top: "5", from: window.from, ...(window.to ? { to: window.to } : {}) });
+  try {
+    const response = await api(`/api/v2/query/aggregate?${search}`);
+    const body = await response.json().catch(() => ({ errors: `HTTP ${response.status}` }));
+    if (facets.key !== key) return;
+    if (response.ok) facets.answer = body.data.facets;
+    else facets.error = String(body.errors);
+  } catch (error) {
+    if (facets.key !== key) return;
+    facets.error = error.message;
+  }
+  scheduleFields();
 }
 
 // The view stays on the newest row while the reader is there, whatever changes the box's height.
