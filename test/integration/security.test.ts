@@ -111,6 +111,8 @@ const ROUTES: Route[] = [
   { listener: "api", method: "GET", path: "/api/v2/query/histogram?source_ids=MINE,OTHER", expect: READ(200, 404) },
   { listener: "api", method: "GET", path: "/api/v2/query/dead-letters?source_ids=MINE", expect: READ(200) },
   { listener: "api", method: "GET", path: "/api/v2/query/dead-letters?source_ids=OTHER", expect: READ(200, 404) },
+  { listener: "api", method: "GET", path: "/api/v2/query/aggregate?source_ids=MINE&by=level", expect: READ(200) },
+  { listener: "api", method: "GET", path: "/api/v2/query/aggregate?source_ids=MINE,OTHER&by=level", expect: READ(200, 404) },
   { listener: "api", method: "GET", path: "/api/v2/query/context?source_id=MINE&id=EVENT", expect: READ(200) },
   { listener: "api", method: "GET", path: "/api/v2/query/context?source_id=OTHER&id=EVENT", expect: { ...UNAUTHENTICATED, else: 404 } },
   { listener: "api", method: "GET", path: "/api/v2/query/live-tail/stream?source_ids=MINE", expect: READ(200) },
