@@ -8,15 +8,17 @@
 // ('u': UTF-8 text, converted to the database's encoding by pgcrypto), and the MDC (SHA-1).
 // Pure: no I/O; runs on the seal threads (store/seal-worker.ts).
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
-import { deflateRawSync, inflateRawSync } from "node:zlib";
+import { inflateRawSync } from "node:zlib";
 
 /** The passphrase of every payload: framing, not secrecy (README: SQL). */
 export const PAYLOAD_PASSPHRASE = "logpond";
 /**
- * deflate's level: on bench/scale.ts's realistic events (blocks of 1,000, shape order) level 1 gave
- * 133 B/event at 2.2 µs, 4 gave 121 at 3.6, 6 gave 116 at 5.8 (docs/storage.md).
+ * libdeflate's level. On 30,000 of bench/corpus.ts's events as jsonb prints them (blocks of 1,000
+ * lines in shape order, this 2-core machine under other load, 3 runs): zlib's level 4 made 130.7
+ * B/event at 6.0–16.2 µs/event; libdeflate's 4, 5, 6, 7 made 133.1, 125.4, 120.4, 118.0 at
+ * 5.2–12.2, 4.8–12.9, 6.1–14.9, 8.7–17.4 (docs/storage.md).
  */
-export const DEFLATE_LEVEL = 4;
+export const DEFLATE_LEVEL = 6;
 
 const TAG_SKESK = 3;
 const TAG_COMPRESSED = 8;
@@ -55,10 +57,10 @@ function packet(tag: number, body: Buffer): Buffer {
  * `text` (UTF-8) as a message pgp_sym_decrypt(message, PAYLOAD_PASSPHRASE) returns it from, in an
  * ArrayBuffer of its own (a seal thread transfers it).
  */
-export function sealPayload(text: string, level = DEFLATE_LEVEL): Uint8Array {
+export function sealPayload(text: string, level: number = DEFLATE_LEVEL): Uint8Array {
   const data = Buffer.from(text, "utf8");
   const literal = Buffer.concat([header(TAG_LITERAL, LITERAL_HEAD.length + data.length), LITERAL_HEAD, data]);
-  const deflated = deflateRawSync(literal, { level });
+  const deflated = Bun.deflateSync(literal, { level: level as 6, library: "libdeflate" }); // raw DEFLATE
   const compressed = Buffer.concat([header(TAG_COMPRESSED, 1 + deflated.length), Buffer.from([ZIP]), deflated]);
   const prefix = randomBytes(BLOCK + 2);
   prefix[BLOCK] = prefix[BLOCK - 2]!;

@@ -8,61 +8,20 @@ import { availableParallelism } from "node:os";
 import type { Block, Filter, MovedRow } from "./blocks";
 import { ThreadClient } from "../rpc";
 
-/** A chunk of rows for a thread: one string per column, values split by SEPARATOR. */
+/** A chunk of rows for a thread. */
 export interface Chunk {
-  n: number;
+  /**
+   * Posted as they are: cloning the row objects cost the calling thread less than joining their
+   * columns into long strings first (42,000 realistic rows: 2.2–4.5 µs/row against 3.9–9.2).
+   */
+  rows: readonly MovedRow[];
   maxEvents: number;
-  ids: string;
-  sourceIds: string;
-  dts: string;
-  lines: string;
-  shapes: string;
-  /** Each level prefixed with LEVEL_MARK; an empty value is null. */
-  levels: string;
 }
 
 /** What a thread sends back: the items in the order they are written, and the thread that built them. */
 export interface Built {
   items: (Block | Filter)[];
   thread: number;
-}
-
-/**
- * Between two values of a column. JSON text from jsonb never holds U+0000 (jsonb refuses \u0000
- * and escapes control characters), nor do keys, ids or times: the columns are joined rather than
- * an object cloned per row (postMessage copies a few long strings in one go).
- */
-const SEPARATOR = "\u0000";
-const LEVEL_MARK = "=";
-
-export function packRows(rows: readonly MovedRow[], maxEvents: number): Chunk {
-  const column = (pick: (row: MovedRow) => string) => rows.map(pick).join(SEPARATOR);
-  return {
-    n: rows.length,
-    maxEvents,
-    ids: column((row) => row.id),
-    sourceIds: column((row) => row.source_id),
-    dts: column((row) => row.dt),
-    lines: column((row) => row.line),
-    shapes: column((row) => row.shape),
-    levels: column((row) => (row.level === null ? "" : LEVEL_MARK + row.level)),
-  };
-}
-
-export function unpackRows(chunk: Chunk): MovedRow[] {
-  if (chunk.n === 0) return [];
-  const ids = chunk.ids.split(SEPARATOR);
-  const sourceIds = chunk.sourceIds.split(SEPARATOR);
-  const dts = chunk.dts.split(SEPARATOR);
-  const lines = chunk.lines.split(SEPARATOR);
-  const shapes = chunk.shapes.split(SEPARATOR);
-  const levels = chunk.levels.split(SEPARATOR);
-  const rows: MovedRow[] = new Array(chunk.n);
-  for (let i = 0; i < chunk.n; i++) {
-    const level = levels[i]!;
-    rows[i] = { id: ids[i]!, source_id: sourceIds[i]!, dt: dts[i]!, line: lines[i]!, shape: shapes[i]!, level: level === "" ? null : level.slice(1) };
-  }
-  return rows;
 }
 
 /**
@@ -102,7 +61,7 @@ export class SealPool {
       );
     }
     const thread = this.threads.reduce((a, b) => (b.waiting < a.waiting ? b : a));
-    const built = await thread.call(packRows(rows, maxEvents));
+    const built = await thread.call({ rows, maxEvents });
     this.stats.chunks++;
     this.stats.events += rows.length;
     this.stats.threads.add(built.thread);
