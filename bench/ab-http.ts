@@ -27,10 +27,12 @@ const services = new Map<string, { service: Service; dir: string; cpu: number[];
 try {
   const p = payload(name, "realistic");
   for (const [label, root] of Object.entries(trees)) {
-    const service = await spawnService({ DATABASE_URL: url, DATA_DIR: path.join(work, `data-${services.size}`), FLUSH_INTERVAL_MS: "200" }, [
-      process.execPath,
-      path.join(root, "src", "main.ts"),
-    ]);
+    const service = await spawnService(
+      { DATABASE_URL: url, DATA_DIR: path.join(work, `data-${services.size}`), FLUSH_INTERVAL_MS: "200" },
+      {
+        command: [process.execPath, path.join(root, "src", "main.ts")],
+      },
+    );
     services.set(label, { service, dir: "", cpu: [], rps: [] });
     const tokens: string[] = [];
     for (let i = 0; i < 8; i++) tokens.push((await createSource(service, `ab-http ${services.size} ${i}`)).token);
@@ -55,8 +57,7 @@ try {
   console.log(`this tree used more CPU per request in ${here!.filter((x, i) => x > other![i]!).length} of ${here!.length} paired bursts`);
 } finally {
   for (const { service } of services.values()) {
-    service.proc.kill("SIGTERM");
-    await service.proc.exited;
+    await service.stop();
   }
   await stop();
   rmSync(work, { recursive: true, force: true });

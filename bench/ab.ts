@@ -13,7 +13,7 @@ import { rmSync, symlinkSync } from "node:fs";
 import * as path from "node:path";
 import { runMigrations } from "../src/store/db";
 import { startEmbeddedPostgres } from "../src/store/embedded";
-import { createSource, SERVICE_API_TOKEN } from "../test/helpers/service";
+import { createSource, spawnService, type Service } from "../test/helpers/service";
 import { benchDir, cpuSeconds, peakRss, resetPeakRss } from "./lib";
 import { payload, type Corpus, type PayloadName } from "./payloads";
 import { findWrk, runWrk, writeWrkFiles } from "./wrk";
@@ -32,33 +32,14 @@ if (exported.status !== 0) throw new Error(`git archive ${ref}: ${exported.stder
 symlinkSync(path.join(ROOT, "node_modules"), path.join(before, "node_modules"));
 
 const pgs = [await startEmbeddedPostgres(path.join(work, "pg"), 0)];
-const procs: ReturnType<typeof Bun.spawn>[] = [];
+const services: Service[] = [];
 try {
   if (ownPg) pgs.push(await startEmbeddedPostgres(path.join(work, "pg-b"), 0));
   else await runMigrations(pgs[0]!.url); // once, before two services start on one database
   const spawn = async (main: string, dir: string, url: string) => {
-    const proc = Bun.spawn([process.execPath, main], {
-      env: { ...process.env, DATABASE_URL: url, DATA_DIR: dir, API_PORT: "0", INGEST_PORT: "0", API_TOKEN: SERVICE_API_TOKEN },
-      stdout: "pipe",
-      stderr: "inherit",
-    });
-    procs.push(proc);
-    let out = "";
-    const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();
-    while (!/ingestion\s+http\S+/.test(out)) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`service did not start: ${out}`);
-      out += new TextDecoder().decode(value);
-    }
-    void (async () => {
-      while (!(await reader.read()).done);
-    })();
-    return {
-      proc,
-      apiUrl: /management API\s+(http\S+)\/api\/v1\/sources/.exec(out)![1]!,
-      ingestUrl: /ingestion\s+(http\S+)\//.exec(out)![1]!,
-      output: () => out,
-    };
+    const service = await spawnService({ DATABASE_URL: url, DATA_DIR: dir }, { command: [process.execPath, main] });
+    services.push(service);
+    return service;
   };
   const metric = async (apiUrl: string, key: string) => Number(new RegExp(`^${key} (\\d+)`, "m").exec(await (await fetch(`${apiUrl}/metrics`)).text())![1]);
   const p = payload(name as PayloadName, corpus as Corpus);
@@ -87,10 +68,7 @@ try {
     }
   }
 } finally {
-  for (const proc of procs) {
-    proc.kill("SIGTERM");
-    await proc.exited;
-  }
+  for (const service of services) await service.stop();
   for (const pg of pgs) await pg.stop();
   rmSync(work, { recursive: true, force: true });
 }

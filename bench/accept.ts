@@ -18,7 +18,7 @@ const PAYLOADS: PayloadName[] = ["json-1", "json-100"];
 /** The ingest path of the tree at `root`: its own modules, its own Metrics. */
 async function ingestPath(root: string) {
   const load = (module: string) => import(path.join(root, "src", module));
-  // Modules that moved: the first that the tree at `root` has (memory/ since issue 22).
+  // Modules that moved: the first that the tree at `root` has (src/memory/ in today's tree).
   const loadFirst = async (...modules: string[]) => {
     for (const module of modules) if (existsSync(path.join(root, "src", `${module}.ts`))) return load(module);
     throw new Error(`none of ${modules.join(", ")} in ${root}`);
@@ -33,7 +33,7 @@ async function ingestPath(root: string) {
     ? { gate: new (await load("memory/gate")).Gate({ budgetBytes: 512 << 20 }) }
     : { inFlight: new (await loadFirst("memory/inflight", "ingest/inflight")).InFlight(512 << 20) };
   const cache = new SourceCache();
-  for (let id = 1; id <= SOURCES; id++) cache.put({ id, token: `token-${id}`, ingestingPaused: false });
+  for (let id = 1; id <= SOURCES; id++) cache.put({ id, token: `token-${id}`, ingestingPaused: false, logsRetention: 30 });
   const ring = new Ring({ maxEvents: 1_000_000, maxBytes: 256 << 20 });
   const deps = {
     cache,
@@ -56,6 +56,7 @@ async function ingestPath(root: string) {
     durableTimeoutMs: 10_000,
     rateLimiter: new RateLimiter(0),
     accepting: () => true,
+    eventTimes: { maxFutureMs: 86_400_000, retentionGraceMs: 3_600_000 },
   };
   let n = 0;
   /** Requests for `ms`; µs of wall and of CPU per request. */

@@ -3,7 +3,8 @@
 // access events, JSON application logs with W3C trace/span ids, UUIDs and Kubernetes metadata, error
 // events with stack traces, Unicode text; and a few large events (50–200 KB) across a body pool.
 // Strings here deliberately look like numbers (hex ids with `e` + digits, `node1234`, `e2e100`,
-// 20-digit order ids): issue 10 found they sent every body down the exact-number parse.
+// 20-digit order ids): a whole-text check for big numbers used to send every such body down the
+// exact-number parse.
 
 /** mulberry32: a small seeded PRNG; the same seed gives the same corpus. */
 export function rng(seed: number): () => number {

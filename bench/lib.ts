@@ -1,6 +1,6 @@
 // Shared by the bench's parts (run.ts, ceilings.ts, scenarios.ts, report.ts, and extra modules
 // such as storage.ts / read.ts): the row and context types, medians, formatting and /proc reads.
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type postgres from "postgres";
@@ -152,3 +152,58 @@ export function metricSum(text: string, name: string): number | undefined {
   for (const match of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "gm"))) sum = (sum ?? 0) + Number(match[1]);
   return sum;
 }
+
+/** CPU seconds of logpond's process and of the PostgreSQL serving it. */
+export interface Cpu {
+  /** logpond's process (all its threads). */
+  logpond: number;
+  /** The postmaster, its backends and workers, those that exited included (0 when not on this machine). */
+  postgres: number;
+}
+
+/**
+ * CPU seconds (user + system, Linux /proc, USER_HZ = 100) of logpond and of PostgreSQL: the tree
+ * under `postmaster` (itself included) when given, else logpond's descendants (the embedded
+ * PostgreSQL). Each process counts with the CPU of its children already reaped (cutime + cstime),
+ * so a backend that exited still counts, in its postmaster's figure.
+ */
+export function treeCpu(logpond: number, postmaster?: number): Cpu {
+  const procs = new Map<number, { parent: number; seconds: number }>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+      procs.set(Number(entry), { parent: Number(fields[1]), seconds: ticks / 100 });
+    } catch {} // gone in between
+  }
+  const root = postmaster ?? logpond;
+  const within = (pid: number): boolean => {
+    if (pid === postmaster) return true;
+    for (let at = procs.get(pid)?.parent; at !== undefined && at > 1; at = procs.get(at)?.parent) if (at === root) return true;
+    return false;
+  };
+  let postgres = 0;
+  for (const [pid, proc] of procs) if (within(pid)) postgres += proc.seconds;
+  return { logpond: procs.get(logpond)?.seconds ?? 0, postgres };
+}
+
+/** The postmaster of the server `sql` talks to, when it runs on this machine (a backend's parent). */
+export async function postmasterPid(sql: postgres.Sql): Promise<number | undefined> {
+  const [row] = await sql`select pg_backend_pid() as pid`;
+  try {
+    const stat = readFileSync(`/proc/${row!.pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+export const cpuSince = (from: Cpu, to: Cpu): Cpu => ({ logpond: to.logpond - from.logpond, postgres: to.postgres - from.postgres });
+export const cpuTotal = (cpu: Cpu) => cpu.logpond + cpu.postgres;
+/** µs per event: logpond + PostgreSQL = total. */
+export const cpuPerEvent = (cpu: Cpu, events: number) => {
+  const us = (seconds: number) => fmt((seconds * 1e6) / Math.max(1, events), 1);
+  return `logpond ${us(cpu.logpond)} + PostgreSQL ${us(cpu.postgres)} = ${us(cpu.logpond + cpu.postgres)} µs CPU/event`;
+};

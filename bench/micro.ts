@@ -1,7 +1,7 @@
 // Micro-benchmarks of the hot path's pure hops, per format and corpus: decode (bytes → values) and
 // encode (validate + normalise + render COPY text, one pass in src/codec/encode.ts). No HTTP, no I/O.
-// "JSON.parse with the exact-number reviver" is what every realistic JSON body cost before issue 10
-// (the whole-text check sent them all there); "decode" is what it costs now.
+// "JSON.parse with the exact-number reviver" is what every realistic JSON body would cost
+// if a whole-text check sent them all there; "decode" is what it costs now.
 //   bun bench/micro.ts            prints a table; imported by bench/run.ts for RESULTS.md
 import { gunzipSync } from "node:zlib";
 import { decodeBody, keepExactNumbers } from "../src/codec/decode";

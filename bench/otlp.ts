@@ -1,4 +1,4 @@
-// OTLP protobuf ingest against the same records as a JSON array on `/` (issue 23's target: ≥ 0.8×),
+// OTLP protobuf ingest against the same records as a JSON array on `/` (target: ≥ 0.8×),
 // and the decoder choice behind it (hand-written reader vs protobufjs). Bodies: 64 distinct batches
 // of 100 realistic LogRecords (one resource, one scope; six attributes each, trace context), made
 // with protobufjs; the JSON bodies are the very events our decoder makes of them, so both rows
@@ -14,6 +14,7 @@ import { createSource, spawnService } from "../test/helpers/service";
 import { ExportLogsServiceRequest, attr, anyValue, otlpProtobuf } from "../test/helpers/protos";
 import { benchDir, benchPostgres } from "./lib";
 import { findWrk, runWrk, writeWrkFiles } from "./wrk";
+import { waitFor } from "../test/helpers/wait";
 
 const BODIES = 64;
 const RECORDS = 100;
@@ -143,10 +144,11 @@ async function http(seconds: number): Promise<void> {
         const ok = (result.statuses["200"] ?? 0) + (result.statuses["202"] ?? 0);
         const acked = ok * RECORDS;
         // Every acknowledged event is in PostgreSQL before the figure counts.
-        const deadline = Date.now() + 60_000;
-        let stored = 0;
-        while ((stored = Number((await sql`select count(*) as n from log_events where source_id = ${source.id}`)[0]!.n)) < acked && Date.now() < deadline)
-          await Bun.sleep(100);
+        const stored = await waitFor(
+          `the ${acked} acknowledged events to be stored`,
+          async () => Number((await sql`select count(*) as n from log_events where source_id = ${source.id}`)[0]!.n),
+          { timeoutMs: 60_000, intervalMs: 100, until: (n) => n >= acked },
+        );
         // More may be stored: the requests in flight when wrk stopped were answered to no one (≤ one per connection).
         if (stored < acked || stored > acked + 64 * RECORDS) throw new Error(`${name}: ${acked} events acknowledged, ${stored} stored`);
         row.eps.push(acked / result.seconds);
@@ -167,8 +169,7 @@ async function http(seconds: number): Promise<void> {
     );
   } finally {
     await sql.end();
-    service.proc.kill("SIGTERM");
-    await service.proc.exited;
+    await service.stop();
     await pg.stop();
     rmSync(work, { recursive: true, force: true });
   }

@@ -43,12 +43,11 @@ async function startProbe(mode: string, args: Args, command?: string[]): Promise
   const work = benchDir(`logpond-${mode}-`);
   const pg = await benchPostgres(work);
   const tried = JSON.parse(process.env.LP_ENV ?? "{}") as Record<string, string>;
-  const service = await spawnService({ DATABASE_URL: pg.url, DATA_DIR: path.join(work, "data"), ...tried }, command);
+  const service = await spawnService({ DATABASE_URL: pg.url, DATA_DIR: path.join(work, "data"), ...tried }, { command });
   let stopped: Promise<void> | undefined;
   const stopService = () =>
     (stopped ??= (async () => {
-      service.proc.kill("SIGTERM");
-      await service.proc.exited;
+      await service.stop();
     })());
   const stop = async () => {
     await stopService();

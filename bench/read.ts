@@ -14,6 +14,7 @@ import * as path from "node:path";
 import postgres from "postgres";
 import { createSource, spawnService, SERVICE_API_TOKEN, type Service } from "../test/helpers/service";
 import { benchDir, benchPostgres } from "./lib";
+import { waitFor } from "../test/helpers/wait";
 
 const argv = process.argv.slice(2);
 const option = (name: string, fallback: string) => {
@@ -186,8 +187,7 @@ async function main() {
       `median ${fmt(median(rare), 1)} ms${cancelled ? ` (${cancelled} of 3 cancelled with 503 at QUERY_TIMEOUT_MS)` : ""}`,
     ]);
   } finally {
-    service.proc.kill("SIGTERM");
-    await service.proc.exited;
+    await service.stop();
     await sql.end({ timeout: 5 });
     await stopPostgres();
     rmSync(work, { recursive: true, force: true });
@@ -199,14 +199,14 @@ async function main() {
 
 /** A figure counts only once PostgreSQL holds every acknowledged event. */
 async function waitStored(count: () => Promise<number>, acked: number): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
+  const probe = async () => {
     const n = await count();
     if (process.env.BENCH_DEBUG) say(`stored ${n} of ${acked}`);
-    if (n === acked) return;
-    if (n > acked || Date.now() > deadline) throw new Error(`stored ${n} events, acknowledged ${acked}: the run is void`);
-    await Bun.sleep(100);
-  }
+    return n;
+  };
+  // More than acknowledged ends the wait at once: the run is void either way.
+  const n = await waitFor(`the ${acked} acknowledged events to be stored`, probe, { timeoutMs: 60_000, intervalMs: 100, until: (n) => n >= acked });
+  if (n !== acked) throw new Error(`stored ${n} events, acknowledged ${acked}: the run is void`);
 }
 
 await main();

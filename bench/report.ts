@@ -1,4 +1,4 @@
-// The bench's report: the rows table (both corpora), the targets of issue 10 with ratio vs goal
+// The bench's report: the rows table (both corpora), the throughput targets (targets() below) with ratio vs goal
 // and met / not met, and the micro-benchmarks. Printed; the run's raw JSON goes to
 // bench/out/results/<time>.json (gitignored: per-run JSONs were 580 KB of history for figures
 // RESULTS.md already carries); a full run (no --quick, no --only) rewrites bench/RESULTS.md.

@@ -1,7 +1,7 @@
 // Where the service's memory goes under wrk -c64: RSS sampled every 50 ms beside the ring's bytes,
 // and the kernel's high-water mark (VmHWM, reset before each run: bench/run.ts's figure),
 // the in-flight charge and the JavaScript heap (from /metrics), for one payload and one or more
-// settings variants run interleaved on one PostgreSQL — how issue 10's RSS work was measured:
+// settings variants run interleaved on one PostgreSQL — how the RSS figures in docs/memory.md are measured:
 //   bun bench/rss.ts <payload> <corpus> [seconds=8] [rounds=2] [variant…]
 // A variant is `default` or comma-separated NAME=VALUE settings (e.g. INGEST_INFLIGHT_MAX_BYTES=67108864);
 // `ref=<git ref>` among them runs that commit's src/ instead of this tree's (exported as bench/ab.ts
@@ -87,7 +87,7 @@ try {
     if (variant !== "default") for (const pair of variant.split(",")) env[pair.slice(0, pair.indexOf("="))] = pair.slice(pair.indexOf("=") + 1);
     const ref = env.ref;
     delete env.ref;
-    const service = await spawnService(env, ref === undefined ? undefined : [process.execPath, exportRef(ref)]);
+    const service = await spawnService(env, { command: ref === undefined ? undefined : [process.execPath, exportRef(ref)] });
     services.push(service);
     const dir = writeWrkFiles(path.join(work, `wrk-${i}`), p, [(await createSource(service, "rss")).token]);
     sides.push({ label: variant, service, dir });
@@ -136,8 +136,7 @@ try {
   }
 } finally {
   for (const service of services) {
-    service.proc.kill("SIGTERM");
-    await service.proc.exited;
+    await service.stop();
   }
   await pg.stop();
   rmSync(work, { recursive: true, force: true });

@@ -132,8 +132,7 @@ async function main(): Promise<boolean> {
         );
     }
     for (const service of services) {
-      service.proc.kill("SIGTERM");
-      await service.proc.exited;
+      await service.stop();
     }
 
     for (const module of EXTRA_MODULES) {

@@ -11,6 +11,7 @@ import type { Service } from "../test/helpers/service";
 import { cpuSeconds, fmt, median, metricSum, peakRss, resetPeakRss, type BenchContext, type Row, type Run } from "./lib";
 import { payload, type Corpus, type PayloadName } from "./payloads";
 import { runWrk, WRK_CONNECTIONS, writeWrkFiles } from "./wrk";
+import { waitFor } from "../test/helpers/wait";
 
 export interface Scenario {
   name: string;
@@ -210,10 +211,9 @@ async function settled(service: Service): Promise<void> {
 
 /** Waits until the service's buffer is empty (all acknowledged events committed). */
 async function drained(service: Service): Promise<void> {
-  const deadline = Date.now() + 120_000;
-  while (Date.now() < deadline) {
-    if ((await metric(service, "logpond_buffer_events")) === 0) return;
-    await Bun.sleep(50);
-  }
-  throw new Error("the service did not drain its buffer within 120 s");
+  await waitFor("the service to drain its buffer", () => metric(service, "logpond_buffer_events"), {
+    timeoutMs: 120_000,
+    intervalMs: 50,
+    until: (n) => n === 0,
+  });
 }

@@ -17,6 +17,7 @@ import postgres from "postgres";
 import { Generator, verify } from "../test/helpers/conservation";
 import { embeddedPostmaster, embeddedUrl, mountSmallDisk, tmpfsRefusal } from "../test/helpers/faults";
 import { createSource, spawnService, type Service } from "../test/helpers/service";
+import { waitFor } from "../test/helpers/wait";
 
 const [mode = "kill", runsArg = "3", holdArg = "10"] = process.argv.slice(2).filter((a) => !a.startsWith("--"));
 const killToo = process.argv.includes("--kill");
@@ -32,14 +33,9 @@ const at = (output: string, pattern: RegExp, after = 0): number | undefined =>
     .find((t) => t >= after);
 const seconds = (ms: number | undefined) => (ms === undefined ? null : Math.round(ms / 100) / 10);
 
-async function until(what: string, condition: () => boolean | Promise<boolean>, ms = 60_000): Promise<number> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
-  return Date.now();
-}
+/** Waits for a condition; returns when it was seen (Date.now()). */
+const until = (what: string, condition: () => boolean | Promise<boolean>) =>
+  waitFor(what, condition, { timeoutMs: 60_000, intervalMs: 50 }).then(() => Date.now());
 
 async function ready(service: Service): Promise<number> {
   try {
@@ -91,8 +87,7 @@ async function run(dataDir: string, fault: (service: Service, generator: Generat
         .map(([, le, n]) => [`le${le}`, Number(n)]),
     );
     await own.end();
-    service.proc.kill("SIGTERM");
-    const exit = await service.proc.exited;
+    const exit = await service.stop();
     const perSecond = Math.round(generator.ackedEvents / ((Date.now() - generator.answers[0]![0]) / 1000));
     console.log(JSON.stringify({ mode, ...result, verdict, exit, eventsPerSecond: perSecond, flushSeconds, statuses: Object.fromEntries(generator.statuses) }));
     if (verdict.lost > 0 || verdict.duplicates > 0) process.exitCode = 1;

@@ -13,6 +13,7 @@
 import type postgres from "postgres";
 import { sweep } from "../src/retention/sweep";
 import { spawnService, type Service } from "../test/helpers/service";
+import { waitFor } from "../test/helpers/wait";
 
 const SENDERS = 8;
 const EVENTS_PER_REQUEST = 200;
@@ -50,11 +51,7 @@ async function load(service: Service, token: string, seconds: number): Promise<n
       }
     }),
   );
-  const deadline = Date.now() + 300_000;
-  while ((await flushed(service)) < before + acked) {
-    if (Date.now() > deadline) throw new Error("the service did not commit what it acknowledged within 5 minutes");
-    await Bun.sleep(20);
-  }
+  await waitFor("the service to commit what it acknowledged", () => flushed(service), { timeoutMs: 300_000, until: (n) => n >= before + acked });
   return acked / ((performance.now() - started) / 1000);
 }
 
@@ -146,7 +143,6 @@ export async function sweepRatio(url: string, sql: postgres.Sql, print: (line: s
     print(`  events/s with a sweep: ${during.map(show).join("; ")}; sweeps finished within their window: ${during.filter((w) => w.done).length}/${ROUNDS}`);
     print(`  events/s without: ${without.map(show).join("; ")}`);
   } finally {
-    service.proc.kill("SIGTERM");
-    await service.proc.exited;
+    await service.stop();
   }
 }

@@ -1,7 +1,7 @@
 // The native load generator for the bench's HTTP throughput rows: finds `wrk` (or installs
 // Debian's package when running as root), writes a scenario's pre-built bodies to files for
 // bench/wrk.lua, runs it, and parses the one result line. A JavaScript generator saturates before
-// Bun.serve does (issue 10: ~37k req/s from the JS generator, 60k+ from wrk on the same box).
+// Bun.serve does (on the 2-core box: ~37k req/s from the JS generator, 60k+ from wrk on the same box).
 import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";

@@ -3,7 +3,7 @@
 -- DEFAULT partition that takes any dt; daily partitions are created ahead at run time
 -- (src/store/partitions.ts), which also moves rows out of DEFAULT when a new day overlaps them.
 -- Upgrade in place: the first version's plain table is renamed, its rows copied with ids 1..n
--- (in dt order), then dropped. Index choice: README "Storage layout" (BRIN on dt, measured).
+-- (in dt order), then dropped. Index choice: docs/storage.md (BRIN on dt, measured).
 CREATE TABLE "logpond_counters" (
 	"name" text PRIMARY KEY NOT NULL,
 	"value" bigint NOT NULL

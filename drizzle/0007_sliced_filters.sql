@@ -1,13 +1,12 @@
--- Search index, bit-sliced (hand-written: drizzle-kit cannot express functions). Before, every
--- block had its own Bloom filter and a search read it block by block — one TOAST chunk per gram
--- per block, ~600 ms for a needle over 21,000 blocks (20 M events) before a single line was read.
--- Now the filters of consecutive blocks of one source and day go into one log_filters row,
+-- Search index, bit-sliced (hand-written: drizzle-kit cannot express functions). A Bloom filter
+-- per block is read block by block — one TOAST chunk per gram per block, ~600 ms for a needle over
+-- 21,000 blocks (20 M events) before a single line is read. So the filters of consecutive blocks of one source and day go into one log_filters row,
 -- bit-sliced (codec/grams.ts: bit p × blocks + k is position p of slot k's filter), so a search
 -- reads per group and per item the few bytes of one position and learns which of the group's
 -- blocks may match. Number items (JSON numbers, canonical; strings that are canonical numbers) sit
 -- beside the grams, NUMBER_PROBES positions each, so `field=123457` skips blocks although a
--- 6-digit number is only one gram. Blocks sealed before keep their own `bloom` (grams only) and are
--- searched as before.
+-- 6-digit number is only one gram. Blocks sealed before this migration keep their own `bloom`
+-- (grams only) and are searched by it.
 CREATE TABLE "log_filters" (
 	"id" bigint PRIMARY KEY NOT NULL,
 	"source_id" bigint NOT NULL,

@@ -151,8 +151,8 @@ export class Flusher {
    * Resolves once every batch being written at the call has ended (committed, refused, released or
    * halted), never rejects. The sealer waits for it before it first seals a generation: a batch
    * that took its ids in that generation writes there, and once the seal holds the generation's
-   * lock it would wait out the whole seal (a 44,445-event batch timed out three times over 22 s behind the
-   * seal of 3.4 M events; a stranger's mix of big bodies).
+   * lock it would wait out the whole seal (docs/memory.md: a batch timed out three times behind the
+   * seal of 3.4 M events).
    */
   settled(): Promise<void> {
     return Promise.allSettled([...this.running]).then(() => {});

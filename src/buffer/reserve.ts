@@ -10,7 +10,7 @@ import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, 
 import * as path from "node:path";
 import type { Config } from "../config";
 import type { Registry } from "../metrics";
-import { ringMaxBytes } from "./ring";
+import { ringMaxBytes } from "../memory/costs";
 
 const NAME = "reserve";
 /** Bytes a spill entry's head line takes at most (batch id, counts, ids as JSON). */

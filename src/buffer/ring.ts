@@ -9,6 +9,7 @@
 // A chunk's rows must not be read after it is released: its slab may be written again.
 import type { Config } from "../config";
 import type { Registry } from "../metrics";
+import { ringMaxBytes } from "../memory/costs";
 
 /** Binary COPY tuples (codec/tuples.ts), off the JavaScript heap. */
 export type Rows = Uint8Array;
@@ -47,19 +48,6 @@ export interface RingLimits {
   chunkMaxEvents?: number;
 }
 
-/**
- * What a byte of COPY rows in the ring costs in memory: chunks of 20–180 KB freed in FIFO order
- * kept 1.16× their bytes resident (a 256 MiB ring cycled through 2 GiB of rows, full GC every
- * 5 MB: 297 MiB over idle). BUFFER_MAX_BYTES bounds that cost, so the ring holds rows up to
- * BUFFER_MAX_BYTES / 1.2; a request bigger than that is 413 (it could never fit).
- */
-export const RING_COST_FACTOR = 1.2;
-
-/** The bytes of rows a ring may hold for its memory to stay within `bufferMaxBytes` (BUFFER_MAX_BYTES). */
-export function ringMaxBytes(bufferMaxBytes: number): number {
-  return Math.floor(bufferMaxBytes / RING_COST_FACTOR);
-}
-
 /** The service's ring: BUFFER_MAX_EVENTS, BUFFER_MAX_BYTES at what rows cost, chunks of a batch at most. */
 export function openRing(config: Config, metrics: Registry): Ring {
   const ring = new Ring({ maxEvents: config.bufferMaxEvents, maxBytes: ringMaxBytes(config.bufferMaxBytes), chunkMaxEvents: config.flushMaxEvents });
@@ -76,10 +64,9 @@ export function openRing(config: Config, metrics: Registry): Ring {
  */
 const COALESCE_MAX_BYTES = 4 * 1024;
 /**
- * Slabs: fresh memory costs ~11 µs a page on first touch here (0.35 GB/s written, 17–23 GB/s into
- * a slab written before; /tmp micro-benchmark on the bench box), and a buffer per chunk paid it for
- * every row (1000-event @logtail/node bodies under wrk -c64: the ring's copy 14% of the main
- * thread's samples, the flush thread's copy as much again). Rows over SLAB_OWN_FROM_BYTES get a
+ * Slabs: fresh memory costs ~11 µs a page on first touch, 50× memory written before
+ * (docs/memory.md), and a buffer per chunk would pay it for every row (1000-event @logtail/node
+ * bodies: the ring's copy 14% of the main thread's samples, the flush thread's copy as much again). Rows over SLAB_OWN_FROM_BYTES get a
  * buffer of their own. Free slabs are kept for reuse; each SHED_EVERY_MS, the free ones not needed
  * in that time are let go, down to SLABS_KEPT.
  */

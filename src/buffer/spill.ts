@@ -1,5 +1,5 @@
 // The spill file: what PostgreSQL could not take before SHUTDOWN_TIMEOUT_MS, kept on disk under
-// DATA_DIR/spill and written to PostgreSQL at the next start, before ingestion opens (CONTRACT §4).
+// DATA_DIR/spill and written to PostgreSQL at the next start, before ingestion opens (docs/durability.md).
 // Written atomically (tmp, fsync, rename, fsync of the folder) so a file that exists is whole; the
 // tmp is the spill reserve when there is one (reserve.ts), written over, so a full disk has room.
 // Exactly once rests on batch ids: every entry carries the id it is written under; a batch that was

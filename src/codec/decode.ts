@@ -4,9 +4,9 @@
 // number token (not a string) has a 16-digit run or a 3-digit exponent (parseJson, numbers.ts).
 // MessagePack goes through long-lived msgpackr decoders with structured-clone references off and
 // 64-bit integers as BigInt only when they do not fit a double. A body with record definitions
-// goes to msgpackr's no-eval build: each request carries its own definitions, so the compiled
-// record readers (a `new Function` per definition) were compiled afresh for every body; no-eval
-// served 1.7× the requests and never stalls on many definitions. Plain maps keep the regular
+// goes to msgpackr's no-eval build: each request carries its own definitions, so the regular
+// build's compiled record readers (a `new Function` per definition) would be compiled afresh for
+// every body; no-eval serves 1.7× the requests and never stalls on many definitions. Plain maps keep the regular
 // build, 2.8× faster on them (bench/micro.ts). Several values back to back (Fluent Bit, Fluentd's
 // headerless maps, json_stream) are tried only once the single-value decode has refused the body.
 // Other protocols' bodies (format.ts's Envelope: OTLP, Loki) go to their own decoders, one event
@@ -16,6 +16,7 @@ import { addExtension as addNoEvalExtension, Unpackr as NoEvalUnpackr } from "ms
 import { MAX_BIGINT_BYTES, MAX_BIGINT_BYTES_PER_REQUEST, maxValues, type CostLimits } from "./bounds";
 import { hasCandidate, holdsDoubtfulNumber, MAX_NUMERIC_DIGITS, needsExactNumbers } from "./numbers";
 import { AppError } from "../errors";
+import { DEFAULTS } from "../config";
 import type { Format } from "./format";
 import { eventsOfEntries, isEntry, mayHoldEntries, unpackExtensionZero } from "./fluent";
 import { splitJsonValues } from "./sequence";
@@ -36,8 +37,13 @@ const RECORD_DEFINITION = Buffer.from([0xd4, 0x72]);
 const RECORD_DEFINITION_WIDE = Buffer.from([0xd5, 0x72]);
 const decoder = new TextDecoder();
 
-/** The contract's defaults, for callers that pass no limits (tests): envelopes' decoders are bounded by them. */
-const DEFAULT_LIMITS: CostLimits = { maxEvents: 100_000, maxDecompressedBytes: 100 * 1024 * 1024, maxDepth: 64, maxEventBytes: 1024 * 1024 };
+/** The configuration's defaults, for callers that pass no limits (tests): envelopes' decoders are bounded by them. */
+const DEFAULT_LIMITS: CostLimits = {
+  maxEvents: DEFAULTS.INGEST_MAX_EVENTS_PER_REQUEST,
+  maxDecompressedBytes: DEFAULTS.INGEST_MAX_DECOMPRESSED_BYTES,
+  maxDepth: DEFAULTS.INGEST_MAX_DEPTH,
+  maxEventBytes: DEFAULTS.INGEST_MAX_EVENT_BYTES,
+};
 
 /** The events of a body: an array of whatever the body holds; `encode.ts` checks each is an event. */
 export function decodeBody(body: Buffer, format: Format, limits: CostLimits = DEFAULT_LIMITS): unknown[] | AppError {
@@ -139,7 +145,7 @@ function countLines(text: string, upTo: number): number {
  * run and no 3-digit exponent anywhere (most synthetic texts); no integer beyond 2^53, no ±Infinity
  * and no 0 in the parsed value (the reviver changes nothing else); no such run in a number token
  * once strings are cut out (numbers.ts). Realistic logs (hex ids, "node1234", 20-digit order ids)
- * pass the first test but almost never the second: their decode no longer pays the reviver.
+ * pass the first test but almost never the second, so their decode does not pay the reviver.
  */
 function parseJson(text: string): unknown {
   if (!hasCandidate(text)) return JSON.parse(text);
@@ -262,9 +268,9 @@ addNoEvalExtension({ type: 0x42, unpack: unpackBigInt } as Parameters<typeof add
 addExtension({ type: 0, unpack: unpackExtensionZero } as Parameters<typeof addExtension>[0]);
 addNoEvalExtension({ type: 0, unpack: unpackExtensionZero } as Parameters<typeof addNoEvalExtension>[0]);
 // msgpackr's bundled strings (0x62) move the read position by an offset the body states, backwards
-// too: a crafted one, read as values back to back, looped for ever (a 15-byte body held the main
-// thread and grew without bound; a stranger's review). No client we know packs them (msgpackr's
-// `bundleStrings`, off by default): refused, 406.
+// too: a crafted one, read as values back to back, loops for ever (a 15-byte body holds the main
+// thread and grows without bound). No client we know packs them (msgpackr's `bundleStrings`, off
+// by default): refused, 406.
 function refuseBundledStrings(): never {
   throw new Error("extension 0x62 (msgpackr's bundleStrings) is not supported; pack without bundleStrings");
 }

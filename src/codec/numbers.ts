@@ -24,7 +24,7 @@ export function hasCandidate(text: string): boolean {
  * Whether some number token of `text` may not survive as a double. Most texts have no candidate
  * run at all (two native regex tests). Texts that do are tested again with their string literals
  * cut out: ids like "req-0001e240", "node1234e100", hex trace ids or 20-digit order ids sent every
- * body of ordinary logs down the slow parse (issue 10: a quarter of the speed). Cutting strings
+ * body of ordinary logs down the slow parse (a quarter of the speed). Cutting strings
  * never removes a number token, so no number is missed; a string the pattern cannot cut (invalid
  * escape, unterminated) stays in and can only add candidates, and JSON.parse refuses such text.
  */

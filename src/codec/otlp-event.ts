@@ -66,7 +66,7 @@ export function millisText(ms: number, nanos: number): string {
 let cachedSecond = NaN;
 let cachedPrefix = "";
 
-/** An AnyValue double as JSON can hold it (CONTRACT §3's strings for NaN and the infinities). */
+/** An AnyValue double as JSON can hold it (the strings docs/api.md, "What is stored", gives NaN and the infinities). */
 export function doubleValue(value: number): number | string {
   return Number.isFinite(value) ? value : Number.isNaN(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
 }

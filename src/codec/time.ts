@@ -120,7 +120,7 @@ function fromString(value: string): boolean {
     offsetMinutes = (zh * 60 + zm) * (zone[0] === "-" ? -1 : 1);
   }
   // Milliseconds and the microseconds beyond them apart: as one number of microseconds, times
-  // after 2255 pass 2^53 and lost their last digits (9999-12-31T23:59:59.999999Z was refused).
+  // after 2255 pass 2^53 and lose their last digits (9999-12-31T23:59:59.999999Z would be refused).
   const sub = Number(frac.padEnd(6, "0").slice(0, 6));
   return fromParts(local - offsetMinutes * 60_000 + Math.floor(sub / 1000), sub % 1000);
 }

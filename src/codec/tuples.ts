@@ -1,5 +1,5 @@
 // The row format from the encoder to COPY: PostgreSQL's binary COPY tuples, one per event, for
-// `COPY log_events (id, source_id, dt, raw) FROM STDIN (FORMAT binary)`. The encoder writes them
+// `COPY log_hot (id, source_id, dt, raw) FROM STDIN (FORMAT binary)` (store/copy.ts). The encoder writes them
 // with id 0, the flusher sets a batch's ids in place, and the tail, dead letters, the spill file
 // and logs read fields back here. Pure bytes in and out; no I/O.
 //
@@ -8,7 +8,7 @@
 //   raw jsonb (1 + n: version byte 1, then the JSON text, which PostgreSQL parses as for text).
 // Why binary (docs/storage.md): PostgreSQL spends 14.0–14.6 µs of backend CPU per
 // realistic row read this way against 17.1–18.3 µs as COPY text (no line and field scanning, no
-// de-escaping, no timestamp parsing), and the encoder no longer escapes backslashes.
+// de-escaping, no timestamp parsing), and the encoder escapes no backslashes.
 import { eventMicros, microsText, type PgMicros } from "./time";
 
 /** Bytes before the JSON text. */

@@ -1,4 +1,4 @@
-// One instance per port (CONTRACT §9): both listeners bind without SO_REUSEPORT, and the host and
+// One instance per port (docs/operating.md): both listeners bind without SO_REUSEPORT, and the host and
 // ports are tried before the database starts, so a second logpond on ports in use, or a HOST this
 // machine cannot listen on, exits at once with a message that says which, instead of taking half
 // of the first one's connections or starting PostgreSQL for nothing.

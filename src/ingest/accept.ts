@@ -1,8 +1,8 @@
-// The ingestion path for one request, hop by hop: authenticate → admission gate → body (capped,
-// decompressed) → the memory gate (memory/gate.ts: bytes charged, and for a big body a decode
-// lane) → prepare (bounds, decode, encode: all or nothing; on a worker thread for big bodies) →
-// ring buffer, for every protocol of the ingest listener (`/`, OTLP,
-// Loki: see Protocol). A refusal is an AppError value, counted here; `/` renders it (errors.ts) with
+// The ingestion path for one request, hop by hop: authenticate → stopping, buffer, rate limit →
+// body (capped, decompressed), its memory charged at each step by the request's Admission
+// (memory/admission.ts: bytes, and for a big body a decode lane) → prepare (bounds, decode,
+// encode: all or nothing; on a worker thread for big bodies) → ring buffer, for every protocol of
+// the ingest listener (`/`, OTLP, Loki: see Protocol). A refusal is an AppError value, counted here; `/` renders it (errors.ts) with
 // CORS's Allow-Origin on every answer, the other protocols in their routes (otlp.ts, loki.ts).
 // 202 means: in the ring (buffered mode) or committed to PostgreSQL (durable mode).
 import type { Chunk, Ring } from "../buffer/ring";
@@ -13,11 +13,11 @@ import { bearerToken } from "../http/auth";
 import type { IngestRequest, Metrics, Protocol as ProtocolName } from "../metrics";
 import type { SourceCache } from "../sources/cache";
 import { declaredLength, decompress, gzipSizeHint, identityBody, parseEncoding, readBody, type BodyLimits } from "./body";
-import { DecodeWorker, headerRefusal, OFFLOAD_FROM_BYTES } from "./offload";
+import { DecodeWorker, headerRefusal } from "./offload";
 import { decodedInSlices, mayDecodeInSlices, prepareBody, type PrepareLimits } from "./prepare";
 import { parseContentType, sniffFormat } from "./content-type";
-import { freeNow } from "../memory/buffers";
-import { type Gate, type Shape, Ticket } from "../memory/gate";
+import { Admission, bufferFull, isBig } from "../memory/admission";
+import type { Gate } from "../memory/gate";
 import type { GcPacer } from "../memory/gcpace";
 import type { RateLimiter } from "./ratelimit";
 import { receptionOf, type EventTimeRule } from "../codec/reception";
@@ -30,7 +30,7 @@ export interface IngestDeps {
   flusher: Flusher;
   metrics: Metrics;
   limits: BodyLimits & PrepareLimits;
-  /** Memory of requests being read and decoded, process-wide, and the decode lanes (CONTRACT §3.1). */
+  /** Memory of requests being read and decoded, process-wide, and the decode lanes (docs/memory.md). */
   gate: Gate;
   /** Decodes big bodies off the event loop. */
   decodeWorker: DecodeWorker;
@@ -97,7 +97,7 @@ export async function acceptRequest(request: Request, deps: IngestDeps): Promise
 }
 
 /**
- * One async frame per request (the in-flight charge is a local released in `finally`, no closures):
+ * One async frame per request (its memory is one Admission, released in `finally`; no closures):
  * every hop before and after the body is synchronous, so a request awaits only its body, big
  * inflations, the decode worker, and (durable mode) its commit. Counted and timed in the metrics
  * here, once, under the protocol's name (`metrics.ingestRequest`'s tally); each protocol's route
@@ -135,43 +135,28 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
 
   const declared = declaredLength(request.headers.get("content-length"), limits);
   if (declared instanceof AppError) return refuse(declared, metrics);
-  // The request's place in the memory gate (memory/gate.ts), held until it is buffered or refused:
-  // charged by the declared length before the body is read (a body costs memory from its first
-  // byte: 64 uploads of 4 MB, charged only once read, peaked at 967 MiB; bench/rss.ts json-6400),
-  // a chunked one once read, then by the gzip trailer's size and by the decompressed size and
-  // shape. Big bodies wait for a decode lane once read, not before: waiting unread, they held
-  // about as much (Bun reads ~1.3 MiB of a body before the socket pushes back) and each lane
-  // then waited on its next body's upload (json-6400: 29–54k events/s against 60–61k, bench/rss.ts
-  // with both ways interleaved). An empty body's charge is 0 and it leaves too: the gate counts
-  // requests as well as bytes.
-  let ticket: Ticket | undefined;
-  if (declared !== undefined && declared >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body arrives
-  if (declared !== undefined) {
-    const admitted = deps.gate.admit(declared, shapeOf(mayDecodeInSlices(format, declared), format, declared));
-    if (!(admitted instanceof Ticket)) return refuseUnread(overloaded(), declared, deps, metrics);
-    ticket = admitted;
-  }
+  // The request's memory (memory/admission.ts), charged from here until it is buffered or refused.
+  const admission = new Admission(deps);
   try {
+    if (declared !== undefined) {
+      if (isBig(declared)) deps.decodeWorker.start(); // while the body arrives
+      const no = admission.announced(declared, format, mayDecodeInSlices(format, declared));
+      if (no) return refuse(no, metrics);
+    }
     const raw = await readBody(request, declared, limits);
     if (raw instanceof AppError) return refuse(raw, metrics);
     const rawBytes = raw.length;
-    if (encoding !== "identity") deps.gcPacer.handled(rawBytes); // what was sent is garbage too once inflated (or refused)
-    // A gzip body's trailer says what it inflates to: a full buffer refuses it before inflating
-    // (realistic @logtail/node bodies: ~1 ms each, 2–4 refused per one taken while the ring was
-    // full), and so does the gate when what it inflates to does not fit.
-    // A wrong hint only moves the refusal to after inflating (or refuses the liar's own request).
-    // Only a hint within the decompressed limit: past it the body gets its 413 from inflating.
+    admission.received(rawBytes, encoding !== "identity");
+    // Only a gzip trailer's size within the decompressed limit: past it the body gets its 413 from inflating.
     const hint = encoding === "gzip" ? gzipSizeHint(raw) : undefined;
     if (hint !== undefined && hint <= limits.maxDecompressedBytes) {
-      if (!ring.roomFor(hint)) return refuse(bufferFull(), metrics);
-      if (ticket !== undefined && hint > raw.length && deps.gate.recharge(ticket, hint, shapeOf(mayDecodeInSlices(format, hint), format, hint))) {
-        return refuse(overloaded(), metrics);
-      }
-      if (hint >= OFFLOAD_FROM_BYTES) deps.decodeWorker.start(); // while the body is inflated
+      const no = admission.inflating(hint, rawBytes, format, mayDecodeInSlices(format, hint));
+      if (no) return refuse(no, metrics);
+      if (isBig(hint)) deps.decodeWorker.start(); // while the body is inflated
     }
     let body = encoding === "identity" ? identityBody(raw, limits.maxDecompressedBytes) : await decompress(raw, encoding, limits.maxDecompressedBytes);
     if (body instanceof AppError) return refuse(body, metrics);
-    if (body !== raw && body.length >= OFFLOAD_FROM_BYTES) freeNow(raw); // inflated: what was sent is read no more
+    admission.inflated(raw, body);
     if (format === undefined) {
       format = sniffFormat(body); // `/` with no Content-Type: the body's first byte tells, or 415
       if (format instanceof AppError) return refuse(format, metrics);
@@ -180,34 +165,15 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
       body = protocol.unpack(body, format, limits.maxDecompressedBytes);
       if (body instanceof AppError) return refuse(body, metrics);
     }
-    deps.gcPacer.handled(body.length);
-    // A full buffer refuses a request before it is decoded, not after: near full, a 1000-event
-    // @logtail/node body was decoded (8–10 ms) and then refused, 200–350 of them in 5 s of
-    // bench/run.ts, most of the loop's time while the buffer drained. Refused before reading
-    // instead (by Content-Length), such bodies peaked at 646–743 MiB of RSS: they arrive anyway.
-    if (!ring.roomFor(body.length)) return refuse(bufferFull(), metrics);
-    const big = body.length >= OFFLOAD_FROM_BYTES; // decoded on a decode thread
+    const full = admission.decoding(body.length);
+    if (full) return refuse(full, metrics);
     // A big MessagePack body's array header is read before it is charged: 20 million events are
     // 413 by it, never a 503 that would have the client send them again.
-    if (big) {
-      const early = headerRefusal(body, format, limits);
-      if (early) return refuse(early, metrics);
-    }
-    const shape = shapeOf(decodedInSlices(body, format), format, body.length);
-    if (ticket === undefined) {
-      const admitted = deps.gate.admit(body.length, shape);
-      if (!(admitted instanceof Ticket)) return refuse(overloaded(), metrics);
-      ticket = admitted;
-    } else if (deps.gate.recharge(ticket, body.length, shape)) return refuse(overloaded(), metrics);
-    // A big body decodes in one of the decode lanes, waiting its turn for a bounded time. Meanwhile
-    // the ring may have filled (refused before it is decoded, not after) or the client given up:
-    // its events would be stored with no one told (a client that retries sends them twice), and
-    // the decoding would be wasted (json-6400: the bodies still queued when wrk stops).
-    if (big) {
-      if (await deps.gate.lane(ticket)) return refuse(overloaded(), metrics);
-      if (request.signal.aborted) return refuse(overloaded(), metrics);
-      if (!ring.roomFor(body.length)) return refuse(bufferFull(), metrics);
-    }
+    const big = admission.big; // decoded on a decode thread
+    const early = big ? headerRefusal(body, format, limits) : undefined;
+    if (early) return refuse(early, metrics);
+    const no = admission.charged(format, decodedInSlices(body, format)) ?? (big ? await admission.lane(request.signal) : undefined);
+    if (no) return refuse(no, metrics);
     // The source's retention as of now (a PATCH applies to the next request).
     const reception = receptionOf(Date.now(), source.retentionDays, deps.eventTimes);
     const encoded = big
@@ -215,7 +181,7 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
       : prepareBody(body, format, source.id, reception, limits);
     if (encoded instanceof AppError) return refuse(encoded, metrics);
     metrics.redated(encoded.tooOld ?? 0, encoded.tooFarAhead ?? 0); // counted if it is accepted
-    deps.gcPacer.handled(encoded.rows.length); // the rows' garbage: compact bodies (records) make far more than their size
+    admission.encoded(encoded.rows.length);
 
     const { refused = 0, refusal } = encoded as { refused?: number; refusal?: string };
     if (encoded.count === 0) return accepted(metrics, 0, rawBytes, refused, refusal);
@@ -233,11 +199,10 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
       return accepted(metrics, encoded.count, rawBytes, refused, refusal);
     }
     // The request's objects are gone once its chunk is in the ring: waiting costs no memory.
-    deps.gate.leave(ticket);
-    ticket = undefined;
+    admission.release();
     return await durable(big ? encoded.rows : rowBytes(encoded.rows), encoded.count, rawBytes, deps, metrics, refused, refusal);
   } finally {
-    if (ticket !== undefined) deps.gate.leave(ticket);
+    admission.release();
   }
 }
 
@@ -279,31 +244,9 @@ async function durable(
   return accepted(metrics, count, rawBytes, refused, refusal);
 }
 
-/** How the gate charges a body (memory/gate.ts): in slices, whole, or big, whole and MessagePack (denser than its objects). */
-function shapeOf(sliced: boolean, format: Format | undefined, bytes: number): Shape {
-  return sliced ? "sliced" : format === "msgpack" && bytes >= OFFLOAD_FROM_BYTES ? "packed" : "whole";
-}
-
-function overloaded(): AppError {
-  return new AppError(
-    "overloaded",
-    "Too many large requests are being decoded at once (INGEST_INFLIGHT_MAX_BYTES, or what the buffer, and for a big request the process's memory, leave of BUFFER_MAX_BYTES + 200 MiB); retry after the time in Retry-After",
-  );
-}
-
 /** Durable mode's chunk, decoded here: the tuples copied out of the encoder's scratch (which the next request reuses). */
 function rowBytes(rows: Uint8Array): Uint8Array {
   return Buffer.from(rows);
-}
-
-/** A body refused unread still arrives, into memory Bun frees with its Request: the collector is paced by it too. */
-function refuseUnread(refusal: AppError, declared: number, deps: IngestDeps, metrics: IngestRequest): AppError {
-  deps.gcPacer.handled(declared);
-  return refuse(refusal, metrics);
-}
-
-function bufferFull(): AppError {
-  return new AppError("buffer_full", "Ingestion buffer is full (BUFFER_MAX_EVENTS / BUFFER_MAX_BYTES); retry after a moment");
 }
 
 function storageDown(): AppError {

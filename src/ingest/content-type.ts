@@ -1,4 +1,4 @@
-// Content-Type → the codec's body format (CONTRACT §3): parameters ignored, case-insensitive;
+// Content-Type → the codec's body format (docs/api.md, "Body formats"): parameters ignored, case-insensitive;
 // anything else is a 415 naming the supported types. A missing one (pino-http-send's NDJSON mode)
 // is told from the body's first byte when that is unambiguous.
 import type { Format } from "../codec/format";

@@ -1,11 +1,10 @@
-// Big bodies are decoded and encoded on a worker thread, so the event loop that answers every
-// other client is never held by one request's JSON.parse or msgpackr pass (CONTRACT §3.1).
-// Measured with test/reliability/hostile-load.test.ts: a 32 MiB body held the loop 300–670 ms
-// inline; normal traffic's p99 went over 200 ms (86–103 ms with the workers). WORKERS threads,
-// started when the first big body is announced (a Content-Length, a gzip trailer's size), so
-// their start and warm-up overlap its upload or inflating; a service that never sees one keeps
-// their memory (started with the service, idle RSS went 69 → 93 MiB with the flush thread, and
-// the bench's peak RSS past its aim). A job goes to the one with fewer waiting. The body is
+// Big bodies (BIG_BODY_BYTES, memory/costs.ts) are decoded and encoded on a worker thread, so the event loop that answers every
+// other client is never held by one request's JSON.parse or msgpackr pass.
+// Inline, a 32 MiB body holds the loop 300–670 ms and normal traffic's p99 passes 200 ms (86–103 ms
+// with the workers; test/reliability/hostile-load.test.ts). WORKERS threads, started when the
+// first big body is announced (a Content-Length, a gzip trailer's size), so their start and
+// warm-up overlap its upload or inflating; a service that never sees one keeps their memory
+// (started with the service, they take idle RSS from 69 to 93 MiB with the flush thread). A job goes to the one with fewer waiting. The body is
 // transferred (the caller must not use it after). A MessagePack array header is read first
 // (headerRefusal, by accept.ts before the body is charged): 20 million events are refused without a hop.
 import { availableParallelism } from "node:os";
@@ -15,14 +14,8 @@ import type { PrepareLimits } from "./prepare";
 import type { Reception } from "../codec/reception";
 import { AppError } from "../errors";
 import type { Job, Outcome } from "./worker";
-import { SMALL_REQUEST_BYTES } from "../memory/gate";
 import { ThreadClient } from "../rpc";
 
-/**
- * Decompressed bodies from this size go to the worker; below it the hop costs more than it saves.
- * The memory gate's line between small and big requests (memory/gate.ts) is the same one.
- */
-export const OFFLOAD_FROM_BYTES = SMALL_REQUEST_BYTES;
 /**
  * One thread per core, so big bodies decode side by side as far as the machine allows (two on the
  * two-core machines logpond is measured on; past that, big bodies queue). At least one; at most

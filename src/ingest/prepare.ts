@@ -9,17 +9,17 @@ import { checkEventCount, measureBody, msgpackArrayCuts, type CostLimits } from 
 import { decodeBody, isMsgpackEventArray, msgpackSliceReader } from "../codec/decode";
 import type { Format } from "../codec/format";
 import { encodeEvents, type EncodeLimits, type Encoded } from "../codec/encode";
-import { RING_COST_FACTOR } from "../buffer/ring";
 import { AppError } from "../errors";
 import type { Reception } from "../codec/reception";
 import { freeNow } from "../memory/buffers";
+import { BIG_BODY_BYTES, RING_COST_FACTOR, SLICE_BYTES } from "../memory/costs";
 import { arrayCuts, ndjsonCuts } from "./slices";
 
 export interface PrepareLimits extends EncodeLimits {
   maxDecompressedBytes: number;
   maxEventsPerRequest: number;
   bufferMaxEvents: number;
-  /** The most bytes of rows the ring holds: BUFFER_MAX_BYTES / RING_COST_FACTOR (buffer/ring.ts). */
+  /** The most bytes of rows the ring holds: BUFFER_MAX_BYTES / RING_COST_FACTOR (memory/costs.ts). */
   ringMaxBytes: number;
 }
 
@@ -29,25 +29,17 @@ export interface Prepared extends Encoded {
 }
 
 /**
- * NDJSON, JSON arrays and MessagePack arrays from this size are decoded in slices: the big bodies, which offload.ts
- * sends to a decode thread (not more than its OFFLOAD_FROM_BYTES, so every big one of these
- * shapes is sliced: the admission gate charges it so).
- */
-export const SLICED_FROM_BYTES = 1024 * 1024;
-/** A slice holds at least this many bytes of the body (up to the end of the line or element that crosses it). */
-export const SLICE_BYTES = 256 * 1024;
-
-/**
- * Before the body is read (`bytes`: as sent): whether it may be decoded in slices, so the gate
+ * Before the body is read (`bytes`: as sent): whether it may be decoded in slices (NDJSON, JSON
+ * arrays and MessagePack arrays of BIG_BODY_BYTES or more, memory/costs.ts), so the gate
  * charges it so until decodedInSlices can tell.
  */
 export function mayDecodeInSlices(format: Format | undefined, bytes: number): boolean {
-  return (format === "json" || format === "ndjson" || format === "msgpack") && bytes >= SLICED_FROM_BYTES;
+  return (format === "json" || format === "ndjson" || format === "msgpack") && bytes >= BIG_BODY_BYTES;
 }
 
 /** Whether prepareBody decodes this body in slices (the admission gate charges it by that). */
 export function decodedInSlices(body: Uint8Array, format: Format): boolean {
-  if (body.length < SLICED_FROM_BYTES) return false;
+  if (body.length < BIG_BODY_BYTES) return false;
   if (format === "ndjson") return true;
   if (format === "msgpack") return isMsgpackEventArray(body);
   if (format !== "json") return false;
@@ -57,7 +49,7 @@ export function decodedInSlices(body: Uint8Array, format: Format): boolean {
 }
 
 /**
- * The body's rows. A body of SLICED_FROM_BYTES or more may be written to in passing (a byte at each
+ * The body's rows. A body of BIG_BODY_BYTES or more may be written to in passing (a byte at each
  * cut, put back before this returns): not one another thread reads meanwhile.
  */
 export function prepareBody(
@@ -223,8 +215,8 @@ function gather(rows: Buffer | undefined, used: number, slice: Uint8Array, done:
 
 /**
  * The rows, at the start of a buffer of their own that may be a little longer (gather's 2%): it is
- * handed on whole (transferred, kept by the ring). Cut to size with ArrayBuffer.transfer, a 16 MB
- * body's rows were copied once more (a 16 MiB higher peak; a one-off probe of prepareBody).
+ * handed on whole (transferred, kept by the ring): cut to size with ArrayBuffer.transfer, a 16 MB
+ * body's rows would be copied once more (docs/memory.md).
  */
 function viewOf(rows: Buffer | undefined, bytes: number): Uint8Array {
   return rows === undefined ? new Uint8Array(0) : new Uint8Array(rows.buffer, 0, bytes);

@@ -3,10 +3,10 @@
 // threw) the error's message. Runs prepareBody and nothing else; frees the body once it is done.
 import { edenGC } from "bun:jsc";
 import { pack } from "msgpackr";
-import { ringMaxBytes } from "../buffer/ring";
 import { DEFAULTS } from "../config";
 import { AppError, type Reason } from "../errors";
 import { freeNow } from "../memory/buffers";
+import { ringMaxBytes, SLICE_GC_BYTES, THREAD_GC_EVERY_BYTES, THREAD_IDLE_GC_MS } from "../memory/costs";
 import { prepareBody, type PrepareLimits } from "./prepare";
 import type { Format } from "../codec/format";
 import { microsOfMillis } from "../codec/time";
@@ -44,13 +44,9 @@ for (let round = 0; round < 3; round++) {
   prepareBody(pack(warmEvents), "msgpack", 0, unbounded(microsOfMillis(Date.now())), WARM_LIMITS);
 }
 
-/**
- * A body decoded in slices (prepare.ts) leaves each slice's objects behind: an eden collection
- * after each MiB of them. A 15 MB realistic JSON array went +97 MiB of RSS with none, +45 with this
- * (+53 every 4 MiB, +130 decoded whole), 165–200 ms either way (a one-off probe of prepareBody
- * on json-big's body, bench/rss.ts, RSS read every ms; shared box).
- */
-const SLICE_GC_BYTES = 1024 * 1024;
+// This thread's collector, by memory/costs.ts's cadence: an eden collection after each
+// SLICE_GC_BYTES of slices (prepare.ts leaves each slice's objects behind), a full one once idle
+// THREAD_IDLE_GC_MS, or every THREAD_GC_EVERY_BYTES of bodies under a load that never leaves it idle.
 let sliced = 0;
 function afterSlice(bytes: number): void {
   sliced += bytes;
@@ -59,15 +55,6 @@ function afterSlice(bytes: number): void {
   edenGC();
 }
 
-const IDLE_MS = 20;
-/**
- * Bytes of bodies between two full collections when the thread is never idle IDLE_MS.
- * CPU per body and the thread's peak RSS (a one-off probe: prepareBody in a loop on realistic JSON
- * arrays, bodies and rows freed, shared box): a full collection after every body cost 78 ms per
- * 3.7 MB body (peak 91 MiB) and 215 ms per 14.9 MB one (114 MiB); every 32 MiB, 49 and 172 ms
- * (123 and 172 MiB); never, 50 and 177 ms (142 and 236 MiB); decoded whole, 58 and 246 ms.
- */
-const COLLECT_EVERY_BYTES = 32 * 1024 * 1024;
 let collecting: ReturnType<typeof setTimeout> | undefined;
 let decoded = 0;
 function collect(): void {
@@ -77,18 +64,15 @@ function collect(): void {
 serve<Job, Outcome, string>(
   (job) => {
     clearTimeout(collecting);
-    if (decoded >= COLLECT_EVERY_BYTES) collect(); // its timer did not fire before this job came
+    if (decoded >= THREAD_GC_EVERY_BYTES) collect(); // its timer did not fire before this job came
     decoded += job.body.byteLength;
     try {
       return answer(job);
     } finally {
-      // Each job is a body of 1 MiB or more: its objects are garbage now, and this heap's collector
-      // would leave them for a while (a 32 MiB body decoded whole makes several times that). Once
-      // the thread has been idle IDLE_MS: the job's message is off the stack, and a job that comes
-      // meanwhile does not wait behind the collection (run right after each job, a refusal in
-      // hostile-load.test.ts that takes 690–800 ms took 1,042). Under a load that never leaves it
-      // idle, every COLLECT_EVERY_BYTES of bodies, before the next one.
-      collecting = setTimeout(collect, decoded >= COLLECT_EVERY_BYTES ? 0 : IDLE_MS);
+      // Each job is a big body: its objects are garbage now, and this heap's collector would leave
+      // them for a while (a 32 MiB body decoded whole makes several times that). Not right after
+      // the job: its message is still on the stack, and a job that comes meanwhile would wait.
+      collecting = setTimeout(collect, decoded >= THREAD_GC_EVERY_BYTES ? 0 : THREAD_IDLE_GC_MS);
     }
   },
   {

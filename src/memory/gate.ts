@@ -1,4 +1,4 @@
-// The admission gate for memory (CONTRACT §3.1): the one place that says whether a request may
+// The admission gate for memory (docs/memory.md, "Why a request gets a 503"): the one place that says whether a request may
 // go on, and if not, why. It decides from counts alone (bytes charged, requests, decode lanes, and
 // the room the caller's budget gives, memory/budget.ts: the ring's own counts), never from a
 // reading of the heap or the RSS, so the same calls always get the same answers.
@@ -9,43 +9,14 @@
 // - The big lane: a big request (decoded on a decode thread) decodes only in one of `lanes` places,
 //   as many as the threads; the others wait their turn, first come first served, at most
 //   `laneWaitMs`, then are refused (VictoriaMetrics' write-concurrency limiter).
-// - Small requests (under SMALL_REQUEST_BYTES) keep a share of the budget big ones cannot take
+// - Small requests (under BIG_BODY_BYTES) keep a share of the budget big ones cannot take
 //   (SMALL_RESERVE_BYTES, at most a quarter): a few big uploads do not turn every client's small
-//   batch away (a stranger's trial and the hostile-load suite: 13–47 small batches refused).
+//   batch away (test/reliability/hostile-load.test.ts).
 // - One exemption: an empty gate admits one request whatever it costs (Vector's limited queue), so
 //   a request bigger than the budget, or one that comes while the ring is full, is never refused
 //   forever. Nothing else is exempt.
 import { type Clock, realClock } from "../timers";
-
-/**
- * Peak memory of a request decoded whole over its decompressed size, measured with
- * test/reliability/measure-shapes.ts at INGEST_MAX_DECOMPRESSED_BYTES = 100 MiB: the worst shape
- * (100 MiB of NDJSON blank lines, accepted) peaked 300 MiB over idle, a 100 MiB whitespace body
- * 203 MiB; so 3× with a margin. It covers the body, its decoded objects (bounded by
- * codec/bounds.ts) and the COPY rows.
- */
-export const COST_FACTOR = 4;
-/**
- * A big request decoded in slices (ingest/prepare.ts: JSON arrays and NDJSON): its body and its
- * rows; a slice's objects are bounded by the slice, not by the body (PROCESS_RESERVE_BYTES,
- * memory/budget.ts, holds a slice's per lane).
- */
-export const SLICED_COST_FACTOR = 2;
-
-/** A request under this many bytes (decompressed, or as sent until known) is small: ingest decodes it on the main thread (ingest/offload.ts). */
-export const SMALL_REQUEST_BYTES = 1024 * 1024;
-/** The budget's share that only small requests may use (at most a quarter of the limit). */
-export const SMALL_RESERVE_BYTES = 32 * 1024 * 1024;
-
-/**
- * A big (decode-thread) MessagePack body decoded whole (not one array of maps, so not in slices:
- * Fluent Bit's entries, values back to back; one that looks like an array of maps and is decoded
- * whole after all is charged as sliced, docs/known-gaps.md): its objects outweigh its bytes more
- * than JSON's do.
- * A helper's mix of 5–30 MB MessagePack arrays from 6 clients, decoded whole (docs/memory.md),
- * peaked at 728 MiB charged COST_FACTOR, 516 charged this; 429 decoded in slices.
- */
-export const PACKED_COST_FACTOR = 8;
+import { BIG_BODY_BYTES, COST_FACTOR, LANE_WAIT_MS, PACKED_COST_FACTOR, SLICED_COST_FACTOR, SMALL_RESERVE_BYTES } from "./costs";
 
 /** How a request's bytes cost memory: decoded in slices, whole, or whole from MessagePack. */
 export type Shape = "sliced" | "whole" | "packed";
@@ -66,7 +37,7 @@ export interface Refusal {
 export class Ticket {
   /** Charged now. */
   cost = 0;
-  /** Charged as a small request (under SMALL_REQUEST_BYTES). */
+  /** Charged as a small request (under BIG_BODY_BYTES). */
   small = true;
   /** Holds a lane (a big request decoding). */
   laned = false;
@@ -94,9 +65,6 @@ interface Waiter {
   resolve(refusal: Refusal | undefined): void;
   cancel(): void;
 }
-
-/** Long enough for the waits the byte budget allows (a few bodies per lane, ~1 s per 100 MiB to decode), short beside a client's timeout. */
-export const LANE_WAIT_MS = 5_000;
 
 export class Gate {
   private used = 0;
@@ -132,7 +100,7 @@ export class Gate {
   /** A request comes in: its ticket (leave() it whatever happens next), or why not. */
   admit(bytes: number, shape: Shape): Ticket | Refusal {
     const cost = this.cost(bytes, shape);
-    const small = bytes < SMALL_REQUEST_BYTES;
+    const small = bytes < BIG_BODY_BYTES;
     const refusal = this.judge(cost, small, this.used, this.usedBig);
     if (refusal) return refusal;
     const ticket = new Ticket();
@@ -148,7 +116,7 @@ export class Gate {
    */
   recharge(ticket: Ticket, bytes: number, shape: Shape): Refusal | undefined {
     const cost = this.cost(bytes, shape);
-    const small = bytes < SMALL_REQUEST_BYTES;
+    const small = bytes < BIG_BODY_BYTES;
     const others = this.used - ticket.cost;
     const othersBig = this.usedBig - (ticket.small ? 0 : ticket.cost);
     // Alone in the gate, it is the one an empty gate admits; a charge that does not grow always fits.

@@ -1,4 +1,4 @@
-// Reads the query API's parameters (CONTRACT §7) into a checked request, and owns the cursor: an
+// Reads the query API's parameters (docs/api.md, "Reading: the query API") into a checked request, and owns the cursor: an
 // opaque base64url JSON holding the resolved window and the last (dt, id) sent, bound by a hash
 // to the parameters that define the walk (source_ids, query, order, from, to; not batch, which
 // may change between pages harmlessly). Every refusal is a 400 naming the parameter.

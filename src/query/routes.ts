@@ -1,4 +1,4 @@
-// The management listener's /api/v2/query routes (CONTRACT §7, §9): read the parameters
+// The management listener's /api/v2/query routes (docs/api.md, "Reading"): read the parameters
 // (query/request.ts), check the sources exist, read a page (query/read.ts), answer
 // `{"data":[…],"pagination":{"next":…}}` with absolute links (and `meta` on an empty page); the
 // histogram (query/histogram.ts) takes the same parameters; context (query/context.ts) answers the

@@ -1,4 +1,4 @@
-// One retention sweep (CONTRACT §5.1) over the sealed tier: block partitions ahead are created;
+// One retention sweep (docs/storage.md) over the sealed tier: block partitions ahead are created;
 // daily block partitions every source has outlived are detached and dropped; the blocks of
 // shorter-lived sources and of deleted sources are deleted through log_blocks' (source_id, max_dt)
 // index; the search filters (log_filters) none of whose blocks is left; dead letters too; a deleted
@@ -22,8 +22,8 @@ const BLOCKS_PER_STATEMENT = 200;
 const DEAD_LETTERS_PER_STATEMENT = 5_000;
 /**
  * Share of wall time a sweep spends in DELETE statements: after each it rests (DUTY⁻¹ − 1)× as
- * long. Ingestion shares the machine's CPUs and disk with it; CONTRACT §5.1 wants ≥ 0.9× of
- * ingest throughput during a sweep (bench/storage.ts measures it).
+ * long. Ingestion shares the machine's CPUs and disk with it and keeps ≥ 0.9× of
+ * its throughput during a sweep (bench/storage.ts measures it).
  */
 const DUTY = 0.1;
 const DETACH_TRIES = 20;

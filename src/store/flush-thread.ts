@@ -9,7 +9,7 @@
 // replaced: its calls fail as "unknown" (a COMMIT may have been sent: the flusher asks before
 // retrying). Decides nothing: the flusher still owns every batch.
 import { WriteError, type Commit, type FlushConnection } from "./copy";
-import type { Call, WireError } from "./flush-worker";
+import type { Call, WriteErrorMessage } from "./flush-worker";
 import { ThreadClient } from "../rpc";
 
 type Request = Call extends infer C ? (C extends Call ? Omit<C, "stream"> : never) : never;
@@ -18,7 +18,7 @@ type Request = Call extends infer C ? (C extends Call ? Omit<C, "stream"> : neve
 const BACKSTOP_EXTRA_MS = 5_000;
 
 class FlushThread {
-  private readonly thread: ThreadClient<Call, unknown, WireError>;
+  private readonly thread: ThreadClient<Call, unknown, WriteErrorMessage>;
   private readonly open = new Set<number>();
 
   constructor(
@@ -95,6 +95,6 @@ function shareable(rows: readonly (Uint8Array | string)[]): { rows: (Uint8Array 
   return { rows: shared, transfer };
 }
 
-function wire(error: WriteError): WireError {
+function wire(error: WriteError): WriteErrorMessage {
   return { kind: error.kind, message: error.message, sqlstate: error.sqlstate };
 }

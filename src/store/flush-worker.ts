@@ -4,17 +4,19 @@
 // decides nothing.
 import { openFlushConnection, WriteError, type FlushConnection } from "./copy";
 import { serve } from "../rpc";
+import { THREAD_GC_EVERY_BYTES } from "../memory/costs";
 
 export type Call =
   | { stream: number; method: "open"; url: string; deadlineMs: number }
   | { stream: number; method: "reserveIds"; count: number }
   | { stream: number; method: "write"; batchId: string; rows: (Uint8Array | string)[]; firstId?: number; lastId?: number }
   | { stream: number; method: "committed"; batchId: string }
-  | { stream: number; method: "deadLetter"; batchId: string; tuple: Uint8Array; refusal: WireError }
+  | { stream: number; method: "deadLetter"; batchId: string; tuple: Uint8Array; refusal: WriteErrorMessage }
   | { stream: number; method: "forgetBatches"; olderThanHours: number }
   | { stream: number; method: "close" };
 
-export interface WireError {
+/** A WriteError as it crosses between the threads (a structured clone keeps no class). */
+export interface WriteErrorMessage {
   kind: WriteError["kind"];
   message: string;
   sqlstate: string;
@@ -25,18 +27,17 @@ const connections = new Map<number, FlushConnection>();
 /**
  * postgres.js copies every COPY write into a message of its own: this thread's garbage is about the
  * bytes it writes, and nothing paced its collector (the main thread's pacer sees only its own heap).
- * A full collection of this small heap every COLLECT_EVERY_BYTES written keeps it from piling up.
+ * A full collection of this small heap every THREAD_GC_EVERY_BYTES written keeps it from piling up.
  */
-const COLLECT_EVERY_BYTES = 32 * 1024 * 1024;
 let written = 0;
 function collectAfter(rows: (Uint8Array | string)[]): void {
   for (const part of rows) written += part.length;
-  if (written < COLLECT_EVERY_BYTES) return;
+  if (written < THREAD_GC_EVERY_BYTES) return;
   written = 0;
   Bun.gc(true);
 }
 
-serve<Call, unknown, WireError>(run, {
+serve<Call, unknown, WriteErrorMessage>(run, {
   wire(caught) {
     const error = caught instanceof WriteError ? caught : new WriteError("failed", (caught as Error)?.message ?? String(caught));
     return { kind: error.kind, message: error.message, sqlstate: error.sqlstate };

@@ -1,4 +1,4 @@
-// GET /api/v2/query/live-tail/stream (CONTRACT §8): Server-Sent Events of the rows of the chosen
+// GET /api/v2/query/live-tail/stream (docs/api.md, "Reading: the live tail"): Server-Sent Events of the rows of the chosen
 // sources, filtered by the query. Without a resume point a client starts live; with
 // Last-Event-ID (or cursor=) it first replays storage after that point, page by page at the
 // client's pace, then turns live with no gap and no duplicate (tail/hub.ts says why).

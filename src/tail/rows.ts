@@ -49,7 +49,7 @@ export function eventOf(row: TailRow): Record<string, unknown> {
 }
 
 /**
- * The row as §7 shows it: the event's fields, with dt, source_id and id set by logpond. Spliced
+ * The row as the query API shows it (docs/api.md, "A row"): the event's fields, with dt, source_id and id set by logpond. Spliced
  * into the stored JSON text, not parsed and re-serialised (2.5 µs a row, most of a batch's cost
  * with 50 streams; bench/read.ts): the event's own top-level dt/source_id/id are cut out and
  * logpond's appended. The text is JSON.stringify's (compact), which is what the scan relies on.

@@ -1,4 +1,4 @@
-// GET / on the management listener: the log explorer page (CONTRACT §8, §9). Plain files (ES
+// GET / on the management listener: the log explorer page (docs/reading.md). Plain files (ES
 // modules, CSS, an SVG icon) read once at start and served as they are: no build step, no
 // external assets. The page holds no secret; it asks for a token (the API token, or a read token:
 // the page only reads) and sends it in the Authorization header of its own fetches. One module is

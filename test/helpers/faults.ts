@@ -9,6 +9,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../src/store/embedded";
+import { waitFor } from "./wait";
 
 const root = path.join(import.meta.dir, "..", "..");
 
@@ -40,7 +41,7 @@ export async function startFaultyPostgres(name: string): Promise<FaultyPostgres>
     url: pg.url,
     async restart(mode, downMs = 0) {
       process.kill(pg.pid, mode === "fast" ? "SIGINT" : "SIGQUIT");
-      while (isAlive(pg.pid)) await Bun.sleep(10);
+      await waitFor(`the postmaster (${pg.pid}) to exit`, () => !isAlive(pg.pid), { intervalMs: 10, timeoutMs: 60_000 });
       if (downMs > 0) await Bun.sleep(downMs);
       pg = await startEmbeddedPostgres(dataDir, port);
     },

@@ -5,6 +5,7 @@
 // restart of PostgreSQL, its backend terminated), found from pg_stat_activity and pg_locks, not
 // from timing.
 import postgres from "postgres";
+import { waitFor } from "./wait";
 
 /** Matched against pg_stat_activity.query; built so the statement that looks for it does not contain it. */
 const MOVE_TEXT = ["insert into log", "_blocks"];
@@ -48,10 +49,9 @@ export async function holdBlockWrites(url: string): Promise<BlockWrites> {
   await holding;
 
   return {
-    async stalledMove(timeoutMs = 20_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        // (No xid yet: a seal writes nothing before its first block.)
+    stalledMove(timeoutMs = 20_000) {
+      // (No xid yet: a seal writes nothing before its first block.)
+      const probe = async () => {
         const [move] = await watch<{ pid: number }[]>`
           select a.pid from pg_stat_activity a
           where a.pid <> pg_backend_pid() and a.state = 'active' and a.wait_event_type = 'Lock'
@@ -61,13 +61,11 @@ export async function holdBlockWrites(url: string): Promise<BlockWrites> {
               select c.relname as name from pg_locks l join pg_class c on c.oid = l.relation
               where l.pid = ${move.pid} and l.granted and l.mode = 'ShareLock' and c.relname like 'log_hot%'`
           : [];
-        if (move && held) {
-          const rows = await watch.unsafe<{ id: string }[]>(`select id::text as id from ${held.name} order by id`);
-          if (rows.length > 0) return { pid: move.pid, ids: rows.map((r) => r.id) };
-        }
-        if (Date.now() > deadline) throw new Error("no move stalled on the lock of log_blocks within the guard");
-        await Bun.sleep(20);
-      }
+        if (!move || !held) return undefined;
+        const rows = await watch.unsafe<{ id: string }[]>(`select id::text as id from ${held.name} order by id`);
+        return rows.length > 0 ? { pid: move.pid, ids: rows.map((r) => r.id) } : undefined;
+      };
+      return waitFor("a move stalled on the lock of log_blocks", probe, { timeoutMs }) as Promise<StalledMove>;
     },
     async release() {
       if (!released) {
@@ -80,13 +78,9 @@ export async function holdBlockWrites(url: string): Promise<BlockWrites> {
   };
 }
 
-/** Waits (up to a 20 s guard) until a backend is gone: a move whose client died ends when it next talks to it. */
+/** Waits until a backend is gone: a move whose client died ends when it next talks to it. */
 export async function backendGone(sql: postgres.Sql, pid: number): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while ((await sql`select 1 from pg_stat_activity where pid = ${pid}`).length > 0) {
-    if (Date.now() > deadline) throw new Error(`backend ${pid} still there after the guard`);
-    await Bun.sleep(20);
-  }
+  await waitFor(`backend ${pid} to end`, async () => (await sql`select 1 from pg_stat_activity where pid = ${pid}`).length === 0);
 }
 
 export interface Tiers {

@@ -1,5 +1,4 @@
-// Read tokens for tests, made through the API as a user makes them, and a wait on a condition
-// with a deadline (for what happens after an answer: a revocation reaching another instance).
+// Read tokens for tests, made through the API as a user makes them.
 import type { TestLogpond } from "./logpond";
 
 export interface TestToken {
@@ -17,11 +16,3 @@ export async function createReadToken(lp: TestLogpond, sourceIds?: (string | num
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
-
-export async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

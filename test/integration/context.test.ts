@@ -8,7 +8,8 @@ import { runMigrations } from "../../src/store/db";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 import { tiers } from "../helpers/sealing";
-import { bearer, createReadToken, until } from "../helpers/tokens";
+import { bearer, createReadToken } from "../helpers/tokens";
+import { waitFor } from "../helpers/wait";
 
 interface Answer {
   data: { id: string; dt: string; source_id: string; n: number }[];
@@ -190,7 +191,7 @@ describe("while the sealer moves the rows being read", () => {
       if (round % 10 === 5) {
         // A seal between reads, for certain: the rows just read move into blocks before the next reads.
         const before = lp.sealer.totals.moved;
-        await until(() => lp.sealer.totals.moved > before, "the sealer to move rows");
+        await waitFor("the sealer to move rows", () => lp.sealer.totals.moved > before);
       }
       if (ids.size < sent) {
         for (const row of await db.sql<{ n: number; id: string }[]>`

@@ -1,4 +1,4 @@
-// CORS as a browser enforces it (issue 9): a headless Chromium (helpers/browser.ts), on a page of another
+// CORS as a browser enforces it: a headless Chromium (helpers/browser.ts), on a page of another
 // origin (the management listener), sends @logtail/browser's request shape to the ingestion
 // listener: a preflight (Authorization is not a simple header), then the POST with keepalive.
 // The browser refuses the response unless both answers carry the right headers.

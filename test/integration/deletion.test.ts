@@ -1,10 +1,11 @@
-// Deleting a source while its events are still on the way (issue #9): a slow upload that
+// Deleting a source while its events are still on the way: a slow upload that
 // authenticated before the DELETE is refused at push time (403); events another instance still
 // holds in its buffer are written after the first purge and removed by the next sweeps (the
 // tombstone); the source's dead letters go too. Afterwards nothing of the source remains.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { connect } from "node:net";
 import { startTestLogpond, type TestLogpond } from "../helpers/logpond";
+import { waitFor } from "../helpers/wait";
 
 let a: TestLogpond;
 let b: TestLogpond;
@@ -54,9 +55,11 @@ function slowUpload(url: string, token: string, body: string) {
 test("a source deleted during a slow upload and while another instance buffers its events leaves nothing behind", async () => {
   for (let attempt = 0; ; attempt++) {
     const source = await a.createSource();
-    // b learns of the source through LISTEN/NOTIFY (the deadline only ends a wait that would hang).
-    const deadline = Date.now() + 20_000;
-    while ((await b.ingest(source.token, "[]")).status !== 202 && Date.now() < deadline) await Bun.sleep(10);
+    // b learns of the source through LISTEN/NOTIFY.
+    await waitFor("b to take the new source's token", async () => (await b.ingest(source.token, "[]")).status, {
+      intervalMs: 10,
+      until: (status) => status === 202,
+    });
 
     expect((await a.ingest(source.token, JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ stored: i }))))).status).toBe(202);
     await a.flusher.flush();
@@ -75,8 +78,8 @@ test("a source deleted during a slow upload and while another instance buffers i
 
     // b writes what it held after the first purge; the tombstone's sweeps remove it.
     await b.flusher.flush();
-    const until = Date.now() + 20_000; // ends a wait that would hang (sweeps run every 200 ms)
-    while ((await remaining(a, source.id)) > 0 && Date.now() < until) await Bun.sleep(50);
+    // (Sweeps run every 200 ms.)
+    await waitFor("the tombstone's sweeps to remove b's late events", () => remaining(a, source.id), { intervalMs: 50, until: (n) => n === 0 });
     expect(await remaining(a, source.id)).toBe(0);
     if (heldByB === 0 && attempt < 3) continue; // b flushed before the DELETE this time: try again
     expect(heldByB).toBe(50);

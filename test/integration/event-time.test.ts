@@ -18,7 +18,7 @@ import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/
 import { parseExposition, sampleValue } from "../helpers/prometheus";
 import { anyValue, lokiProtobuf, otlpProtobuf } from "../helpers/protos";
 import { eventTime, hex, map, str } from "../fixtures/shippers/fixture";
-import { OFFLOAD_FROM_BYTES } from "../../src/ingest/offload";
+import { BIG_BODY_BYTES } from "../../src/memory/costs";
 
 const GRACE_MS = retentionGraceMs(DEFAULTS.RETENTION_SWEEP_INTERVAL_MS, DEFAULTS.SEAL_INTERVAL_MS);
 const AHEAD_MS = DEFAULTS.INGEST_MAX_FUTURE_MS;
@@ -268,7 +268,7 @@ test("a big body decoded on a decode thread (in slices) is redated the same way 
     pad: "p".repeat(100),
   }));
   const body = JSON.stringify(events);
-  expect(body.length).toBeGreaterThan(OFFLOAD_FROM_BYTES);
+  expect(body.length).toBeGreaterThan(BIG_BODY_BYTES);
   expect((await lp.ingest(source.token, body)).status).toBe(202);
   const rows = await stored(source.id);
   expect(rows).toHaveLength(9_000);

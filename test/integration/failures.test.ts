@@ -1,4 +1,4 @@
-// CONTRACT §4 when PostgreSQL misbehaves, with the shared test PostgreSQL made to misbehave:
+// docs/durability.md when PostgreSQL misbehaves, with the shared test PostgreSQL made to misbehave:
 // a CHECK constraint refuses some events (poison isolation), a table lock makes COPY hang past
 // FLUSH_TIMEOUT_MS (deadline, 503 when full, durable deadline), a lost COMMIT answer (exactly
 // once), and the per-source rate limit. Real HTTP, real PostgreSQL; only the lost answer is staged.
@@ -10,6 +10,7 @@ import { Metrics } from "../../src/metrics";
 import { openFlushConnection, WriteError, type IdRange } from "../../src/store/copy";
 import { fromText, idOf, sourceOf, tupleCount, tuplesOf } from "../../src/codec/tuples";
 import { startTestLogpond, type TestLogpond } from "../helpers/logpond";
+import { waitFor } from "../helpers/wait";
 
 const url = process.env.LOGPOND_TEST_DATABASE_URL!;
 const admin = postgres(url, { max: 3, onnotice: () => {} });
@@ -114,9 +115,8 @@ describe("a COPY that hangs", () => {
     expect(refused?.headers.get("retry-after")).toBe("1");
     expect(((await refused!.json()) as any).errors).toContain("buffer is full");
     // While locked, the COPY is cut off at its deadline and retried, again and again: wait for two
-    // cut-offs (the 20 s only ends a wait that would hang; how soon is not asserted).
-    const cutOffs = Date.now() + 20_000;
-    while (lp.metrics.flushErrors < 2 && Date.now() < cutOffs) await Bun.sleep(50);
+    // cut-offs (how soon is not asserted).
+    await waitFor("two flushes cut off", () => lp.metrics.flushErrors, { intervalMs: 50, until: (errors) => errors >= 2 });
     expect(lp.metrics.flushErrors).toBeGreaterThanOrEqual(2);
     expect(lp.logs.join("\n")).toContain("FLUSH_TIMEOUT_MS");
     await unlock();
@@ -124,8 +124,7 @@ describe("a COPY that hangs", () => {
     const stored = await lp.stored(source.id);
     expect(stored.map((row) => row.raw.n).sort((a, b) => a - b)).toEqual(accepted.flatMap((i) => Array.from({ length: 10 }, (_, j) => i * 10 + j)));
     // The sessions cut off saw their client gone once the lock was released: none is left in a transaction.
-    const deadline = Date.now() + 20_000;
-    while ((await flushSessions("idle in transaction%")) > 0 && Date.now() < deadline) await Bun.sleep(50);
+    await waitFor("no flush session left in a transaction", () => flushSessions("idle in transaction%"), { intervalMs: 50, until: (n) => n === 0 });
     expect(await flushSessions("idle in transaction%")).toBe(0);
   });
 });

@@ -1,4 +1,4 @@
-// Issue 9, the parts a single request or a single instance shows: CORS on ingestion (a real
+// Hardening, the parts a single request or a single instance shows: CORS on ingestion (a real
 // preflight), PUBLIC_INGEST_URL in ingesting_host, 413 for what can never fit (never 503), the
 // source cache under a token rotation racing a reconnect's full reload, and the spill file's
 // exactly-once replay against the flush_batches claim. Real HTTP, real PostgreSQL.
@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import * as path from "node:path";
 import { Packr } from "msgpackr";
-import { RING_COST_FACTOR, ringMaxBytes } from "../../src/buffer/ring";
+import { RING_COST_FACTOR, ringMaxBytes } from "../../src/memory/costs";
 import { pendingSpills, replaySpills, spillFolder, writeSpill } from "../../src/buffer/spill";
 import { loadConfig } from "../../src/config";
 import { SourceCache, type SourceRow } from "../../src/sources/cache";
@@ -19,6 +19,7 @@ import { Metrics } from "../../src/metrics";
 import { startRetention } from "../../src/retention/scheduler";
 import { connect } from "node:net";
 import { startTestLogpond, type TestLogpond } from "../helpers/logpond";
+import { waitFor } from "../helpers/wait";
 
 let lp: TestLogpond;
 beforeAll(async () => {
@@ -110,8 +111,7 @@ describe("bounded stop", () => {
     socket.on("close", () => (closed = true));
     // Wait until the request is in the handler, reading its body: its declared length is charged.
     const inFlight = async () => Number(/^logpond_ingest_inflight_bytes (\d+)$/m.exec(await (await slow.api("GET", "/metrics")).text())![1]);
-    const reading = Date.now() + 20_000;
-    while ((await inFlight()) === 0 && Date.now() < reading) await Bun.sleep(10);
+    await waitFor("the upload's declared length to be charged", inFlight, { intervalMs: 10, until: (bytes) => bytes > 0 });
     expect(await inFlight()).toBeGreaterThan(0);
     // The upload never finishes, so a stop that waited for it would never end: stop() ending at
     // all is the bound. The guard (ten times SHUTDOWN_TIMEOUT_MS) only turns a hang into a failure.
@@ -120,8 +120,7 @@ describe("bounded stop", () => {
     expect(stopped).toBe(true);
     expect(await stopping).toBe(true); // drained: nothing acknowledged was left behind
     // The slow upload was cut off (its connection closed), never acknowledged.
-    const deadline = Date.now() + 20_000;
-    while (!closed && Date.now() < deadline) await Bun.sleep(10);
+    await waitFor("the slow upload's connection to close", () => closed, { intervalMs: 10 });
     expect(closed).toBe(true);
     expect(answer).not.toContain(" 202 ");
     socket.destroy();
@@ -150,11 +149,15 @@ describe("retention at shutdown", () => {
     );
     try {
       // Another instance's sweep may hold the cross-instance lock for a moment: kick until ours runs.
-      const deadline = Date.now() + 20_000;
-      while (!reached && Date.now() < deadline) {
-        await Promise.race([retention.idle(), Bun.sleep(50)]);
-        if (!reached) retention.kick();
-      }
+      await waitFor(
+        "our sweep to reach the flush",
+        async () => {
+          await Promise.race([retention.idle(), Bun.sleep(50)]);
+          if (!reached) retention.kick();
+          return reached;
+        },
+        { intervalMs: 0 },
+      );
       expect(reached).toBe(true);
       // stop() ending at all is the behaviour (the flush never resolves); the generous guard only
       // turns a hang into a failure.

@@ -1,4 +1,4 @@
-// Event ids and commit order (CONTRACT §5.1, §8): ids unique across two flush streams and two
+// Event ids and commit order (docs/storage.md; the live tail in docs/api.md): ids unique across two flush streams and two
 // logpond instances on one database, a request's events numbered in order, and the commit seq
 // each batch takes right before COMMIT arriving (LISTEN logpond_batches) in strictly increasing
 // order, matching flush_batches and what Flusher.subscribe reported. Real HTTP, real PostgreSQL.
@@ -8,6 +8,7 @@ import type { CommittedBatch } from "../../src/buffer/flusher";
 import { BATCHES_CHANNEL } from "../../src/store/copy";
 import { idOf, sourceOf, tuplesOf } from "../../src/codec/tuples";
 import { startTestLogpond, type TestLogpond } from "../helpers/logpond";
+import { waitFor } from "../helpers/wait";
 
 const url = process.env.LOGPOND_TEST_DATABASE_URL!;
 const admin = postgres(url, { max: 2, onnotice: () => {} });
@@ -30,10 +31,8 @@ test("ids are unique across two streams and two processes; seq follows commit or
   const listening = await admin.listen(BATCHES_CHANNEL, (payload) => heard.push(Number(payload)));
   const published: CommittedBatch[] = [];
   const unsubscribe = [a, b].map((lp) => lp.flusher.subscribe((batch) => published.push(batch)));
-  // Wait until instance b has heard of the source (LISTEN/NOTIFY between instances; the deadlines
-  // here only end a wait that would hang).
-  const deadline = Date.now() + 20_000;
-  while ((await b.ingest(source.token, "[]")).status !== 202 && Date.now() < deadline) await Bun.sleep(20);
+  // Wait until instance b has heard of the source (LISTEN/NOTIFY between instances).
+  await waitFor("b to take the new source's token", async () => (await b.ingest(source.token, "[]")).status, { until: (status) => status === 202 });
 
   const requests = 120;
   const answers = await Promise.all(
@@ -70,8 +69,7 @@ test("ids are unique across two streams and two processes; seq follows commit or
 
   // NOTIFYs are delivered in commit order, so strictly increasing seqs mean seq = commit order.
   const seqs = published.map((batch) => batch.seq);
-  const until = Date.now() + 20_000;
-  while (!seqs.every((seq) => heard.includes(seq)) && Date.now() < until) await Bun.sleep(20);
+  await waitFor("every published batch's NOTIFY", () => seqs.filter((seq) => !heard.includes(seq)), { until: (missing) => missing.length === 0 });
   const ourHeard = heard.filter((seq) => seqs.includes(seq));
   expect(ourHeard).toHaveLength(seqs.length);
   for (let i = 1; i < heard.length; i++) expect(heard[i]!).toBeGreaterThan(heard[i - 1]!);

@@ -1,10 +1,11 @@
-// The ingestion endpoint, row by row of CONTRACT §3: every format, encoding and status, each
+// The ingestion endpoint, row by row of docs/api.md ("Ingestion: `POST /`"): every format, encoding and status, each
 // normalisation through a real COPY, and source state changes. Real HTTP, real PostgreSQL.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Packr } from "msgpackr";
 import * as net from "node:net";
 import * as zlib from "node:zlib";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
+import { waitFor } from "../helpers/wait";
 
 let lp: TestLogpond;
 beforeAll(async () => {
@@ -127,7 +128,7 @@ describe("formats and encodings → 202, stored with their fields", () => {
       for (const [label, body, headers] of bodies) {
         const s = await big.createSource();
         const decompressed = headers["content-encoding"] === "gzip" ? zlib.gunzipSync(body) : body;
-        expect([label, decompressed.length > 1 << 20]).toEqual([label, true]); // past OFFLOAD_FROM_BYTES
+        expect([label, decompressed.length > 1 << 20]).toEqual([label, true]); // past BIG_BODY_BYTES
         await expectStatus(await big.ingest(s.token, body, headers), 202);
         const stored = (await big.stored(s.id)).map((r) => r.raw);
         expect([label, stored.length]).toEqual([label, events.length]);
@@ -502,8 +503,7 @@ describe("source state", () => {
     expect(await lp.stored(s.id)).toHaveLength(2);
     expect((await lp.api("DELETE", `/api/v1/sources/${s.id}`)).status).toBe(204);
     expect((await lp.ingest(s.token, '{"n":3}')).status).toBe(403);
-    const deadline = Date.now() + 20_000;
-    while ((await lp.stored(s.id)).length > 0 && Date.now() < deadline) await Bun.sleep(20);
+    await waitFor("the source's events to be purged", async () => (await lp.stored(s.id)).length, { until: (n) => n === 0 });
     expect(await lp.stored(s.id)).toHaveLength(0);
   });
 
@@ -511,32 +511,30 @@ describe("source state", () => {
     const other = await startTestLogpond();
     try {
       const s = await lp.createSource();
-      // The deadlines only end a wait that would hang (no NOTIFY heard): how soon is not asserted.
-      const waitFor = async (status: number) => {
-        const deadline = Date.now() + 20_000;
-        let last = 0;
-        while (Date.now() < deadline) {
-          last = (await other.ingest(s.token, '{"n":1}')).status;
-          if (last === status) return last;
-          await Bun.sleep(10);
-        }
-        return last;
-      };
-      expect(await waitFor(202)).toBe(202);
+      // The waits end when the other instance has heard the NOTIFY: how soon is not asserted.
+      const answers = (status: number) =>
+        waitFor(`the other instance to answer ${status}`, async () => (await other.ingest(s.token, '{"n":1}')).status, { until: (last) => last === status });
+      expect(await answers(202)).toBe(202);
       await lp.api("PATCH", `/api/v1/sources/${s.id}`, { ingesting_paused: true });
       const dropped = other.metrics.eventsDroppedPaused;
-      const deadline = Date.now() + 20_000;
-      while (other.metrics.eventsDroppedPaused === dropped && Date.now() < deadline) await other.ingest(s.token, '{"n":2}');
+      await waitFor(
+        "the other instance to drop a paused source's events",
+        async () => {
+          await other.ingest(s.token, '{"n":2}');
+          return other.metrics.eventsDroppedPaused;
+        },
+        { intervalMs: 0, until: (n) => n > dropped },
+      );
       expect(other.metrics.eventsDroppedPaused).toBeGreaterThan(dropped);
       await lp.api("DELETE", `/api/v1/sources/${s.id}`);
-      expect(await waitFor(403)).toBe(403);
+      expect(await answers(403)).toBe(403);
     } finally {
       await other.stop();
     }
   });
 });
 
-describe("the in-flight memory budget (CONTRACT §3.1)", () => {
+describe("the in-flight memory budget (docs/memory.md)", () => {
   test("an empty body's charge is released: a request alone over the budget still enters afterwards", async () => {
     const small = await startTestLogpond({ INGEST_INFLIGHT_MAX_BYTES: String(1024 * 1024) });
     try {
@@ -566,16 +564,14 @@ describe("the in-flight memory budget (CONTRACT §3.1)", () => {
       );
       socket.write(body.subarray(0, 1000));
       const inFlight = async () => Number(/^logpond_ingest_inflight_bytes (\d+)$/m.exec(await (await small.api("GET", "/metrics")).text())![1]);
-      const charged = Date.now() + 20_000;
-      while ((await inFlight()) < body.length * 4 && Date.now() < charged) await Bun.sleep(10);
+      await waitFor("the upload's charge", inFlight, { intervalMs: 10, until: (bytes) => bytes >= body.length * 4 });
       expect(await inFlight()).toBe(body.length * 4);
       // A second body of the same size does not fit beside it: 503 without being read first.
       const second = await small.ingest(source.token, body);
       await expectStatus(second, 503, /Too many large requests/);
       expect(second.headers.get("retry-after")).toBe("1");
       socket.write(body.subarray(1000));
-      const answered = Date.now() + 20_000;
-      while (!answer.includes("\r\n\r\n") && Date.now() < answered) await Bun.sleep(10);
+      await waitFor("the answer's headers", () => answer, { intervalMs: 10, until: (text) => text.includes("\r\n\r\n") });
       expect(answer).toStartWith("HTTP/1.1 202");
       expect(await inFlight()).toBe(0);
       await expectStatus(await small.ingest(source.token, body), 202);

@@ -6,9 +6,8 @@ import { expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { SERVICE_API_TOKEN, spawnService } from "../helpers/service";
+import { MAIN, SERVICE_API_TOKEN, spawnService } from "../helpers/service";
 
-const MAIN = path.join(import.meta.dir, "..", "..", "src", "main.ts");
 const API_TOKEN = SERVICE_API_TOKEN;
 const start = spawnService;
 
@@ -99,7 +98,7 @@ test.each([
   async (_, command) => {
     const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-launcher-"));
     try {
-      const lp = await start({ DATA_DIR: dataDir, DATABASE_URL: "" }, command);
+      const lp = await start({ DATA_DIR: dataDir, DATABASE_URL: "" }, { command });
       const children = () =>
         Bun.spawnSync(["ps", "-eo", "pid,args"])
           .stdout.toString()

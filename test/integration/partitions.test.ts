@@ -9,6 +9,7 @@ import { openFlushConnection, WriteError } from "../../src/store/copy";
 import { DAY_MS, ensurePartitions, listPartitions, partitionFor } from "../../src/store/partitions";
 import { GENERATION_IDS } from "../../src/store/sealer";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
+import { waitFor } from "../helpers/wait";
 
 let db: ScratchDatabase;
 beforeAll(async () => {
@@ -55,17 +56,19 @@ test("a COPY that routed a row to log_hot's default partition while its generati
       (error: unknown) => error,
     );
     // Wait until the COPY waits for the default partition's lock, then attach the generation under
-    // it (the deadline only ends a wait that would hang).
-    const deadline = Date.now() + 20_000;
-    let copyWaiting = false;
-    while (!copyWaiting && Date.now() < deadline) {
-      const [waiting] = await sql`select count(*)::int as n from pg_locks l join pg_stat_activity a using (pid)
-        where not l.granted and a.application_name = 'logpond-flush'`;
-      copyWaiting = waiting!.n > 0;
-      if (!copyWaiting) await Bun.sleep(10);
-    }
-    if (!copyWaiting) await locker`rollback`; // let the clean-up below through
-    expect(copyWaiting).toBe(true);
+    // it.
+    await waitFor(
+      "the COPY to wait for the default partition's lock",
+      async () => {
+        const [waiting] = await sql`select count(*)::int as n from pg_locks l join pg_stat_activity a using (pid)
+          where not l.granted and a.application_name = 'logpond-flush'`;
+        return waiting!.n;
+      },
+      { intervalMs: 10, until: (n) => n > 0 },
+    ).catch(async (error) => {
+      await locker`rollback`; // let the clean-up below through
+      throw error;
+    });
     await locker.unsafe(`create table ${name} (like log_hot including defaults)`);
     await locker.unsafe(`alter table log_hot attach partition ${name} for values from (${far}) to (${far + GENERATION_IDS})`);
     await locker`commit`;

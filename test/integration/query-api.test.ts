@@ -1,4 +1,4 @@
-// GET /api/v2/query/live-tail and /dead-letters (CONTRACT §7), rule by rule, over real HTTP
+// GET /api/v2/query/live-tail and /dead-letters (docs/api.md, "Reading: the query API"), rule by rule, over real HTTP
 // against the real PostgreSQL: parameters and their errors, defaults, the row shape, cursors
 // (bound to their parameters), the statement timeout, and a cursor walk over 50,000 events with
 // 1,000 sharing one dt while ingestion continues.

@@ -1,4 +1,4 @@
-// Retention (CONTRACT §5.1) on a database of the test's own, so every source and row in it is
+// Retention (docs/storage.md; `logs_retention` in docs/api.md) on a database of the test's own, so every source and row in it is
 // known: several retentions, events dated in the past (daily block partitions and the default one)
 // and the future, a deleted source with dead letters, rows of no known source. Ingestion redates an
 // event its source's retention would delete at once (codec/reception.ts), so expired events are

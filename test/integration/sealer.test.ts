@@ -12,6 +12,7 @@ import { latestSeq, readCatchUp } from "../../src/tail/storage";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
 import { tiers } from "../helpers/sealing";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
+import { waitFor } from "../helpers/wait";
 
 let db: ScratchDatabase;
 let lp: TestLogpond;
@@ -275,11 +276,10 @@ test("a reader holding the hot tier delays the seal's TRUNCATE; past its patienc
   await reader`select count(*) from log_events`;
   const sealed = sealClosed(db.sql as never);
   // The seal has written its blocks and waits for the table: still hot to everyone else, not yet in blocks.
-  const deadline = Date.now() + 20_000;
-  while ((await db.sql`select 1 from pg_stat_activity where query like ${"truncate " + closed + "%"} and state = 'active'`).length === 0) {
-    if (Date.now() > deadline) throw new Error("the seal did not reach its TRUNCATE within the guard");
-    await Bun.sleep(20);
-  }
+  await waitFor(
+    "the seal to reach its TRUNCATE",
+    async () => (await db.sql`select 1 from pg_stat_activity where query like ${"truncate " + closed + "%"} and state = 'active'`).length > 0,
+  );
   expect(await snapshot([source.id])).toEqual(before);
   // Held past the patience (10 s): the seal deletes the rows instead and commits.
   const stats = await sealed;

@@ -1,4 +1,4 @@
-// Reads stay exactly-once while rows move from the hot tier into blocks under them (issue #20):
+// Reads stay exactly-once while rows move from the hot tier into blocks under them (docs/storage-v3.md):
 // the live tail's resume (Last-Event-ID) when the rows after the resume point, or the point itself,
 // were sealed while the client was away, and a client that disconnects and resumes again and again
 // while ingestion and the sealer run; the query API's keyset cursor walked newest_first and
@@ -11,6 +11,7 @@ import { createScratchDatabase, type ScratchDatabase } from "../helpers/database
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 import { tiers } from "../helpers/sealing";
 import { SseReader } from "../helpers/sse";
+import { waitFor } from "../helpers/wait";
 
 const STREAM = "/api/v2/query/live-tail/stream";
 let db: ScratchDatabase;
@@ -24,15 +25,6 @@ afterAll(async () => {
   await lp.stop();
   await db.drop();
 });
-
-/** Waits on a condition; the deadline only ends a wait that would hang. */
-async function waitFor(what: string, condition: () => boolean | Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(20);
-  }
-}
 
 /** Until the sealer has finished a pass that moved rows, after this call. */
 async function sealerMoves(): Promise<void> {

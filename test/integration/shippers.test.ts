@@ -1,7 +1,7 @@
 // Fluent Bit, Fluentd, Vector and pino-http-send on `POST /`: the exact bytes each sends
 // (test/fixtures/shippers/, built from the shippers' own source) posted to a real logpond, and
 // what PostgreSQL holds afterwards, event time included; every truncated prefix of each body; the
-// hostile shapes of values back to back (CONTRACT §3.1); snappy and lz4; a missing Content-Type.
+// hostile shapes of values back to back (docs/api.md, "Limits"); snappy and lz4; a missing Content-Type.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as zlib from "node:zlib";
 import { compressSync } from "snappy";
@@ -120,7 +120,7 @@ async function expectRefused(response: Promise<Response>, status: number, patter
   expect({ status: answer.status, errors: JSON.parse(text).errors }).toEqual({ status, errors: expect.stringMatching(pattern) });
 }
 
-describe("values back to back are bounded like an array (CONTRACT §3.1)", () => {
+describe("values back to back are bounded like an array (docs/api.md, Limits)", () => {
   test("20 million empty MessagePack maps back to back (a 20 KB gzip body) → 413 before they are built", async () => {
     const source = await newSource();
     const body = zlib.gzipSync(Buffer.alloc(20_000_000, 0x80), { level: 9 });

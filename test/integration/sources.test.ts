@@ -1,4 +1,4 @@
-// The management API, row by row of CONTRACT §2, over real HTTP against a real PostgreSQL.
+// The management API, row by row of docs/api.md ("Management API: sources"), over real HTTP against a real PostgreSQL.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { MANAGEMENT_MAX_BODY_BYTES } from "../../src/http/body";
 import { PER_PAGE_MAX } from "../../src/sources/routes";

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { connect, type Socket } from "node:net";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
+import { waitFor } from "../helpers/wait";
 
 const BODY_TIMEOUT_MS = 500;
 let lp: TestLogpond;
@@ -37,15 +38,6 @@ async function open(head: string): Promise<Exchange> {
   socket.on("error", () => {});
   socket.write(head);
   return { socket, text: () => received, closed: () => closed };
-}
-
-/** Waits on a condition; the deadline only ends a wait that would hang (Bun's own idle cut comes at 30 s). */
-async function waitFor(what: string, condition: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(20);
-  }
 }
 
 function parse(text: string): { status: number; headers: Record<string, string>; body: string } {

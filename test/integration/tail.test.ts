@@ -1,4 +1,4 @@
-// GET /api/v2/query/live-tail/stream (CONTRACT §8) over real HTTP against the real PostgreSQL:
+// GET /api/v2/query/live-tail/stream (docs/api.md, "Reading: the live tail") over real HTTP against the real PostgreSQL:
 // rows arriving live after their commit (outcomes, not latency: deadlines here only end a wait that
 // would hang), Last-Event-ID / cursor= resume with no gap and no duplicate while ingesting,
 // a stalled client (dropped count, ingestion unaffected), 50 concurrent streams while ingesting
@@ -9,6 +9,7 @@ import { event as benchEvent } from "../../bench/payloads";
 import { API_TOKEN, startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 import { SseReader } from "../helpers/sse";
 import { catchUpStatement, readCatchUp } from "../../src/tail/storage";
+import { waitFor } from "../helpers/wait";
 
 interface PlanNode {
   "Relation Name"?: string;
@@ -40,14 +41,6 @@ async function send(target: TestLogpond, source: TestSource, events: unknown[]) 
 }
 /** (seq, id) of an event id, to check the order of a stream. */
 const position = (id: string) => id.split("-").map(BigInt) as [bigint, bigint];
-/** Waits for a condition (the deadline only ends a wait that would hang). */
-async function waitFor(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(10);
-  }
-}
 
 function expectIncreasing(ids: string[]) {
   for (let i = 1; i < ids.length; i++) {
@@ -151,7 +144,7 @@ describe("resume", () => {
     // loaded machine that can come after flush() returns, and a live start before rows 0–2 would
     // rightly replay them. Wait for it, so the position is after them.
     const seq = (await lp.sql<{ seq: number }[]>`select max(seq)::float8 as seq from flush_batches`)[0]!.seq;
-    await waitFor(() => lp.tail.lastSeq >= seq, "the hub to hand out rows 0–2's batch");
+    await waitFor("the hub to hand out rows 0–2's batch", () => lp.tail.lastSeq >= seq, { intervalMs: 10 });
     const first = await open(lp, `source_ids=${source.id}`);
     await first.until(() => first.position !== undefined, 20_000, "the live start's id");
     await first.close();
@@ -180,7 +173,7 @@ describe("resume", () => {
       await lp.flusher.flush();
     }
     const seq = await lastSeq();
-    await waitFor(() => lp.tail.lastSeq >= seq, "the hub to hand out the last batch");
+    await waitFor("the hub to hand out the last batch", () => lp.tail.lastSeq >= seq, { intervalMs: 10 });
     const upTo = lp.tail.lastSeq;
     // From the batch log's end before the first send: not from 0, which reads every batch kept.
     const all = await readCatchUp(lp.sql, { seq: start, id: "" }, upTo, [Number(source.id)], undefined, 1000);
@@ -329,8 +322,7 @@ test("a quiet stream gets heartbeats; a client that goes away is cleaned up", as
   await stream.until(() => stream.comments.includes("keep-alive"), 20_000, "a heartbeat");
   expect(lp.tail.size).toBe(before + 1);
   await stream.close();
-  const deadline = Date.now() + 20_000;
-  while (lp.tail.size > before && Date.now() < deadline) await Bun.sleep(20);
+  await waitFor("the stream to be cleaned up", () => lp.tail.size, { until: (size) => size <= before });
   expect(lp.tail.size).toBe(before);
 });
 
@@ -351,8 +343,7 @@ test("deleting a source ends its streams with `source_deleted`, after the rows a
   await bystander.until(() => bystander.rows().length === 2, 20_000, "rows of the other source");
   expect(bystander.ended).toBe(false);
   await bystander.close();
-  const deadline = Date.now() + 20_000;
-  while (lp.tail.size > before && Date.now() < deadline) await Bun.sleep(20);
+  await waitFor("the streams to be cleaned up", () => lp.tail.size, { until: (size) => size <= before });
   expect(lp.tail.size).toBe(before);
 });
 
@@ -383,25 +374,14 @@ async function rawStream(target: TestLogpond, path: string) {
   socket.on("data", (chunk: Buffer) => (raw = Buffer.concat([raw, chunk])));
   socket.write(`GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${API_TOKEN}\r\n\r\n`);
   // Read the headers, then stop reading.
-  const deadline = Date.now() + 20_000;
-  while (!raw.includes("\r\n\r\n") && Date.now() < deadline) await Bun.sleep(5);
-  if (!raw.includes("\r\n\r\n")) throw new Error(`the stalled client's stream sent no headers (${raw.length} bytes read)`);
+  await waitFor("the stalled client's stream to send its headers", () => raw.length, { intervalMs: 5, until: () => raw.includes("\r\n\r\n") });
   socket.pause();
   return {
     destroy: () => socket.destroy(),
     /** Reads again until the de-chunked body satisfies `done`; returns the body. */
     async resumeUntil(done: (body: string) => boolean): Promise<string> {
       socket.resume();
-      const until = Date.now() + 20_000;
-      for (;;) {
-        const body = dechunk(raw.subarray(raw.indexOf("\r\n\r\n") + 4));
-        if (done(body)) return body;
-        if (Date.now() > until)
-          throw new Error(
-            `the stalled client's stream did not deliver (${raw.length} bytes read, ${(body.match(/\ndata: /g) ?? []).length} rows, ends ${JSON.stringify(body.slice(-300))})`,
-          );
-        await Bun.sleep(10);
-      }
+      return waitFor("the stalled client's stream to deliver", () => dechunk(raw.subarray(raw.indexOf("\r\n\r\n") + 4)), { intervalMs: 10, until: done });
     },
   };
 }

@@ -7,7 +7,8 @@ import { TailClient } from "../../src/tail/client";
 import { TailHub } from "../../src/tail/hub";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 import { SseReader } from "../helpers/sse";
-import { bearer, createReadToken, until } from "../helpers/tokens";
+import { bearer, createReadToken } from "../helpers/tokens";
+import { waitFor } from "../helpers/wait";
 
 let lp: TestLogpond;
 let a: TestSource;
@@ -106,10 +107,14 @@ describe("create, list, revoke", () => {
   test("last_used_at records a use", async () => {
     const token = await createReadToken(lp);
     expect((await as(token.secret, "GET", "/api/v1/sources")).status).toBe(200);
-    await until(async () => {
-      const listed = (await (await lp.api("GET", "/api/v1/tokens")).json()) as any;
-      return listed.data.find((t: any) => t.id === token.id).attributes.last_used_at !== null;
-    }, "last_used_at");
+    await waitFor(
+      "last_used_at to be set",
+      async () => {
+        const listed = (await (await lp.api("GET", "/api/v1/tokens")).json()) as any;
+        return listed.data.find((t: any) => t.id === token.id).attributes.last_used_at;
+      },
+      { until: (usedAt) => usedAt !== null },
+    );
   });
 });
 

@@ -9,13 +9,17 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import postgres from "postgres";
 import { createSource, SERVICE_API_TOKEN, spawnService, type Service } from "../helpers/service";
+import { waitFor } from "../helpers/wait";
 
 const ROOT = path.join(import.meta.dir, "..", "..");
 const COMMAND = [process.execPath, "--preload", path.join(ROOT, "test", "helpers", "inject-uncaught.ts"), path.join(ROOT, "src", "main.ts")];
 
 async function start(kind: "rejection" | "exception", env: Record<string, string> = {}): Promise<{ service: Service; dataDir: string }> {
   const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-uncaught-"));
-  const service = await spawnService({ DATABASE_URL: process.env.LOGPOND_TEST_DATABASE_URL!, DATA_DIR: dataDir, LOGPOND_TEST_UNCAUGHT: kind, ...env }, COMMAND);
+  const service = await spawnService(
+    { DATABASE_URL: process.env.LOGPOND_TEST_DATABASE_URL!, DATA_DIR: dataDir, LOGPOND_TEST_UNCAUGHT: kind, ...env },
+    { command: COMMAND },
+  );
   return { service, dataDir };
 }
 
@@ -45,14 +49,6 @@ async function stored(sourceId: number): Promise<number> {
   }
 }
 
-async function waitFor(what: string, condition: () => Promise<boolean> | boolean): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(20);
-  }
-}
-
 test("an unhandled rejection is printed with its stack and counted; logpond serves on", async () => {
   const { service, dataDir } = await start("rejection");
   try {
@@ -69,8 +65,7 @@ test("an unhandled rejection is printed with its stack and counted; logpond serv
     const page = await fetch(`${service.apiUrl}/api/v2/query/live-tail?source_ids=${source.id}`, { headers: { authorization: `Bearer ${SERVICE_API_TOKEN}` } });
     expect(page.status).toBe(200);
     expect(await uncaught(service)).toEqual({ rejection: 2, exception: 0 });
-    service.proc.kill("SIGTERM");
-    expect(await service.proc.exited).toBe(0);
+    expect(await service.stop()).toBe(0);
     expect(await stored(source.id)).toBe(3);
   } finally {
     if (service.proc.exitCode === null) service.proc.kill("SIGKILL");

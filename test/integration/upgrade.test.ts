@@ -1,4 +1,4 @@
-// In-place upgrade (CONTRACT §5.1): a database made by the first version (migrations 0000 and
+// In-place upgrade (docs/storage-v3.md): a database made by the first version (migrations 0000 and
 // 0001 only: plain log_events, no id) with events in it is upgraded by logpond's start, through
 // storage v2 (dt partitions) to v3 (hot generations and sealed blocks); every event is still
 // there, byte for byte, each with a unique id, before and after sealing; new events get larger ids.

@@ -1,9 +1,9 @@
-// Conservation under faults (CONTRACT §4): numbered events are sent to a running logpond while
+// Conservation under faults (docs/durability.md): numbered events are sent to a running logpond while
 // its PostgreSQL is restarted (fast, immediate), paused past FLUSH_TIMEOUT_MS, or logpond itself
 // gets SIGTERM (buffered) or kill -9 (durable), or SIGTERM while PostgreSQL is down (the spill file,
 // replayed by the next start). Every scenario must end with lost = 0 and duplicates = 0. Short form here (npm test); `npm run test:conservation` runs the full form:
 // longer load, the fault repeated, more senders.
-// Storage v3 (issue #20): the sealer runs all through the load (SEAL_INTERVAL_MS=200: a generation
+// Storage v3 (docs/storage-v3.md): the sealer runs all through the load (SEAL_INTERVAL_MS=200: a generation
 // closes and moves into blocks five times a second), and a second set of faults strikes one move in
 // its middle — after its DELETE, before its blocks are written (test/helpers/sealing.ts) — with
 // kill -9, its backend terminated, PostgreSQL crashed, SIGTERM. Each scenario ends with a final
@@ -24,6 +24,7 @@ import { embeddedPostmaster, embeddedUrl, mountSmallDisk, startFaultyPostgres, t
 import { backendGone, copiesOf, holdBlockWrites, tiers, type BlockWrites, type StalledMove } from "../helpers/sealing";
 import { createSource, SERVICE_API_TOKEN, spawnService, type Service } from "../helpers/service";
 import { SseReader } from "../helpers/sse";
+import { waitFor } from "../helpers/wait";
 
 const FULL = process.env.RELIABILITY === "full";
 const PHASE_MS = FULL ? 6_000 : 1_200; // load before the fault, and again after it
@@ -79,21 +80,14 @@ async function ready(service: Service): Promise<number> {
 }
 
 /**
- * Waits on a condition; the 20 s only ends a wait that would hang. Polled every 200 ms: a reader of
- * log_hot holds a lock that closing a generation and dropping a sealed one wait for (20 ms, then
- * retried), so polling log_hot without pause would hold the sealer up.
+ * Polled every 200 ms: a reader of log_hot holds a lock that closing a generation and dropping a
+ * sealed one wait for (20 ms, then retried), so polling log_hot without pause would hold the sealer up.
  */
-async function waitFor(what: string, condition: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(200);
-  }
-}
+const POLL = { intervalMs: 200 };
 
 /** Moves have happened under the load: the source has blocks (log_blocks only: log_hot is left alone). */
 async function sealedUnderLoad(sourceId: number): Promise<void> {
-  await waitFor("the first blocks of the source", async () => (await sql`select 1 from log_blocks where source_id = ${sourceId} limit 1`).length > 0);
+  await waitFor("the first blocks of the source", async () => (await sql`select 1 from log_blocks where source_id = ${sourceId} limit 1`).length > 0, POLL);
 }
 
 /** A value of the service's /metrics (undefined when it does not answer). */
@@ -165,23 +159,11 @@ const scenarios: Scenario[] = [
         // Paused for at least 2.5 deadlines (the fault), and until /ready says so: how soon it
         // does is not asserted (the 20 s only ends a wait that would hang).
         await Bun.sleep(FLUSH_TIMEOUT_MS * 2.5);
-        const failing = Date.now() + 20_000;
-        let status = await ready(service);
-        while (status !== 503 && Date.now() < failing) {
-          await Bun.sleep(100);
-          status = await ready(service);
-        }
-        expect(status).toBe(503);
+        await waitFor("/ready to answer 503", () => ready(service), { intervalMs: 100, until: (status) => status === 503 });
       } finally {
         pg.resume();
       }
-      const deadline = Date.now() + 20_000;
-      let status = await ready(service);
-      while (status !== 200 && Date.now() < deadline) {
-        await Bun.sleep(100);
-        status = await ready(service);
-      }
-      expect(status).toBe(200);
+      await waitFor("/ready to answer 200 again", () => ready(service), { intervalMs: 100, until: (status) => status === 200 });
     },
   },
   {
@@ -189,8 +171,7 @@ const scenarios: Scenario[] = [
     env: { FLUSH_INTERVAL_MS: "1000", FLUSH_MAX_EVENTS: "1000000" },
     exit: 0,
     async fault(service) {
-      service.proc.kill("SIGTERM");
-      await service.proc.exited;
+      await service.stop();
     },
   },
   {
@@ -222,8 +203,7 @@ test(
       // PostgreSQL goes away for longer than the whole shutdown; the load goes on meanwhile.
       const down = pg.restart("fast", 8_000);
       await Bun.sleep(1_000);
-      service.proc.kill("SIGTERM");
-      const code = await service.proc.exited;
+      const code = await service.stop();
       await generator.stop();
       expect(code).toBe(1);
       const spilled = /stopped; (\d+) events spilled to (\S+)/.exec(service.output());
@@ -233,8 +213,7 @@ test(
 
       restarted = await spawnService(env);
       expect(restarted.output()).toMatch(new RegExp(`spill: ${spilled[1]} events of .* written to PostgreSQL`));
-      restarted.proc.kill("SIGTERM");
-      expect(await restarted.proc.exited).toBe(0);
+      expect(await restarted.stop()).toBe(0);
       await conserved("spill", source.id, generator.acked, sealing.SEAL_INTERVAL_MS !== undefined, {
         spilled: Number(spilled[1]),
         statuses: Object.fromEntries(generator.statuses),
@@ -278,8 +257,7 @@ for (const scenario of scenarios) {
         await generator.stop();
 
         if (scenario.exit === undefined) {
-          service.proc.kill("SIGTERM");
-          const code = await service.proc.exited;
+          const code = await service.stop();
           if (code !== 0) console.log(`logpond exited ${code}; its last output:\n${service.output().slice(-3000)}`);
           expect(code).toBe(0);
         } else if (scenario.exit === 0) {
@@ -388,7 +366,10 @@ for (const queryTimeoutMs of CHAOS_TIMEOUTS_MS) {
             })(),
           );
         }
-        await waitFor(`${CHAOS_QUERIES} query answers`, async () => answered >= CHAOS_QUERIES || ended(service), FULL ? 120_000 : 40_000);
+        await waitFor(`${CHAOS_QUERIES} query answers`, async () => answered >= CHAOS_QUERIES || ended(service), {
+          ...POLL,
+          timeoutMs: FULL ? 120_000 : 40_000,
+        });
         reading = false;
         await Promise.all(readers);
         await generator.stop();
@@ -408,8 +389,7 @@ for (const queryTimeoutMs of CHAOS_TIMEOUTS_MS) {
         expect(unhandled).toEqual({ rejection: 0, exception: 0 });
         expect(Object.keys(statuses).filter((status) => status !== "200" && status !== "503")).toEqual([]);
         expect(service.output()).not.toContain("internal error");
-        service.proc.kill("SIGTERM");
-        expect(await service.proc.exited).toBe(0);
+        expect(await service.stop()).toBe(0);
         await conserved(`chaos reads, QUERY_TIMEOUT_MS=${queryTimeoutMs}`, source.id, generator.acked, true, {
           statuses: Object.fromEntries(generator.statuses),
         });
@@ -473,7 +453,7 @@ const moveFaults: MoveFault[] = [
     exit: 0,
     async inject(service, _move, lock) {
       service.proc.kill("SIGTERM");
-      await waitFor("the stop to begin", async () => service.output().includes("SIGTERM: stopping"));
+      await waitFor("the stop to begin", async () => service.output().includes("SIGTERM: stopping"), POLL);
       await lock.release(); // the move's INSERT goes on; the stop then abandons the rest of it
       await service.proc.exited;
     },
@@ -484,8 +464,7 @@ const moveFaults: MoveFault[] = [
     outcome: "rolled back",
     exit: 0,
     async inject(service) {
-      service.proc.kill("SIGTERM");
-      await service.proc.exited;
+      await service.stop();
     },
   },
 ];
@@ -507,7 +486,7 @@ for (const fault of moveFaults) {
         await Bun.sleep(PHASE_MS);
         // Moves have happened: the source has blocks, and a pass has ended (its counters move then).
         await sealedUnderLoad(source.id);
-        await waitFor("the sealer's counter", async () => ((await metric(first, "logpond_sealer_events_sealed_total")) ?? 0) > 0);
+        await waitFor("the sealer's counter", async () => ((await metric(first, "logpond_sealer_events_sealed_total")) ?? 0) > 0, POLL);
         const sealedBefore = await metric(first, "logpond_sealer_events_sealed_total");
 
         // The next move stops at its first block: found in pg_stat_activity, its rows by the table it holds.
@@ -521,6 +500,7 @@ for (const fault of moveFaults) {
         await waitFor(
           "the service to end or its sealer to pass again",
           async () => ended(first) || ((await metric(first, "logpond_sealer_last_pass_timestamp_seconds")) ?? 0) > faultAt,
+          POLL,
         );
         const exit = first.proc.signalCode === "SIGKILL" ? "killed" : (first.proc.exitCode ?? undefined);
 
@@ -541,9 +521,9 @@ for (const fault of moveFaults) {
         await waitFor(
           "the service's sealer to seal every row of the source",
           async () => (await sql`select 1 from log_hot where source_id = ${source.id} limit 1`).length === 0,
+          POLL,
         );
-        last.proc.kill("SIGTERM");
-        expect(await last.proc.exited).toBe(0);
+        expect(await last.stop()).toBe(0);
 
         const statuses: Record<string, number> = {};
         for (const [status, n] of generators.flatMap((generator) => [...generator.statuses])) statuses[status] = (statuses[status] ?? 0) + n;
@@ -627,7 +607,7 @@ function loggedAt(output: string, pattern: RegExp): number[] {
 
 /** Lost = 0 and duplicates = 0 in the service's own PostgreSQL, once its buffer is empty. */
 async function ownConserved(label: string, service: Service, dataDir: string, sourceId: number, acked: readonly [number, number][], extra: object) {
-  await waitFor("the buffer to be written", async () => (await metric(service, "logpond_buffer_events")) === 0);
+  await waitFor("the buffer to be written", async () => (await metric(service, "logpond_buffer_events")) === 0, POLL);
   const own = postgres(embeddedUrl(service.output(), dataDir), { max: 1, onnotice: () => {} });
   try {
     const verdict = await verify(own, sourceId, acked);
@@ -670,26 +650,27 @@ test(
       const tailed = () => tail!.events.filter((e) => e.event === "message" || e.event === "dropped").length;
       for (let i = 0; i < REPEATS; i++) {
         await Bun.sleep(PHASE_MS);
-        await waitFor("a flush", async () => ((await metric(service, "logpond_flush_events_total")) ?? 0) > 0);
+        await waitFor("a flush", async () => ((await metric(service, "logpond_flush_events_total")) ?? 0) > 0, POLL);
         const killed = embeddedPostmaster(dataDir);
         const killedAt = Date.now();
         process.kill(killed, "SIGKILL");
-        await waitFor("the restart", async () => (await metric(service, "logpond_postgres_restarts_total")) === i + 1);
-        await waitFor("/ready", async () => (await readyAnswer(service)).status === 200);
+        await waitFor("the restart", async () => (await metric(service, "logpond_postgres_restarts_total")) === i + 1, POLL);
+        await waitFor("/ready", async () => (await readyAnswer(service)).status === 200, POLL);
         expect(embeddedPostmaster(dataDir)).not.toBe(killed);
         expect(await metric(service, "logpond_postgres_up")).toBe(1);
         // Acknowledged after the restart: ingestion goes on, on the same process.
         const acked = generator.ackedEvents;
-        await waitFor("202s after the restart", async () => generator.ackedEvents > acked);
+        await waitFor("202s after the restart", async () => generator.ackedEvents > acked, POLL);
         const backAt = loggedAt(service.output(), /flush: storage is back/).find((at) => at >= killedAt - 1_000);
         console.log(`conservation: kill -9 #${i + 1}: flushes succeed again ${backAt ? ((backAt - killedAt) / 1000).toFixed(1) : "?"} s after the kill`);
         // The tail goes on; the sealer passes again.
         const rows = tailed();
-        await waitFor("tail rows after the restart", async () => tailed() > rows);
+        await waitFor("tail rows after the restart", async () => tailed() > rows, POLL);
         const restartedAt = Date.now() / 1000;
         await waitFor(
           "a sealer pass after the restart",
           async () => ((await metric(service, "logpond_sealer_last_pass_timestamp_seconds")) ?? 0) > restartedAt,
+          POLL,
         );
       }
       // The source cache hears another instance's change again (its LISTEN connection came back).
@@ -699,7 +680,7 @@ test(
       await own`select pg_notify('logpond_sources', ${String(other.id)})`;
       const post = (token: string) =>
         fetch(`${service.ingestUrl}/`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: "{}" });
-      await waitFor("the rotated token to be taken", async () => (await post(rotated)).status === 202);
+      await waitFor("the rotated token to be taken", async () => (await post(rotated)).status === 202, POLL);
       expect((await post(other.token)).status).toBe(403);
       await Bun.sleep(PHASE_MS);
       await generator.stop();
@@ -710,8 +691,7 @@ test(
         restarts: await metric(service, "logpond_postgres_restarts_total"),
         statuses: Object.fromEntries(generator.statuses),
       });
-      service.proc.kill("SIGTERM");
-      expect(await service.proc.exited).toBe(0);
+      expect(await service.stop()).toBe(0);
     } catch (error) {
       console.log(`logpond's output:\n${service.output().slice(-4000)}`);
       throw error;
@@ -739,11 +719,10 @@ test(
       const generator = new Generator({ ingestUrl: service.ingestUrl, token: source.token, workers: WORKERS, batch: 20, pauseMs: 2 });
       generator.start();
       await Bun.sleep(PHASE_MS);
-      await waitFor("a flush", async () => ((await metric(service, "logpond_flush_events_total")) ?? 0) > 0);
+      await waitFor("a flush", async () => ((await metric(service, "logpond_flush_events_total")) ?? 0) > 0, POLL);
       process.kill(embeddedPostmaster(dataDir), "SIGKILL");
-      await waitFor("logpond to see it", async () => service.output().includes("exited with SIGKILL"));
-      service.proc.kill("SIGTERM");
-      const code = await service.proc.exited;
+      await waitFor("logpond to see it", async () => service.output().includes("exited with SIGKILL"), POLL);
+      const code = await service.stop();
       await generator.stop();
       const output = service.output();
       expect(output).not.toContain("LOST");
@@ -761,8 +740,7 @@ test(
         spilled: spilled ? Number(spilled[1]) : 0,
         statuses: Object.fromEntries(generator.statuses),
       });
-      restarted.proc.kill("SIGTERM");
-      expect(await restarted.proc.exited).toBe(0);
+      expect(await restarted.stop()).toBe(0);
     } catch (error) {
       for (const s of [service, restarted]) if (s) console.log(`logpond's output:\n${s.output().slice(-4000)}`);
       throw error;
@@ -787,15 +765,16 @@ test.skipIf(tmpfsMissing !== undefined)(
       const generator = new Generator({ ingestUrl: service.ingestUrl, token: source.token, workers: WORKERS, batch: 20, pauseMs: 2 });
       generator.start();
       await Bun.sleep(PHASE_MS);
-      await waitFor("a flush", async () => ((await metric(service, "logpond_flush_events_total")) ?? 0) > 0);
+      await waitFor("a flush", async () => ((await metric(service, "logpond_flush_events_total")) ?? 0) > 0, POLL);
       disk.fill();
       await waitFor(
         "ingestion to refuse for storage",
         async () => (await metricSum(service, "logpond_ingest_requests_rejected_total", 'reason="storage_unavailable"')) > 0,
+        POLL,
       );
       // PostgreSQL stopped by the full disk: it cannot start again until there is room.
       process.kill(embeddedPostmaster(dataDir), "SIGKILL");
-      await waitFor("a restart that fails for the full disk", async () => service.output().includes("could not restart the embedded PostgreSQL"));
+      await waitFor("a restart that fails for the full disk", async () => service.output().includes("could not restart the embedded PostgreSQL"), POLL);
       const down = await readyAnswer(service);
       expect(down.status).toBe(503);
       expect(down.body).toContain("could not be started");
@@ -804,16 +783,16 @@ test.skipIf(tmpfsMissing !== undefined)(
       // before the kill would have reset the clock), nothing may be acknowledged.
       const downFrom = loggedAt(service.output(), /could not restart the embedded PostgreSQL/)[0]!;
       const refusing = downFrom + REFUSE_AFTER_MS;
-      await waitFor("answers well past the setting", async () => generator.answers.filter(([at]) => at > refusing).length > 20);
+      await waitFor("answers well past the setting", async () => generator.answers.filter(([at]) => at > refusing).length > 20, POLL);
       const freedAt = Date.now();
       expect(generator.answers.filter(([at, status]) => status === "202" && at > refusing && at < freedAt)).toEqual([]);
       const window = ackedWhileFailing(service, generator, freedAt);
 
       disk.free();
-      await waitFor("logpond to recover by itself", async () => (await readyAnswer(service)).status === 200);
+      await waitFor("logpond to recover by itself", async () => (await readyAnswer(service)).status === 200, POLL);
       const readyAt = Date.now();
       const acked = generator.ackedEvents;
-      await waitFor("202s again", async () => generator.ackedEvents > acked);
+      await waitFor("202s again", async () => generator.ackedEvents > acked, POLL);
       const recovered = Date.now();
       await Bun.sleep(PHASE_MS);
       await generator.stop();
@@ -829,8 +808,7 @@ test.skipIf(tmpfsMissing !== undefined)(
         restarts: await metric(service, "logpond_postgres_restarts_total"),
         statuses: Object.fromEntries(generator.statuses),
       });
-      service.proc.kill("SIGTERM");
-      expect(await service.proc.exited).toBe(0);
+      expect(await service.stop()).toBe(0);
     } catch (error) {
       console.log(`logpond's output:\n${service.output().slice(-4000)}`);
       throw error;
@@ -857,16 +835,16 @@ test.skipIf(tmpfsMissing !== undefined)(
       const generator = new Generator({ ingestUrl: service.ingestUrl, token: source.token, workers: WORKERS, batch: 20, pauseMs: 2 });
       generator.start();
       await Bun.sleep(PHASE_MS);
-      await waitFor("a flush", async () => ((await metric(service, "logpond_flush_events_total")) ?? 0) > 0);
+      await waitFor("a flush", async () => ((await metric(service, "logpond_flush_events_total")) ?? 0) > 0, POLL);
       disk.fill();
       await waitFor(
         "ingestion to refuse for storage",
         async () => (await metricSum(service, "logpond_ingest_requests_rejected_total", 'reason="storage_unavailable"')) > 0,
+        POLL,
       );
       process.kill(embeddedPostmaster(dataDir), "SIGKILL");
-      await waitFor("a restart that fails for the full disk", async () => service.output().includes("could not restart the embedded PostgreSQL"));
-      service.proc.kill("SIGTERM");
-      const code = await service.proc.exited;
+      await waitFor("a restart that fails for the full disk", async () => service.output().includes("could not restart the embedded PostgreSQL"), POLL);
+      const code = await service.stop();
       await generator.stop();
       const output = service.output();
       expect(output).not.toContain("LOST");
@@ -884,8 +862,7 @@ test.skipIf(tmpfsMissing !== undefined)(
         spilled: Number(spilled[1]),
         statuses: Object.fromEntries(generator.statuses),
       });
-      restarted.proc.kill("SIGTERM");
-      expect(await restarted.proc.exited).toBe(0);
+      expect(await restarted.stop()).toBe(0);
     } catch (error) {
       for (const s of [service, restarted]) if (s) console.log(`logpond's output:\n${s.output().slice(-4000)}`);
       throw error;

@@ -5,7 +5,7 @@
 //   3. random bytes as JSON, NDJSON and MessagePack
 //   4. random mutations (flips, cuts, insertions) of valid bodies
 // Nothing may escape as an exception; every accepted event must COPY into PostgreSQL without an
-// error and, for 1 and 2, read back as CONTRACT §3 specifies. FUZZ_RUNS (default 10,000, split
+// error and, for 1 and 2, read back as docs/api.md ("What is stored") specifies. FUZZ_RUNS (default 10,000, split
 // over the four) and FUZZ_SEED replay a run; the seed is printed first, so even a hang can be replayed.
 import { afterAll, expect, test } from "bun:test";
 import fc from "fast-check";
@@ -117,7 +117,7 @@ function define(object: Record<string, unknown>, key: string, value: unknown): v
   Object.defineProperty(object, key, { value, enumerable: true, configurable: true, writable: true });
 }
 
-/** CONTRACT §3 + README: integers exact; numbers a double can't hold at all → their text as a string. */
+/** docs/api.md ("What is stored"): integers exact; numbers a double can't hold at all → their text as a string. */
 function expectedNumberText(text: string): unknown {
   if (/^-?\d+$/.test(text)) return text.length <= MAX_NUMERIC_DIGITS ? BigInt(text) : text;
   const value = Number(text);

@@ -1,4 +1,4 @@
-// Hostile shapes under load (issue 9, CONTRACT §3.1): logpond runs in its own process (so its RSS
+// Hostile shapes under load (docs/api.md, "Limits"; docs/memory.md): logpond runs in its own process (so its RSS
 // is its own) while normal clients send small numbered batches; every hostile shape of shapes.ts
 // is sent meanwhile, two at a time, sent again after its Retry-After when the answer is 503 (the
 // process bounds the memory of big requests in flight: two 32 MiB bodies at once may not fit).
@@ -16,6 +16,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import postgres from "postgres";
 import { createSource, spawnService, type Service } from "../helpers/service";
+import { waitFor } from "../helpers/wait";
 import { rssOf } from "./measure-shapes";
 import { buildShapes, type Shape } from "./shapes";
 
@@ -33,8 +34,7 @@ beforeAll(async () => {
   service = await spawnService({ DATABASE_URL: url, DATA_DIR: dataDir, INGEST_MAX_DECOMPRESSED_BYTES: String(LIMIT) });
 });
 afterAll(async () => {
-  service.proc.kill("SIGTERM");
-  await service.proc.exited;
+  await service.stop();
   await sql.end({ timeout: 5 });
   rmSync(dataDir, { recursive: true, force: true });
 });
@@ -47,7 +47,7 @@ interface Answer {
   /** The slowest 503's time (0: none; printed only). */
   refusedMs: number;
   text: string;
-  /** 503s answered before this one (the memory of big requests in flight is bounded: CONTRACT §3.1). */
+  /** 503s answered before this one (the memory of big requests in flight is bounded: docs/memory.md). */
   retried: number;
   /** Each 503's Retry-After header, as sent. */
   retryAfters: (string | null)[];
@@ -174,18 +174,16 @@ test("hostile shapes next to normal traffic: each answered as the contract says,
   expect(Object.fromEntries(normalStatuses)).toEqual({ 202: latencies.length });
   expect(servedDuringHostile).toBeGreaterThan(0);
 
-  // Everything acknowledged is stored (a flush every FLUSH_INTERVAL_MS: wait for it; the
-  // deadline only keeps a failure from hanging).
-  const deadline = Date.now() + 30_000;
-  let stored = new Set<number>();
-  let hostileStored = 0;
-  while (Date.now() < deadline) {
-    const rows = await sql<{ seq: number }[]>`select (raw->>'seq')::int as seq from log_events where source_id = ${normal.id}`;
-    stored = new Set(rows.map((r) => r.seq));
-    hostileStored = (await sql<{ n: number }[]>`select count(*)::int as n from log_events where source_id = ${hostile.id}`)[0]!.n;
-    if (acked.every((seq) => stored.has(seq)) && hostileStored >= hostileAcked) break;
-    await Bun.sleep(100);
-  }
+  // Everything acknowledged is stored (a flush every FLUSH_INTERVAL_MS: wait for it).
+  const { stored, hostileStored } = await waitFor(
+    "every acknowledged event to be stored",
+    async () => {
+      const rows = await sql<{ seq: number }[]>`select (raw->>'seq')::int as seq from log_events where source_id = ${normal.id}`;
+      const count = await sql<{ n: number }[]>`select count(*)::int as n from log_events where source_id = ${hostile.id}`;
+      return { stored: new Set(rows.map((r) => r.seq)), hostileStored: count[0]!.n };
+    },
+    { timeoutMs: 30_000, intervalMs: 100, until: ({ stored, hostileStored }) => acked.every((seq) => stored.has(seq)) && hostileStored >= hostileAcked },
+  );
   expect(acked.length).toBeGreaterThan(0);
   expect(acked.filter((seq) => !stored.has(seq))).toEqual([]);
   expect(stored.size).toBe(acked.length); // numbers are never reused: nothing unacknowledged either

@@ -91,8 +91,7 @@ if (import.meta.main) {
           `| ${m.name} | ${shape.body.length} B | ${m.status}${died ? " (process died)" : ""} | ${m.ms} ms | ${m.peakRssMiB} MiB (idle ${idle}) | ${m.worstProbeMs} ms |`,
         );
       } finally {
-        service.proc.kill("SIGTERM");
-        await service.proc.exited;
+        await service.stop();
       }
     }
   } finally {

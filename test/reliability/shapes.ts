@@ -1,4 +1,4 @@
-// Hostile request shapes (issue 9, CONTRACT §3.1): small bodies that cost much once decoded.
+// Hostile request shapes (docs/api.md, "Limits"): small bodies that cost much once decoded.
 // Shared by hostile-load.test.ts and measure-shapes.ts (the before/after table in the report).
 // Each shape is built once (some take a second of compression) and sent as is.
 import { Packr } from "msgpackr";

@@ -6,7 +6,8 @@ import fc from "fast-check";
 import { Packr } from "msgpackr";
 import { walkBody, type CostLimits } from "../../src/codec/bounds";
 import { decodeBody } from "../../src/codec/decode";
-import { COST_FACTOR, Gate, Ticket } from "../../src/memory/gate";
+import { COST_FACTOR } from "../../src/memory/costs";
+import { Gate, Ticket } from "../../src/memory/gate";
 import { AppError } from "../../src/errors";
 
 const generous: CostLimits = { maxEvents: 1_000_000, maxDecompressedBytes: 1 << 30, maxDepth: 64, maxEventBytes: 1 << 20 };

@@ -1,19 +1,8 @@
 // The memory gate (memory/gate.ts) on its own: counts in, answers out, on a clock the test moves.
 // No heap, no RSS, no wall clock: the same calls always get the same answers.
 import { expect, test } from "bun:test";
-import {
-  COST_FACTOR,
-  Gate,
-  type GateOptions,
-  LANE_WAIT_MS,
-  PACKED_COST_FACTOR,
-  type Refusal,
-  type Shape,
-  SLICED_COST_FACTOR,
-  SMALL_REQUEST_BYTES,
-  SMALL_RESERVE_BYTES,
-  Ticket,
-} from "../../src/memory/gate";
+import { BIG_BODY_BYTES, COST_FACTOR, LANE_WAIT_MS, PACKED_COST_FACTOR, SLICED_COST_FACTOR, SMALL_RESERVE_BYTES } from "../../src/memory/costs";
+import { Gate, type GateOptions, type Refusal, type Shape, Ticket } from "../../src/memory/gate";
 import { TestClock } from "../helpers/clock";
 
 const MIB = 1024 * 1024;
@@ -69,9 +58,9 @@ test("small requests keep a share big ones cannot take: big uploads fill the res
   const { gate: g } = gate({ smallReserveBytes: SMALL_RESERVE_BYTES }); // 100 MiB: 25 MiB kept (a quarter)
   const big = admitted(g.admit(18 * MIB, "whole")); // 72 MiB
   // Another big one would pass the 75 MiB big requests may hold; the refusal names that limit.
-  expect(g.admit(SMALL_REQUEST_BYTES, "whole")).toEqual({ why: "budget", costBytes: 4 * MIB, chargedBytes: 72 * MIB, limitBytes: 75 * MIB });
-  // Small batches (under SMALL_REQUEST_BYTES) fit up to the whole budget.
-  const small = Array.from({ length: 28 }, () => admitted(g.admit(SMALL_REQUEST_BYTES / 4, "whole"))); // 28 × 1 MiB
+  expect(g.admit(BIG_BODY_BYTES, "whole")).toEqual({ why: "budget", costBytes: 4 * MIB, chargedBytes: 72 * MIB, limitBytes: 75 * MIB });
+  // Small batches (under BIG_BODY_BYTES) fit up to the whole budget.
+  const small = Array.from({ length: 28 }, () => admitted(g.admit(BIG_BODY_BYTES / 4, "whole"))); // 28 × 1 MiB
   expect(g.bytes).toBe(100 * MIB);
   expect(g.admit(1, "whole")).toMatchObject({ why: "budget", limitBytes: 100 * MIB });
   // A small request that turns out big (its decompressed size) is judged as big.
@@ -83,9 +72,9 @@ test("small requests keep a share big ones cannot take: big uploads fill the res
   // A big request admitted alone past the whole budget (the empty gate's exemption) does not shut
   // small ones out: they still have their share.
   const huge = admitted(g.admit(50 * MIB, "whole")); // 200 MiB
-  const smallOnes = Array.from({ length: 25 }, () => admitted(g.admit(SMALL_REQUEST_BYTES / 4, "whole"))); // 25 × 1 MiB: the share
-  expect(g.admit(SMALL_REQUEST_BYTES / 4, "whole")).toMatchObject({ why: "budget", chargedBytes: 225 * MIB, limitBytes: 100 * MIB });
-  expect(g.admit(SMALL_REQUEST_BYTES, "whole")).toMatchObject({ why: "budget", limitBytes: 75 * MIB });
+  const smallOnes = Array.from({ length: 25 }, () => admitted(g.admit(BIG_BODY_BYTES / 4, "whole"))); // 25 × 1 MiB: the share
+  expect(g.admit(BIG_BODY_BYTES / 4, "whole")).toMatchObject({ why: "budget", chargedBytes: 225 * MIB, limitBytes: 100 * MIB });
+  expect(g.admit(BIG_BODY_BYTES, "whole")).toMatchObject({ why: "budget", limitBytes: 75 * MIB });
   for (const ticket of [huge, ...smallOnes]) g.leave(ticket);
   expect(g.bytes).toBe(0);
 });

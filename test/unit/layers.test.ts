@@ -17,6 +17,8 @@ const LAYERS: Record<string, number> = {
   "periodic.ts": 0,
   "service.ts": 0,
   "rpc.ts": 0,
+  // The numbers memory/ owns (pure data, no imports): the ring and the codec read them too.
+  "memory/costs.ts": 0,
   codec: 1,
   store: 2,
   buffer: 3,
@@ -54,7 +56,7 @@ function importsOf(module: string): string[] {
   return found;
 }
 
-const layerOf = (module: string) => LAYERS[module.split(path.sep)[0]!];
+const layerOf = (module: string) => LAYERS[module.split(path.sep).join("/")] ?? LAYERS[module.split(path.sep)[0]!];
 const all = modules();
 const graph = new Map(all.map((module) => [module, importsOf(module)]));
 
@@ -88,10 +90,12 @@ test("no import cycles", () => {
 });
 
 test("codec/ knows nothing of HTTP or storage", () => {
+  // Besides the error type, only pure data: the config's defaults, the numbers memory/ owns.
+  const allowed = new Set(["errors.ts", "config.ts", path.join("memory", "costs.ts")]);
   const reaching: string[] = [];
   for (const [module, targets] of graph) {
     if (!module.startsWith(`codec${path.sep}`)) continue;
-    for (const target of targets) if (!target.startsWith(`codec${path.sep}`) && target !== "errors.ts") reaching.push(`${module} → ${target}`);
+    for (const target of targets) if (!target.startsWith(`codec${path.sep}`) && !allowed.has(target)) reaching.push(`${module} → ${target}`);
     if (/from "(elysia|postgres|drizzle-orm[^"]*)"/.test(readFileSync(path.join(SRC, module), "utf8")))
       reaching.push(`${module} → a server or database package`);
   }

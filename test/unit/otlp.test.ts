@@ -1,6 +1,6 @@
 // The OTLP decoders against bodies made by another encoder (protobufjs, from the .proto files) and
 // by OTLP/JSON's rules: the documented event shape, the same events from protobuf and JSON, exact
-// times and integers, the nesting rules; and the hostile shapes of CONTRACT §3.1: every truncated
+// times and integers, the nesting rules; and the hostile shapes of docs/api.md's "Limits": every truncated
 // prefix refused, lengths past the end, deep nesting, millions of records or values bounded.
 import { expect, test } from "bun:test";
 import fc from "fast-check";

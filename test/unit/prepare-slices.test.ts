@@ -9,7 +9,8 @@ import { decodeBody, msgpackSliceReader } from "../../src/codec/decode";
 import type { Format } from "../../src/codec/format";
 import { encodeEvents } from "../../src/codec/encode";
 import { AppError } from "../../src/errors";
-import { decodedInSlices, prepareBody, type PrepareLimits, SLICE_BYTES, SLICED_FROM_BYTES } from "../../src/ingest/prepare";
+import { decodedInSlices, prepareBody, type PrepareLimits } from "../../src/ingest/prepare";
+import { BIG_BODY_BYTES, SLICE_BYTES } from "../../src/memory/costs";
 import { arrayCuts, ndjsonCuts } from "../../src/ingest/slices";
 import { unbounded } from "../../src/codec/reception";
 
@@ -109,7 +110,7 @@ function event(next: () => number, i: number): Record<string, unknown> {
 }
 
 /** Events' texts until they are past `bytes` (JSON spaced for even seeds). */
-function texts(seed: number, bytes = SLICED_FROM_BYTES + 200_000, spaced = false): string[] {
+function texts(seed: number, bytes = BIG_BODY_BYTES + 200_000, spaced = false): string[] {
   const next = random(seed);
   const parts: string[] = [];
   for (let i = 0, size = 0; size < bytes; i++) {
@@ -185,7 +186,7 @@ test.each([
   ["a stray bracket", '{"a":1}]'],
 ])("a big body with one event broken (%s) at random places gets the refusal decoding whole gives, word for word", (_name, bad) => {
   const next = random(bad.length + 1);
-  const parts = texts(21, SLICED_FROM_BYTES + 100_000);
+  const parts = texts(21, BIG_BODY_BYTES + 100_000);
   for (const format of ["json", "ndjson"] as const) {
     for (const i of [0, Math.floor(next() * parts.length), parts.length - 1]) {
       if (format === "ndjson" && bad === "") continue; // a blank line: skipped, not an error
@@ -195,7 +196,7 @@ test.each([
 });
 
 test("a refused event in an early slice and a syntax error in a later one: the syntax error, as whole (the body is decoded before any event is encoded)", () => {
-  const parts = texts(31, SLICED_FROM_BYTES + 4 * SLICE_BYTES).with(3, "[1]");
+  const parts = texts(31, BIG_BODY_BYTES + 4 * SLICE_BYTES).with(3, "[1]");
   const broken = join(parts.with(parts.length - 2, '{"a":nul}'), "json");
   expectSame(broken, "json");
   expect((sliced(broken, "json") as AppError).reason).toBe("body_undecodable");
@@ -209,7 +210,7 @@ test("more rows than the ring can ever hold: never_fits with the size decoding w
   const small = { ...LIMITS, ringMaxBytes: 500_000 };
   expectSame(b, "ndjson", small);
   expect((sliced(b, "ndjson", small) as AppError).reason).toBe("never_fits");
-  const blank = Buffer.from("\n \r\n".repeat(SLICED_FROM_BYTES / 4 + 10));
+  const blank = Buffer.from("\n \r\n".repeat(BIG_BODY_BYTES / 4 + 10));
   expectSame(blank, "ndjson");
   expect((sliced(blank, "ndjson") as AppError).reason).toBe("body_empty");
 });
@@ -219,13 +220,13 @@ test("sliced rows are a buffer of their own (handed on whole); small bodies and 
   const prepared = prepareBody(b, "json", 7, unbounded(RECEIVED), LIMITS) as { rows: Uint8Array; own?: boolean };
   expect(prepared.own).toBe(true);
   expect(prepared.rows.byteOffset).toBe(0);
-  expect(decodedInSlices(b.subarray(0, SLICED_FROM_BYTES - 1), "json")).toBe(false);
-  expect(decodedInSlices(Buffer.from(`  {"a":${JSON.stringify("x".repeat(SLICED_FROM_BYTES))}}`), "json")).toBe(false);
+  expect(decodedInSlices(b.subarray(0, BIG_BODY_BYTES - 1), "json")).toBe(false);
+  expect(decodedInSlices(Buffer.from(`  {"a":${JSON.stringify("x".repeat(BIG_BODY_BYTES))}}`), "json")).toBe(false);
   expect(decodedInSlices(b, "msgpack")).toBe(false);
 });
 
 /** MessagePack events: the JSON ones without raw JSON, some with 64-bit integers, some with keys only a few events share (more record definitions). */
-function packedEvents(seed: number, bytes = 2 * SLICED_FROM_BYTES): Record<string, unknown>[] {
+function packedEvents(seed: number, bytes = 2 * BIG_BODY_BYTES): Record<string, unknown>[] {
   const next = random(seed);
   const events: Record<string, unknown>[] = [];
   for (let i = 0, size = 0; size < bytes; i++) {
@@ -335,7 +336,7 @@ test.each([
 });
 
 test("a MessagePack slice whose values do not end where the walk's elements do is refused, so the body is decoded whole", () => {
-  const b = pack(packedEvents(81, SLICED_FROM_BYTES + 100_000));
+  const b = pack(packedEvents(81, BIG_BODY_BYTES + 100_000));
   const cuts = msgpackArrayCuts(b, SLICE_BYTES)!;
   const read = (ends: Uint32Array) => msgpackSliceReader(b, ends)(cuts.at[1]!, cuts.at[2]!, cuts.elements[0]!);
   expect(read(cuts.ends)).toHaveLength(cuts.elements[1]!);

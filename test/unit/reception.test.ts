@@ -13,7 +13,8 @@ import { receptionOf, REDATED_FIELD, retentionGraceMs, unbounded, type EventTime
 import { eventMicros, microsOfMillis, microsText, type PgMicros } from "../../src/codec/time";
 import { fieldsOf, tuplesOf } from "../../src/codec/tuples";
 import { AppError } from "../../src/errors";
-import { prepareBody, SLICED_FROM_BYTES, type PrepareLimits } from "../../src/ingest/prepare";
+import { prepareBody, type PrepareLimits } from "../../src/ingest/prepare";
+import { BIG_BODY_BYTES } from "../../src/memory/costs";
 
 const DAY_MS = 86_400_000;
 const NOW = Date.UTC(2026, 10, 27, 14, 30, 0, 123); // the injected clock
@@ -161,7 +162,7 @@ test("a big body encoded in slices counts as encoded whole", () => {
   };
   const events = Array.from({ length: 12_000 }, (_, i) => ({ dt: i % 3 === 0 ? 0 : i % 3 === 1 ? NOW - 1_000 : "3000-01-01", i, pad: "p".repeat(80) }));
   const body = Buffer.from(JSON.stringify(events));
-  expect(body.length).toBeGreaterThan(SLICED_FROM_BYTES);
+  expect(body.length).toBeGreaterThan(BIG_BODY_BYTES);
   const prepared = prepareBody(body, "json", 1, reception(), PREPARE);
   if (prepared instanceof AppError) throw new Error(prepared.message);
   expect(prepared.own).toBe(true); // it was sliced

@@ -1,5 +1,6 @@
 // The live stream's row text is spliced into the stored JSON text instead of parsed and
-// re-serialised; on random events it must mean exactly what parse + assign means (§7's shadowing).
+// re-serialised; on random events it must mean exactly what parse + assign means (`dt`, `source_id`
+// and `id` replace fields of those names sent in the event: docs/api.md, "A row").
 import { expect, test } from "bun:test";
 import fc from "fast-check";
 import { textOf } from "../../src/tail/rows";
