@@ -13,17 +13,19 @@ ALTER TABLE "log_blocks" ALTER COLUMN "ids" DROP NOT NULL;--> statement-breakpoi
 ALTER TABLE "log_blocks" ALTER COLUMN "dts" DROP NOT NULL;--> statement-breakpoint
 ALTER TABLE "log_blocks" ALTER COLUMN "body" DROP NOT NULL;--> statement-breakpoint
 -- A block's events (id, dt, line), from its payload or its v3 columns, decoded once per block: the
--- payload is opened in a subquery kept apart (OFFSET 0), not in each expression that names it.
--- pgp_sym_decrypt and unnest are strict: a v3 block gives no row from the payload branch and a v4
--- block none from the other. Inlined into its caller (one SELECT, STABLE).
+-- payload is opened by a function in FROM, whose one value the unnest reads (not in each
+-- expression that names it; a subquery behind OFFSET 0 would do too, but a query holding one is
+-- never run in parallel workers).
+-- One unnest over both kinds' arrays (the other kind's are null: pgp_sym_decrypt and
+-- string_to_array are strict), not a UNION of two: the callers inline it once per scan of
+-- log_blocks, and each branch made their plans longer to build. STABLE, one SELECT: inlined.
 CREATE FUNCTION "logpond_block_events"(min_id bigint, min_dt timestamptz, ids bigint[], dts timestamptz[], body text, payload bytea)
 RETURNS TABLE ("id" bigint, "dt" timestamptz, "line" text)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-	SELECT v3."id", v3."dt", v3."line" FROM unnest(ids, dts, string_to_array(body, E'\n')) AS v3("id", "dt", "line")
-	UNION ALL
-	SELECT min_id + v4."id", min_dt + v4."dt" * interval '1 microsecond', v4."line"
-	FROM (SELECT string_to_array(pgp_sym_decrypt(payload, 'logpond'), E'\n') AS "a" OFFSET 0) p
-	CROSS JOIN LATERAL unnest(p."a"[1]::bigint[], p."a"[2]::bigint[], p."a"[3:]) AS v4("id", "dt", "line")
+	SELECT coalesce(u."id", min_id + u."id_offset"), coalesce(u."dt", min_dt + u."dt_offset" * interval '1 microsecond'), u."line"
+	FROM string_to_array(pgp_sym_decrypt(payload, 'logpond'), E'\n') AS p("a")
+	CROSS JOIN LATERAL unnest(ids, dts, p."a"[1]::bigint[], p."a"[2]::bigint[], coalesce(string_to_array(body, E'\n'), p."a"[3:]))
+		AS u("id", "dt", "id_offset", "dt_offset", "line")
 $$;--> statement-breakpoint
 CREATE OR REPLACE VIEW "log_events" AS
 	SELECT "id", "source_id", "dt", "raw" FROM "log_hot"
