@@ -32,6 +32,8 @@ async function ingestPath(root: string) {
   const admission = existsSync(path.join(root, "src", "memory", "gate.ts"))
     ? { gate: new (await load("memory/gate")).Gate({ budgetBytes: 512 << 20 }) }
     : { inFlight: new (await loadFirst("memory/inflight", "ingest/inflight")).InFlight(512 << 20) };
+  // Ingestion's series moved out of Metrics into ingest/series.ts.
+  const metrics = existsSync(path.join(root, "src", "ingest", "series.ts")) ? (await load("ingest/series")).ingestSeries(new Metrics()) : new Metrics();
   const cache = new SourceCache();
   for (let id = 1; id <= SOURCES; id++) cache.put({ id, token: `token-${id}`, ingestingPaused: false, logsRetention: 30 });
   const ring = new Ring({ maxEvents: 1_000_000, maxBytes: 256 << 20 });
@@ -39,7 +41,7 @@ async function ingestPath(root: string) {
     cache,
     ring,
     flusher: { pushed() {} },
-    metrics: new Metrics(),
+    metrics,
     limits: {
       maxBodyBytes: 20 << 20,
       maxDecompressedBytes: 100 << 20,

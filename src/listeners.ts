@@ -18,7 +18,21 @@ import { tokenRoutes } from "./tokens/routes";
 import type { Store } from "./store/db";
 import type { TailHub } from "./tail/hub";
 import { tailRoutes } from "./tail/routes";
-import type { webRoutes } from "./web/routes";
+import { webRoutes } from "./web/routes";
+import type { Flusher } from "./buffer/flusher";
+import type { Ring } from "./buffer/ring";
+import { retentionGraceMs } from "./codec/reception";
+import type { Authenticate } from "./http/auth";
+import type { DecodeWorker } from "./ingest/offload";
+import { RateLimiter } from "./ingest/ratelimit";
+import { ingestSeries } from "./ingest/series";
+import type { Memory } from "./memory/budget";
+import type { Registry } from "./metrics";
+import { closing, type Service } from "./service";
+import type { SourceCache } from "./sources/cache";
+import { createSourceService } from "./sources/service";
+import { within } from "./timers";
+import type { TokenService } from "./tokens/service";
 
 /** CORS preflight for browser clients (@logtail/browser): the token is the credential, so any origin. */
 const PREFLIGHT_HEADERS = {
@@ -71,8 +85,113 @@ export function ingestApp(deps: IngestDeps & Pick<ManagementDeps, "store" | "log
   );
 }
 
+/** A listener as a service: where it is reached. */
+export type Listener = Service & { readonly url: string; readonly port: number };
+
+/**
+ * The ingest listener on INGEST_HOST:INGEST_PORT, its limits from the Config. Halted, it answers
+ * 503; stopped, in-flight requests get a third of SHUTDOWN_TIMEOUT_MS to finish (their events land
+ * in the ring), then slow uploads are cut off, so a client cannot hold the stop.
+ */
+export function startIngestListener(
+  config: Config,
+  deps: {
+    sources: { cache: SourceCache };
+    ring: Ring;
+    flusher: Flusher & { storageDown(): boolean };
+    memory: Pick<Memory, "gate" | "gcPacer">;
+    decodeWorker: DecodeWorker;
+    store: Store;
+    metrics: Registry;
+    log: (line: string) => void;
+    ready: () => Promise<string | undefined>;
+  },
+): Listener {
+  const { ring, flusher, store, log } = deps;
+  let accepting = true;
+  const server = listenIngest(config, {
+    cache: deps.sources.cache,
+    ...{ ring, flusher, store, log, decodeWorker: deps.decodeWorker, gate: deps.memory.gate, gcPacer: deps.memory.gcPacer },
+    metrics: ingestSeries(deps.metrics, (id) => deps.sources.cache.has(id)), // a deleted source's series go at the next scrape
+    limits: {
+      maxBodyBytes: config.ingestMaxBodyBytes,
+      maxDecompressedBytes: config.ingestMaxDecompressedBytes,
+      bodyTimeoutMs: config.ingestBodyTimeoutMs,
+      maxEventBytes: config.ingestMaxEventBytes,
+      maxDepth: config.ingestMaxDepth,
+      maxEventsPerRequest: config.ingestMaxEventsPerRequest,
+      bufferMaxEvents: config.bufferMaxEvents,
+      ringMaxBytes: ring.maxBytes,
+    },
+    ackMode: config.ingestAck,
+    durableTimeoutMs: config.durableTimeoutMs,
+    rateLimiter: new RateLimiter(config.ingestRateLimit),
+    accepting: () => accepting,
+    eventTimes: { maxFutureMs: config.ingestMaxFutureMs, retentionGraceMs: retentionGraceMs(config.retentionSweepIntervalMs, config.sealIntervalMs) },
+    storageDown: flusher.storageDown,
+    unready: deps.ready,
+  }).server!;
+  return {
+    name: "ingest listener",
+    url: listenerUrl(config.ingestHost, server.port),
+    port: server.port!,
+    halt() {
+      accepting = false; // 503 from now on
+    },
+    async stop() {
+      if (await within(server.stop(false), config.shutdownTimeoutMs / 3)) return;
+      log("shutdown: requests still uploading were cut off");
+      await within(server.stop(true), 1_000);
+    },
+  };
+}
+
+/**
+ * The management listener on API_HOST:API_PORT: /metrics, health, the page, the live tail, sources
+ * (a deletion kicks retention and ends the source's tail streams), tokens, the query API.
+ */
+export async function startManagementListener(
+  config: Config,
+  deps: {
+    store: Store;
+    sources: { cache: SourceCache };
+    tokens: { service: TokenService; authenticate: Authenticate };
+    tail: TailHub;
+    retention: { kick(): void };
+    metrics: Metrics;
+    log: (line: string) => void;
+    ready: () => Promise<string | undefined>;
+    /** The host clients are told to send to (publicIngestHost). */
+    ingestingHost: () => string;
+  },
+): Promise<Listener> {
+  const { store, tail, tokens } = deps;
+  const server = listenManagement(config, {
+    store,
+    metrics: deps.metrics,
+    log: deps.log,
+    unready: deps.ready,
+    read: { tail, queryTimeoutMs: config.queryTimeoutMs, tailLimits: { maxRows: config.tailQueueMaxRows, maxBytes: config.tailQueueMaxBytes } },
+    web: await webRoutes(),
+    routes: {
+      service: createSourceService(store.db, deps.sources.cache, (id) => {
+        deps.retention.kick();
+        tail.sourceDeleted(id);
+      }),
+      authenticate: tokens.authenticate,
+      ingestingHost: deps.ingestingHost,
+    },
+    tokens: tokens.service,
+  }).server!;
+  return {
+    ...closing("management listener", () => server.stop(true), 1_000),
+    url: listenerUrl(config.apiHost, server.port),
+    port: server.port!,
+  };
+}
+
 /** The ingest listener on INGEST_HOST:INGEST_PORT. */
-export function listenIngest(config: Config, deps: Parameters<typeof ingestApp>[0]) {
+function listenIngest(config: Config, deps: Parameters<typeof ingestApp>[0]) {
   return ingestApp(deps).listen({
     ...EXCLUSIVE,
     hostname: config.ingestHost,
@@ -84,7 +203,7 @@ export function listenIngest(config: Config, deps: Parameters<typeof ingestApp>[
 }
 
 /** The management listener on API_HOST:API_PORT. */
-export function listenManagement(config: Config, deps: ManagementDeps) {
+function listenManagement(config: Config, deps: ManagementDeps) {
   // Bun's cap would answer a bare 413 with an empty body: bodies are capped where they are read (http/body.ts).
   return managementApp(deps).listen({ ...EXCLUSIVE, hostname: config.apiHost, port: config.apiPort, maxRequestBodySize: Number.MAX_SAFE_INTEGER });
 }

@@ -47,7 +47,7 @@ async function shutdown(why: string, failed: boolean): Promise<void> {
 
 // Before the signals and the banner: from here on no error ends the process unannounced.
 guardProcess({
-  counted: (kind) => logpond.metrics.uncaughtErrors[kind]++,
+  counted: (kind) => logpond.uncaughtErrors.inc(kind),
   stop: (why) => void shutdown(why, true),
 });
 

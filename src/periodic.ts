@@ -1,16 +1,18 @@
 // A background job run every interval (the sealer's passes, retention's sweeps): one run at a
 // time (a run never overlaps the previous one, whoever asked for it), the next one an interval
 // after the previous ended (a run longer than the interval never piles up; or at a fixed rate, the
-// turns that fall in a run making one more), or soon after kick().
-// A run that fails is counted and reported, and the job goes on at its next turn. stop() aborts a
+// turns that fall in a run making one more), or soon after kick(); a job with no interval runs only
+// when kicked (the database supervisor, when its postmaster dies).
+// A run that fails is counted and reported, and the job goes on at its next turn, or (`retry`)
+// after a capped backoff, until a run succeeds. stop() aborts a
 // run under way through the AbortSignal the job is given, arms nothing more, and waits for the run
 // up to a deadline, so a stop stays bounded whatever the job waits on.
 import type { Registry } from "./metrics";
-import { type Clock, realClock, within } from "./timers";
+import { type Backoff, backoff, type Clock, realClock, within } from "./timers";
 
 export interface PeriodicOptions<T> {
-  /** Milliseconds from the end of one timed run to the start of the next (see `fixedRate`). */
-  intervalMs: number;
+  /** Milliseconds from the end of one timed run to the start of the next (see `fixedRate`); none: only when kicked. */
+  intervalMs?: number;
   /**
    * Turns every `intervalMs` from the start instead, whenever runs end (setInterval's cadence): a
    * turn that comes while a run is under way asks for one more right after it, as kick() does.
@@ -21,6 +23,8 @@ export interface PeriodicOptions<T> {
   run: (signal: AbortSignal) => Promise<T>;
   /** Whether the first run starts at once (else an interval from now). */
   atStart?: boolean;
+  /** A failed timed run is tried again after this backoff (growing with each failure in a row), not at its next turn. Not with `fixedRate`. */
+  retry?: Backoff;
   /** Told of each failed timed run, once counted (not of a run that failed because of the stop). */
   failed: (error: Error) => void;
   /** The counter of failed timed runs in /metrics (its name ends in `_total`). */
@@ -56,6 +60,8 @@ export function periodic<T>(options: PeriodicOptions<T>): Periodic<T> {
   let again = false;
   let disarm: (() => void) | undefined;
   let errors = 0;
+  /** Failed timed runs since the last that succeeded. */
+  let failures = 0;
 
   const queue = (): Promise<T> => {
     const next = last.then(() => {
@@ -66,7 +72,8 @@ export function periodic<T>(options: PeriodicOptions<T>): Periodic<T> {
     return next;
   };
   const arm = () => {
-    if (!abort.signal.aborted) disarm = clock.after(intervalMs, options.fixedRate ? turn : kick);
+    const ms = failures > 0 && options.retry ? backoff(failures - 1, options.retry) : intervalMs;
+    if (!abort.signal.aborted && ms !== undefined) disarm = clock.after(ms, options.fixedRate ? turn : kick);
   };
   const turn = () => {
     arm();
@@ -87,9 +94,11 @@ export function periodic<T>(options: PeriodicOptions<T>): Periodic<T> {
         again = false;
         try {
           await queue();
+          failures = 0;
         } catch (error) {
           if (abort.signal.aborted) return;
           errors++;
+          failures++;
           failed(error as Error);
         }
       } while (again && !abort.signal.aborted);

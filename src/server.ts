@@ -1,34 +1,28 @@
 // Builds a running logpond from a Config, in the order data flows: storage → sources → ring +
-// flusher (spilled events replayed) → retention, tail → memory → sealer (its garbage paced) → both listeners. Each
-// module builds itself from the Config and registers its own /metrics series; stop.ts stops them.
-// `main.ts` adds the banner and signals; tests start it in-process on port 0.
+// flusher (spilled events replayed) → retention, tail, tokens → memory → sealer (its garbage paced)
+// → both listeners. Each module starts as `start…(config, deps)`, declares its own /metrics series
+// and returns a Service; stop.ts stops the list. `main.ts` adds the banner and signals; tests
+// start it in-process on port 0.
 import type { Flusher } from "./buffer/flusher";
 import { startFlusher } from "./buffer/flusher";
 import { openRing, type Ring } from "./buffer/ring";
-import { keepSpillReserve } from "./buffer/reserve";
-import { drainOnStop, replayInto, spillFolder, type Spilled } from "./buffer/spill";
+import { type Spilled, startBuffer } from "./buffer/spill";
 import type { Config } from "./config";
-import { loadApiToken, type ApiToken } from "./http/apitoken";
-import { digest } from "./http/auth";
+import type { ApiToken } from "./http/apitoken";
 import { assertPortsFree } from "./http/ports";
-import { retentionGraceMs } from "./codec/reception";
-import { DecodeWorker } from "./ingest/offload";
-import { RateLimiter } from "./ingest/ratelimit";
-import { listenerUrl, listenIngest, listenManagement, publicIngestHost } from "./listeners";
+import { startDecodeWorker } from "./ingest/offload";
+import { publicIngestHost, startIngestListener, startManagementListener } from "./listeners";
 import { startMemory } from "./memory/budget";
 import { Metrics } from "./metrics";
 import { ensurePartitionsAhead, startRetention, type Retention } from "./retention/scheduler";
-import { openSourceCache } from "./sources/cache";
-import { createSourceService } from "./sources/service";
+import { background, readiness, type Service } from "./service";
+import { startSources } from "./sources/cache";
 import { openStore, type Store } from "./store/db";
 import { type Sealer, startSealer } from "./store/sealer";
-import { supervisorSeries } from "./store/supervisor";
-import { closing, type Service, timeLeft } from "./service";
 import { stopAll } from "./stop";
-import { within } from "./timers";
 import { startTail, type TailHub } from "./tail/hub";
-import { openTokens } from "./tokens/service";
-import { webRoutes } from "./web/routes";
+import { startTokens } from "./tokens/service";
+import { type UncaughtKind, uncaughtSeries } from "./uncaught";
 
 export { ingestApp, managementApp, publicIngestHost } from "./listeners";
 
@@ -40,6 +34,8 @@ export interface Logpond {
   readonly flusher: Flusher;
   readonly ring: Ring;
   readonly metrics: Metrics;
+  /** logpond_uncaught_errors_total, counted by the handlers main.ts installs (uncaught.ts). */
+  readonly uncaughtErrors: { inc(kind: UncaughtKind): void };
   readonly tail: TailHub;
   /** Retention sweeps: at start, every RETENTION_SWEEP_INTERVAL_MS, and after a deletion. */
   readonly retention: Retention;
@@ -59,9 +55,10 @@ export async function startLogpond(config: Config, log: (line: string) => void):
     API_PORT: { host: config.apiHost, variable: config.apiHost === config.host ? "HOST" : "API_HOST", port: config.apiPort },
     INGEST_PORT: { host: config.ingestHost, variable: config.ingestHost === config.host ? "HOST" : "INGEST_HOST", port: config.ingestPort },
   });
-  const store = await openStore(config, log);
+  const metrics = new Metrics();
+  const store = await openStore(config, { metrics, log });
   try {
-    return await startOn(store, config, log);
+    return await startOn(store, config, metrics, log);
   } catch (error) {
     // The embedded PostgreSQL runs in a process group of its own: a failed start must stop it.
     await store.close();
@@ -69,27 +66,20 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   }
 }
 
-async function startOn(store: Store, config: Config, log: (line: string) => void): Promise<Logpond> {
-  const metrics = new Metrics();
-  const sources = await openSourceCache(store, metrics, log);
+async function startOn(store: Store, config: Config, metrics: Metrics, log: (line: string) => void): Promise<Logpond> {
+  const uncaughtErrors = uncaughtSeries(metrics);
+  const supervisor = store.supervisor;
+  const sources = await startSources(config, { store, metrics, log });
   await ensurePartitionsAhead(store.sql, log);
   const ring = openRing(config, metrics);
-  const flusher = startFlusher(config, store.url, ring, metrics, log);
-  await replayInto(config, store.url, ring, flusher, log); // what an earlier stop spilled, before ingestion opens
-  keepSpillReserve(config, spillFolder(config.dataDir), metrics, log); // room for the next one, even on a full disk
-  if (store.supervisor) {
-    supervisorSeries(store.supervisor, metrics);
-    store.supervisor.onRestart(() => flusher.retryNow());
-  }
-  // Past this much failing, nothing more is acknowledged from memory (503) until a flush succeeds.
-  const storageDown = () => flusher.failingMs() > config.ingestRefuseAfterFlushFailingMs;
-  const unready = async () =>
-    (await store.unready()) ??
-    (storageDown() ? `Storage is failing: no flush has succeeded for ${(flusher.failingMs() / 1000).toFixed(1)} s; ingestion answers 503` : undefined);
+  const flusher = startFlusher(config, { url: store.url, ring, metrics, log });
+  const buffer = await startBuffer(config, { url: store.url, ring, flusher, metrics, log }); // spills replayed, before ingestion opens
+  supervisor?.onRestart(() => flusher.retryNow());
   const retention = startRetention(config, { sql: store.sql, flush: () => flusher.flush(), metrics, log });
-  const tail = await startTail(store.sql, config, flusher, metrics, log);
-  const decodeWorker = new DecodeWorker();
-  const memory = startMemory(config, ring, flusher, metrics, decodeWorker.width);
+  const tail = await startTail(config, { sql: store.sql, flusher, metrics, log });
+  const tokens = await startTokens(config, { store, tail, log });
+  const decodeWorker = startDecodeWorker(config);
+  const memory = startMemory(config, { ring, flusher, metrics, lanes: decodeWorker.width });
   const sealer = startSealer(config, {
     sql: store.sql,
     log,
@@ -98,97 +88,41 @@ async function startOn(store: Store, config: Config, log: (line: string) => void
     settled: () => flusher.settled(),
     hold: (bytes) => memory.hold(bytes),
   });
-
-  const apiToken = loadApiToken(config);
-  const tokens = await openTokens(store, digest(apiToken.token), tail, log);
-  let accepting = true;
-  const ingest = listenIngest(config, {
-    cache: sources.cache,
-    ...{ ring, flusher, metrics, store, log, decodeWorker, gate: memory.gate, gcPacer: memory.gcPacer },
-    limits: {
-      maxBodyBytes: config.ingestMaxBodyBytes,
-      maxDecompressedBytes: config.ingestMaxDecompressedBytes,
-      bodyTimeoutMs: config.ingestBodyTimeoutMs,
-      maxEventBytes: config.ingestMaxEventBytes,
-      maxDepth: config.ingestMaxDepth,
-      maxEventsPerRequest: config.ingestMaxEventsPerRequest,
-      bufferMaxEvents: config.bufferMaxEvents,
-      ringMaxBytes: ring.maxBytes,
-    },
-    ackMode: config.ingestAck,
-    durableTimeoutMs: config.durableTimeoutMs,
-    rateLimiter: new RateLimiter(config.ingestRateLimit),
-    accepting: () => accepting,
-    eventTimes: { maxFutureMs: config.ingestMaxFutureMs, retentionGraceMs: retentionGraceMs(config.retentionSweepIntervalMs, config.sealIntervalMs) },
-    storageDown,
-    unready,
+  // /ready: the first reason a service gives, in the list's order (storage's, then the flusher's);
+  // while the listeners start, before the list is whole, those two are asked.
+  let services: Service[] = [store, flusher];
+  const ready = readiness(() => services);
+  const ingest = startIngestListener(config, { sources, ring, flusher, memory, decodeWorker, store, metrics, log, ready });
+  const ingestingHost = publicIngestHost(config, ingest.port);
+  const management = await startManagementListener(config, {
+    ...{ store, sources, tokens, tail, retention, metrics, log, ready },
+    ingestingHost: () => ingestingHost,
   });
-  const ingestingHost = publicIngestHost(config, ingest.server!.port!);
-  const management = listenManagement(config, {
+
+  // In the order each needs the ones before it; stop.ts halts them all, then stops them in reverse
+  // (the ingest listener first, storage last), each within its own share of SHUTDOWN_TIMEOUT_MS.
+  services = [
     store,
-    metrics,
-    log,
-    unready,
-    read: { tail, queryTimeoutMs: config.queryTimeoutMs, tailLimits: { maxRows: config.tailQueueMaxRows, maxBytes: config.tailQueueMaxBytes } },
-    web: await webRoutes(),
-    routes: {
-      service: createSourceService(store.db, sources.cache, (id) => {
-        retention.kick();
-        tail.sourceDeleted(id);
-      }),
-      authenticate: tokens.authenticate,
-      ingestingHost: () => ingestingHost,
-    },
-    tokens: tokens.service,
-  });
-
-  const spilled: Spilled = { events: 0 };
-  const buffer = drainOnStop(config, flusher, spilled, metrics, log);
-  // In the order each needs the ones before it; stop.ts stops them in reverse (the ingest listener
-  // first, storage last), each within its own share of SHUTDOWN_TIMEOUT_MS.
-  const services: Service[] = [
-    // A frozen PostgreSQL must not hold the stop past its deadline: an embedded one left running
-    // is stopped by the next start. Closing storage ends its supervisor before it stops PostgreSQL,
-    // so nothing is started after that; until then the supervisor restarts a postmaster that died
-    // while the buffer drains (the drain needs it).
-    { name: "storage", stop: (deadline) => within(store.close(), Math.max(1_000, timeLeft(deadline))).then(() => {}) },
-    { name: "flush connections", stop: () => flusher.close(1_000) },
-    // Both caches' listeners (sources, token revocations) stop together.
-    closing("notifications", () => Promise.all([sources.unlisten(), tokens.unlisten()]).catch(() => {}), 1_000),
+    // Ended before storage stops its postmaster; no halt(): one that dies while the buffer drains is started again.
+    ...(supervisor ? [supervisor] : []),
+    flusher, // its connections
+    sources, // their notifications, and the tokens'
+    tokens,
     // Halted at the stop's start (between two moves, a move being one statement), waited for once the drain is over.
-    job("sealer", sealer),
-    job("retention", retention), // halted at the start: a running sweep stops between two statements
-    closing("management listener", () => management.server!.stop(true), 1_000),
-    closing("tail", () => tail.stop(), 1_000),
-    { name: "decode worker", stop: async () => decodeWorker.close() },
+    background("sealer", sealer),
+    background("retention", retention), // halted at the start: a running sweep stops between two statements
+    management,
+    tail,
+    decodeWorker,
     buffer, // drained into PostgreSQL, or into a spill file
-    {
-      name: "ingest listener",
-      halt: () => {
-        accepting = false; // 503 from now on
-      },
-      // In-flight requests get a third of the time to finish (their events land in the ring);
-      // then slow uploads are cut off, so a client cannot hold the stop.
-      async stop() {
-        if (await within(ingest.server!.stop(false), config.shutdownTimeoutMs / 3)) return;
-        log("shutdown: requests still uploading were cut off");
-        await within(ingest.server!.stop(true), 1_000);
-      },
-    },
+    ingest,
   ];
   return {
-    ...{ apiToken, store, flusher, ring, metrics, tail, retention, sealer, spilled },
-    apiUrl: listenerUrl(config.apiHost, management.server!.port),
-    ingestUrl: listenerUrl(config.ingestHost, ingest.server!.port),
+    ...{ store, flusher, ring, metrics, uncaughtErrors, tail, retention, sealer },
+    apiToken: tokens.apiToken,
+    spilled: buffer.spilled,
+    apiUrl: management.url,
+    ingestUrl: ingest.url,
     stop: () => stopAll(services, config.shutdownTimeoutMs).then(() => buffer.drained),
-  };
-}
-
-/** A background job (periodic.ts) in the stop: halted with the rest, then waited for until a second before the deadline (0.1 s at least). */
-function job(name: string, periodic: { halt(): void; stop(deadline: number): Promise<void> }): Service {
-  return {
-    name,
-    halt: periodic.halt,
-    stop: (deadline) => periodic.stop(performance.now() + Math.max(100, timeLeft(deadline) - 1_000)),
   };
 }

@@ -12,8 +12,19 @@
 // Not installed by startLogpond: tests that run logpond in-process keep bun test's own failure on an
 // unhandled rejection, which is how such a bug shows there.
 import { describeError } from "./errors";
+import type { CounterBy, Registry } from "./metrics";
 
 export type UncaughtKind = "rejection" | "exception";
+
+/** Its /metrics series, declared by server.ts (so it shows, at zero, before main.ts installs the handlers). */
+export function uncaughtSeries(metrics: Registry): CounterBy {
+  return metrics.counterBy(
+    "logpond_uncaught_errors_total",
+    'Errors nothing handled, by kind: "rejection" (logpond served on), "exception" (logpond stopped as on SIGTERM).',
+    "kind",
+    ["rejection", "exception"] satisfies UncaughtKind[],
+  );
+}
 
 export interface GuardOptions {
   /** Counts one (the metric). */

@@ -4,7 +4,7 @@
 // Stream (store/copy.ts); drops a chunk only when its durable request gave up and the batch is
 // known unstored; starts no try once halted.
 import { WriteError, type Commit, type FlushConnection, type IdRange } from "../store/copy";
-import type { Metrics } from "../metrics";
+import { BUCKETS, type Counter, type CounterBy, type Histogram, type Registry } from "../metrics";
 import { idOf, setIds, sourceOf, toText, tuplesOf } from "../codec/tuples";
 import { backoff, type Clock } from "../timers";
 import type { Chunk, Ring, Rows } from "./ring";
@@ -100,10 +100,33 @@ const RESERVE: Reserve = { at: "reserve" };
 const RELEASE: Release = { at: "release" };
 const BACKOFF = { firstMs: 100, maxMs: 5_000 };
 
+/** The flush's /metrics series (docs/metrics.md). */
+export interface FlushSeries {
+  readonly flushes: CounterBy;
+  readonly events: Counter;
+  readonly duration: Histogram;
+  readonly errors: Counter;
+  readonly deadLettered: Counter;
+  readonly lost: Counter;
+  readonly splits: Counter;
+}
+
+export function flushSeries(metrics: Registry): FlushSeries {
+  return {
+    flushes: metrics.counterBy("logpond_flushes_total", "Committed flushes, by trigger.", "reason"),
+    events: metrics.counter("logpond_flush_events_total", "Events written to PostgreSQL."),
+    duration: metrics.histogram("logpond_flush_duration_seconds", "Committed flushes' duration, retries included.", BUCKETS.flush),
+    errors: metrics.counter("logpond_flush_errors_total", "Flush attempts that failed (and were retried)."),
+    deadLettered: metrics.counter("logpond_dead_letter_events_total", "Events PostgreSQL refused for their data, kept in dead_letters."),
+    lost: metrics.counter("logpond_events_lost_total", "Events refused by PostgreSQL whose dead letter was refused too (logged in full)."),
+    splits: metrics.counter("logpond_flush_isolation_splits_total", "Refused batches split in two to isolate bad events."),
+  };
+}
+
 /** What the flusher lends its batches. */
 export interface BatchContext {
   readonly ring: Ring;
-  readonly metrics: Metrics;
+  readonly metrics: FlushSeries;
   readonly log: (line: string) => void;
   readonly clock: Clock;
   readonly random: () => number;
@@ -237,7 +260,7 @@ export class BatchWriter {
       task.uncertain = true;
       this.uncertain++;
     }
-    this.context.metrics.flushErrors++;
+    this.context.metrics.errors.inc();
     if (this.failures++ === 0 || this.failures % 50 === 0) {
       this.context.log(
         `flush: ${describe(job, task)} not written${task.uncertain ? " or not known to be" : ""} (${error?.message}); retrying, ${this.context.ring.heldEvents} events held`,
@@ -291,7 +314,7 @@ export class BatchWriter {
     this.lastCommit = this.context.clock.now();
     job.todo.shift();
     if (task.kind === "letter") {
-      metrics.eventsDeadLettered++;
+      metrics.deadLettered.inc();
       log(
         `flush: an event of source ${sourceOf(task.tuples[0])} was refused by PostgreSQL (${task.refusal.sqlstate} ${task.refusal.message}); kept in dead_letters`,
       );
@@ -312,7 +335,7 @@ export class BatchWriter {
     if (task.kind === "letter") {
       // dead_letters holds text only, so this should not happen; if it does, say so loudly.
       const tuple = task.tuples[0];
-      metrics.eventsLost++;
+      metrics.lost.inc();
       log(
         `flush: LOST an event of source ${sourceOf(tuple)}: PostgreSQL refused it (${task.refusal.sqlstate} ${task.refusal.message}) and its dead letter (${refusal.sqlstate} ${refusal.message}); event: ${toText(tuple).slice(0, 2000)}`,
       );
@@ -322,7 +345,7 @@ export class BatchWriter {
     if (tuples.length === 1) {
       job.todo.unshift({ kind: "letter", id: crypto.randomUUID(), tuples: [tuples[0]!], refusal, attempt: 0, uncertain: false });
     } else {
-      metrics.isolationSplits++;
+      metrics.splits.inc();
       const middle = tuples.length >>> 1;
       job.todo.unshift(
         { kind: "part", id: crypto.randomUUID(), tuples: tuples.slice(0, middle), attempt: 0, uncertain: false },

@@ -40,10 +40,11 @@
 // write (the batch is known unstored there), and its events are never written after that.
 // Never drops a chunk it was given otherwise; never holds more than one batch per stream.
 import type { Config } from "../config";
-import type { Metrics } from "../metrics";
+import type { Registry } from "../metrics";
+import type { Service } from "../service";
 import { openFlushStreams } from "../store/flush-thread";
 import { realClock, within, type Clock } from "../timers";
-import { BatchWriter, eventsOf, heldOf, newJob, type CommittedBatch, type HeldBatch, type Job, type Stream } from "./batch";
+import { BatchWriter, eventsOf, flushSeries, type FlushSeries, heldOf, newJob, type CommittedBatch, type HeldBatch, type Job, type Stream } from "./batch";
 import type { Ring } from "./ring";
 
 export type { Batch, CommittedBatch, HeldBatch, Stream } from "./batch";
@@ -53,7 +54,8 @@ export interface FlusherOptions {
   maxEvents: number;
   /** Durable mode: a stream that is free writes at once (group commit), the interval is a backstop. */
   eager: boolean;
-  metrics: Metrics;
+  /** Where its series are declared (batch.ts's flushSeries). */
+  metrics: Registry;
   log: (line: string) => void;
   /** Backoffs and the drain's deadline run on it; a test drives its own. */
   clock?: Clock;
@@ -70,8 +72,15 @@ interface Waiter {
   resolve: () => void;
 }
 
-/** The service's flusher: FLUSH_STREAMS streams on the flush thread, started; its gauge registered. */
-export function startFlusher(config: Config, url: string, ring: Ring, metrics: Metrics, log: (line: string) => void): Flusher {
+/**
+ * The service's flusher: FLUSH_STREAMS streams on the flush thread, started; its gauges registered.
+ * As a service it closes the streams' connections (1 s at most; the drain is the buffer's, spill.ts)
+ * and tells /ready when flushes have failed for longer than INGEST_REFUSE_AFTER_FLUSH_FAILING_MS.
+ */
+export function startFlusher(
+  config: Config,
+  { url, ring, metrics, log }: { url: string; ring: Ring; metrics: Registry; log: (line: string) => void },
+): Flusher & Service & { storageDown(): boolean } {
   const streams = openFlushStreams(url, config.flushTimeoutMs, config.flushStreams);
   const flusher = new Flusher(ring, streams, {
     intervalMs: config.flushIntervalMs,
@@ -83,7 +92,15 @@ export function startFlusher(config: Config, url: string, ring: Ring, metrics: M
   metrics.gauge("logpond_flush_streams_busy", "COPY streams writing now.", () => flusher.streamsBusy);
   metrics.gauge("logpond_flush_failing_seconds", "How long flushes have been failing (0 while they succeed).", () => flusher.failingMs() / 1000);
   flusher.start();
-  return flusher;
+  // Past this much failing, nothing more is acknowledged from memory (503) until a flush succeeds.
+  const storageDown = () => flusher.failingMs() > config.ingestRefuseAfterFlushFailingMs;
+  return Object.assign(flusher, {
+    name: "flush connections",
+    stop: () => flusher.close(1_000),
+    storageDown,
+    ready: async () =>
+      storageDown() ? `Storage is failing: no flush has succeeded for ${(flusher.failingMs() / 1000).toFixed(1)} s; ingestion answers 503` : undefined,
+  });
 }
 
 export class Flusher {
@@ -102,6 +119,8 @@ export class Flusher {
   /** Each job's run, until it ends (released or halted). */
   private readonly running = new Set<Promise<void>>();
   private readonly writer: BatchWriter;
+  /** Its /metrics series. */
+  readonly series: FlushSeries;
 
   constructor(
     private readonly ring: Ring,
@@ -111,9 +130,10 @@ export class Flusher {
     this.idle = [...streams];
     this.clock = options.clock ?? realClock;
     this.lastForget = this.clock.now();
+    this.series = flushSeries(options.metrics);
     this.writer = new BatchWriter({
       ring,
-      metrics: options.metrics,
+      metrics: this.series,
       log: options.log,
       clock: this.clock,
       random: options.random ?? Math.random,
@@ -242,7 +262,11 @@ export class Flusher {
     // Nothing held any more (durable requests that gave up): no try is left to fail or succeed,
     // and the next batch's first try tells anew.
     if (this.holding.size === 0) this.writer.failingSince = undefined;
-    if (batch.chunks.length > 0) this.options.metrics.flushed(job.reason, eventsOf(batch), (this.clock.now() - job.started) / 1000);
+    if (batch.chunks.length > 0) {
+      this.series.flushes.inc(job.reason);
+      this.series.events.inc(eventsOf(batch));
+      this.series.duration.observe((this.clock.now() - job.started) / 1000);
+    }
     this.ring.release(batch.chunks);
     for (const chunk of batch.chunks) chunk.settle?.();
     this.inFlight.delete(job.firstSeq);

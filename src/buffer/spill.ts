@@ -15,13 +15,13 @@
 import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import * as path from "node:path";
 import type { Config } from "../config";
-import type { Metrics } from "../metrics";
+import type { Counter, Registry } from "../metrics";
 import { type Service, timeLeft } from "../service";
 import { openFlushConnection, type IdRange } from "../store/copy";
 import { fromText, tupleCount } from "../codec/tuples";
 import type { HeldBatch } from "./batch";
 import type { Flusher } from "./flusher";
-import { takeReserve } from "./reserve";
+import { keepSpillReserve, takeReserve } from "./reserve";
 import type { Ring, Rows } from "./ring";
 
 export interface SpillEntry {
@@ -146,6 +146,20 @@ export async function replaySpills(
 }
 
 /**
+ * The buffer's part of a start and a stop. At start, before ingestion opens: what an earlier stop
+ * spilled is replayed (replayInto), then the spill reserve is kept for the next one, even on a full
+ * disk (reserve.ts). At stop: drained into PostgreSQL, or spilled (drainOnStop).
+ */
+export async function startBuffer(
+  config: Config,
+  { url, ring, flusher, metrics, log }: { url: string; ring: Ring; flusher: Flusher; metrics: Registry; log: (line: string) => void },
+): Promise<Service & { readonly drained: boolean; readonly spilled: Spilled }> {
+  await replayInto(config, url, ring, flusher, log);
+  keepSpillReserve(config, spillFolder(config.dataDir), metrics, log);
+  return drainOnStop(config, { flusher, log });
+}
+
+/**
  * At start, before ingestion opens: what an earlier stop could not write goes in, on a connection of
  * its own; an entry PostgreSQL refuses for its data takes the flusher's dead-letter path, back
  * through the ring (which sets ids anew, over any the tuples had).
@@ -183,21 +197,20 @@ const SPILL_RESERVE_MS = 2_000;
  */
 export function drainOnStop(
   config: Config,
-  flusher: Flusher,
-  spilled: Spilled,
-  metrics: Metrics,
-  log: (line: string) => void,
-): Service & { readonly drained: boolean } {
+  { flusher, log }: { flusher: Flusher; log: (line: string) => void },
+): Service & { readonly drained: boolean; readonly spilled: Spilled } {
   let drained = false;
+  const spilled: Spilled = { events: 0 };
   return {
     name: "buffer",
+    spilled,
     async stop(deadline) {
       drained = await flusher.drain(Math.max(0, timeLeft(deadline) - Math.min(SPILL_RESERVE_MS, config.shutdownTimeoutMs / 4)));
       if (drained) return;
       const held = flusher.handOver();
       // Nothing held after all (the last batches committed as the deadline came): a clean stop.
       if (held.length === 0) drained = true;
-      else spillHeld(config.dataDir, held, spilled, metrics, log);
+      else spillHeld(config.dataDir, held, spilled, flusher.series.lost, log);
     },
     get drained() {
       return drained;
@@ -209,14 +222,14 @@ export function drainOnStop(
  * At stop, once the drain missed its deadline: what the flusher handed over goes to a spill file
  * (written at the next start), or, if that fails, is counted lost. Fills in `spilled`.
  */
-function spillHeld(dataDir: string, held: readonly HeldBatch[], spilled: Spilled, metrics: Metrics, log: (line: string) => void): void {
+function spillHeld(dataDir: string, held: readonly HeldBatch[], spilled: Spilled, lost: Counter, log: (line: string) => void): void {
   const events = held.reduce((sum, batch) => sum + batch.events, 0);
   try {
     spilled.file = writeSpill(dataDir, held);
     spilled.events = events;
     log(`shutdown: PostgreSQL did not take ${events} buffered events before SHUTDOWN_TIMEOUT_MS; spilled to ${spilled.file}, written at the next start`);
   } catch (error) {
-    metrics.eventsLost += events;
+    lost.inc(events); // logpond_events_lost_total, declared with the flush's series (batch.ts)
     log(`shutdown: LOST ${events} buffered events: PostgreSQL did not take them and the spill file failed (${(error as Error).message})`);
   }
 }

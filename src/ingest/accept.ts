@@ -10,7 +10,7 @@ import type { Flusher } from "../buffer/flusher";
 import type { AckMode } from "../config";
 import { AppError, errorResponse } from "../errors";
 import { bearerToken } from "../http/auth";
-import type { IngestRequest, Metrics, Protocol as ProtocolName } from "../metrics";
+import type { IngestRequest, IngestSeries, Protocol as ProtocolName } from "./series";
 import type { SourceCache } from "../sources/cache";
 import { declaredLength, decompress, gzipSizeHint, identityBody, parseEncoding, readBody, type BodyLimits } from "./body";
 import { DecodeWorker, headerRefusal } from "./offload";
@@ -28,7 +28,8 @@ export interface IngestDeps {
   cache: SourceCache;
   ring: Ring;
   flusher: Flusher;
-  metrics: Metrics;
+  /** Ingestion's /metrics series (series.ts). */
+  metrics: IngestSeries;
   limits: BodyLimits & PrepareLimits;
   /** Memory of requests being read and decoded, process-wide, and the decode lanes (docs/memory.md). */
   gate: Gate;
@@ -233,7 +234,7 @@ async function durable(
   deps.flusher.pushed();
   let outcome = await timeout(committed, deps.durableTimeoutMs, () => "late" as const);
   if (outcome === "late") {
-    deps.metrics.durableTimeouts++;
+    deps.metrics.durableTimeouts.inc();
     outcome = ring.abandon(chunk) ? new Error("abandoned") : await committed;
   }
   if (outcome)

@@ -12,6 +12,7 @@ import { measureBody } from "../codec/bounds";
 import type { Format } from "../codec/format";
 import type { PrepareLimits } from "./prepare";
 import type { Reception } from "../codec/reception";
+import type { Config } from "../config";
 import { AppError } from "../errors";
 import type { Job, Outcome } from "./worker";
 import { ThreadClient } from "../rpc";
@@ -43,6 +44,11 @@ export function headerRefusal(body: Uint8Array, format: Format, limits: PrepareL
     maxEventBytes: limits.maxEventBytes,
   });
   return header instanceof AppError ? header : undefined;
+}
+
+/** The service's decode threads, started on first use. */
+export function startDecodeWorker(_config: Config): DecodeWorker {
+  return new DecodeWorker();
 }
 
 export class DecodeWorker {
@@ -88,5 +94,11 @@ export class DecodeWorker {
   close(): void {
     for (const thread of this.threads) thread.close("the decode threads were closed");
     this.threads.length = 0;
+  }
+
+  /** As a service (startDecodeWorker): its threads closed. */
+  readonly name = "decode worker";
+  async stop(): Promise<void> {
+    this.close();
   }
 }

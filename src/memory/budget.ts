@@ -22,7 +22,7 @@ export interface Memory {
 }
 
 /** `lanes`: the decode threads (offload.ts), as many big requests as may decode at once. */
-export function startMemory(config: Config, ring: Ring, flusher: Flusher, metrics: Registry, lanes: number): Memory {
+export function startMemory(config: Config, { ring, flusher, metrics, lanes }: { ring: Ring; flusher: Flusher; metrics: Registry; lanes: number }): Memory {
   // Paced by what the flusher wrote too, for rows in buffers of their own (durable requests, rows
   // over 1 MiB, replayed spills): when clients stop, the buffer drains with no request to pace the
   // collector, and such chunks would pile up. Rows in the ring's slabs are no garbage; counting

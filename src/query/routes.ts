@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
 import { AppError } from "../errors";
 import type { Access, Authenticate } from "../http/auth";
-import type { Metrics, QueryRoute } from "../metrics";
+import { BUCKETS, type Histogram, type Registry } from "../metrics";
 import type { Sql } from "../store/db";
 import { CONTEXT_DEFAULT, readContext, readContextRequest } from "./context";
 import { readHistogram, readHistogramRequest } from "./histogram";
@@ -20,7 +20,22 @@ export interface QueryRoutesDeps {
   authenticate: Authenticate;
   queryTimeoutMs: number;
   /** Times each request (logpond_query_request_duration_seconds). */
-  metrics?: Metrics;
+  metrics?: Registry;
+}
+
+/** The timed query routes, the `route` label's values (the live-tail stream is no latency: not timed). */
+export const QUERY_ROUTES = ["/api/v2/query/live-tail", "/api/v2/query/histogram", "/api/v2/query/dead-letters", "/api/v2/query/context"] as const;
+export type QueryRoute = (typeof QUERY_ROUTES)[number];
+
+/** Its /metrics series: one histogram per route, every one rendered from the start. */
+export function queryDurations(metrics: Registry): Record<QueryRoute, Histogram> {
+  return metrics.histogramBy(
+    "logpond_query_request_duration_seconds",
+    "Query API requests' time from the token check to the answer (any answer), by route.",
+    BUCKETS.query,
+    "route",
+    QUERY_ROUTES,
+  );
 }
 
 const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
@@ -30,7 +45,8 @@ function page(rows: string[], next: string | null, meta?: Record<string, unknown
   return new Response(`{"data":[${rows.join(",")}],"pagination":{"next":${JSON.stringify(next)}}${tail}}`, { headers: JSON_HEADERS });
 }
 
-export function queryRoutes({ sql, authenticate, queryTimeoutMs, metrics }: QueryRoutesDeps) {
+export function queryRoutes({ sql, authenticate, queryTimeoutMs, metrics: registry }: QueryRoutesDeps) {
+  const metrics = registry && queryDurations(registry);
   return new Elysia({ name: "logpond/query", prefix: "/api/v2/query" })
     .resolve(async ({ request }) => ({ access: await authenticate(request) }))
     .get(
@@ -120,14 +136,14 @@ export function queryRoutes({ sql, authenticate, queryTimeoutMs, metrics }: Quer
  * A handler timed into its route's histogram, whatever it answers or throws (a 400 is timed too).
  * Requests the token check refuses never reach it: they are no query.
  */
-function timed(metrics: Metrics | undefined, route: QueryRoute, handler: (context: QueryContext) => Promise<Response>) {
+function timed(metrics: Record<QueryRoute, Histogram> | undefined, route: QueryRoute, handler: (context: QueryContext) => Promise<Response>) {
   if (metrics === undefined) return handler;
   return async (context: QueryContext): Promise<Response> => {
     const started = performance.now();
     try {
       return await handler(context);
     } finally {
-      metrics.querySeconds(route, (performance.now() - started) / 1000);
+      metrics[route].observe((performance.now() - started) / 1000);
     }
   };
 }

@@ -4,7 +4,7 @@
 // source, this process's buffer is flushed, so its own events of that source are not left behind.
 // stop() aborts a running sweep between two statements and waits for it: shutdown stays bounded.
 import type { Config } from "../config";
-import type { Metrics } from "../metrics";
+import { BUCKETS, type Registry } from "../metrics";
 import type { Sql } from "../store/db";
 import { DAY_MS, ensurePartitions } from "../store/partitions";
 import { periodic } from "../periodic";
@@ -35,11 +35,12 @@ export async function ensurePartitionsAhead(sql: Sql, log: (line: string) => voi
 
 export function startRetention(
   config: Pick<Config, "retentionSweepIntervalMs">,
-  deps: { sql: Sql; flush: () => Promise<void>; metrics: Metrics; log: (line: string) => void },
+  deps: { sql: Sql; flush: () => Promise<void>; metrics: Registry; log: (line: string) => void },
 ): Retention {
   const { sql, flush, metrics, log } = deps;
   const intervalMs = config.retentionSweepIntervalMs;
   let last: SweepResult | undefined;
+  const swept = retentionSeries(metrics);
 
   async function once(signal: AbortSignal): Promise<void> {
     const connection = await sql.reserve();
@@ -53,7 +54,7 @@ export function startRetention(
         const started = performance.now();
         const result = await sweep(sql, signal, log, new Date());
         last = result;
-        metrics.retentionSwept(result, (performance.now() - started) / 1000);
+        swept(result, (performance.now() - started) / 1000);
         if (result.rowsRemoved > 0 || result.partitionsDropped > 0 || result.deadLettersRemoved > 0) {
           log(
             `retention: ${result.rowsRemoved} events (${result.bytesRemoved} bytes) and ${result.deadLettersRemoved} dead letters removed, ${result.partitionsDropped} partitions dropped, in ${((performance.now() - started) / 1000).toFixed(1)} s`,
@@ -94,5 +95,32 @@ export function startRetention(
     get last() {
       return last;
     },
+  };
+}
+
+/** Its /metrics series (docs/metrics.md); what counts a completed sweep. */
+function retentionSeries(metrics: Registry): (result: SweepResult, seconds: number) => void {
+  const sweeps = metrics.counter("logpond_retention_sweeps_total", "Retention sweeps completed.");
+  const rows = metrics.counter(
+    "logpond_retention_rows_removed_total",
+    "Events removed by retention and deleted-source purges (dropped partitions: PostgreSQL's row estimate).",
+  );
+  const bytes = metrics.counter(
+    "logpond_retention_bytes_removed_total",
+    "Bytes removed: dropped partitions' size on disk, deleted rows' estimated stored size (their partition's average); a deleted row's space is reused by later rows of that partition only, and returns to the disk when the partition is dropped.",
+  );
+  const deadLetters = metrics.counter("logpond_retention_dead_letters_removed_total", "Dead letters removed by retention and deleted-source purges.");
+  const partitions = metrics.counter("logpond_retention_partitions_dropped_total", "Daily partitions dropped because every source had outlived them.");
+  const duration = metrics.histogram("logpond_retention_sweep_duration_seconds", "Completed retention sweeps' duration.", BUCKETS.sweep);
+  let lastSeconds = 0;
+  metrics.gauge("logpond_retention_last_sweep_duration_seconds", "Duration of the last completed retention sweep.", () => lastSeconds);
+  return (result, seconds) => {
+    sweeps.inc();
+    rows.inc(result.rowsRemoved);
+    bytes.inc(result.bytesRemoved);
+    deadLetters.inc(result.deadLettersRemoved);
+    partitions.inc(result.partitionsDropped);
+    duration.observe(seconds);
+    lastSeconds = seconds;
   };
 }

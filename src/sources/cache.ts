@@ -8,7 +8,9 @@
 // before the rotation, and of two reads finishing out of order the one begun later wins (it saw
 // the database at least as new: a NOTIFY is sent at commit, and its reload begins after it).
 import { eq } from "drizzle-orm";
+import type { Config } from "../config";
 import type { Registry } from "../metrics";
+import { closing, type Service } from "../service";
 import type { Db, Sql } from "../store/db";
 import { sources } from "../store/schema";
 
@@ -30,20 +32,18 @@ export interface SourceRow {
 }
 
 /**
- * The service's cache: every source loaded, other instances' changes followed (`unlisten` at stop),
- * its gauge registered and the metrics' per-source series kept to the sources that exist.
+ * The service's cache: every source loaded, other instances' changes followed (until the stop,
+ * waited for 1 s at most), its gauge registered.
  */
-export async function openSourceCache(
-  store: { sql: Sql; db: Db },
-  metrics: Registry,
-  log: (line: string) => void,
-): Promise<{ cache: SourceCache; unlisten(): Promise<void> }> {
+export async function startSources(
+  _config: Config,
+  { store, metrics, log }: { store: { sql: Sql; db: Db }; metrics: Registry; log: (line: string) => void },
+): Promise<Service & { cache: SourceCache }> {
   const cache = new SourceCache();
   await cache.loadAll(store.db);
   const following = await cache.follow(store.sql, store.db, log);
   metrics.gauge("logpond_sources", "Sources known to ingestion.", () => cache.size);
-  metrics.sourcesFrom((id) => cache.has(id));
-  return { cache, unlisten: () => following.unlisten() };
+  return { ...closing("sources' notifications", () => following.unlisten().catch(() => {}), 1_000), cache };
 }
 
 export class SourceCache {

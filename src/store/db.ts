@@ -7,15 +7,17 @@ import { migrate } from "drizzle-orm/postgres-js/migrator";
 import * as path from "node:path";
 import postgres from "postgres";
 import type { Config } from "../config";
-import { reconnectSeconds, timeout } from "../timers";
+import type { Registry } from "../metrics";
+import { type Service, timeLeft } from "../service";
+import { reconnectSeconds, timeout, within } from "../timers";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded";
-import { superviseEmbedded, type Supervisor } from "./supervisor";
+import { superviseEmbedded, type Supervisor, supervisorSeries } from "./supervisor";
 import * as schema from "./schema";
 
 export type Sql = postgres.Sql;
 export type Db = PostgresJsDatabase<typeof schema>;
 
-export interface Store {
+export interface Store extends Service {
   readonly sql: Sql;
   readonly db: Db;
   readonly url: string;
@@ -27,7 +29,8 @@ export interface Store {
   readonly supervisor: Supervisor | undefined;
   ping(): Promise<boolean>;
   /** Why the database cannot be used now, for /ready; undefined when it answers. */
-  unready(): Promise<string | undefined>;
+  ready(): Promise<string | undefined>;
+  /** Closes the pool, ends the supervisor, stops the embedded PostgreSQL (a failed start's cleanup too). */
   close(): Promise<void>;
 }
 
@@ -35,7 +38,8 @@ const MIGRATIONS_DIR = path.join(import.meta.dir, "..", "..", "drizzle");
 const MIGRATION_LOCK = 73_615_401; // any constant, the same in every instance
 const PING_TIMEOUT_MS = 2_000;
 
-export async function openStore(config: Config, log: (line: string) => void): Promise<Store> {
+/** Storage, opened and migrated; the embedded PostgreSQL's supervisor started and its series declared. */
+export async function openStore(config: Config, { metrics, log }: { metrics: Registry; log: (line: string) => void }): Promise<Store> {
   let embedded: EmbeddedPostgres | undefined;
   let url = config.databaseUrl;
   if (url === undefined) {
@@ -49,6 +53,7 @@ export async function openStore(config: Config, log: (line: string) => void): Pr
     throw new Error(`could not prepare the database (${redact(url)}): ${(error as Error).message}`);
   }
   const supervisor = embedded ? superviseEmbedded(embedded, log) : undefined;
+  if (supervisor) supervisorSeries(supervisor, metrics);
 
   const options = { onnotice: () => {}, connection: { application_name: "logpond" }, backoff: reconnectSeconds };
   const sql = postgres(url, { ...options, max: 8 });
@@ -68,7 +73,15 @@ export async function openStore(config: Config, log: (line: string) => void): Pr
     );
     return timeout(probe, PING_TIMEOUT_MS, () => false);
   };
+  const close = async () => {
+    await sql.end({ timeout: 5 }).catch(() => {});
+    // The supervisor first (at once if the stop's list stopped it already): a postmaster stopped
+    // here must not be started again.
+    await supervisor?.stop();
+    await embedded?.stop();
+  };
   return {
+    name: "storage",
     sql,
     db,
     url,
@@ -76,14 +89,15 @@ export async function openStore(config: Config, log: (line: string) => void): Pr
     psql,
     supervisor,
     ping,
-    async unready() {
+    async ready() {
       if (supervisor?.down !== undefined) return supervisor.down;
       return (await ping()) ? undefined : "Database is unreachable";
     },
-    async close() {
-      await sql.end({ timeout: 5 }).catch(() => {});
-      // The supervisor first: a postmaster stopped here must not be started again.
-      await (supervisor ? supervisor.stop() : embedded?.stop());
+    close,
+    // A frozen PostgreSQL must not hold the stop past its deadline: an embedded one left running
+    // is stopped by the next start.
+    async stop(deadline) {
+      await within(close(), Math.max(1_000, timeLeft(deadline)));
     },
   };
 }

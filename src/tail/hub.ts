@@ -8,6 +8,7 @@
 import type { Flusher } from "../buffer/flusher";
 import type { Config } from "../config";
 import type { Registry } from "../metrics";
+import { closing, type Service } from "../service";
 import { describeError } from "../errors";
 import { BATCHES_CHANNEL } from "../store/copy";
 import type { Sql } from "../store/db";
@@ -27,8 +28,11 @@ const MAX_LOCAL_WAITING = 256;
  */
 const LOCAL_GRACE_MS = 200;
 
-/** The service's hub: listening, fed by the flusher's commits, its series registered. */
-export async function startTail(sql: Sql, config: Config, flusher: Flusher, metrics: Registry, log: (line: string) => void): Promise<TailHub> {
+/** The service's hub: listening, fed by the flusher's commits, its series registered; its stop waited for 1 s at most. */
+export async function startTail(
+  config: Config,
+  { sql, flusher, metrics, log }: { sql: Sql; flusher: Flusher; metrics: Registry; log: (line: string) => void },
+): Promise<TailHub & Service> {
   const tail = new TailHub(sql, { heartbeatMs: config.tailHeartbeatMs, log, flushing: () => flusher.streamsBusy > 0 });
   await tail.start();
   flusher.subscribe((batch) => tail.committed(batch));
@@ -38,7 +42,8 @@ export async function startTail(sql: Sql, config: Config, flusher: Flusher, metr
     "Committed batches the live tail read back from PostgreSQL (another instance's, or ours when its NOTIFY came first).",
     () => tail.readBack,
   );
-  return tail;
+  const service = closing("tail", () => tail.close(), 1_000);
+  return Object.assign(tail, { name: service.name, stop: service.stop });
 }
 
 export class TailHub {
@@ -86,7 +91,8 @@ export class TailHub {
     }, this.options.heartbeatMs);
   }
 
-  async stop(): Promise<void> {
+  /** Ends every stream and stops listening. */
+  async close(): Promise<void> {
     clearInterval(this.heartbeat);
     for (const client of [...this.clients]) client.close();
     await this.unlisten?.().catch(() => {});

@@ -5,8 +5,11 @@
 // Live-tail streams already open are ended by the revocation itself: through the
 // `logpond_tokens` NOTIFY (delivered at commit) on other instances, at once on this one.
 import { asc, eq, inArray, sql as sqlExpr } from "drizzle-orm";
+import type { Config } from "../config";
 import { AppError, notFound } from "../errors";
+import { type ApiToken, loadApiToken } from "../http/apitoken";
 import { type Access, type Authenticate, bearerToken, digest, FULL_ACCESS, tokenMatches, unauthorized } from "../http/auth";
+import { closing, type Service } from "../service";
 import type { Db, Sql } from "../store/db";
 import { apiTokens, sources } from "../store/schema";
 import { generateSecret, isSecretShaped, type TokenAttributes, type TokenRow } from "./model";
@@ -38,14 +41,18 @@ const COLUMNS = {
   lastUsedAt: apiTokens.lastUsedAt,
 };
 
-/** The service, the authenticator, and the revocations of other instances followed (`unlisten` at stop). */
-export async function openTokens(
-  store: { sql: Sql; db: Db },
-  apiTokenDigest: Buffer,
-  holders: TokenHolders,
-  log: (line: string) => void,
-): Promise<{ service: TokenService; authenticate: Authenticate; unlisten(): Promise<void> }> {
+/**
+ * The API token (API_TOKEN, or the one kept under DATA_DIR), the verbs, the authenticator, and the
+ * revocations of other instances followed until the stop (waited for 1 s at most); `tail` holds
+ * the streams a revocation ends.
+ */
+export async function startTokens(
+  config: Config,
+  { store, tail: holders, log }: { store: { sql: Sql; db: Db }; tail: TokenHolders; log: (line: string) => void },
+): Promise<Service & { apiToken: ApiToken; service: TokenService; authenticate: Authenticate }> {
   const { db, sql } = store;
+  const apiToken = loadApiToken(config);
+  const apiTokenDigest = digest(apiToken.token);
   const revoked = (id: number) => holders.tokenRevoked(id);
   // A (re)connected listener may have missed revocations: end the streams whose token is gone.
   const recheck = async () => {
@@ -119,5 +126,5 @@ export async function openTokens(
     return access;
   };
 
-  return { service, authenticate, unlisten: () => listening.unlisten() };
+  return { ...closing("tokens' notifications", () => listening.unlisten().catch(() => {}), 1_000), apiToken, service, authenticate };
 }

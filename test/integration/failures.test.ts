@@ -116,8 +116,8 @@ describe("a COPY that hangs", () => {
     expect(((await refused!.json()) as any).errors).toContain("buffer is full");
     // While locked, the COPY is cut off at its deadline and retried, again and again: wait for two
     // cut-offs (how soon is not asserted).
-    await waitFor("two flushes cut off", () => lp.metrics.flushErrors, { intervalMs: 50, until: (errors) => errors >= 2 });
-    expect(lp.metrics.flushErrors).toBeGreaterThanOrEqual(2);
+    await waitFor("two flushes cut off", () => lp.metrics.value("logpond_flush_errors_total"), { intervalMs: 50, until: (errors) => errors >= 2 });
+    expect(lp.metrics.value("logpond_flush_errors_total")).toBeGreaterThanOrEqual(2);
     expect(lp.logs.join("\n")).toContain("FLUSH_TIMEOUT_MS");
     await unlock();
     unlock = undefined;
@@ -176,7 +176,7 @@ describe("INGEST_ACK=durable", () => {
     expect((await lp.ingest(source.token, json({ after: true }))).status).toBe(202);
     await lp.flusher.flush();
     expect((await lp.stored(source.id)).map((row) => row.raw)).toEqual([{ after: true }]);
-    expect(lp.metrics.durableTimeouts).toBe(5);
+    expect(lp.metrics.value("logpond_durable_timeouts_total")).toBe(5);
   });
 });
 

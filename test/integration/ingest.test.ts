@@ -485,9 +485,9 @@ describe("event time (dt)", () => {
 describe("source state", () => {
   test("paused: 202, dropped and counted; resumed: stored", async () => {
     const s = await lp.createSource({ ingesting_paused: true });
-    const before = lp.metrics.eventsDroppedPaused;
+    const before = lp.metrics.value("logpond_ingest_events_dropped_paused_total");
     await expectStatus(await lp.ingest(s.token, '[{"n":1},{"n":2}]'), 202);
-    expect(lp.metrics.eventsDroppedPaused - before).toBe(2);
+    expect(lp.metrics.value("logpond_ingest_events_dropped_paused_total") - before).toBe(2);
     expect(await lp.stored(s.id)).toHaveLength(0);
     expect(await (await fetch(`${lp.apiUrl}/metrics`)).text()).toContain(
       `logpond_ingest_events_dropped_paused_total{protocol="better_stack",source_id="${s.id}"} 2\n`,
@@ -516,16 +516,16 @@ describe("source state", () => {
         waitFor(`the other instance to answer ${status}`, async () => (await other.ingest(s.token, '{"n":1}')).status, { until: (last) => last === status });
       expect(await answers(202)).toBe(202);
       await lp.api("PATCH", `/api/v1/sources/${s.id}`, { ingesting_paused: true });
-      const dropped = other.metrics.eventsDroppedPaused;
+      const dropped = other.metrics.value("logpond_ingest_events_dropped_paused_total");
       await waitFor(
         "the other instance to drop a paused source's events",
         async () => {
           await other.ingest(s.token, '{"n":2}');
-          return other.metrics.eventsDroppedPaused;
+          return other.metrics.value("logpond_ingest_events_dropped_paused_total");
         },
         { intervalMs: 0, until: (n) => n > dropped },
       );
-      expect(other.metrics.eventsDroppedPaused).toBeGreaterThan(dropped);
+      expect(other.metrics.value("logpond_ingest_events_dropped_paused_total")).toBeGreaterThan(dropped);
       await lp.api("DELETE", `/api/v1/sources/${s.id}`);
       expect(await answers(403)).toBe(403);
     } finally {

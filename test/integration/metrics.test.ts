@@ -2,8 +2,13 @@
 // query, then read the exposition back with a strict parser (test/helpers/prometheus.ts): the
 // per-protocol, per-source counters hold exactly what was sent, each histogram's _count is the
 // requests made (buckets cumulative, checked by the parser), counters are typed counters, the
-// process_* metrics are there, and a deleted source's series go.
+// process_* metrics are there, a deleted source's series go, and the families a scrape shows are
+// exactly those docs/metrics.md names.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
+import { Metrics } from "../../src/metrics";
+import { type Supervisor, supervisorSeries } from "../../src/store/supervisor";
 import { startTestLogpond, type TestLogpond } from "../helpers/logpond";
 import { parseExposition, sampleValue, samples, type Family } from "../helpers/prometheus";
 
@@ -176,4 +181,27 @@ test("a deleted source's series are gone at the next scrape", async () => {
   expect((await lp.api("DELETE", `/api/v1/sources/${deleted.id}`)).status).toBe(204);
   const after = await scrape();
   expect([ids(after).has(kept.id), ids(after).has(deleted.id), rejectedIds(after).has(deleted.id)]).toEqual([true, false, false]);
+});
+
+/** The families docs/metrics.md names before its alerts (a histogram by its family name, not its `_sum`). */
+function documentedFamilies(): Set<string> {
+  const text = readFileSync(path.join(import.meta.dir, "..", "..", "docs", "metrics.md"), "utf8");
+  const reference = text.slice(0, text.indexOf("## Alerts to start from"));
+  const names = [...reference.matchAll(/`((?:logpond|process)_[a-z_]+)/g)].map((m) => m[1]!.replace(/_(sum|count|bucket)$/, ""));
+  // "process_cpu_seconds_total (and `_user_`/`_system_`)": the two it names by their middle.
+  if (reference.includes("`process_cpu_seconds_total` (and `_user_`/`_system_`)"))
+    names.push("process_cpu_user_seconds_total", "process_cpu_system_seconds_total");
+  return new Set(names);
+}
+
+test("a scrape's families are exactly those docs/metrics.md names (the embedded PostgreSQL's added: the tests run on DATABASE_URL)", async () => {
+  const scraped = new Set((await scrape()).keys());
+  // Only without DATABASE_URL: the supervisor's series, declared here as openStore (store/db.ts) declares them.
+  const embedded = new Metrics();
+  supervisorSeries({ up: true, restarts: 0 } as Supervisor, embedded);
+  for (const name of parseExposition(embedded.render()).keys()) if (!name.startsWith("process_")) scraped.add(name);
+  const documented = documentedFamilies();
+  expect([...scraped].filter((name) => !documented.has(name)).sort()).toEqual([]);
+  expect([...documented].filter((name) => !scraped.has(name)).sort()).toEqual([]);
+  expect(scraped.size).toBeGreaterThan(50);
 });

@@ -10,6 +10,7 @@ import { GcPacer } from "../../src/memory/gcpace";
 import { Gate } from "../../src/memory/gate";
 import { DecodeWorker } from "../../src/ingest/offload";
 import { RateLimiter } from "../../src/ingest/ratelimit";
+import { ingestSeries } from "../../src/ingest/series";
 import { Metrics } from "../../src/metrics";
 import type { Flusher } from "../../src/buffer/flusher";
 import { SourceCache } from "../../src/sources/cache";
@@ -23,7 +24,7 @@ function deps(ring: Ring): IngestDeps {
     cache,
     ring,
     flusher: { pushed() {} } as unknown as Flusher,
-    metrics: new Metrics(),
+    metrics: ingestSeries(new Metrics()),
     limits: {
       maxBodyBytes: 20 << 20,
       maxDecompressedBytes: 100 << 20,

@@ -376,8 +376,8 @@ class Model {
     const ring = this.ring;
     if (ring.pendingEvents < 0 || ring.heldEvents < ring.pendingEvents) this.problem(`ring counts ${ring.pendingEvents} pending, ${ring.heldEvents} held`);
     if (this.flusher.streamsBusy < 0 || this.flusher.streamsBusy > this.streams.length) this.problem(`${this.flusher.streamsBusy} streams busy`);
-    if (this.metrics.eventsLost !== this.refusedLetters.size)
-      this.problem(`${this.metrics.eventsLost} events counted lost, ${this.refusedLetters.size} dead letters refused`);
+    if (this.metrics.value("logpond_events_lost_total") !== this.refusedLetters.size)
+      this.problem(`${this.metrics.value("logpond_events_lost_total")} events counted lost, ${this.refusedLetters.size} dead letters refused`);
     if (this.problems.length > 0) throw new Error(`seed ${this.seed}:\n${this.problems.slice(0, 10).join("\n")}`);
   }
 
@@ -590,7 +590,7 @@ test("a dead letter refused after the hand-over is handed over, not counted lost
   model.answer(letter, 0); // refused too
   await quiet();
   model.final();
-  expect(model.metrics.eventsLost).toBe(0);
+  expect(model.metrics.value("logpond_events_lost_total")).toBe(0);
   expect(model.held.map((entry) => entry.events)).toEqual([1]);
 });
 

@@ -2,7 +2,10 @@
 // and what Metrics renders — read back by a strict parser (test/helpers/prometheus.ts), which
 // throws on anything Prometheus would refuse.
 import { describe, expect, test } from "bun:test";
-import { Metrics, NO_SOURCE, PROTOCOLS, QUERY_ROUTES } from "../../src/metrics";
+import { flushSeries } from "../../src/buffer/batch";
+import { ingestSeries, NO_SOURCE, PROTOCOLS } from "../../src/ingest/series";
+import { Metrics } from "../../src/metrics";
+import { QUERY_ROUTES, queryDurations } from "../../src/query/routes";
 import { Exposition, formatValue, labels } from "../../src/metrics/exposition";
 import { BUCKETS, Histogram } from "../../src/metrics/histogram";
 import { parseExposition, sampleValue, samples } from "../helpers/prometheus";
@@ -105,14 +108,15 @@ describe("exposition", () => {
 describe("Metrics", () => {
   test("an ingest request is counted once, by protocol and source, and timed once", () => {
     const metrics = new Metrics();
-    const request = metrics.ingestRequest("better_stack");
+    const series = ingestSeries(metrics);
+    const request = series.ingestRequest("better_stack");
     request.sourceId = 7;
     request.accepted(1000, 5000);
     request.reject("buffer_full"); // a second ending is ignored
-    const paused = metrics.ingestRequest("otlp");
+    const paused = series.ingestRequest("otlp");
     paused.sourceId = 7;
     paused.accepted(3, 40, true);
-    const families = parseExposition(metrics.render({}));
+    const families = parseExposition(metrics.render());
     const seven = { protocol: "better_stack", source_id: "7" };
     expect(sampleValue(families, "logpond_ingest_requests_accepted_total", seven)).toBe(1);
     expect(sampleValue(families, "logpond_ingest_events_received_total", seven)).toBe(1000);
@@ -123,18 +127,21 @@ describe("Metrics", () => {
     expect(sampleValue(families, "logpond_ingest_request_duration_seconds_count", { protocol: "better_stack" })).toBe(1);
     expect(sampleValue(families, "logpond_ingest_request_duration_seconds_count", { protocol: "otlp" })).toBe(1);
     expect(sampleValue(families, "logpond_ingest_request_duration_seconds_count", { protocol: "loki" })).toBe(0);
-    expect(metrics.eventsReceived).toBe(1003);
-    expect(metrics.eventsDroppedPaused).toBe(3);
+    expect(series.eventsReceived).toBe(1003);
+    expect(series.eventsDroppedPaused).toBe(3);
+    expect(metrics.value("logpond_ingest_events_received_total")).toBe(1003);
+    expect(metrics.value("logpond_ingest_events_received_total", { protocol: "otlp" })).toBe(3);
   });
 
   test("refusals by reason; before the token is known the source is empty", () => {
     const metrics = new Metrics();
-    metrics.ingestRequest("loki").reject("missing_token");
-    metrics.ingestRequest("loki").reject("missing_token");
-    const known = metrics.ingestRequest("loki");
+    const series = ingestSeries(metrics);
+    series.ingestRequest("loki").reject("missing_token");
+    series.ingestRequest("loki").reject("missing_token");
+    const known = series.ingestRequest("loki");
     known.sourceId = 3;
     known.reject("body_undecodable");
-    const families = parseExposition(metrics.render({}));
+    const families = parseExposition(metrics.render());
     expect(sampleValue(families, "logpond_ingest_requests_rejected_total", { protocol: "loki", source_id: "", reason: "missing_token" })).toBe(2);
     expect(sampleValue(families, "logpond_ingest_requests_rejected_total", { protocol: "loki", source_id: "3", reason: "body_undecodable" })).toBe(1);
     // Refused requests accepted nothing: no accepted series for them.
@@ -144,19 +151,20 @@ describe("Metrics", () => {
 
   test("redated events are counted by reason when their request is accepted and stored; not when refused or paused", () => {
     const metrics = new Metrics();
-    const stored = metrics.ingestRequest("otlp");
+    const series = ingestSeries(metrics);
+    const stored = series.ingestRequest("otlp");
     stored.sourceId = 4;
     stored.redated(2, 1);
     stored.accepted(10, 100);
-    const refused = metrics.ingestRequest("otlp");
+    const refused = series.ingestRequest("otlp");
     refused.sourceId = 4;
     refused.redated(5, 5);
     refused.reject("buffer_full");
-    const paused = metrics.ingestRequest("loki");
+    const paused = series.ingestRequest("loki");
     paused.sourceId = 4;
     paused.redated(3, 0);
     paused.accepted(3, 30, true);
-    const families = parseExposition(metrics.render({}));
+    const families = parseExposition(metrics.render());
     const four = { protocol: "otlp", source_id: "4" };
     expect(sampleValue(families, "logpond_ingest_events_redated_total", { ...four, reason: "too_old" })).toBe(2);
     expect(sampleValue(families, "logpond_ingest_events_redated_total", { ...four, reason: "too_far_ahead" })).toBe(1);
@@ -165,10 +173,11 @@ describe("Metrics", () => {
 
   test("a deleted source's series are dropped at the next scrape; the tokenless ones stay", () => {
     const metrics = new Metrics();
-    for (const id of [1, 2]) metrics.ingestAccepted("better_stack", id, 1, 10);
-    metrics.reject("invalid_token", "better_stack", NO_SOURCE);
-    metrics.reject("too_deep", "better_stack", 2);
-    const families = parseExposition(metrics.render({}, { sourceExists: (id) => id === 1 }));
+    const series = ingestSeries(metrics, (id) => id === 1);
+    for (const id of [1, 2]) series.ingestAccepted("better_stack", id, 1, 10);
+    series.reject("invalid_token", "better_stack", NO_SOURCE);
+    series.reject("too_deep", "better_stack", 2);
+    const families = parseExposition(metrics.render());
     expect(samples(families, "logpond_ingest_events_received_total").map((s) => s.labels.source_id)).toEqual(["1"]);
     expect(samples(families, "logpond_ingest_requests_rejected_total").map((s) => s.labels)).toEqual([
       { protocol: "better_stack", source_id: "", reason: "invalid_token" },
@@ -177,12 +186,15 @@ describe("Metrics", () => {
 
   test("everything renders as valid exposition: counters named _total, histograms from the start, process_* read", () => {
     const metrics = new Metrics();
-    metrics.flushed("interval", 10, 0.02);
-    metrics.querySeconds("/api/v2/query/live-tail", 0.3);
-    const text = metrics.render(
-      { logpond_buffer_events: { help: "g", value: 3 } },
-      { counters: { logpond_tail_batches_read_back_total: { help: "c", value: 2 } } },
-    );
+    ingestSeries(metrics);
+    const flush = flushSeries(metrics);
+    flush.flushes.inc("interval");
+    flush.events.inc(10);
+    flush.duration.observe(0.02);
+    queryDurations(metrics)["/api/v2/query/live-tail"].observe(0.3);
+    metrics.gauge("logpond_buffer_events", "g", () => 3);
+    metrics.counter("logpond_tail_batches_read_back_total", "c", () => 2);
+    const text = metrics.render();
     const families = parseExposition(text);
     for (const family of families.values()) if (family.type === "counter") expect(family.name).toEndWith("_total");
     expect(families.get("logpond_tail_batches_read_back_total")!.type).toBe("counter");
@@ -205,5 +217,28 @@ describe("Metrics", () => {
       expect(sampleValue(families, "process_open_fds")).toBeGreaterThan(0);
       expect(sampleValue(families, "process_max_fds")).toBeGreaterThanOrEqual(sampleValue(families, "process_open_fds")!);
     }
+  });
+});
+
+describe("the registry", () => {
+  test("a handle declared twice under one name is one series; a labelled counter renders its preset values from the start", () => {
+    const metrics = new Metrics();
+    const first = metrics.counter("logpond_test_things_total", "Things.");
+    const second = metrics.counter("logpond_test_things_total", "Things.");
+    first.inc();
+    second.inc(2);
+    const kinds = metrics.counterBy("logpond_test_kinds_total", "Kinds.", "kind", ["a", "b"]);
+    kinds.inc("c", 4);
+    expect(() => metrics.histogram("logpond_test_things_total", "Not a counter.", [1])).toThrow("declared as a counter");
+    const families = parseExposition(metrics.render());
+    expect(sampleValue(families, "logpond_test_things_total")).toBe(3);
+    expect(samples(families, "logpond_test_kinds_total").map((s) => [s.labels.kind, s.value])).toEqual([
+      ["a", 0],
+      ["b", 0],
+      ["c", 4],
+    ]);
+    expect(metrics.value("logpond_test_kinds_total")).toBe(4);
+    expect(metrics.value("logpond_test_kinds_total", { kind: "c" })).toBe(4);
+    expect(metrics.value("logpond_test_kinds_total", { kind: "a" })).toBe(0);
   });
 });

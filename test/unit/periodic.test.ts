@@ -179,3 +179,39 @@ test("at a fixed rate, turns come every interval from the start whenever runs en
   expect(overlapped()).toBe(false);
   expect(clock.pending).toBe(0);
 });
+
+test("with no interval it runs only when kicked; with `retry` a failed run is tried again after a growing backoff until one succeeds", async () => {
+  const { clock, run, runs } = heldJob();
+  const failed: string[] = [];
+  const job = periodic({ run, retry: { firstMs: 200, maxMs: 2_000 }, failed: (error) => failed.push(error.message), clock });
+  clock.advance(60_000);
+  await quiet();
+  expect([runs.length, clock.pending]).toEqual([0, 0]);
+  job.kick();
+  await quiet();
+  runs[0]!.end(new Error("first"));
+  await quiet();
+  expect(failed).toEqual(["first"]);
+  clock.advance(99); // the first retry: 0.1–0.2 s later
+  await quiet();
+  expect(runs.length).toBe(1);
+  clock.advance(101);
+  await quiet();
+  expect(runs.length).toBe(2);
+  runs[1]!.end(new Error("second"));
+  await quiet();
+  clock.advance(199); // the second: 0.2–0.4 s later
+  await quiet();
+  expect(runs.length).toBe(2);
+  clock.advance(201);
+  await quiet();
+  expect(runs.length).toBe(3);
+  runs[2]!.end();
+  await quiet();
+  // Succeeded: nothing armed until the next kick.
+  expect([clock.pending, job.errors]).toEqual([0, 2]);
+  clock.advance(60_000);
+  await quiet();
+  expect(runs.length).toBe(3);
+  await job.stop();
+});

@@ -20,6 +20,7 @@ import { DecodeWorker } from "../../src/ingest/offload";
 import { RateLimiter } from "../../src/ingest/ratelimit";
 import { Gate } from "../../src/memory/gate";
 import { GcPacer } from "../../src/memory/gcpace";
+import { ingestSeries } from "../../src/ingest/series";
 import { Metrics } from "../../src/metrics";
 import { SourceCache } from "../../src/sources/cache";
 import { WriteError, type Commit } from "../../src/store/copy";
@@ -170,14 +171,14 @@ test("retryNow ends a backoff at once (the embedded PostgreSQL was started again
   expect(flusher.failingMs()).toBe(0);
 });
 
-function deps(ackMode: "buffered" | "durable", storageDown: () => boolean): IngestDeps {
+function deps(ackMode: "buffered" | "durable", storageDown: () => boolean, registry = new Metrics()): IngestDeps {
   const cache = new SourceCache();
   cache.put({ id: 1, token: "source-token", ingestingPaused: false, logsRetention: 30 });
   return {
     cache,
     ring: new Ring({ maxEvents: 1_000_000, maxBytes: 1 << 20 }),
     flusher: { pushed() {} } as unknown as Flusher,
-    metrics: new Metrics(),
+    metrics: ingestSeries(registry),
     limits: {
       maxBodyBytes: 20 << 20,
       maxDecompressedBytes: 100 << 20,
@@ -206,13 +207,14 @@ test.each(["buffered", "durable"] as const)(
   "%s: storage failing past the setting → 503 storage_unavailable with Retry-After, nothing buffered",
   async (mode) => {
     let down = true;
-    const d = deps(mode, () => down);
+    const registry = new Metrics();
+    const d = deps(mode, () => down, registry);
     const refused = await acceptRequest(post(), d);
     expect(refused.status).toBe(503);
     expect(refused.headers.get("retry-after")).toBe("1");
     expect(((await refused.json()) as { errors: string }).errors).toContain("INGEST_REFUSE_AFTER_FLUSH_FAILING_MS");
     expect(d.ring.heldEvents).toBe(0);
-    expect(d.metrics.render()).toContain('reason="storage_unavailable"} 1');
+    expect(registry.render()).toContain('reason="storage_unavailable"} 1');
     down = false;
     if (mode === "buffered") expect((await acceptRequest(post(), d)).status).toBe(202);
   },
