@@ -15,6 +15,8 @@ import type { Metrics } from "./metrics";
 import { queryRoutes } from "./query/routes";
 import { sourceRoutes } from "./sources/routes";
 import { tokenRoutes } from "./tokens/routes";
+import { viewRoutes } from "./views/routes";
+import { createViewService } from "./views/service";
 import type { Store } from "./store/db";
 import type { TailHub } from "./tail/hub";
 import { tailRoutes } from "./tail/routes";
@@ -67,6 +69,7 @@ export function managementApp(deps: ManagementDeps) {
       .use(tailRoutes({ ...reading, hub: deps.read.tail, limits: deps.read.tailLimits, log: deps.log }))
       .use(sourceRoutes(deps.routes))
       .use(tokenRoutes({ service: deps.tokens, authenticate: deps.routes.authenticate }))
+      .use(viewRoutes({ service: createViewService(deps.store.db), authenticate: deps.routes.authenticate }))
       .use(queryRoutes({ ...reading, queryTimeoutMs: deps.read.queryTimeoutMs, metrics: deps.metrics }))
   );
 }

@@ -10,6 +10,7 @@ import { AppError } from "../errors";
 import type { Access, Authenticate } from "../http/auth";
 import { BUCKETS, type Histogram, type Registry } from "../metrics";
 import type { Sql } from "../store/db";
+import { readAggregate, readAggregateRequest } from "./aggregate";
 import { CONTEXT_DEFAULT, readContext, readContextRequest } from "./context";
 import { readHistogram, readHistogramRequest } from "./histogram";
 import { newestBefore, readDeadLetters, readEvents } from "./read";
@@ -24,7 +25,13 @@ export interface QueryRoutesDeps {
 }
 
 /** The timed query routes, the `route` label's values (the live-tail stream is no latency: not timed). */
-export const QUERY_ROUTES = ["/api/v2/query/live-tail", "/api/v2/query/histogram", "/api/v2/query/dead-letters", "/api/v2/query/context"] as const;
+export const QUERY_ROUTES = [
+  "/api/v2/query/live-tail",
+  "/api/v2/query/histogram",
+  "/api/v2/query/dead-letters",
+  "/api/v2/query/context",
+  "/api/v2/query/aggregate",
+] as const;
 export type QueryRoute = (typeof QUERY_ROUTES)[number];
 
 /** Its /metrics series: one histogram per route, every one rendered from the start. */
@@ -71,6 +78,14 @@ export function queryRoutes({ sql, authenticate, queryTimeoutMs, metrics: regist
         const read = readHistogramRequest(new URL(request.url));
         await checkSources(sql, read.sourceIds, read.malformed, access);
         return new Response(JSON.stringify(await readHistogram(sql, read, queryTimeoutMs)), { headers: JSON_HEADERS });
+      }),
+    )
+    .get(
+      "/aggregate",
+      timed(metrics, "/api/v2/query/aggregate", async ({ request, access }) => {
+        const read = readAggregateRequest(new URL(request.url));
+        await checkSources(sql, read.sourceIds, read.malformed, access);
+        return new Response(JSON.stringify(await readAggregate(sql, read, queryTimeoutMs)), { headers: JSON_HEADERS });
       }),
     )
     .get(

@@ -116,6 +116,23 @@ export const apiTokens = pgTable("api_tokens", {
 });
 
 /**
+ * Saved views of the page (/api/v2/views, src/views/): sources, query, range and columns under a
+ * name. The range is kept as written: `now-24h`/`now` or RFC 3339 instants; `range_to` null is a
+ * live view. Deleting a source leaves its id in the views that name it (the page skips it).
+ */
+export const savedViews = pgTable("saved_views", {
+  id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+  name: text("name").notNull(),
+  sourceIds: bigint("source_ids", { mode: "number" }).array().notNull(),
+  query: text("query").notNull().default(""),
+  rangeFrom: text("range_from").notNull(),
+  rangeTo: text("range_to"),
+  columns: text("columns").array().notNull().default(sql`'{}'::text[]`),
+  createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+  updatedAt: timestamp("updated_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+});
+
+/**
  * Counters updated in place: 'event_id' (next free event id; a batch reserves a block with one
  * update) and 'commit_seq' (taken inside each batch transaction just before COMMIT, so its row
  * lock orders commits: a batch that commits later has a larger seq).

@@ -5,10 +5,13 @@
 // back to the start of the stored events (list.js). Everything from the server is set as text.
 import { withTerm } from "./fields.js";
 import { createHistogram } from "./histogram.js";
-import { addRow, loadOlder, resetList, retime, updateCounts } from "./list.js";
+import { loadOlder, queueLive, resetList, retime, updateCounts } from "./list.js";
 import { formatTime, marker, searchedWords, zoneName } from "./rows.js";
-import { $, api, EARLIEST, isoMicro, microBefore, msOf, params, setState, showEmpty, showError, state } from "./state.js";
+import { openContext } from "./context.js";
+import { $, api, EARLIEST, isoMicro, microBefore, msOf, params, setState, showEmpty, showError, sourcesWhere, state } from "./state.js";
 import { readEvents } from "./stream.js";
+import { readUrl, writeUrl } from "./url.js";
+import { loadViews, pageRangeOf, saveView } from "./views.js";
 
 const RANGE_MS = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000 };
 const RANGE_NAME = { "15m": "last 15 minutes", "1h": "last hour", "24h": "last 24 hours", "7d": "last 7 days" };
@@ -57,6 +60,22 @@ async function connect() {
   for (const id of state.selected) if (!state.sources.has(id)) state.selected.delete(id);
   renderSources();
   restart();
+  void loadViews(applyView);
+  // A link to an event: it opens with its context once the sources are known.
+  if (linkedEvent && state.sources.has(linkedEvent.source_id)) void openContext(linkedEvent);
+  linkedEvent = undefined;
+}
+
+/** A saved view on the page: its sources (those still there), query, range and columns. */
+function applyView({ source_ids, query, range, columns }) {
+  const { range: pageRange, custom } = pageRangeOf(range);
+  Object.assign(state, { selected: new Set(source_ids.filter((id) => state.sources.has(id))), query, range: pageRange, columns });
+  if (custom) state.custom = custom;
+  $("query").value = query;
+  showRange(pageRange);
+  if (custom) fillCustom(custom);
+  renderSources();
+  restart();
 }
 
 function forget() {
@@ -65,6 +84,7 @@ function forget() {
   $("token").value = "";
   $("forget").hidden = true;
   $("sources").replaceChildren();
+  $("views-box").hidden = true;
   $("sources-note").textContent = "Enter the API token or a read token to list sources.";
   restart();
 }
@@ -106,7 +126,8 @@ function restart() {
   state.stream?.abort();
   state.stream = undefined;
   const generation = ++state.generation;
-  Object.assign(state, { lastEventId: "", segments: [], dropped: 0, window: undefined, mark: marker(searchedWords(state.query)) });
+  Object.assign(state, { lastEventId: "", segments: [], dropped: 0, window: undefined, event: undefined, mark: marker(searchedWords(state.query)) });
+  writeUrl();
   resetList();
   $("query-error").hidden = true;
   histogram.clear(state.connected && state.selected.size > 0);
@@ -119,7 +140,7 @@ function restart() {
   if (state.selected.size === 0) {
     setState("idle", "connected — pick a source");
     updateWindowText();
-    return showEmpty("Pick a source on the left to see its events.");
+    return showEmpty(`Pick a source ${sourcesWhere()} to see its events.`);
   }
   showEmpty("Loading…");
   if (live) {
@@ -140,10 +161,14 @@ function restart() {
   void loadOlder(generation);
 }
 
-function setRange(range) {
-  state.range = range;
+function showRange(range) {
   for (const button of document.querySelectorAll("#ranges button")) button.setAttribute("aria-checked", String(button.dataset.range === range));
   $("custom").hidden = range !== "custom";
+}
+
+function setRange(range) {
+  state.range = range;
+  showRange(range);
   if (range !== "custom") return restart();
   // Custom opens on the window shown (or the last hour) and waits for Show (or Apply).
   state.custom = state.window ?? { from: isoMicro(Date.now() - 3_600_000), to: isoMicro(Date.now()) };
@@ -163,15 +188,19 @@ function zoom(from, toExcluded) {
   restart();
 }
 
-/** datetime-local's value for an instant, in the zone the page shows. */
+/** The custom inputs' text for an instant, "2026-11-27 17:05:09" (24 h, as the rows), in the zone the page shows. */
 function inputValue(ms) {
   const date = new Date(state.utc ? ms : ms - new Date(ms).getTimezoneOffset() * 60_000);
-  return date.toISOString().slice(0, 19);
+  return date.toISOString().slice(0, 19).replace("T", " ");
 }
 
+/** An instant from "YYYY-MM-DD HH:MM[:SS]" in the zone the page shows; undefined when it is not one. */
 function inputInstant(value) {
-  if (!value) return undefined;
-  const ms = Date.parse(state.utc ? `${value}Z` : value);
+  const m = value.trim().match(/^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})(?::(\d{2}))?$/);
+  if (!m) return undefined;
+  const [y, mo, d, h, mi, s = 0] = m.slice(1).map(Number);
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 59) return undefined;
+  const ms = state.utc ? Date.UTC(y, mo - 1, d, h, mi, s) : new Date(y, mo - 1, d, h, mi, s).getTime();
   return Number.isNaN(ms) ? undefined : ms;
 }
 
@@ -181,6 +210,7 @@ function updateWindowText() {
   $("zone").textContent = state.utc ? "UTC" : `local time (${zone})`;
   if (!state.selected.size) return (text.textContent = "");
   if (state.range === "live") return (text.textContent = "last 30 min, then live");
+  if (!state.window) return (text.textContent = ""); // a range from the URL, not yet shown
   const { from, to } = state.window;
   const span = windowSpan(from, to);
   text.textContent = state.range === "custom" ? span : `${RANGE_NAME[state.range]} (${span})`;
@@ -259,7 +289,7 @@ function handle({ id, event, data }) {
   if (id) state.lastEventId = id;
   if (event !== "message" || !data) return;
   const row = JSON.parse(data);
-  if (addRow(row, "bottom")) histogram.add(row.dt, row.level);
+  if (queueLive(row)) histogram.add(row.dt, row.level);
 }
 
 // ── wiring ─────────────────────────────────────────────────────────────────────────────────────
@@ -276,6 +306,16 @@ $("query-form").addEventListener("submit", (event) => {
   state.query = $("query").value.trim();
   restart();
 });
+$("save-view").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const name = $("view-name").value.trim();
+  if (!name) return showError("Save view: give the view a name.");
+  if (!state.selected.size) return showError("Save view: pick at least one source.");
+  if (await saveView(name)) {
+    $("view-name").value = "";
+    await loadViews(applyView);
+  }
+});
 $("ranges").addEventListener("click", (event) => {
   const button = event.target.closest("button[data-range]");
   if (button) setRange(button.dataset.range);
@@ -284,7 +324,7 @@ $("custom").addEventListener("submit", (event) => {
   event.preventDefault();
   const from = inputInstant($("custom-from").value);
   const to = inputInstant($("custom-to").value);
-  if (from === undefined || to === undefined) return showError("Custom: give both From and To.");
+  if (from === undefined || to === undefined) return showError("Custom: give From and To as YYYY-MM-DD HH:MM:SS (24-hour clock).");
   if (from > to) return showError("Custom: From is after To.");
   // `To` as typed is a whole second: the window runs to its end.
   state.custom = { from: isoMicro(from), to: microBefore(to + 1000) };
@@ -304,6 +344,7 @@ $("zone").addEventListener("click", () => {
   localStorage.setItem("logpond-utc", state.utc ? "1" : "0");
   retime();
   histogram.setUtc(state.utc);
+  if (state.range === "custom" && state.custom) fillCustom(state.custom);
   updateWindowText();
 });
 $("fields").addEventListener("click", (event) => {
@@ -321,5 +362,13 @@ document.addEventListener("keydown", (event) => {
 });
 // Phones: the field sidebar starts folded, so the rows get more of the screen.
 if (matchMedia("(max-width: 720px)").matches) $("fields-box").open = false;
+// The view a link or a reload names (url.js); its event opens once connected.
+const linked = readUrl();
+let linkedEvent = linked.event;
+delete linked.event;
+Object.assign(state, linked);
+$("query").value = state.query;
+showRange(state.range);
+if (state.range === "custom") fillCustom(state.custom);
 updateWindowText();
 if (state.token) void connect();

@@ -4,6 +4,7 @@
 // presses its button (each answer's pagination link). Everything from the server is set as text.
 import { formatTime, lineNodes, timeTitle } from "./rows.js";
 import { $, api, state } from "./state.js";
+import { eventLink, writeUrl } from "./url.js";
 
 /** Neighbours asked for on each side, at first and per "more". */
 const BATCH = 50;
@@ -30,8 +31,43 @@ export function details(row) {
     title: `The events of this source around this one (${BATCH} before, ${BATCH} after)`,
   });
   button.addEventListener("click", () => openContext(row));
-  box.append(button, Object.assign(document.createElement("pre"), { textContent: JSON.stringify(row, null, 2) }));
+  const json = JSON.stringify(row, null, 2);
+  const copyJson = copyButton("Copy JSON", "The event as JSON", () => json);
+  const copyLink = copyButton("Copy link", "A link to this event: it opens with its context, for whoever has a token that reads its source", () =>
+    eventLink(row),
+  );
+  copyJson.classList.add("copy-json");
+  copyLink.classList.add("copy-link");
+  const actions = Object.assign(document.createElement("div"), { className: "actions" });
+  actions.append(button, copyJson, copyLink);
+  box.append(actions, Object.assign(document.createElement("pre"), { textContent: json }));
   return box;
+}
+
+/** A button that copies text() and says so for a moment. */
+function copyButton(label, title, text) {
+  const button = Object.assign(document.createElement("button"), { type: "button", className: "quiet context-open", textContent: label, title });
+  button.addEventListener("click", async () => {
+    const done = await copy(text());
+    button.textContent = done ? "Copied" : "Copy failed";
+    setTimeout(() => (button.textContent = label), 1500);
+  });
+  return button;
+}
+
+/** The clipboard API where the page may use it, else a selected textarea and the copy command. */
+async function copy(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const area = Object.assign(document.createElement("textarea"), { value: text });
+    document.body.append(area);
+    area.select();
+    const done = document.execCommand("copy");
+    area.remove();
+    return done;
+  }
 }
 
 export async function openContext(anchor) {
@@ -46,6 +82,8 @@ export async function openContext(anchor) {
   $("context-title").textContent = `Around ${source ? source.name : `source ${anchor.source_id}`} · ${formatTime(anchor.dt, state.utc, new Date(), true)}`;
   note("Loading…");
   if (!$("context").open) $("context").showModal();
+  state.event = { source_id: anchor.source_id, id: anchor.id, dt: anchor.dt };
+  writeUrl();
   const search = new URLSearchParams({ source_id: anchor.source_id, id: anchor.id, dt: anchor.dt, before: String(BATCH), after: String(BATCH) });
   const body = await load(`/api/v2/query/context?${search}`, generation);
   if (!body) return;
@@ -139,6 +177,10 @@ function render(row, anchor) {
 }
 
 $("context-close").addEventListener("click", () => $("context").close());
+$("context").addEventListener("close", () => {
+  state.event = undefined;
+  writeUrl();
+});
 $("context-earlier").addEventListener("click", () => more("before"));
 $("context-later").addEventListener("click", () => more("after"));
 $("context-rows").addEventListener("scroll", () => {

@@ -15,7 +15,10 @@ const W = 1000,
   H = 100;
 
 const ms = (dt) => Date.parse(`${dt.slice(0, 23)}Z`);
-const number = (n) => n.toLocaleString("en-US");
+const NUMBER = new Intl.NumberFormat("en-US");
+const number = (n) => NUMBER.format(n);
+/** Live rows redraw the bars at most this often: a busy tail adds rows every frame. */
+const LIVE_DRAW_EVERY_MS = 1000;
 const pad = (n) => String(n).padStart(2, "0");
 
 /** The stack class of a level as the endpoint names it. */
@@ -27,6 +30,7 @@ export function createHistogram({ box, plot, axis, total, legend, onZoom }) {
   let named = new Set();
   let utc = false;
   let drawing = 0;
+  let drawnAt = 0;
 
   function show(answer) {
     size = answer.meta.bucket_seconds * 1000;
@@ -78,7 +82,13 @@ export function createHistogram({ box, plot, axis, total, legend, onZoom }) {
       }
       bucket.levels.set(name, (bucket.levels.get(name) ?? 0) + 1);
     }
-    if (!drawing) drawing = requestAnimationFrame(() => ((drawing = 0), draw()));
+    if (drawing) return;
+    const redraw = () => {
+      drawing = 0;
+      drawnAt = performance.now();
+      if (buckets.length) draw();
+    };
+    drawing = setTimeout(() => requestAnimationFrame(redraw), Math.max(0, drawnAt + LIVE_DRAW_EVERY_MS - performance.now()));
   }
 
   function setUtc(value) {

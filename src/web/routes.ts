@@ -17,6 +17,8 @@ const FILES: Record<string, { file: string; type: string }> = {
   "/web/rows.js": { file: "rows.js", type: "text/javascript; charset=utf-8" },
   "/web/state.js": { file: "state.js", type: "text/javascript; charset=utf-8" },
   "/web/stream.js": { file: "stream.js", type: "text/javascript; charset=utf-8" },
+  "/web/url.js": { file: "url.js", type: "text/javascript; charset=utf-8" },
+  "/web/views.js": { file: "views.js", type: "text/javascript; charset=utf-8" },
   "/web/style.css": { file: "style.css", type: "text/css; charset=utf-8" },
   "/web/favicon.svg": { file: "favicon.svg", type: "image/svg+xml" },
 };

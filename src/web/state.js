@@ -31,6 +31,10 @@ export const state = {
   utc: localStorage.getItem("logpond-utc") === "1",
   /** The query's searched words, as a regular expression (rows.js marker). */
   mark: undefined,
+  /** Field paths shown as each row's line instead of the source's pattern (a saved view's columns). */
+  columns: [],
+  /** The opened event, { source_id, id, dt } (url.js keeps it in the address bar). */
+  event: undefined,
 };
 // For the console and the browser test: the page's state, read-only by convention.
 globalThis.logpond = { state };
@@ -58,6 +62,9 @@ export function showError(text) {
   $("query-error").textContent = text;
   $("query-error").hidden = false;
 }
+
+/** Where the sources are: beside the rows, or above them on a narrow screen (style.css). */
+export const sourcesWhere = () => (matchMedia("(max-width: 720px)").matches ? "above" : "on the left");
 
 export function showEmpty(text) {
   $("empty").textContent = text;

@@ -15,6 +15,8 @@ import { createReadToken } from "../helpers/tokens";
 
 // Callbacks given to page.* run in the browser, where `document` exists (tsc has no DOM lib here).
 declare const document: any;
+declare const innerHeight: number;
+declare const location: any;
 
 const SCREENSHOT =
   process.env.LIVE_TAIL_SCREENSHOT === "1" ? path.join(import.meta.dir, "..", "..", "docs", "live-tail.png") : path.join(tmpdir(), "logpond-live-tail.png");
@@ -374,6 +376,55 @@ describe("the explorer", () => {
     expect(new Set(services)).toEqual(new Set(["billing"]));
   }, 60_000);
 
+  test("the sidebar counts the whole window (GET /api/v2/query/aggregate), not the rows loaded; a failed count is marked", async () => {
+    await apply("");
+    expect((await shownIds()).length).toBe(200); // of the day's 420
+    await page.waitForFunction(() => document.querySelector("#fields-hint").textContent.startsWith("in the window"), { timeout: 20_000 });
+    const counted = async (path: string) =>
+      page.$$eval(
+        "#fields .field",
+        (boxes, p) => {
+          const box = boxes.find((b: any) => b.querySelector(".field-name").textContent === p) as any;
+          return Object.fromEntries(
+            [...box.querySelectorAll("button.facet")].map((b: any) => [
+              b.querySelector(".value").textContent,
+              Number(b.querySelector(".n").textContent.replace(/,/g, "")),
+            ]),
+          );
+        },
+        path,
+      );
+    const day = sent.events;
+    const byService = (name: string) => day.filter((e) => e.service === name).length;
+    expect(await counted("service")).toMatchObject({ billing: byService("billing"), checkout: byService("checkout"), search: byService("search") });
+    expect((await counted("level")).error).toBe(day.filter((e) => e.level === "error").length);
+    await page.screenshot({ path: EXPLORER_SHOT("window-counts") });
+
+    await page.setRequestInterception(true);
+    const busy = (request: any) => {
+      if (request.isInterceptResolutionHandled()) return;
+      if (!request.url().includes("/api/v2/query/aggregate")) return request.continue();
+      return request.respond({ status: 503, contentType: "application/json", body: JSON.stringify({ errors: "the query took longer than 5000 ms" }) });
+    };
+    page.on("request", busy);
+    try {
+      await pick("1h");
+      await pick("24h");
+      await page.waitForFunction(() => document.querySelector("#fields-hint.partial"), { timeout: 20_000 });
+      expect(await page.$eval("#fields-hint", (el) => el.textContent)).toStartWith(
+        "in the rows shown: the window's counts failed (the query took longer than 5000 ms)",
+      );
+      // The rows' own counts meanwhile: 200 rows.
+      const shown = await counted("service");
+      expect(Object.values(shown).reduce((a: number, b: any) => a + b, 0)).toBeLessThanOrEqual(200);
+    } finally {
+      page.off("request", busy);
+      await page.setRequestInterception(false);
+    }
+    await pick("1h");
+    await pick("24h");
+  }, 60_000);
+
   test("dragging across the histogram zooms the window to that stretch", async () => {
     await apply("");
     const box = (await (await page.$("#histogram-plot"))!.boundingBox())!;
@@ -401,7 +452,7 @@ describe("the explorer", () => {
     const at = Date.parse(sent.older[0]!.dt as string); // "nightly report sent", 26 h ago
     await page.click('#ranges button[data-range="custom"]');
     await page.evaluate((ms: number) => {
-      const local = (t: number) => new Date(t - new Date(t).getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
+      const local = (t: number) => new Date(t - new Date(t).getTimezoneOffset() * 60_000).toISOString().slice(0, 19).replace("T", " ");
       document.querySelector("#custom-from").value = local(ms - 60_000);
       document.querySelector("#custom-to").value = local(ms + 60_000);
     }, at);
@@ -432,6 +483,7 @@ describe("the explorer", () => {
       page.evaluate(() => {
         const li = [...document.querySelectorAll("#list li[data-id]")].find((item: any) => item.textContent.includes("the very first event")) as any;
         const time = li.querySelector(".time");
+        time.dispatchEvent(new (globalThis as any).MouseEvent("mouseover", { bubbles: true })); // the title is written on the first hover
         return { text: time.textContent as string, title: time.title as string, dt: time.dataset.dt as string };
       });
     const before = await cell();
@@ -548,6 +600,197 @@ describe("the explorer", () => {
     await pick("24h");
     expect(await page.$$eval("#histogram-plot rect.uncounted", (rects) => rects.length)).toBe(0);
     expect(await page.$eval("#histogram-total", (el) => el.classList.contains("partial"))).toBe(false);
+  }, 60_000);
+
+  // ── page defects ─────────────────────────────────────────────────────────────────────────────
+
+  test("a 503 on the rows: the list says the request failed instead of staying on Loading…", async () => {
+    // What the query API answers when a read runs past QUERY_TIMEOUT_MS (test/integration/query-api.test.ts).
+    const errors = "The query took longer than 5000 ms (QUERY_TIMEOUT_MS) and was cancelled: narrow the window or the query.";
+    await page.setRequestInterception(true);
+    const busy = (request: any) => {
+      if (request.isInterceptResolutionHandled()) return;
+      if (!request.url().includes("/api/v2/query/live-tail?")) return request.continue();
+      return request.respond({ status: 503, contentType: "application/json", body: JSON.stringify({ errors }) });
+    };
+    page.on("request", busy);
+    try {
+      await page.click(`#ranges button[data-range="7d"]`);
+      await page.waitForFunction(() => document.querySelector("#query-error:not([hidden])"), { timeout: 20_000 });
+      await page.waitForFunction(() => document.querySelector("#empty").textContent !== "Loading…", { timeout: 20_000 });
+      expect(await page.$eval("#query-error", (el) => el.textContent)).toBe(errors);
+      expect(await page.$eval("#empty", (el) => ({ hidden: el.hidden, text: el.textContent }))).toEqual({
+        hidden: false,
+        text: expect.stringContaining("the request failed (logpond is busy or the query took too long)"),
+      });
+      await page.screenshot({ path: EXPLORER_SHOT("503") });
+    } finally {
+      page.off("request", busy);
+      await page.setRequestInterception(false);
+    }
+    await pick("24h");
+    expect((await shownIds()).length).toBe(200);
+  }, 60_000);
+
+  test("with many sources the Fields sidebar stays in view: the source list scrolls in its own box", async () => {
+    const listed = await page.$$eval("#sources li", (items) => items.length);
+    for (let i = listed; i < 12; i++) await lp.createSource({ name: `extra ${i}`, live_tail_pattern: "{level} [{service}] {message}" });
+    await page.click("#connect");
+    await page.waitForFunction(() => document.querySelectorAll("#sources li").length >= 12, { timeout: 20_000 });
+    await page.waitForSelector(`input[data-source-id="${explorer.id}"]:checked`);
+    await settled();
+    await page.waitForSelector("#fields .field");
+    const box = await page.$eval("#fields-box", (el) => {
+      const first = el.querySelector(".field").getBoundingClientRect();
+      return { top: el.getBoundingClientRect().top, firstBottom: first.bottom, height: innerHeight };
+    });
+    expect(box.firstBottom).toBeLessThanOrEqual(box.height);
+    expect(await page.$eval("#sources", (el) => el.scrollHeight > el.clientHeight)).toBe(true);
+    await page.screenshot({ path: EXPLORER_SHOT("many-sources") });
+  }, 60_000);
+
+  test("Custom shows and takes times on the 24-hour clock, as the rows do", async () => {
+    await page.click('#ranges button[data-range="custom"]');
+    const shown = await page.$eval("#custom-from", (el) => ({ type: el.type, value: el.value }));
+    expect(shown.type).toBe("text");
+    expect(shown.value).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+    // Six hours ago, the payment burst: typed as a 24-hour local time.
+    const burst = sent.events.filter((e) => String(e.message).startsWith("payment provider timeout"));
+    const first = Date.parse(burst[0]!.dt as string);
+    const local = (t: number) => new Date(t - new Date(t).getTimezoneOffset() * 60_000).toISOString().slice(0, 19).replace("T", " ");
+    for (const [id, value] of [
+      ["#custom-from", local(first)],
+      ["#custom-to", local(first + 59 * 5_000)],
+    ] as const) {
+      await page.$eval(id, (el) => (el.value = ""));
+      await page.type(id, value);
+    }
+    await page.click("#custom-show");
+    await settled();
+    // The typed seconds are whole: the window runs from the first one to the end of the last.
+    const [a, b] = [Math.floor(first / 1000) * 1000, Math.floor((first + 59 * 5_000) / 1000) * 1000 + 1000];
+    const inside = sent.events.filter((e) => Date.parse(e.dt as string) >= a && Date.parse(e.dt as string) < b);
+    expect(inside.length).toBeGreaterThanOrEqual(burst.length);
+    expect(await histogramTotal()).toBe(inside.length);
+    // The window's text is on the same clock.
+    expect(await page.$eval("#window-text", (el) => el.textContent)).not.toMatch(/AM|PM/);
+    await page.$eval("#custom-from", (el) => (el.value = "2026-11-27 7:05 pm"));
+    await page.click("#custom-show");
+    expect(await page.$eval("#query-error", (el) => el.textContent)).toContain("24-hour clock");
+    await pick("24h");
+  }, 60_000);
+
+  test("an opened event: Copy JSON and Copy link; the link opens the event with its context, the view restored", async () => {
+    await browser.defaultBrowserContext().overridePermissions(lp.apiUrl, ["clipboard-read", "clipboard-write", "clipboard-sanitized-write"]);
+    await apply("service:billing level:error");
+    const id = (await shownIds())[0]!;
+    await page.click(`#list li[data-id="${id}"] .line`);
+    await page.waitForSelector(`#list li[data-id="${id}"] .copy-json`);
+    const clipboard = () => page.evaluate(() => (navigator as any).clipboard.readText() as Promise<string>);
+    await page.click(`#list li[data-id="${id}"] .copy-json`);
+    await page.waitForFunction(() => document.querySelector(".copy-json").textContent === "Copied");
+    const json = JSON.parse(await clipboard());
+    expect(json).toMatchObject({ id, source_id: explorer.id, service: "billing", level: "error" });
+    await page.click(`#list li[data-id="${id}"] .copy-link`);
+    await page.waitForFunction(() => document.querySelector(".copy-link").textContent === "Copied");
+    const link = new URL(await clipboard());
+    expect(Object.fromEntries(link.searchParams)).toEqual({
+      sources: explorer.id,
+      q: "service:billing level:error",
+      range: "24h",
+      event: `${explorer.id}:${id}@${json.dt}`,
+    });
+    expect(await page.evaluate(() => location.search)).toBe(link.search); // the address bar has it too
+    // Opened in the tab (the token is in this tab's sessionStorage): the event with its neighbours.
+    await page.goto(link.href, { waitUntil: "domcontentloaded" });
+    await page.waitForSelector("#context[open] #context-list li.anchor", { timeout: 20_000 });
+    expect(await page.$eval("#context-list li.anchor", (el) => el.dataset.id)).toBe(id);
+    expect(await page.$eval(`input[data-source-id="${explorer.id}"]`, (el) => el.checked)).toBe(true);
+    expect(await page.$eval("#query", (el) => el.value)).toBe("service:billing level:error");
+    expect(await page.$eval('#ranges button[aria-checked="true"]', (el) => el.dataset.range)).toBe("24h");
+    await page.screenshot({ path: EXPLORER_SHOT("permalink") });
+    await page.click("#context-close");
+    // The dialog's close event comes as a task of its own: the address bar follows it.
+    await page.waitForFunction(() => !new URLSearchParams(location.search).has("event"), { timeout: 20_000 });
+    await settled();
+    expect((await shownIds()).length).toBe(sent.events.filter((e) => e.service === "billing" && e.level === "error").length);
+  }, 60_000);
+
+  test("a reload keeps sources, query and range; a custom window keeps its from and to", async () => {
+    await apply("host:web-3");
+    await page.reload({ waitUntil: "domcontentloaded" });
+    await page.waitForSelector(`input[data-source-id="${explorer.id}"]:checked`);
+    await settled();
+    expect(await page.$eval("#query", (el) => el.value)).toBe("host:web-3");
+    expect(await histogramTotal()).toBe(sent.events.filter((e) => e.host === "web-3").length);
+    await page.click('#ranges button[data-range="custom"]');
+    await page.click("#custom-show");
+    await settled();
+    const custom = await page.evaluate(() => ({ ...(globalThis as any).logpond.state.window }));
+    expect(await page.evaluate(() => location.search)).toContain(`from=${encodeURIComponent(custom.from)}`);
+    await page.reload({ waitUntil: "domcontentloaded" });
+    await page.waitForSelector(`input[data-source-id="${explorer.id}"]:checked`);
+    await settled();
+    expect(await page.evaluate(() => ({ ...(globalThis as any).logpond.state.window }))).toEqual(custom);
+    expect(await page.$eval("#custom", (el) => el.hidden)).toBe(false);
+    await apply("");
+    await pick("24h");
+  }, 60_000);
+
+  test("a phone with no source picked says the sources are above", async () => {
+    await page.setViewport({ width: 390, height: 844 });
+    try {
+      await page.click(`input[data-source-id="${explorer.id}"]`); // untick
+      await page.waitForFunction(() => document.querySelector("#empty").textContent.startsWith("Pick a source"));
+      expect(await page.$eval("#empty", (el) => el.textContent)).toBe("Pick a source above to see its events.");
+      await page.screenshot({ path: EXPLORER_SHOT("phone-empty") });
+    } finally {
+      await page.setViewport({ width: 1280, height: 720 });
+    }
+    await page.click(`input[data-source-id="${explorer.id}"]`);
+    await settled();
+  }, 60_000);
+
+  test("saved views: listed in the sidebar, applied with a click (sources, query, range, columns); Save keeps the view shown", async () => {
+    const made = await lp.api("POST", "/api/v2/views", {
+      name: "billing errors, a day",
+      source_ids: [explorer.id],
+      query: "service:billing level:error",
+      range: { from: "now-24h", to: "now" },
+      columns: ["host", "message"],
+    });
+    expect(made.status).toBe(201);
+    const id = ((await made.json()) as any).data.id;
+    await apply("");
+    await pick("1h");
+    await page.click("#connect"); // Connect again lists the sources and the views anew
+    await page.waitForSelector(`#views button[data-view-id="${id}"]`);
+    await page.click(`#views button[data-view-id="${id}"]`);
+    await settled();
+    const errors = sent.events.filter((e) => e.service === "billing" && e.level === "error");
+    expect(await histogramTotal()).toBe(errors.length);
+    expect(await page.$eval("#query", (el) => el.value)).toBe("service:billing level:error");
+    expect(await page.$eval('#ranges button[aria-checked="true"]', (el) => el.dataset.range)).toBe("24h");
+    // The view's columns are each row's line.
+    const first = sent.events.find((e) => e.service === "billing" && e.level === "error" && String(e.message).startsWith("payment"))!;
+    await waitForRow(`${first.host} payment provider timeout`);
+    expect(new URLSearchParams(await page.evaluate(() => location.search)).get("columns")).toBe("host,message");
+    await page.screenshot({ path: EXPLORER_SHOT("views") });
+
+    await apply("host:web-1");
+    await pick("1h");
+    await page.type("#view-name", "web-1, last hour");
+    await page.click("#save-view-button");
+    await page.waitForFunction(() => [...document.querySelectorAll("#views button")].some((b: any) => b.textContent === "web-1, last hour"));
+    const saved = ((await (await lp.api("GET", "/api/v2/views")).json()) as any).data.find((v: any) => v.attributes.name === "web-1, last hour");
+    expect(saved.attributes).toMatchObject({
+      source_ids: [explorer.id],
+      query: "host:web-1",
+      range: { from: "now-1h", to: "now" },
+      columns: ["host", "message"],
+    });
+    await apply("");
+    await pick("24h");
   }, 60_000);
 });
 

@@ -17,6 +17,11 @@ let scoped: TestToken;
 let revoked: TestToken;
 /** An event of `mine`, for the context route. */
 let event: string;
+/** Saved views: of `mine`, and of both sources. */
+let myView: string;
+let bothView: string;
+const createView = async (sourceIds: string[]) =>
+  ((await (await lp.api("POST", "/api/v2/views", { name: `view ${crypto.randomUUID()}`, source_ids: sourceIds })).json()) as any).data.id as string;
 beforeAll(async () => {
   lp = await startTestLogpond();
   mine = await lp.createSource({ name: `mine ${crypto.randomUUID()}` });
@@ -27,6 +32,8 @@ beforeAll(async () => {
   expect((await lp.api("DELETE", `/api/v1/tokens/${revoked.id}`)).status).toBe(204);
   expect((await lp.ingest(mine.token, '{"message":"context anchor"}')).status).toBe(202);
   event = String((await lp.stored(mine.id))[0]!.id);
+  myView = await createView([mine.id]);
+  bothView = await createView([mine.id, other.id]);
 });
 afterAll(async () => {
   await lp.stop();
@@ -104,10 +111,18 @@ const ROUTES: Route[] = [
   { listener: "api", method: "GET", path: "/api/v2/query/histogram?source_ids=MINE,OTHER", expect: READ(200, 404) },
   { listener: "api", method: "GET", path: "/api/v2/query/dead-letters?source_ids=MINE", expect: READ(200) },
   { listener: "api", method: "GET", path: "/api/v2/query/dead-letters?source_ids=OTHER", expect: READ(200, 404) },
+  { listener: "api", method: "GET", path: "/api/v2/query/aggregate?source_ids=MINE&by=level", expect: READ(200) },
+  { listener: "api", method: "GET", path: "/api/v2/query/aggregate?source_ids=MINE,OTHER&by=level", expect: READ(200, 404) },
   { listener: "api", method: "GET", path: "/api/v2/query/context?source_id=MINE&id=EVENT", expect: READ(200) },
   { listener: "api", method: "GET", path: "/api/v2/query/context?source_id=OTHER&id=EVENT", expect: { ...UNAUTHENTICATED, else: 404 } },
   { listener: "api", method: "GET", path: "/api/v2/query/live-tail/stream?source_ids=MINE", expect: READ(200) },
   { listener: "api", method: "GET", path: "/api/v2/query/live-tail/stream?source_ids=OTHER", expect: READ(200, 404) },
+  { listener: "api", method: "GET", path: "/api/v2/views", expect: READ(200) },
+  { listener: "api", method: "GET", path: "/api/v2/views/MYVIEW", expect: READ(200) },
+  { listener: "api", method: "GET", path: "/api/v2/views/BOTHVIEW", expect: READ(200, 404) },
+  { listener: "api", method: "POST", path: "/api/v2/views", body: '{"name":"security suite","source_ids":["MINE"]}', expect: WRITE(201) },
+  { listener: "api", method: "PATCH", path: "/api/v2/views/MYVIEW", body: '{"query":"level:error"}', expect: WRITE(200) },
+  { listener: "api", method: "DELETE", path: "/api/v2/views/THROWVIEW", expect: WRITE(204) },
   { listener: "ingest", method: "POST", path: "/", body: '{"message":"security suite"}', expect: INGEST(202, 403) },
   { listener: "ingest", method: "OPTIONS", path: "/", expect: { else: 204 } },
   { listener: "ingest", method: "POST", path: "/v1/logs", body: '{"resourceLogs":[]}', expect: INGEST(200, 403) },
@@ -118,7 +133,13 @@ const ROUTES: Route[] = [
 ];
 
 async function resolvePath(path: string): Promise<string> {
-  let resolved = path.replaceAll("MINE", mine.id).replaceAll("OTHER", other.id).replaceAll("EVENT", event);
+  let resolved = path
+    .replaceAll("MYVIEW", myView)
+    .replaceAll("BOTHVIEW", bothView)
+    .replaceAll("MINE", mine.id)
+    .replaceAll("OTHER", other.id)
+    .replaceAll("EVENT", event);
+  if (resolved.includes("THROWVIEW")) resolved = resolved.replace("THROWVIEW", await createView([mine.id]));
   if (resolved.includes("THROWAWAY")) resolved = resolved.replace("THROWAWAY", (await lp.createSource()).id);
   if (resolved.includes("TOKEN")) resolved = resolved.replace("TOKEN", (await createReadToken(lp)).id);
   return resolved;
@@ -132,7 +153,7 @@ test.each(ROUTES.map((route) => [route.method, route.listener, route.path, route
     const response = await fetch(`${route.listener === "api" ? lp.apiUrl : lp.ingestUrl}${await resolvePath(route.path)}`, {
       method: route.method,
       headers: { "content-type": "application/json", ...(auth === undefined ? {} : { authorization: auth }) },
-      body: route.body,
+      body: route.body?.replaceAll("MINE", mine.id),
     });
     seen[credential] = response.status;
     wanted[credential] = route.expect[credential] ?? route.expect.else;
@@ -147,7 +168,11 @@ test.each(ROUTES.map((route) => [route.method, route.listener, route.path, route
 });
 
 test("every route of both listeners has its row above", async () => {
-  const listed = new Set(ROUTES.map((route) => `${route.listener} ${route.method} ${route.path.split("?")[0]!.replace(/MINE|OTHER|THROWAWAY|TOKEN/, ":id")}`));
+  const listed = new Set(
+    ROUTES.map(
+      (route) => `${route.listener} ${route.method} ${route.path.split("?")[0]!.replace(/MYVIEW|BOTHVIEW|THROWVIEW|MINE|OTHER|THROWAWAY|TOKEN/, ":id")}`,
+    ),
+  );
   const served = new Set<string>();
   for (const [listener, app] of [
     ["api", managementApp],

@@ -1,0 +1,247 @@
+// GET /api/v2/query/aggregate: counts and statistics over the events of some sources that match a
+// query in a window, read as the histogram reads them (both tiers through query/read.ts `tiers`,
+// the query compiled by query/sql.ts, one QUERY_TIMEOUT_MS): the top N values of one field or of a
+// pair (the rest summed as "other"), the top values of several fields each on its own (`facets`:
+// the page's field sidebar), a count of distinct values, min/max/avg/percentiles of a numeric field;
+// `by`, the count and the statistics optionally per histogram bucket. One statement: the window's
+// events are read once. `level` is counted by severity through the one table of level names, as
+// search and the histogram do.
+import { AppError } from "../errors";
+import { LEVEL_MAX_CHARS } from "../store/blocks";
+import type { Sql } from "../store/db";
+import { BUCKETS_MAX, bucketSeconds } from "./histogram";
+import { aliasObject } from "./levels";
+import type { Node } from "./parse";
+import { tiers, timed } from "./read";
+import { micros, readQuery, readSourceIds, readWindow } from "./request";
+import { compileQuery } from "./sql";
+
+export const TOP_DEFAULT = 10;
+export const TOP_MAX = 100;
+export const FACETS_MAX = 10;
+/** A value longer than this is cut before counting, so one odd event cannot make a huge key. */
+export const VALUE_MAX_CHARS = 200;
+export const PERCENTILES = [0.5, 0.9, 0.95, 0.99] as const;
+/** A field path as the query language reads one (query/parse.ts). */
+const PATH = /^[A-Za-z0-9_@$][A-Za-z0-9_@$-]*(\.[A-Za-z0-9_@$-]+)*$/;
+
+export interface AggregateRequest {
+  sourceIds: number[];
+  malformed: string[];
+  query: Node | undefined;
+  from: string;
+  to: string;
+  by: string[];
+  facets: string[];
+  distinct: string | undefined;
+  field: string | undefined;
+  top: number;
+  buckets: number | undefined;
+}
+
+const bad = (message: string) => new AppError("bad_request", message);
+
+function readPaths(url: URL, name: string, max: number): string[] {
+  const raw = url.searchParams.get(name);
+  if (raw === null || raw === "") return [];
+  const paths = raw.split(",").map((path) => path.trim());
+  const wrong = paths.filter((path) => path.length > VALUE_MAX_CHARS || !PATH.test(path));
+  if (wrong.length) throw bad(`${name} must be field paths such as level or http.status, comma-separated (got ${JSON.stringify(wrong[0]!.slice(0, 64))})`);
+  if (paths.length > max) throw bad(`${name} takes at most ${max} field${max === 1 ? "" : "s"} (got ${paths.length})`);
+  return paths;
+}
+
+function readWhole(url: URL, name: string, max: number): number | undefined {
+  const raw = url.searchParams.get(name);
+  if (raw === null || raw === "") return undefined;
+  if (!/^[0-9]{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > max)
+    throw bad(`${name} must be a whole number from 1 to ${max} (got ${JSON.stringify(raw.slice(0, 32))})`);
+  return Number(raw);
+}
+
+export function readAggregateRequest(url: URL, now: () => Date = () => new Date()): AggregateRequest {
+  const { ids, malformed } = readSourceIds(url);
+  const query = readQuery(url);
+  const by = readPaths(url, "by", 2);
+  const facets = readPaths(url, "facets", FACETS_MAX);
+  const [distinct] = readPaths(url, "distinct", 1);
+  const [field] = readPaths(url, "field", 1);
+  const top = readWhole(url, "top", TOP_MAX) ?? TOP_DEFAULT;
+  const buckets = readWhole(url, "buckets", BUCKETS_MAX);
+  if (!by.length && !facets.length && !distinct && !field && !buckets) {
+    throw bad(
+      "say what to aggregate: by=<field>[,<field>] (top values), facets=<field>,… (top values of each), distinct=<field>, field=<numeric field> (min, max, avg, percentiles), or buckets=<n> (counts over time)",
+    );
+  }
+  const { from, to } = readWindow(url, now());
+  return { sourceIds: ids, malformed, query, from, to, by, facets, distinct, field, top, buckets };
+}
+
+export interface Stats {
+  count: number;
+  min: number | null;
+  max: number | null;
+  avg: number | null;
+  p50: number | null;
+  p90: number | null;
+  p95: number | null;
+  p99: number | null;
+}
+
+export interface Aggregate {
+  data: {
+    count: number;
+    by?: { fields: string[]; top: { values: (string | null)[]; count: number }[]; other: number; groups: number };
+    facets?: { field: string; present: number; distinct: number; top: { value: string; count: number }[]; other: number }[];
+    distinct?: { field: string; count: number };
+    stats?: Stats & { field: string };
+    buckets?: { from: string; to: string; count: number; top?: number[]; other?: number; stats?: Stats }[];
+  };
+  meta: { from: string; to: string; bucket_seconds: number | null; complete: true };
+}
+
+/** The statement's answer: one row of JSON texts (postgres.js would parse json; text keeps bigints exact). */
+type Row = { total: string; by: string | null; facets: string | null; distinct: string | null; stats: string | null; buckets: string | null };
+
+export async function readAggregate(sql: Sql, request: AggregateRequest, timeoutMs: number): Promise<Aggregate> {
+  const params: unknown[] = [request.from, request.to, request.sourceIds];
+  let filter = "";
+  if (request.query) {
+    const condition = compileQuery(request.query, params.length + 1, "line");
+    params.push(...condition.params);
+    filter = ` and ${condition.text}`;
+  }
+  const events = tiers(params, "$3::bigint[]", "$1::text::timestamptz", "$2::text::timestamptz", request.query);
+  const param = (value: unknown, cast: string) => {
+    params.push(value);
+    return `$${params.length}::${cast}`;
+  };
+  // Parameters are added when a part uses them: PostgreSQL refuses one it cannot type.
+  let aliasParam: string | undefined;
+  const aliases = () => (aliasParam ??= param(JSON.stringify(aliasObject()), "jsonb"));
+  // A field's value as text: `level` by severity (as search and the histogram count it), others as
+  // PostgreSQL prints them (objects and arrays as JSON), cut to VALUE_MAX_CHARS.
+  const value = (path: string) => {
+    if (path === "level") {
+      const lowered = `nullif(lower(left(raw->>'level', ${LEVEL_MAX_CHARS})), '')`;
+      return `coalesce(${aliases()} ->> ${lowered}, ${lowered})`;
+    }
+    return `left(raw #>> ${param(path.split("."), "text[]")}, ${VALUE_MAX_CHARS})`;
+  };
+  const number = (path: string) => {
+    const at = param(path.split("."), "text[]");
+    return `case when jsonb_typeof(raw #> ${at}) = 'number' then (raw #>> ${at})::float8 when (raw #>> ${at}) ~ '^\\s*-?[0-9]{1,30}(\\.[0-9]{1,30})?\\s*$' then (raw #>> ${at})::float8 end`;
+  };
+  const size = request.buckets ? bucketSeconds(request.from, request.to, request.buckets) : null;
+  const columns = [
+    "dt",
+    ...request.by.map((path, i) => `${value(path)} as b${i}`),
+    ...request.facets.map((path, i) => `${value(path)} as f${i}`),
+    ...(request.distinct ? [`${value(request.distinct)} as d`] : []),
+    ...(request.field ? [`${number(request.field)} as x`] : []),
+    ...(size ? [`floor(extract(epoch from dt) / ${size})::bigint as bucket`] : []),
+  ];
+  const ctes = [
+    `e as materialized (select ${columns.join(", ")} from ${events} where dt >= $1::text::timestamptz and dt <= $2::text::timestamptz and source_id = any($3::bigint[])${filter})`,
+  ];
+  const top = request.by.length || request.facets.length ? param(request.top, "int") : "";
+  const byCols = request.by.map((_, i) => `b${i}`);
+  const same = (a: string, b: string) => byCols.map((c) => `${a}.${c} is not distinct from ${b}.${c}`).join(" and ");
+  if (request.by.length) {
+    ctes.push(`g as (select ${byCols.join(", ")}, count(*) as n from e group by ${byCols.join(", ")})`);
+    ctes.push(
+      `t as (select ${byCols.join(", ")}, n, row_number() over (order by n desc, ${byCols.map((c) => `${c} nulls last`).join(", ")}) - 1 as rank from g order by n desc, ${byCols.map((c) => `${c} nulls last`).join(", ")} limit ${top})`,
+    );
+  }
+  const statsOf = (where: string) =>
+    `(select json_build_object('count', count(x), 'min', min(x), 'max', max(x), 'avg', avg(x), ` +
+    `'p', percentile_cont(array[${PERCENTILES.join(", ")}]::float8[]) within group (order by x)) from e where x is not null${where})::text`;
+  const selects = [
+    "(select count(*) from e)::text as total",
+    request.by.length
+      ? `(select json_build_object('top', (select coalesce(json_agg(json_build_array(json_build_array(${byCols.join(", ")}), n) order by rank), '[]') from t), ` +
+        `'total', (select count(*) from e), 'groups', (select count(*) from g))::text) as by`
+      : "null as by",
+    request.facets.length
+      ? `(select json_agg(json_build_object('i', i, 'present', present, 'distinct', distinct_n, 'top', top) order by i)::text from (${request.facets
+          .map(
+            (_, i) =>
+              `select ${i} as i, (select count(f${i}) from e) as present, (select count(distinct f${i}) from e) as distinct_n, ` +
+              `(select coalesce(json_agg(json_build_array(v, n) order by n desc, v), '[]') from (select f${i} as v, count(*) as n from e where f${i} is not null group by 1 order by 2 desc, 1 limit ${top}) s) as top`,
+          )
+          .join(" union all ")}) f) as facets`
+      : "null as facets",
+    request.distinct ? "(select count(distinct d) from e)::text as distinct" : "null as distinct",
+    request.field ? `${statsOf("")} as stats` : "null as stats",
+    size
+      ? `(select json_agg(json_build_array(bc.bucket, bc.n, ${request.by.length ? "bb.ranks" : "null"}, ${request.field ? "bs.stats" : "null"}) order by bc.bucket)::text ` +
+        `from (select bucket, count(*) as n from e group by bucket) bc` +
+        (request.by.length
+          ? ` left join (select gb.bucket, json_agg(json_build_array(coalesce(t.rank, -1), gb.c)) as ranks from ` +
+            `(select bucket, ${byCols.join(", ")}, count(*) as c from e group by bucket, ${byCols.join(", ")}) gb left join t on ${same("gb", "t")} group by gb.bucket) bb using (bucket)`
+          : "") +
+        (request.field
+          ? ` left join (select bucket, json_build_object('count', count(x), 'min', min(x), 'max', max(x), 'avg', avg(x), ` +
+            `'p', percentile_cont(array[${PERCENTILES.join(", ")}]::float8[]) within group (order by x)) as stats from e where x is not null group by bucket) bs using (bucket)`
+          : "") +
+        ") as buckets"
+      : "null as buckets",
+  ];
+  const text = `with ${ctes.join(", ")} select ${selects.join(", ")}`;
+  const [row] = await timed(sql, timeoutMs, (tx) => tx.unsafe<Row[]>(text, params as never[]));
+  return shape(request, row!, size);
+}
+
+type RawStats = { count: number; min: number | null; max: number | null; avg: number | null; p: (number | null)[] | null };
+const stats = (raw: RawStats): Stats => ({
+  count: raw.count,
+  min: raw.min,
+  max: raw.max,
+  avg: raw.avg,
+  p50: raw.p?.[0] ?? null,
+  p90: raw.p?.[1] ?? null,
+  p95: raw.p?.[2] ?? null,
+  p99: raw.p?.[3] ?? null,
+});
+
+function shape(request: AggregateRequest, row: Row, size: number | null): Aggregate {
+  const count = Number(row.total);
+  const data: Aggregate["data"] = { count };
+  if (row.by) {
+    const by = JSON.parse(row.by) as { top: [(string | null)[], number][]; total: number; groups: number };
+    const top = by.top.map(([values, n]) => ({ values, count: n }));
+    data.by = { fields: request.by, top, other: by.total - top.reduce((sum, t) => sum + t.count, 0), groups: by.groups };
+  }
+  if (row.facets) {
+    const facets = JSON.parse(row.facets) as { i: number; present: number; distinct: number; top: [string, number][] }[];
+    data.facets = facets.map((f) => {
+      const top = f.top.map(([value, n]) => ({ value, count: n }));
+      return { field: request.facets[f.i]!, present: f.present, distinct: f.distinct, top, other: f.present - top.reduce((sum, t) => sum + t.count, 0) };
+    });
+  }
+  if (request.distinct) data.distinct = { field: request.distinct, count: Number(row.distinct) };
+  if (request.field && row.stats) data.stats = { field: request.field, ...stats(JSON.parse(row.stats) as RawStats) };
+  if (size) {
+    const per = new Map((JSON.parse(row.buckets ?? "[]") as [number, number, [number, number][] | null, RawStats | null][]).map((b) => [Number(b[0]), b]));
+    const first = Math.floor(Date.parse(`${request.from.slice(0, 23)}Z`) / 1000 / size);
+    const last = Math.floor(Date.parse(`${request.to.slice(0, 23)}Z`) / 1000 / size);
+    const at = (index: number) => micros(new Date(index * size * 1000).toISOString());
+    const empty: RawStats = { count: 0, min: null, max: null, avg: null, p: null };
+    data.buckets = [];
+    for (let index = first; index <= last; index++) {
+      const b = per.get(index);
+      const bucket: NonNullable<Aggregate["data"]["buckets"]>[number] = { from: at(index), to: at(index + 1), count: b?.[1] ?? 0 };
+      if (data.by) {
+        bucket.top = data.by.top.map(() => 0);
+        bucket.other = 0;
+        for (const [rank, n] of b?.[2] ?? []) {
+          if (rank >= 0) bucket.top[rank] = n;
+          else bucket.other += n;
+        }
+      }
+      if (request.field) bucket.stats = stats(b?.[3] ?? empty);
+      data.buckets.push(bucket);
+    }
+  }
+  return { data, meta: { from: request.from, to: request.to, bucket_seconds: size, complete: true } };
+}
