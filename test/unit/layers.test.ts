@@ -30,6 +30,7 @@ const LAYERS: Record<string, number> = {
   retention: 5,
   tail: 6,
   tokens: 6,
+  views: 6,
   web: 6,
   "listeners.ts": 7,
   "stop.ts": 7,
