@@ -43,6 +43,8 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   readonly retentionSweepIntervalMs: number;
   readonly sealIntervalMs: number;
+  /** Seal threads (store/seal-pool.ts); 0: from the core count. */
+  readonly sealWorkers: number;
   readonly logLevel: "info" | "silent";
   readonly queryTimeoutMs: number;
   readonly tailHeartbeatMs: number;
@@ -80,6 +82,7 @@ export const DEFAULTS = {
   SHUTDOWN_TIMEOUT_MS: 30_000,
   RETENTION_SWEEP_INTERVAL_MS: 3_600_000,
   SEAL_INTERVAL_MS: 60_000,
+  SEAL_WORKERS: 0,
   LOG_LEVEL: "info",
   QUERY_TIMEOUT_MS: 5_000,
   TAIL_HEARTBEAT_MS: 10_000,
@@ -160,6 +163,7 @@ export function loadConfig(env: Env = process.env): Config {
     // At most a day: each sweep also creates the daily partitions ahead (retention/sweep.ts).
     retentionSweepIntervalMs: int("RETENTION_SWEEP_INTERVAL_MS", 100, 86_400_000),
     sealIntervalMs: int("SEAL_INTERVAL_MS", 100, 600_000),
+    sealWorkers: int("SEAL_WORKERS", 0, 64),
     logLevel: oneOf("LOG_LEVEL", ["info", "silent"] as const),
     queryTimeoutMs: int("QUERY_TIMEOUT_MS", 10, 600_000),
     tailHeartbeatMs: int("TAIL_HEARTBEAT_MS", 100, 15_000),

@@ -185,10 +185,10 @@ export async function tierSize(sql: postgres.Sql, tier: "log_hot" | "log_blocks"
 
 export const tierTotal = (t: TierSize) => t.heap + t.toast + t.indexes;
 
-/** The blocks' columns as stored (pg_column_size: compressed, without reading TOAST) and their number. */
+/** The blocks' columns as stored (pg_column_size: compressed, without reading TOAST) and their number; `body` is a v4 block's payload (its ids and dts inside). */
 export async function blockColumns(sql: postgres.Sql, sources: Source[]): Promise<{ blocks: number; body: number; ids: number; dts: number }> {
   const [row] = await sql`
-    select count(*)::bigint as blocks, coalesce(sum(pg_column_size(body)), 0)::bigint as body,
+    select count(*)::bigint as blocks, coalesce(sum(coalesce(pg_column_size(body), pg_column_size(payload))), 0)::bigint as body,
       coalesce(sum(pg_column_size(ids)), 0)::bigint as ids, coalesce(sum(pg_column_size(dts)), 0)::bigint as dts
     from log_blocks where source_id = any(${sources.map((s) => s.id)}::bigint[])`;
   return { blocks: Number(row!.blocks), body: Number(row!.body), ids: Number(row!.ids), dts: Number(row!.dts) };

@@ -70,11 +70,12 @@ const LOOKUP = (withDt: boolean) =>
   `select ${DT_TEXT} as dt, density from (` +
   `select h.dt, null::float8 as density from log_hot h where h.id = $1::bigint and h.source_id = $2::bigint${withDt ? " and h.dt = $3::text::timestamptz" : ""} ` +
   "union all " +
-  "select u.dt, b.n / greatest(extract(epoch from b.max_dt - b.min_dt)::float8 * 1000, 1) from log_blocks b cross join lateral unnest(b.ids, b.dts) as u(id, dt) " +
-  "where b.source_id = $2::bigint and $1::bigint = any(b.ids) and u.id = $1::bigint and " +
+  "select u.dt, b.n / greatest(extract(epoch from b.max_dt - b.min_dt)::float8 * 1000, 1) from log_blocks b " +
+  "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as u " +
+  "where b.source_id = $2::bigint and (b.ids is null or $1::bigint = any(b.ids)) and int8range(b.min_id, b.max_id, '[]') @> $1::bigint and u.id = $1::bigint" +
   (withDt
-    ? `b.max_dt >= $3::text::timestamptz and b.min_dt <= $3::text::timestamptz and b.max_dt < ${dayEnd("$3")} and u.dt = $3::text::timestamptz`
-    : "int8range(b.min_id, b.max_id, '[]') @> $1::bigint") +
+    ? ` and b.max_dt >= $3::text::timestamptz and b.min_dt <= $3::text::timestamptz and b.max_dt < ${dayEnd("$3")} and u.dt = $3::text::timestamptz`
+    : "") +
   ") anchor limit 1";
 
 /**
@@ -92,9 +93,10 @@ const SLICE = (side: "before" | "after", lowerOp: string, upperOp: string) => {
     "where h.source_id = $1::bigint and h.dt >= $2::text::timestamptz and h.dt <= $3::text::timestamptz " +
     "union all " +
     "select e.id, b.source_id, e.dt, e.line from log_blocks b " +
-    "cross join lateral unnest(b.ids, b.dts, string_to_array(b.body, E'\\n')) as e(id, dt, line) " +
+    "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as e " +
     `where b.source_id = $1::bigint and b.max_dt >= $2::text::timestamptz and b.max_dt < ${dayEnd("$3")} and b.min_dt <= $3::text::timestamptz ` +
-    "and (b.min_dt >= $2::text::timestamptz and b.max_dt <= $3::text::timestamptz or exists (select 1 from unnest(b.dts) d where d >= $2::text::timestamptz and d <= $3::text::timestamptz)) " +
+    "and (b.min_dt >= $2::text::timestamptz and b.max_dt <= $3::text::timestamptz or exists (select 1 from unnest(b.dts) d where d >= $2::text::timestamptz and d <= $3::text::timestamptz) " +
+    "or b.dts is null and exists (select 1 from unnest(b.hist_minutes) m where m >= floor(extract(epoch from $2::text::timestamptz) / 60) and m <= floor(extract(epoch from $3::text::timestamptz) / 60))) " +
     "and e.dt >= $2::text::timestamptz and e.dt <= $3::text::timestamptz" +
     `) events where dt ${lowerOp} $2::text::timestamptz and dt ${upperOp} $3::text::timestamptz and (dt, id) ${keyset} ($4::text::timestamptz, $5::bigint) ` +
     `order by dt ${direction}, id ${direction} limit $6` +

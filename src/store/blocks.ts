@@ -3,14 +3,17 @@
 // A block holds up to `maxEvents` events (and BLOCK_MAX_BYTES of text) of one source and one UTC
 // day; a source's day is cut into blocks in (dt, id) order, as evenly as its count allows, so
 // blocks do not overlap in time and a day's partition holds exactly that day. Times are compared
-// as their fixed-width RFC 3339 text, exact to the microsecond for every year logpond accepts. Inside a block the lines are ordered by event shape (the
-// set of top-level keys), then (dt, id): PostgreSQL's pglz finds repeats only 4 KiB back, and
-// neighbours of one shape repeat most (docs/storage.md). Beside the lines: the count of events per
-// minute and level (the histogram's input). Each block's Bloom filter (its grams and numbers,
+// as their fixed-width RFC 3339 text, exact to the microsecond for every year logpond accepts.
+// Inside a block the lines are ordered by event shape (the set of top-level keys), then (dt, id):
+// neighbours of one shape repeat most (docs/storage.md). The block's text — its events' ids and
+// times (as offsets from its first id and time, one line each) then the lines — is deflated here and
+// framed so that pgcrypto opens it in SQL (codec/pgp.ts, drizzle/0010). Beside it: the count of
+// events per minute and level (the histogram's input). Each block's Bloom filter (its grams and numbers,
 // codec/grams.ts) is stored bit-sliced with its neighbours': consecutive blocks of one source and
 // day whose filters need about the same size (within FILTER_SPREAD) share one log_filters row, a
 // block its slot in it (drizzle/0007), so a search reads a few bytes per group, not per block.
 import { blockHashes, filterBits, sliced } from "../codec/grams";
+import { sealPayload } from "../codec/pgp";
 
 /** One row as the sealer reads it from a hot table. */
 export interface MovedRow {
@@ -34,9 +37,12 @@ export interface Block {
   minId: string;
   maxId: string;
   n: number;
-  ids: string[];
-  dts: string[];
-  body: string;
+  /**
+   * The block's text, deflated and framed (codec/pgp.ts): line 1 is `{…}`, each line's id minus
+   * minId, line 2 `{…}`, each line's dt minus minDt in microseconds, then the events' JSON text
+   * one per line (drizzle/0010's logpond_block_events reads it).
+   */
+  payload: Uint8Array;
   /** The log_filters row holding this block's filter, and its slot there; null: no filter (every search opens it). */
   filterId: string | null;
   filterSlot: number | null;
@@ -185,6 +191,9 @@ function block(timeOrdered: Item[]): { block: Block; hashes: Uint32Array; bits: 
   const texts = lines.map((item) => item.row.line);
   const summary = [...hist.values()];
   const hashes = blockHashes(texts);
+  const firstMicros = microsOfDay(first.row.dt);
+  const idOffsets = lines.map((item) => item.id - minId);
+  const dtOffsets = lines.map((item) => microsOfDay(item.row.dt) - firstMicros);
   const built: Block = {
     kind: "block",
     sourceId: first.row.source_id,
@@ -193,9 +202,7 @@ function block(timeOrdered: Item[]): { block: Block; hashes: Uint32Array; bits: 
     minId: String(minId),
     maxId: String(maxId),
     n: lines.length,
-    ids: lines.map((item) => item.row.id),
-    dts: lines.map((item) => item.row.dt),
-    body: texts.join("\n"),
+    payload: sealPayload(`{${idOffsets.join(",")}}\n{${dtOffsets.join(",")}}\n${texts.join("\n")}`),
     filterId: null,
     filterSlot: null,
     histMinutes: summary.map((s) => s.minute),
@@ -203,6 +210,17 @@ function block(timeOrdered: Item[]): { block: Block; hashes: Uint32Array; bits: 
     histCounts: summary.map((s) => s.n),
   };
   return { block: built, hashes, bits: filterBits(hashes) };
+}
+
+/** Microseconds since midnight of a MovedRow's dt ("YYYY-MM-DDTHH:MM:SS.ffffffZ"): a block holds one UTC day. */
+function microsOfDay(dt: string): number {
+  const t = dt.indexOf("T"); // a year may have more than four digits
+  const digits = (at: number, count: number) => {
+    let value = 0;
+    for (let i = t + at; i < t + at + count; i++) value = value * 10 + dt.charCodeAt(i) - 48;
+    return value;
+  };
+  return ((digits(1, 2) * 60 + digits(4, 2)) * 60 + digits(7, 2)) * 1_000_000 + digits(10, 6);
 }
 
 /** A PostgreSQL array literal of text elements (each quoted; null → NULL). */

@@ -43,8 +43,8 @@ export const logHot = pgTable(
 
 /**
  * The sealed tier: up to BLOCK_EVENTS events of one source and one UTC day, time-ordered across
- * blocks, in one row (store/blocks.ts). `body` is their JSON texts one per line (TOAST-compressed
- * by PostgreSQL); `ids[i]` and `dts[i]` belong to line i. PARTITION BY RANGE (max_dt), daily
+ * blocks, in one row (store/blocks.ts): their ids, times and JSON texts in `payload`, or, sealed
+ * before drizzle/0010, in `ids`, `dts` and `body`. PARTITION BY RANGE (max_dt), daily
  * (store/partitions.ts).
  */
 export const logBlocks = pgTable(
@@ -56,9 +56,12 @@ export const logBlocks = pgTable(
     minId: bigint("min_id", { mode: "number" }).notNull(),
     maxId: bigint("max_id", { mode: "number" }).notNull(),
     n: integer("n").notNull(),
-    ids: bigint("ids", { mode: "number" }).array().notNull(),
-    dts: timestamp("dts", { withTimezone: true, precision: 6 }).array().notNull(),
-    body: text("body").notNull(),
+    /** Blocks sealed before drizzle/0010 (storage v3): line i's id and dt, and the lines (TOAST-compressed by PostgreSQL); null since. */
+    ids: bigint("ids", { mode: "number" }).array(),
+    dts: timestamp("dts", { withTimezone: true, precision: 6 }).array(),
+    body: text("body"),
+    /** Since drizzle/0010: ids, times and lines deflated by logpond, framed for pgcrypto (codec/pgp.ts); STORAGE EXTERNAL. */
+    payload: bytea("payload"),
     /** Blocks sealed before drizzle/0007: a Bloom filter of the lines' grams (codec/grams.ts); null: none. */
     bloom: bytea("bloom"),
     /** The log_filters row holding this block's filter, and its slot there; null: see `bloom` (store/blocks.ts). */

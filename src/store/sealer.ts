@@ -18,10 +18,11 @@
 //   writes into log_hot_default once it is gone, sealed the same way.
 // - Rows of deleted sources and rows past their source's retention are not sealed (dropped).
 // - DDL waits at most DDL_LOCK_TIMEOUT for a lock (and so holds up a COPY at most that long).
-import { type Block, blocksOf, type Filter, LEVEL_MAX_CHARS, type MovedRow, textArray } from "./blocks";
+import { type Block, buildBlocks, type Filter, LEVEL_MAX_CHARS, type MovedRow, textArray } from "./blocks";
 import type { Config } from "../config";
 import type { Sql } from "./db";
 import { DDL_LOCK_TIMEOUT } from "./partitions";
+import { defaultSealWorkers, SealPool, type SealPoolStats } from "./seal-pool";
 import type { Registry } from "../metrics";
 import { periodic } from "../periodic";
 import { untilAborted, within } from "../timers";
@@ -147,6 +148,7 @@ export async function sealClosed(
   stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 },
   handled?: (bytes: number) => void,
   around: AroundSeal = (_table, seal) => seal(),
+  pool?: SealPool,
 ): Promise<SealStats> {
   const all = await parts(sql);
   const open = openStart(all);
@@ -158,7 +160,7 @@ export async function sealClosed(
     // the others: it is logged, the rest are sealed, and the pass fails at its end.
     try {
       // "busy": a batch is writing into it right now (a straggler); a few tries, then the next pass.
-      const seal = () => sealTable(sql, part.name, stats, signal, handled);
+      const seal = () => sealTable(sql, part.name, stats, signal, handled, pool);
       for (let tries = 1; (await around(part.name, seal)) === "busy" && tries < BUSY_TRIES; tries++) await Bun.sleep(100);
       if (await dropIfEmpty(sql, part.name, signal)) stats.dropped++;
     } catch (error) {
@@ -198,6 +200,7 @@ async function sealTable(
   stats: SealStats,
   signal: AbortSignal | undefined,
   handled: ((bytes: number) => void) | undefined,
+  pool: SealPool | undefined,
 ): Promise<"truncated" | "deleted" | "busy"> {
   let done: { moved: number; sealed: number; blocks: number; truncated: boolean };
   try {
@@ -205,7 +208,7 @@ async function sealTable(
       await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
       await tx.unsafe(`lock table ${table} in share mode`);
       await tx.unsafe(`set local lock_timeout = '${READ_LOCK_TIMEOUT}'`);
-      const done = { ...(await sealRows(tx as unknown as Sql, table, signal, handled)), truncated: false };
+      const done = { ...(await sealRows(tx as unknown as Sql, table, signal, handled, pool)), truncated: false };
       if (done.moved === 0) return done;
       done.truncated = await truncate(tx as unknown as Sql, table, signal);
       if (!done.truncated) await tx.unsafe(`delete from ${table}`);
@@ -249,8 +252,9 @@ async function truncate(tx: Sql, table: string, signal: AbortSignal | undefined)
 /**
  * The rows of `table` (locked by the caller's transaction), through one server-side cursor, in
  * chunks of about CHUNK_BYTES of text — the rows' text is held here while their blocks are built —
- * each written as blocks (store/blocks.ts) before the next is fetched. Rows of deleted sources and
- * past their source's retention are counted, not sealed. A fetch takes as many rows as the average
+ * each made into blocks on a seal thread (store/seal-pool.ts; without a pool, here) while the next
+ * ones are fetched, up to one chunk per thread in flight, and written in the order they were read.
+ * Rows of deleted sources and past their source's retention are counted, not sealed. A fetch takes as many rows as the average
  * row so far says fit in FETCH_BYTES (events run up to a few MB): the first takes FIRST_FETCH.
  */
 async function sealRows(
@@ -258,6 +262,7 @@ async function sealRows(
   table: string,
   signal: AbortSignal | undefined,
   handled: ((bytes: number) => void) | undefined,
+  pool: SealPool | undefined,
 ): Promise<{ moved: number; sealed: number; blocks: number }> {
   await tx.unsafe(
     `declare seal_rows no scroll cursor for
@@ -272,18 +277,27 @@ async function sealRows(
   let chunkBytes = 0;
   let fetched = 0;
   let fetchedBytes = 0;
-  const flush = async () => {
-    // Built and written one at a time: the event loop serves requests between two blocks.
-    for (const item of blocksOf(chunk, BLOCK_EVENTS)) {
+  const building: Promise<(Block | Filter)[]>[] = [];
+  // One chunk fetched or written here while each thread builds one.
+  const depth = pool ? sealDepth(pool.size) : 1;
+  const writeOldest = async () => {
+    for (const item of await building.shift()!) {
       await writeBlocks(tx, [item]);
       if (item.kind === "filter") continue;
       done.sealed += item.n;
       done.blocks++;
     }
-    // Garbage now: the rows' text, the blocks' bodies, postgres.js's copies of both (the GC pacer).
+  };
+  const flush = async () => {
+    const rows = chunk;
+    const built = pool ? pool.build(rows, BLOCK_EVENTS) : Promise.resolve().then(() => buildBlocks(rows, BLOCK_EVENTS));
+    built.catch(() => {}); // awaited in order below; a failure while an earlier chunk is written must not go unhandled
+    building.push(built);
+    // Garbage now: the rows' text, the copy handed to the thread, the payloads, postgres.js's copies (the GC pacer).
     handled?.(GARBAGE_PER_TEXT_BYTE * chunkBytes);
     chunk = [];
     chunkBytes = 0;
+    while (building.length >= depth) await writeOldest();
   };
   for (;;) {
     signal?.throwIfAborted();
@@ -300,11 +314,12 @@ async function sealRows(
     if (chunkBytes >= CHUNK_BYTES || (rows.length < count && chunk.length > 0)) await flush();
     if (rows.length < count) break;
   }
+  while (building.length > 0) await writeOldest();
   await tx.unsafe(`close seal_rows`);
   return done;
 }
 
-/** INSERTs blocks into log_blocks and filters into log_filters (one statement each: a body is up to a few MB of text). */
+/** INSERTs blocks into log_blocks and filters into log_filters (one statement each: a payload is up to a few MB). */
 export async function writeBlocks(sql: Sql, items: readonly (Block | Filter)[]): Promise<void> {
   for (const item of items) {
     if (item.kind === "filter") {
@@ -325,9 +340,9 @@ export async function writeBlocks(sql: Sql, items: readonly (Block | Filter)[]):
     }
     const block = item;
     await sql.unsafe(
-      `insert into log_blocks (source_id, min_dt, max_dt, min_id, max_id, n, ids, dts, body, filter_id, filter_slot, hist_minutes, hist_levels, hist_counts)
-       values ($1::bigint, $2::text::timestamptz, $3::text::timestamptz, $4::bigint, $5::bigint, $6::int, $7::text::bigint[], $8::text::timestamptz[], $9::text, $10::bigint, $11::int,
-         $12::text::bigint[], $13::text::text[], $14::text::int[])`,
+      `insert into log_blocks (source_id, min_dt, max_dt, min_id, max_id, n, payload, filter_id, filter_slot, hist_minutes, hist_levels, hist_counts)
+       values ($1::bigint, $2::text::timestamptz, $3::text::timestamptz, $4::bigint, $5::bigint, $6::int, $7::bytea, $8::bigint, $9::int,
+         $10::text::bigint[], $11::text::text[], $12::text::int[])`,
       [
         block.sourceId,
         block.minDt,
@@ -335,9 +350,7 @@ export async function writeBlocks(sql: Sql, items: readonly (Block | Filter)[]):
         block.minId,
         block.maxId,
         block.n,
-        `{${block.ids.join(",")}}`,
-        `{${block.dts.join(",")}}`,
-        block.body,
+        Buffer.from(block.payload.buffer, block.payload.byteOffset, block.payload.byteLength),
         block.filterId,
         block.filterSlot,
         `{${block.histMinutes.join(",")}}`,
@@ -383,6 +396,9 @@ async function dropIfEmpty(sql: Sql, table: string, signal: AbortSignal | undefi
   return false;
 }
 
+/** Chunks of one seal in flight with `threads` seal threads: each thread's, and the one read or written here. */
+export const sealDepth = (threads: number) => threads + 1;
+
 export interface Sealer {
   /** Closes the open generation and seals everything now (tests, benchmarks, a stop). */
   sealNow(): Promise<SealStats>;
@@ -391,6 +407,8 @@ export interface Sealer {
   /** Aborts a pass under way (between two moves; a move is one statement) and waits for it, until `deadline` at most (periodic.ts). */
   stop(deadline?: number): Promise<void>;
   readonly totals: SealStats;
+  /** What the seal threads built (store/seal-pool.ts). */
+  readonly pool: SealPoolStats;
   /** When the last pass finished (ms since epoch; 0: none yet). */
   readonly lastPassAt: number;
 }
@@ -400,7 +418,7 @@ export interface Sealer {
  * are sealed at once. An event is in a block about SEAL_INTERVAL_MS plus one pass after its commit.
  */
 export function startSealer(
-  config: Pick<Config, "sealIntervalMs">,
+  config: Pick<Config, "sealIntervalMs"> & Partial<Pick<Config, "sealWorkers">>,
   options: {
     sql: Sql;
     log: (line: string) => void;
@@ -423,6 +441,7 @@ export function startSealer(
 ): Sealer {
   const { sql, log } = options;
   const intervalMs = config.sealIntervalMs;
+  const pool = new SealPool(config.sealWorkers || defaultSealWorkers());
   const totals: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 };
   let lastPassAt = 0;
   let busyInARow = 0;
@@ -437,7 +456,7 @@ export function startSealer(
         settledThrough = Number(generation[1]);
         await settle(options.settled, signal);
       }
-      const release = options.hold?.(SEAL_HELD_BYTES);
+      const release = options.hold?.(SEAL_HELD_BYTES * sealDepth(pool.size));
       try {
         return await seal();
       } finally {
@@ -461,7 +480,7 @@ export function startSealer(
         if (++busyInARow === 3)
           log("sealer: the open generation could not be closed 3 times in a row (a long transaction holds log_hot?); new events stay hot until it can");
       } else busyInARow = 0;
-      await sealClosed(sql, signal, log, stats, options.handled, around(signal));
+      await sealClosed(sql, signal, log, stats, options.handled, around(signal), pool);
       lastPassAt = Date.now();
       return stats;
     } finally {
@@ -482,9 +501,15 @@ export function startSealer(
   const sealer: Sealer = {
     sealNow: job.runNow,
     halt: job.halt,
-    stop: job.stop,
+    async stop(deadline) {
+      await job.stop(deadline);
+      pool.close();
+    },
     get totals() {
       return totals;
+    },
+    get pool() {
+      return pool.stats;
     },
     get lastPassAt() {
       return lastPassAt;

@@ -106,9 +106,10 @@ export async function tiers(sql: postgres.Sql, sourceId: number): Promise<Tiers>
       (select coalesce(sum(n), 0) from log_blocks where source_id = ${sourceId})::float8 as sealed,
       (select count(*) from log_blocks where source_id = ${sourceId})::float8 as blocks,
       (select count(distinct id) from (select id from log_hot where source_id = ${sourceId}
-        union all select unnest(ids) from log_blocks where source_id = ${sourceId}) ids)::float8 as "distinctIds",
-      (select count(*) from log_blocks where source_id = ${sourceId} and (cardinality(ids) <> n or cardinality(dts) <> n
-        or cardinality(string_to_array(body, E'\\n')) <> n))::float8 as "badBlocks"`;
+        union all select e.id from log_blocks b cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) e
+        where b.source_id = ${sourceId}) ids)::float8 as "distinctIds",
+      (select count(*) from log_blocks b where source_id = ${sourceId} and not (select count(e.id) = b.n and count(e.dt) = b.n and count(e.line) = b.n
+        from logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) e))::float8 as "badBlocks"`;
   return row!;
 }
 
