@@ -71,7 +71,10 @@ export function bucketSeconds(from: string, to: string, buckets: number): number
   const count = (size: number) => Math.floor(last / size) - Math.floor(first / size) + 1;
   for (const size of BUCKET_SECONDS) if (count(size) <= buckets) return size;
   let days = Math.max(1, Math.ceil((last - first) / 86_400 / buckets));
-  while (count(days * 86_400) > buckets) days++;
+  // A window across 1970-01-01 never fits one epoch-aligned bucket: past the farthest edge from
+  // the epoch, a wider bucket changes nothing, so the search stops there (two buckets).
+  const widest = Math.max(Math.abs(first), Math.abs(last));
+  while (count(days * 86_400) > buckets && days * 86_400 <= widest) days++;
   return days * 86_400;
 }
 

@@ -155,3 +155,11 @@ test("an unknown source: 404", async () => {
   const response = await lp.api("GET", "/api/v2/query/aggregate?source_ids=987654321&by=level");
   expect(response.status).toBe(404);
 });
+
+test("buckets=1 over a window across 1970-01-01 answers (no epoch-aligned bucket holds both sides)", async () => {
+  const { status, body } = await aggregate({ buckets: "1", from: "1969-12-31T00:00:00Z", to: "1970-01-02T00:00:00Z" });
+  expect(status).toBe(200);
+  expect(body.data.count).toBe(0);
+  expect(body.data.buckets.map((b: any) => b.from)).toEqual(["1969-12-30T00:00:00.000000Z", "1970-01-01T00:00:00.000000Z"]);
+  expect(body.meta.bucket_seconds).toBe(2 * 86_400);
+});
