@@ -128,9 +128,11 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
     }
     return `left(raw #>> ${param(path.split("."), "text[]")}, ${VALUE_MAX_CHARS})`;
   };
+  // An integer past a double's range (kept exact as numeric) is left out, as a non-number is:
+  // casting it would fail the whole statement.
   const number = (path: string) => {
     const at = param(path.split("."), "text[]");
-    return `case when jsonb_typeof(raw #> ${at}) = 'number' then (raw #>> ${at})::float8 when (raw #>> ${at}) ~ '^\\s*-?[0-9]{1,30}(\\.[0-9]{1,30})?\\s*$' then (raw #>> ${at})::float8 end`;
+    return `case when jsonb_typeof(raw #> ${at}) = 'number' then case when abs((raw #> ${at})::numeric) < 1e308 then (raw #>> ${at})::float8 end when (raw #>> ${at}) ~ '^\\s*-?[0-9]{1,30}(\\.[0-9]{1,30})?\\s*$' then (raw #>> ${at})::float8 end`;
   };
   const size = request.buckets ? bucketSeconds(request.from, request.to, request.buckets) : null;
   const columns = [

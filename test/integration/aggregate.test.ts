@@ -156,6 +156,20 @@ test("an unknown source: 404", async () => {
   expect(response.status).toBe(404);
 });
 
+test("an integer too large for a double is left out of the statistics, not a 500", async () => {
+  const other = await lp.createSource({ logs_retention: 3652 });
+  const dt = new Date(BASE).toISOString();
+  const body = `[{"dt":"${dt}","ms":${"9".repeat(400)}},{"dt":"${dt}","ms":-${"9".repeat(400)}},{"dt":"${dt}","ms":7},{"dt":"${dt}","ms":"3"}]`;
+  expect((await lp.ingest(other.token, body)).status).toBe(202);
+  await lp.flusher.flush();
+  const search = new URLSearchParams({ source_ids: other.id, from: FROM, to: TO, field: "ms" });
+  const response = await lp.api("GET", `/api/v2/query/aggregate?${search}`);
+  expect(response.status).toBe(200);
+  const { data } = (await response.json()) as any;
+  expect(data.count).toBe(4);
+  expect(data.stats).toMatchObject({ count: 2, min: 3, max: 7, avg: 5 });
+});
+
 test("buckets=1 over a window across 1970-01-01 answers (no epoch-aligned bucket holds both sides)", async () => {
   const { status, body } = await aggregate({ buckets: "1", from: "1969-12-31T00:00:00Z", to: "1970-01-02T00:00:00Z" });
   expect(status).toBe(200);
