@@ -1,6 +1,7 @@
 // A saved view: the page's sources, query, range and columns under a name; how a request body
 // becomes validated attributes and a row the JSON:API document. Pure: no HTTP, no database.
 // Shaped after a Better Stack exploration of type `tail_query` (docs/api.md, "Saved views").
+import { eventTime } from "../codec/time";
 import { AppError } from "../errors";
 import { MAX_QUERY_LENGTH, parseQuery, QueryError } from "../query/parse";
 import { MAX_SOURCE_IDS } from "../query/request";
@@ -75,7 +76,13 @@ export function validateView(body: Record<string, unknown>, create: boolean): Vi
     } else {
       const { from, to, ...rest } = range as Record<string, unknown>;
       for (const key of Object.keys(rest)) problem("range", `has no attribute ${JSON.stringify(key)} (only from and to)`);
-      const instant = (value: unknown) => typeof value === "string" && (RELATIVE.test(value) || (INSTANT.test(value) && !Number.isNaN(Date.parse(value))));
+      // An instant is read as the query API reads `from` and `to` (codec/time.ts), so a view saved
+      // is one the query API takes when the view is opened (no 2026-02-30).
+      const instant = (value: unknown) => typeof value === "string" && (RELATIVE.test(value) || (INSTANT.test(value) && eventTime(value) !== undefined));
+      const back = (value: string) => {
+        const [, n, unit] = /^now(?:-(\d+)([smhdw]))?$/.exec(value)!;
+        return n === undefined ? 0 : Number(n) * { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 }[unit as "s"];
+      };
       if (!instant(from)) problem("range", `from must be now, now-<n><s|m|h|d|w> or an RFC 3339 time (got ${JSON.stringify(from)?.slice(0, 64)})`);
       if (to !== null && to !== undefined && !instant(to)) {
         problem("range", `to must be null (live), now, now-<n><s|m|h|d|w> or an RFC 3339 time (got ${JSON.stringify(to).slice(0, 64)})`);
@@ -88,6 +95,10 @@ export function validateView(body: Record<string, unknown>, create: boolean): Vi
         INSTANT.test(to) &&
         Date.parse(from as string) > Date.parse(to)
       ) {
+        problem("range", "from is after to");
+      }
+      // Both relative: `now` then `now-1h` is backwards whenever the view is opened.
+      if (typeof from === "string" && typeof to === "string" && RELATIVE.test(from) && RELATIVE.test(to) && back(from) < back(to)) {
         problem("range", "from is after to");
       }
       out.rangeFrom = from as string;

@@ -110,6 +110,16 @@ describe("bad input", () => {
       { name: "a", source_ids: ["1"], range: { from: "2026-11-27T11:00:00Z", to: "2026-11-27T10:00:00Z" } },
       { range: ["from is after to"] },
     ],
+    [
+      "a relative range backwards (the query API refuses it when the view is opened)",
+      { name: "a", source_ids: ["1"], range: { from: "now", to: "now-1h" } },
+      { range: ["from is after to"] },
+    ],
+    [
+      "a range from on a day the calendar has not (the query API refuses it when the view is opened)",
+      { name: "a", source_ids: ["1"], range: { from: "2026-02-30T00:00:00Z", to: null } },
+      { range: [expect.stringContaining('from must be now, now-<n><s|m|h|d|w> or an RFC 3339 time (got "2026-02-30T00:00:00Z")')] },
+    ],
     ["columns that are no paths", { name: "a", source_ids: ["1"], columns: ["level", "a b"] }, { columns: [expect.stringContaining('got ["a b"]')] }],
     ["a read-only attribute", { name: "a", source_ids: ["1"], id: "7" }, { id: ["is read-only"] }],
     ["an unknown attribute", { name: "a", source_ids: ["1"], chart: "tail_chart" }, { chart: ["is not a permitted attribute"] }],
