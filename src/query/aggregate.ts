@@ -155,8 +155,9 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
       `t as (select ${byCols.join(", ")}, n, row_number() over (order by n desc, ${byCols.map((c) => `${c} nulls last`).join(", ")}) - 1 as rank from g order by n desc, ${byCols.map((c) => `${c} nulls last`).join(", ")} limit ${top})`,
     );
   }
+  // avg in numeric: float8's avg also sums the squares, which overflow past 1e154 (a 500).
   const statsOf = (where: string) =>
-    `(select json_build_object('count', count(x), 'min', min(x), 'max', max(x), 'avg', avg(x), ` +
+    `(select json_build_object('count', count(x), 'min', min(x), 'max', max(x), 'avg', avg(x::numeric)::float8, ` +
     `'p', percentile_cont(array[${PERCENTILES.join(", ")}]::float8[]) within group (order by x)) from e where x is not null${where})::text`;
   const selects = [
     "(select count(*) from e)::text as total",
@@ -183,7 +184,7 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
             `(select bucket, ${byCols.join(", ")}, count(*) as c from e group by bucket, ${byCols.join(", ")}) gb left join t on ${same("gb", "t")} group by gb.bucket) bb using (bucket)`
           : "") +
         (request.field
-          ? ` left join (select bucket, json_build_object('count', count(x), 'min', min(x), 'max', max(x), 'avg', avg(x), ` +
+          ? ` left join (select bucket, json_build_object('count', count(x), 'min', min(x), 'max', max(x), 'avg', avg(x::numeric)::float8, ` +
             `'p', percentile_cont(array[${PERCENTILES.join(", ")}]::float8[]) within group (order by x)) as stats from e where x is not null group by bucket) bs using (bucket)`
           : "") +
         ") as buckets"

@@ -170,6 +170,22 @@ test("an integer too large for a double is left out of the statistics, not a 500
   expect(data.stats).toMatchObject({ count: 2, min: 3, max: 7, avg: 5 });
 });
 
+test("an average over numbers near a double's limit, not a 500", async () => {
+  const other = await lp.createSource({ logs_retention: 3652 });
+  const dt = new Date(BASE).toISOString();
+  const body = `[{"dt":"${dt}","ms":1${"0".repeat(300)}},{"dt":"${dt}","ms":2},{"dt":"${dt}","ms":"4"}]`;
+  expect((await lp.ingest(other.token, body)).status).toBe(202);
+  await lp.flusher.flush();
+  for (const extra of [{}, { buckets: "2" }]) {
+    const search = new URLSearchParams({ source_ids: other.id, from: FROM, to: TO, field: "ms", ...extra });
+    const response = await lp.api("GET", `/api/v2/query/aggregate?${search}`);
+    expect(response.status).toBe(200);
+    const { data } = (await response.json()) as any;
+    expect(data.stats).toMatchObject({ count: 3, min: 2, max: 1e300 });
+    expect(data.stats.avg / (1e300 / 3)).toBeCloseTo(1, 9);
+  }
+});
+
 test("buckets=1 over a window across 1970-01-01 answers (no epoch-aligned bucket holds both sides)", async () => {
   const { status, body } = await aggregate({ buckets: "1", from: "1969-12-31T00:00:00Z", to: "1970-01-02T00:00:00Z" });
   expect(status).toBe(200);
