@@ -141,6 +141,17 @@ describe("counts", () => {
       expect(body.data[0].from <= from && body.data.at(-1).to > to).toBe(true);
     }
   });
+
+  test("a window of centuries (buckets wider than 2^31 seconds), with and without a query", async () => {
+    for (const query of ["", "&query=level:error"]) {
+      const response = await get(`source_ids=${web.id}&from=now-999999999w&buckets=2${query}`);
+      expect(response.status).toBe(200);
+      const body: any = await response.json();
+      expect(body.meta.from).toBe("1000-01-01T00:00:00.000000Z");
+      expect(body.meta.bucket_seconds).toBeGreaterThan(2 ** 31);
+      expect(body.data.length).toBe(2);
+    }
+  });
 });
 
 describe("refusals", () => {
