@@ -126,6 +126,10 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
       const lowered = `nullif(lower(left(raw->>'level', ${LEVEL_MAX_CHARS})), '')`;
       return `coalesce(${aliases()} ->> ${lowered}, ${lowered})`;
     }
+    // A row's source_id, id and dt are logpond's (they replace sent fields of those names in the
+    // query API's rows), so they are counted from the columns, as the rows show them.
+    if (path === "source_id" || path === "id") return `${path}::text`;
+    if (path === "dt") return `to_char(dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
     return `left(raw #>> ${param(path.split("."), "text[]")}, ${VALUE_MAX_CHARS})`;
   };
   // An integer past a double's range (kept exact as numeric) is left out, as a non-number is:

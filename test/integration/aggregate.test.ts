@@ -186,6 +186,32 @@ test("an average over numbers near a double's limit, not a 500", async () => {
   }
 });
 
+test("source_id, id and dt are the row's, as the query API shows them (the stored event has no such fields)", async () => {
+  const other = await lp.createSource({ logs_retention: 3652 });
+  const dt = new Date(BASE + 1000).toISOString();
+  expect(
+    (
+      await lp.ingest(
+        other.token,
+        JSON.stringify([
+          { dt, message: "a" },
+          { dt, message: "b", source_id: "sent" },
+        ]),
+      )
+    ).status,
+  ).toBe(202);
+  await lp.flusher.flush();
+  const { status, body } = await aggregate({ source_ids: `${source.id},${other.id}`, by: "source_id", distinct: "id", facets: "dt" });
+  expect(status).toBe(200);
+  expect(body.data.by.top).toEqual([
+    { values: [source.id], count: 400 },
+    { values: [other.id], count: 2 },
+  ]);
+  expect(body.data.distinct.count).toBe(402);
+  expect(body.data.facets[0].present).toBe(402);
+  expect(body.data.facets[0].top).toContainEqual({ value: `${dt.slice(0, 23)}000Z`, count: 3 });
+});
+
 test("buckets=1 over a window across 1970-01-01 answers (no epoch-aligned bucket holds both sides)", async () => {
   const { status, body } = await aggregate({ buckets: "1", from: "1969-12-31T00:00:00Z", to: "1970-01-02T00:00:00Z" });
   expect(status).toBe(200);
