@@ -176,7 +176,7 @@ test("an average over numbers near a double's limit, not a 500", async () => {
   const body = `[{"dt":"${dt}","ms":1${"0".repeat(300)}},{"dt":"${dt}","ms":2},{"dt":"${dt}","ms":"4"}]`;
   expect((await lp.ingest(other.token, body)).status).toBe(202);
   await lp.flusher.flush();
-  for (const extra of [{}, { buckets: "2" }]) {
+  for (const extra of [{}, { buckets: "2" }] as Record<string, string>[]) {
     const search = new URLSearchParams({ source_ids: other.id, from: FROM, to: TO, field: "ms", ...extra });
     const response = await lp.api("GET", `/api/v2/query/aggregate?${search}`);
     expect(response.status).toBe(200);
