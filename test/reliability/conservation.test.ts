@@ -772,8 +772,9 @@ test.skipIf(tmpfsMissing !== undefined)(
         async () => (await metricSum(service, "logpond_ingest_requests_rejected_total", 'reason="storage_unavailable"')) > 0,
         POLL,
       );
-      // PostgreSQL stopped by the full disk: it cannot start again until there is room.
-      process.kill(embeddedPostmaster(dataDir), "SIGKILL");
+      // PostgreSQL stopped by the full disk: it cannot start again until there is room. It may have
+      // stopped already (a WAL write it cannot make is a PANIC; its postmaster.pid is then gone).
+      killIfRunning(() => embeddedPostmaster(dataDir));
       await waitFor("a restart that fails for the full disk", async () => service.output().includes("could not restart the embedded PostgreSQL"), POLL);
       const down = await readyAnswer(service);
       expect(down.status).toBe(503);
@@ -842,7 +843,7 @@ test.skipIf(tmpfsMissing !== undefined)(
         async () => (await metricSum(service, "logpond_ingest_requests_rejected_total", 'reason="storage_unavailable"')) > 0,
         POLL,
       );
-      process.kill(embeddedPostmaster(dataDir), "SIGKILL");
+      killIfRunning(() => embeddedPostmaster(dataDir)); // it may have stopped already, as above
       await waitFor("a restart that fails for the full disk", async () => service.output().includes("could not restart the embedded PostgreSQL"), POLL);
       const code = await service.stop();
       await generator.stop();
@@ -876,3 +877,13 @@ test.skipIf(tmpfsMissing !== undefined)(
   },
   FULL ? 300_000 : 120_000,
 );
+
+/** SIGKILL to the process `pid()` names, unless it is gone already (no pid file, or no process). */
+function killIfRunning(pid: () => number): void {
+  try {
+    process.kill(pid(), "SIGKILL");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== "ENOENT" && code !== "ESRCH") throw error;
+  }
+}
