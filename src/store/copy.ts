@@ -9,10 +9,11 @@
 //   failed  — nothing was committed (refused, unreachable, deadline before COMMIT): retry;
 //   unknown — COMMIT was sent but its answer is lost: ask `committed(id)` before retrying.
 //
-// postgres.js (3.4.x) and a refused COPY, porsager/postgres#1173: the COPY query resolves at
-// CopyInResponse, and when the server refuses the data after the last write the stream's "finish"
-// never fires and the error goes to the query's `reject`, which is a no-op on a settled promise.
-// So the COPY's `reject` is watched here (`refusalOf`); that delivers the real error at once.
+// postgres.js (3.4.x) and a refused COPY (docs/durability.md, "When PostgreSQL misbehaves"): the
+// COPY query resolves at CopyInResponse, and when the server refuses the data after the last
+// write the stream's "finish" never fires and the error goes to the query's `reject`, which is a
+// no-op on a settled promise. So the COPY's `reject` is watched here (`refusalOf`); that delivers
+// the real error at once.
 import { once } from "node:events";
 import postgres from "postgres";
 import { COPY_HEADER, COPY_TRAILER, fieldsOf, fromText, setIds, tupleCount } from "../codec/tuples";
