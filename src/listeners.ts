@@ -8,7 +8,7 @@ import type { Config } from "./config";
 import { errorHandler } from "./http/errors";
 import { health } from "./http/health";
 import { EXCLUSIVE } from "./http/ports";
-import { acceptRequest, CORS_ORIGIN, type IngestDeps } from "./ingest/accept";
+import { acceptRequest, CORS_ORIGIN, ingestLimits, type IngestDeps } from "./ingest/accept";
 import { acceptLoki } from "./ingest/loki";
 import { acceptOtlp } from "./ingest/otlp";
 import type { Metrics } from "./metrics";
@@ -116,16 +116,7 @@ export function startIngestListener(
     cache: deps.sources.cache,
     ...{ ring, flusher, store, log, decodeWorker: deps.decodeWorker, gate: deps.memory.gate, gcPacer: deps.memory.gcPacer },
     metrics: ingestSeries(deps.metrics, (id) => deps.sources.cache.has(id)), // a deleted source's series go at the next scrape
-    limits: {
-      maxBodyBytes: config.ingestMaxBodyBytes,
-      maxDecompressedBytes: config.ingestMaxDecompressedBytes,
-      bodyTimeoutMs: config.ingestBodyTimeoutMs,
-      maxEventBytes: config.ingestMaxEventBytes,
-      maxDepth: config.ingestMaxDepth,
-      maxEventsPerRequest: config.ingestMaxEventsPerRequest,
-      bufferMaxEvents: config.bufferMaxEvents,
-      ringMaxBytes: ring.maxBytes,
-    },
+    limits: ingestLimits(config, ring.maxBytes),
     ackMode: config.ingestAck,
     durableTimeoutMs: config.durableTimeoutMs,
     rateLimiter: new RateLimiter(config.ingestRateLimit),

@@ -7,7 +7,7 @@
 // 202 means: in the ring (buffered mode) or committed to PostgreSQL (durable mode).
 import type { Chunk, Ring } from "../buffer/ring";
 import type { Flusher } from "../buffer/flusher";
-import type { AckMode } from "../config";
+import type { AckMode, Config } from "../config";
 import { AppError, errorResponse } from "../errors";
 import { bearerToken } from "../http/auth";
 import type { IngestRequest, IngestSeries, Protocol as ProtocolName } from "./series";
@@ -23,6 +23,20 @@ import type { RateLimiter } from "./ratelimit";
 import { receptionOf, type EventTimeRule } from "../codec/reception";
 import type { Format } from "../codec/format";
 import { timeout } from "../timers";
+
+/** A request's limits, from the configuration; `ringMaxBytes` is the ring's (memory/costs.ts). */
+export function ingestLimits(config: Config, ringMaxBytes: number): BodyLimits & PrepareLimits {
+  return {
+    maxBodyBytes: config.ingestMaxBodyBytes,
+    maxDecompressedBytes: config.ingestMaxDecompressedBytes,
+    bodyTimeoutMs: config.ingestBodyTimeoutMs,
+    maxEventBytes: config.ingestMaxEventBytes,
+    maxDepth: config.ingestMaxDepth,
+    maxEventsPerRequest: config.ingestMaxEventsPerRequest,
+    bufferMaxEvents: config.bufferMaxEvents,
+    ringMaxBytes,
+  };
+}
 
 export interface IngestDeps {
   cache: SourceCache;

@@ -742,13 +742,10 @@ test(
       });
       expect(await restarted.stop()).toBe(0);
     } catch (error) {
-      for (const s of [service, restarted]) if (s) console.log(`logpond's output:\n${s.output().slice(-4000)}`);
+      showOutputs(service, restarted);
       throw error;
     } finally {
-      for (const s of [service, restarted]) {
-        if (s && !ended(s)) s.proc.kill("SIGKILL");
-        await s?.proc.exited;
-      }
+      await reap(service, restarted);
     }
   },
   FULL ? 300_000 : 120_000,
@@ -865,13 +862,10 @@ test.skipIf(tmpfsMissing !== undefined)(
       });
       expect(await restarted.stop()).toBe(0);
     } catch (error) {
-      for (const s of [service, restarted]) if (s) console.log(`logpond's output:\n${s.output().slice(-4000)}`);
+      showOutputs(service, restarted);
       throw error;
     } finally {
-      for (const s of [service, restarted]) {
-        if (s && !ended(s)) s.proc.kill("SIGKILL");
-        await s?.proc.exited;
-      }
+      await reap(service, restarted);
       disk.unmount();
     }
   },
@@ -885,5 +879,18 @@ function killIfRunning(pid: () => number): void {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code !== "ENOENT" && code !== "ESRCH") throw error;
+  }
+}
+
+/** The end of each logpond's output, for a scenario that failed. */
+function showOutputs(...services: (Service | undefined)[]): void {
+  for (const s of services) if (s) console.log(`logpond's output:\n${s.output().slice(-4000)}`);
+}
+
+/** Every logpond of a scenario gone: one still running is killed, and each exit awaited. */
+async function reap(...services: (Service | undefined)[]): Promise<void> {
+  for (const s of services) {
+    if (s && !ended(s)) s.proc.kill("SIGKILL");
+    await s?.proc.exited;
   }
 }

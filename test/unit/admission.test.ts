@@ -5,7 +5,8 @@
 import { expect, test } from "bun:test";
 import { gzipSync } from "node:zlib";
 import { Ring } from "../../src/buffer/ring";
-import { acceptRequest, type IngestDeps } from "../../src/ingest/accept";
+import { acceptRequest, ingestLimits, type IngestDeps } from "../../src/ingest/accept";
+import { loadConfig } from "../../src/config";
 import { GcPacer } from "../../src/memory/gcpace";
 import { Gate } from "../../src/memory/gate";
 import { DecodeWorker } from "../../src/ingest/offload";
@@ -25,15 +26,7 @@ function deps(ring: Ring): IngestDeps {
     ring,
     flusher: { pushed() {} } as unknown as Flusher,
     metrics: ingestSeries(new Metrics()),
-    limits: {
-      maxBodyBytes: 20 << 20,
-      maxDecompressedBytes: 100 << 20,
-      maxEventBytes: 1 << 20,
-      maxDepth: 64,
-      maxEventsPerRequest: 100_000,
-      bufferMaxEvents: 1_000_000,
-      ringMaxBytes: MAX_BYTES,
-    },
+    limits: ingestLimits(loadConfig({}), MAX_BYTES),
     gate: new Gate({ budgetBytes: 512 << 20 }),
     decodeWorker: new DecodeWorker(),
     gcPacer: new GcPacer(Infinity),

@@ -15,7 +15,7 @@ import { readSpill, spillFolder, writeSpill } from "../../src/buffer/spill";
 import { TUPLE_HEAD, tupleHead, writeTuple } from "../../src/codec/tuples";
 import { microsOfMillis } from "../../src/codec/time";
 import { loadConfig } from "../../src/config";
-import { acceptRequest, type IngestDeps } from "../../src/ingest/accept";
+import { acceptRequest, ingestLimits, type IngestDeps } from "../../src/ingest/accept";
 import { DecodeWorker } from "../../src/ingest/offload";
 import { RateLimiter } from "../../src/ingest/ratelimit";
 import { Gate } from "../../src/memory/gate";
@@ -179,15 +179,7 @@ function deps(ackMode: "buffered" | "durable", storageDown: () => boolean, regis
     ring: new Ring({ maxEvents: 1_000_000, maxBytes: 1 << 20 }),
     flusher: { pushed() {} } as unknown as Flusher,
     metrics: ingestSeries(registry),
-    limits: {
-      maxBodyBytes: 20 << 20,
-      maxDecompressedBytes: 100 << 20,
-      maxEventBytes: 1 << 20,
-      maxDepth: 64,
-      maxEventsPerRequest: 100_000,
-      bufferMaxEvents: 1_000_000,
-      ringMaxBytes: 1 << 20,
-    },
+    limits: ingestLimits(loadConfig({}), 1 << 20),
     gate: new Gate({ budgetBytes: 512 << 20 }),
     decodeWorker: new DecodeWorker(),
     gcPacer: new GcPacer(Infinity),
