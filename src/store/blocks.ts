@@ -125,6 +125,50 @@ export function* blocksOf(rows: readonly MovedRow[], maxEvents: number): Generat
   }
 }
 
+/**
+ * One (source, UTC day)'s blocks built as its events arrive (the sealer's memory path,
+ * store/sealer.ts): a block of `maxEvents` is cut, in (dt, id) order, each time that many are
+ * held, and what is left at the end of a generation is one last, smaller block. Events that come
+ * late go into a later block, so blocks of one day may overlap in time (reads compare each event's
+ * dt); each builder's filters group its own blocks.
+ */
+export class BlockBuilder {
+  private items: Item[] = [];
+  private bytes = 0;
+  private readonly filters = new FilterGroup();
+
+  constructor(private readonly maxEvents: number) {}
+
+  get held(): number {
+    return this.items.length;
+  }
+
+  /** Takes one event; returns the blocks (and filters) it completed, in the order they are written. */
+  add(row: MovedRow): (Block | Filter)[] {
+    this.items.push({ row, id: Number(row.id) });
+    this.bytes += row.line.length * 3; // UTF-8 bytes, at most
+    if (this.items.length < this.maxEvents && this.bytes < BLOCK_MAX_BYTES) return [];
+    return this.cut();
+  }
+
+  /** Whatever it holds as a last block, and the last filter. */
+  close(): (Block | Filter)[] {
+    const out = this.items.length > 0 ? this.cut() : [];
+    const last = this.filters.close();
+    if (last) out.push(last);
+    return out;
+  }
+
+  private cut(): (Block | Filter)[] {
+    const items = this.items.sort(byTime);
+    this.items = [];
+    this.bytes = 0;
+    const built = block(items);
+    const closed = this.filters.add(built);
+    return closed ? [closed, built.block] : [built.block];
+  }
+}
+
 /** Collects consecutive blocks' filters into groups of similar size. */
 class FilterGroup {
   private hashes: Uint32Array[] = [];

@@ -18,11 +18,13 @@
 //   writes into log_hot_default once it is gone, sealed the same way.
 // - Rows of deleted sources and rows past their source's retention are not sealed (dropped).
 // - DDL waits at most DDL_LOCK_TIMEOUT for a lock (and so holds up a COPY at most that long).
-import { type Block, buildBlocks, type Filter, LEVEL_MAX_CHARS, type MovedRow, textArray } from "./blocks";
+import { type Block, buildBlocks, type Filter, LEVEL_MAX_CHARS, type MovedRow } from "./blocks";
+import { writeBlocks } from "./blocks-sql";
 import type { Config } from "../config";
 import type { Sql } from "./db";
 import { DDL_LOCK_TIMEOUT } from "./partitions";
-import { defaultSealWorkers, SealPool, type SealPoolStats } from "./seal-pool";
+import { defaultSealWorkers, type Finished, SealPool, type SealPoolStats } from "./seal-pool";
+import { type HandedBatch, Staging } from "./staging";
 import type { Registry } from "../metrics";
 import { periodic } from "../periodic";
 import { untilAborted, within } from "../timers";
@@ -77,6 +79,8 @@ export interface SealStats {
   dropped: number;
   /** Closes that did not get their locks in time (retried at the next pass). */
   closesBusy: number;
+  /** Of `moved`, events whose blocks the memory path had built (none read back: store/staging.ts). */
+  fromMemory: number;
 }
 
 interface Part {
@@ -109,7 +113,7 @@ function openStart(all: Part[]): number | undefined {
  * re-checks the default partition under ACCESS EXCLUSIVE; a long transaction that read log_hot
  * holds it off), tried again at the next pass.
  */
-export async function closeGeneration(sql: Sql, force = false): Promise<"closed" | "empty" | "busy"> {
+export async function closeGeneration(sql: Sql, force = false, opening?: (start: number) => void): Promise<"closed" | "empty" | "busy"> {
   try {
     return await sql.begin(async (tx) => {
       await tx`select pg_advisory_xact_lock(${SEAL_LOCK})`;
@@ -126,6 +130,8 @@ export async function closeGeneration(sql: Sql, force = false): Promise<"closed"
       // SHARE UPDATE EXCLUSIVE on log_hot (COPY goes on); the default partition is re-checked.
       await tx.unsafe(`alter table log_hot attach partition log_hot_g${next} for values from (${next}) to (${next + GENERATION_IDS})`);
       await tx`update logpond_counters set value = greatest(value, ${next}::bigint) where name = 'event_id'`;
+      // Told before the commit: no batch can take an id of the new generation until then.
+      opening?.(next);
       return "closed";
     });
   } catch (error) {
@@ -145,13 +151,15 @@ export async function sealClosed(
   sql: Sql,
   signal?: AbortSignal,
   log: (line: string) => void = () => {},
-  stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 },
+  stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0, fromMemory: 0 },
   handled?: (bytes: number) => void,
   around: AroundSeal = (_table, seal) => seal(),
   pool?: SealPool,
+  staging?: Staging,
 ): Promise<SealStats> {
   const all = await parts(sql);
   const open = openStart(all);
+  staging?.known(all.flatMap((part) => (GENERATION.test(part.name) ? [Number(GENERATION.exec(part.name)![1])] : [])));
   let failure: unknown;
   for (const part of all) {
     if (!part.leaf || part.name === `log_hot_g${open}`) continue;
@@ -160,7 +168,7 @@ export async function sealClosed(
     // the others: it is logged, the rest are sealed, and the pass fails at its end.
     try {
       // "busy": a batch is writing into it right now (a straggler); a few tries, then the next pass.
-      const seal = () => sealTable(sql, part.name, stats, signal, handled, pool);
+      const seal = () => sealTable(sql, part.name, stats, signal, handled, pool, staging);
       for (let tries = 1; (await around(part.name, seal)) === "busy" && tries < BUSY_TRIES; tries++) await Bun.sleep(100);
       if (await dropIfEmpty(sql, part.name, signal)) stats.dropped++;
     } catch (error) {
@@ -201,14 +209,26 @@ async function sealTable(
   signal: AbortSignal | undefined,
   handled: ((bytes: number) => void) | undefined,
   pool: SealPool | undefined,
+  staging: Staging | undefined,
 ): Promise<"truncated" | "deleted" | "busy"> {
-  let done: { moved: number; sealed: number; blocks: number; truncated: boolean };
+  const match = GENERATION.exec(table);
+  const generation = match ? Number(match[1]) : undefined;
+  // The memory path's blocks of this generation, written by now (a retry after "busy" finds none: sealed from its rows).
+  const staged = generation !== undefined && staging ? await staging.finish(generation) : undefined;
+  let done: { moved: number; sealed: number; blocks: number; truncated: boolean; fromMemory: boolean };
   try {
     done = await sql.begin(async (tx) => {
       await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
       await tx.unsafe(`lock table ${table} in share mode`);
       await tx.unsafe(`set local lock_timeout = '${READ_LOCK_TIMEOUT}'`);
-      const done = { ...(await sealRows(tx as unknown as Sql, table, signal, handled, pool)), truncated: false };
+      let moved: { moved: number; sealed: number; blocks: number } | undefined;
+      if (generation !== undefined) {
+        if (typeof staged === "object") moved = await publishStaged(tx as unknown as Sql, generation, staged);
+        if (!moved) await dropStaged(tx as unknown as Sql, generation);
+      }
+      const fromMemory = moved !== undefined;
+      moved ??= await sealRows(tx as unknown as Sql, table, signal, handled, pool);
+      const done = { ...moved, truncated: false, fromMemory };
       if (done.moved === 0) return done;
       done.truncated = await truncate(tx as unknown as Sql, table, signal);
       if (!done.truncated) await tx.unsafe(`delete from ${table}`);
@@ -223,12 +243,43 @@ async function sealTable(
   stats.moved += done.moved;
   stats.sealed += done.sealed;
   stats.blocks += done.blocks;
+  if (done.fromMemory) stats.fromMemory += done.moved;
   if (done.truncated) return "truncated";
   // Rows an older snapshot still sees stay until a later pass.
   await sql.unsafe(`vacuum (truncate true) ${table}`).catch((error) => {
     if ((error as { code?: string }).code !== UNDEFINED_TABLE) throw error;
   });
   return "deleted";
+}
+
+/**
+ * The memory path's staged blocks of `generation` made visible, when they cover exactly the
+ * batches flush_batches holds for it (under the table's SHARE lock no other can commit into it);
+ * blocks of sources being deleted, or wholly past their source's retention, are deleted instead.
+ * Undefined: they do not cover them (sealed from its rows).
+ */
+async function publishStaged(tx: Sql, generation: number, staged: Finished): Promise<{ moved: number; sealed: number; blocks: number } | undefined> {
+  const stored = await tx<{ seq: string }[]>`
+    select seq::text as seq from flush_batches
+    where seq is not null and first_id >= ${generation} and first_id < ${generation + GENERATION_IDS} order by seq`;
+  if (stored.length !== staged.seqs.length || stored.some((row, i) => Number(row.seq) !== staged.seqs[i])) return undefined;
+  const gone = await tx<{ n: number; filter_id: string | null }[]>`
+    delete from log_blocks b where b.generation = ${generation} and (
+      exists (select 1 from source_deletions d where d.source_id = b.source_id)
+      or exists (select 1 from sources s where s.id = b.source_id and b.max_dt < now() - make_interval(secs => s.logs_retention * 86400)))
+    returning b.n, b.filter_id::text as filter_id`;
+  const filters = [...new Set(gone.flatMap((block) => (block.filter_id === null ? [] : [block.filter_id])))];
+  if (filters.length > 0)
+    await tx`delete from log_filters f where f.id = any(${filters}::bigint[]) and not exists (select 1 from log_blocks b where b.filter_id = f.id and b.generation = ${generation})`;
+  await tx`update log_blocks set generation = null where generation = ${generation}`;
+  const dropped = gone.reduce((sum, block) => sum + block.n, 0);
+  return { moved: staged.events, sealed: staged.events - dropped, blocks: staged.blocks - gone.length };
+}
+
+/** A generation sealed from its rows: whatever the memory path staged of it is deleted first (a crash's leftovers too). */
+async function dropStaged(tx: Sql, generation: number): Promise<void> {
+  await tx`delete from log_filters where id in (select filter_id from log_blocks where generation = ${generation} and filter_id is not null)`;
+  await tx`delete from log_blocks where generation = ${generation}`;
 }
 
 /** TRUNCATE under a savepoint, retried while readers hold the table: whether it was done. */
@@ -319,48 +370,6 @@ async function sealRows(
   return done;
 }
 
-/** INSERTs blocks into log_blocks and filters into log_filters (one statement each: a payload is up to a few MB). */
-export async function writeBlocks(sql: Sql, items: readonly (Block | Filter)[]): Promise<void> {
-  for (const item of items) {
-    if (item.kind === "filter") {
-      await sql.unsafe(
-        `insert into log_filters (id, source_id, min_dt, max_dt, blocks, bits, slices)
-         values ($1::bigint, $2::bigint, $3::text::timestamptz, $4::text::timestamptz, $5::int, $6::int, $7::bytea)`,
-        [
-          item.id,
-          item.sourceId,
-          item.minDt,
-          item.maxDt,
-          item.blocks,
-          item.bits,
-          Buffer.from(item.slices.buffer, item.slices.byteOffset, item.slices.byteLength),
-        ] as never[],
-      );
-      continue;
-    }
-    const block = item;
-    await sql.unsafe(
-      `insert into log_blocks (source_id, min_dt, max_dt, min_id, max_id, n, payload, filter_id, filter_slot, hist_minutes, hist_levels, hist_counts)
-       values ($1::bigint, $2::text::timestamptz, $3::text::timestamptz, $4::bigint, $5::bigint, $6::int, $7::bytea, $8::bigint, $9::int,
-         $10::text::bigint[], $11::text::text[], $12::text::int[])`,
-      [
-        block.sourceId,
-        block.minDt,
-        block.maxDt,
-        block.minId,
-        block.maxId,
-        block.n,
-        Buffer.from(block.payload.buffer, block.payload.byteOffset, block.payload.byteLength),
-        block.filterId,
-        block.filterSlot,
-        `{${block.histMinutes.join(",")}}`,
-        textArray(block.histLevels),
-        `{${block.histCounts.join(",")}}`,
-      ] as never[],
-    );
-  }
-}
-
 /**
  * Drops a hot partition that holds no row (truncates the default one), under its lock so no row
  * can arrive in between. Dropping a partition also locks log_hot: waited for at most
@@ -421,6 +430,9 @@ export function startSealer(
   config: Pick<Config, "sealIntervalMs"> & Partial<Pick<Config, "sealWorkers">>,
   options: {
     sql: Sql;
+    /** The memory path (store/staging.ts): the seal threads' connections, and this process's commits. Without them every generation is read back. */
+    url?: string;
+    subscribe?: (listener: (batch: HandedBatch) => void) => () => void;
     log: (line: string) => void;
     metrics?: Registry;
     /** Told the bytes of text each chunk made into blocks held here (the GC pacer: memory/gcpace.ts). */
@@ -441,8 +453,15 @@ export function startSealer(
 ): Sealer {
   const { sql, log } = options;
   const intervalMs = config.sealIntervalMs;
-  const pool = new SealPool(config.sealWorkers || defaultSealWorkers());
-  const totals: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 };
+  const pool = new SealPool(config.sealWorkers || defaultSealWorkers(), options.url, BLOCK_EVENTS);
+  const staging = options.url && options.subscribe ? new Staging(pool, GENERATION_IDS, options.hold) : undefined;
+  const unsubscribe = staging && options.subscribe!((batch) => staging.committed(batch));
+  // The open generation holds batches from before this start: a new one takes the memory path's.
+  if (staging)
+    closeGeneration(sql, true, (start) => staging.opening(start)).catch((error: Error) =>
+      log(`sealer: could not open a generation for the memory path (${error.message}); the next pass does`),
+    );
+  const totals: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0, fromMemory: 0 };
   let lastPassAt = 0;
   let busyInARow = 0;
 
@@ -472,15 +491,15 @@ export function startSealer(
   };
 
   const pass = async (signal: AbortSignal): Promise<SealStats> => {
-    const stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 };
+    const stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0, fromMemory: 0 };
     try {
-      const closed = await closeGeneration(sql);
+      const closed = await closeGeneration(sql, false, (start) => staging?.opening(start));
       if (closed === "busy") {
         stats.closesBusy++;
         if (++busyInARow === 3)
           log("sealer: the open generation could not be closed 3 times in a row (a long transaction holds log_hot?); new events stay hot until it can");
       } else busyInARow = 0;
-      await sealClosed(sql, signal, log, stats, options.handled, around(signal), pool);
+      await sealClosed(sql, signal, log, stats, options.handled, around(signal), pool, staging);
       lastPassAt = Date.now();
       return stats;
     } finally {
@@ -502,8 +521,9 @@ export function startSealer(
     sealNow: job.runNow,
     halt: job.halt,
     async stop(deadline) {
+      unsubscribe?.();
       await job.stop(deadline);
-      pool.close();
+      await pool.close();
     },
     get totals() {
       return totals;
@@ -533,6 +553,11 @@ function registerMetrics(sealer: Sealer, metrics: Registry): void {
     () => sealer.totals.moved - sealer.totals.sealed,
   );
   metrics.counter("logpond_sealer_blocks_written_total", "Blocks the sealer wrote.", () => sealer.totals.blocks);
+  metrics.counter(
+    "logpond_sealer_events_from_memory_total",
+    "Of the events sealed or dropped, those whose blocks were built from what the flusher committed (none read back from the hot tier).",
+    () => sealer.totals.fromMemory,
+  );
   metrics.counter("logpond_sealer_partitions_dropped_total", "Sealed hot-tier partitions dropped (their space given back).", () => sealer.totals.dropped);
   metrics.counter(
     "logpond_sealer_closes_busy_total",

@@ -12,7 +12,7 @@ import { threadId } from "node:worker_threads";
 import { openPayload, PAYLOAD_PASSPHRASE } from "../../src/codec/pgp";
 import { type Block, buildBlocks, type MovedRow } from "../../src/store/blocks";
 import { SealPool } from "../../src/store/seal-pool";
-import { writeBlocks } from "../../src/store/sealer";
+import { writeBlocks } from "../../src/store/blocks-sql";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
 import { startTestLogpond } from "../helpers/logpond";
 
