@@ -1,8 +1,9 @@
-// Rows leaving the hot tier → sealed blocks (the rows of log_blocks, drizzle/0005). Pure:
-// the sealer (store/sealer.ts) reads the rows and writes the blocks in one transaction.
+// Rows leaving the hot tier → sealed blocks (the rows of log_blocks, drizzle/0005). Pure: the
+// sealer (store/sealer.ts) and the seal threads (store/seal-worker.ts) write them.
 // A block holds up to `maxEvents` events (and BLOCK_MAX_BYTES of text) of one source and one UTC
-// day; a source's day is cut into blocks in (dt, id) order, as evenly as its count allows, so
-// blocks do not overlap in time and a day's partition holds exactly that day. Times are compared
+// day. Read back (buildBlocks), a source's day is cut into blocks in (dt, id) order, as evenly as
+// its count allows, so they do not overlap in time; built as events arrive (BlockBuilder, the
+// memory path), blocks of one day may overlap. A day's partition holds exactly that day. Times are compared
 // as their fixed-width RFC 3339 text, exact to the microsecond for every year logpond accepts.
 // Inside a block the lines are ordered by event shape (the set of top-level keys), then (dt, id):
 // neighbours of one shape repeat most (docs/storage.md). The block's text — its events' ids and
@@ -174,19 +175,26 @@ class FilterGroup {
   private hashes: Uint32Array[] = [];
   private bits = 0;
   private first: Block | undefined;
-  private lastMaxDt = "";
+  /** The group's time range: its blocks' least min_dt and greatest max_dt (a builder's blocks may overlap in time). */
+  private minDt = "";
+  private maxDt = "";
 
   /** Assigns the block its group and slot; returns the previous group's filter when this block starts a new one. */
   add(built: { block: Block; hashes: Uint32Array; bits: number }): Filter | undefined {
     if (built.bits === 0) return undefined; // nothing to index: the block is always opened
     let closed: Filter | undefined;
     if (this.first && (built.bits > this.bits * FILTER_SPREAD || built.bits * FILTER_SPREAD < this.bits)) closed = this.close();
-    this.first ??= built.block;
+    if (!this.first) {
+      this.first = built.block;
+      this.minDt = built.block.minDt;
+      this.maxDt = built.block.maxDt;
+    }
+    if (built.block.minDt < this.minDt) this.minDt = built.block.minDt;
+    if (built.block.maxDt > this.maxDt) this.maxDt = built.block.maxDt;
     this.bits = Math.max(this.bits, built.bits);
     built.block.filterId = this.first.minId;
     built.block.filterSlot = this.hashes.length;
     this.hashes.push(built.hashes);
-    this.lastMaxDt = built.block.maxDt;
     return closed;
   }
 
@@ -197,8 +205,8 @@ class FilterGroup {
       kind: "filter",
       id: first.minId,
       sourceId: first.sourceId,
-      minDt: first.minDt,
-      maxDt: this.lastMaxDt,
+      minDt: this.minDt,
+      maxDt: this.maxDt,
       blocks: this.hashes.length,
       bits: this.bits,
       slices: sliced(this.hashes, this.bits),

@@ -72,6 +72,8 @@ export interface Finished {
   blocks: number;
   /** Why a thread's staged blocks are not whole (a write failed). */
   failed?: string;
+  /** The thread (worker threadId) that answered; none for a pool's sum. */
+  thread?: number;
 }
 
 /** What a thread sends back: the items in the order they are written, and the thread that built them. */
@@ -91,7 +93,7 @@ export function defaultSealWorkers(): number {
 }
 
 export interface SealPoolStats {
-  /** Chunks built on the threads, and their events. */
+  /** Chunks of rows read back built on the threads; events built on them, read back or from the memory path. */
   chunks: number;
   events: number;
   /** The threads (worker threadId) that built them. */
@@ -165,6 +167,10 @@ export class SealPool {
       whole.seqs.push(...answer.value.seqs);
       whole.events += answer.value.events;
       whole.blocks += answer.value.blocks;
+      if (answer.value.events > 0) {
+        this.stats.events += answer.value.events;
+        if (answer.value.thread !== undefined) this.stats.threads.add(answer.value.thread);
+      }
       if (answer.value.failed) whole.failed ??= answer.value.failed;
     }
     whole.seqs.sort((a, b) => a - b);

@@ -74,9 +74,9 @@ async function batch(id: number, seq: number, rows: Uint8Array): Promise<void> {
 async function finish(id: number): Promise<Finished> {
   const generation = generations.get(id);
   generations.delete(id);
-  if (!generation) return { seqs: [], events: 0, blocks: 0 };
+  if (!generation) return { seqs: [], events: 0, blocks: 0, thread: threadId };
   for (const builder of generation.builders.values()) await write(generation, id, builder.close());
-  return { seqs: generation.seqs, events: generation.events, blocks: generation.blocks, failed: generation.failed };
+  return { seqs: generation.seqs, events: generation.events, blocks: generation.blocks, failed: generation.failed, thread: threadId };
 }
 
 let queue: Promise<unknown> = Promise.resolve();
