@@ -156,7 +156,8 @@ function levelOf(valueText: string): string | null {
   let level: string;
   const first = valueText.charCodeAt(0);
   if (first === QUOTE) level = valueText.includes("\\") ? (JSON.parse(valueText) as string) : valueText.slice(1, -1);
-  else if (first === 0x6e) return null; // JSON null: ->> gives SQL NULL
+  else if (first === 0x6e)
+    return null; // JSON null: ->> gives SQL NULL
   else level = valueText;
   if (level.length > LEVEL_CHARS) level = level.slice(0, codePointsEnd(level, LEVEL_CHARS));
   if (level === "") return null;
