@@ -36,17 +36,27 @@ const QUOTE = 0x22,
 // in an object passed down every call.
 let text = "";
 let pos = 0;
-/** Where the next backslash at or after `pos` is (text.length when there is none): a string before it has no escape. */
-let nextBackslash = 0;
+/**
+ * The next backslash at or after the place it was looked for from (text.length when there is
+ * none): a long string that ends before it has no escape. Looked for again once a string starts
+ * past it.
+ */
+let nextBackslash = -1;
 
 export function jsonbText(json: string): JsonbText {
   text = json;
   pos = 0;
-  nextBackslash = indexOrEnd("\\", 0);
+  nextBackslash = -1;
+  ascii = !NON_ASCII.test(json);
+  members = 0;
   skipBlanks();
   let result: JsonbText;
   if (text.charCodeAt(pos) === OPEN_OBJECT) result = topObject();
   else result = { line: value(), shape: "", level: null };
+  // Let go of the event's strings: the stacks outlive the call.
+  keys.fill("", 0, used);
+  texts.fill("", 0, used);
+  used = 0;
   text = "";
   return result;
 }
@@ -66,8 +76,13 @@ function value(): string {
   switch (text.charCodeAt(pos)) {
     case QUOTE:
       return stringToken();
-    case OPEN_OBJECT:
-      return objectText(objectMembers());
+    case OPEN_OBJECT: {
+      const base = members;
+      objectMembers();
+      const out = objectText(base);
+      members = base;
+      return out;
+    }
     case OPEN_ARRAY:
       return array();
     case 0x74: // true
@@ -99,56 +114,84 @@ function array(): string {
   }
 }
 
-/** An object's members, in jsonb order, duplicates collapsed (the last one wins, as jsonb keeps it). */
-interface Members {
-  /** Decoded keys. */
-  keys: string[];
-  /** `"key": value` as jsonb prints each member. */
-  texts: string[];
-}
+// The members of the objects being read, the innermost last, in three stacks (no array per
+// object): keys (decoded, between quotes), their UTF-8 lengths, and `"key": value` as jsonb prints
+// the member.
+const keys: string[] = [];
+const texts: string[] = [];
+let bytes = new Int32Array(64);
+/** Entries in use on the stacks. */
+let members = 0;
+/** The most entries this call has used (cleared at its end). */
+let used = 0;
+/** Whether the text is all ASCII: then a key's UTF-8 length is its length. */
+let ascii = true;
+const NON_ASCII = /[^\x00-\x7f]/;
 
-function objectMembers(): Members {
+/**
+ * Reads the object at `pos` onto the stacks, from `members` on, in jsonb order with duplicates
+ * collapsed (the last one wins, as jsonb keeps it); `members` ends past its last member.
+ */
+function objectMembers(): void {
   pos++;
-  const keys: string[] = [];
-  const texts: string[] = [];
   skipBlanks();
   if (text.charCodeAt(pos) === CLOSE_OBJECT) {
     pos++;
-    return { keys, texts };
+    return;
   }
+  const base = members;
+  let ordered = true;
   for (;;) {
     skipBlanks();
     const token = stringToken();
-    keys.push(lastEscaped ? (JSON.parse(token) as string) : token.slice(1, -1));
+    // Keys are compared as their tokens, quotes included (no slice per key): equal UTF-8 lengths
+    // align the quotes, so the order is the keys' own. An escaped key is compared decoded.
+    const key = lastEscaped ? `"${JSON.parse(token) as string}"` : token;
+    const keyBytes = ascii ? key.length : utf8Bytes(key);
     skipBlanks();
     pos++; // the colon
-    texts.push(`${token}: ${value()}`);
+    const member = `${token}: ${value()}`;
+    // value() may have used the stacks above this member and given them back.
+    const at = members++;
+    if (members > used) used = members;
+    if (at === bytes.length) {
+      const grown = new Int32Array(at * 2);
+      grown.set(bytes);
+      bytes = grown;
+    }
+    keys[at] = key;
+    texts[at] = member;
+    bytes[at] = keyBytes;
+    if (ordered && at > base && compareKeys(keys[at - 1]!, bytes[at - 1]!, key, keyBytes) >= 0) ordered = false;
     skipBlanks();
     if (text.charCodeAt(pos++) !== COMMA) break;
   }
-  if (!inJsonbOrder(keys)) return sortMembers(keys, texts);
-  return { keys, texts };
+  if (!ordered) sortMembers(base);
 }
 
-function objectText(members: Members): string {
-  const texts = members.texts;
-  if (texts.length === 0) return "{}";
-  let out = `{${texts[0]}`;
-  for (let i = 1; i < texts.length; i++) out += `, ${texts[i]}`;
+/** The object whose members are on the stacks from `base` on. */
+function objectText(base: number): string {
+  if (members === base) return "{}";
+  let out = `{${texts[base]}`;
+  for (let i = base + 1; i < members; i++) out += `, ${texts[i]}`;
   return `${out}}`;
 }
 
+const LEVEL_KEY = '"level"';
+
 /** The top-level object: its text, its keys, and the value of "level" as ->> gives it. */
 function topObject(): JsonbText {
-  const members = objectMembers();
-  const keys = members.keys;
-  let shape = keys.length === 0 ? "" : keys[0]!;
-  let levelAt = keys[0] === "level" ? 0 : -1;
-  for (let i = 1; i < keys.length; i++) {
-    shape += `,${keys[i]}`;
-    if (levelAt < 0 && keys[i] === "level") levelAt = i;
+  objectMembers();
+  if (members === 0) return { line: "{}", shape: "", level: null };
+  let shape = keys[0]!.slice(1, -1);
+  let levelAt = keys[0] === LEVEL_KEY ? 0 : -1;
+  for (let i = 1; i < members; i++) {
+    shape += `,${keys[i]!.slice(1, -1)}`;
+    if (levelAt < 0 && keys[i] === LEVEL_KEY) levelAt = i;
   }
-  return { line: objectText(members), shape, level: levelAt < 0 ? null : levelOf(members.texts[levelAt]!.slice('"level": '.length)) };
+  const line = objectText(0);
+  const level = levelAt < 0 ? null : levelOf(texts[levelAt]!.slice('"level": '.length));
+  return { line, shape, level };
 }
 
 /** nullif(lower(left(value ->> text, 40)), '') from the member's jsonb text. */
@@ -189,28 +232,49 @@ let lastEscaped = false;
  */
 function stringToken(): string {
   const start = pos;
-  let end = indexOrEnd('"', start + 1);
-  if (nextBackslash > end) {
-    pos = end + 1;
-    lastEscaped = false;
-    return text.slice(start, pos);
+  let i = start + 1;
+  // Most strings are short: a loop finds their end before a native search would have started.
+  for (const stop = start + SHORT_STRING; i < stop; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      pos = i + 1;
+      lastEscaped = false;
+      return text.slice(start, pos);
+    }
+    if (c === BACKSLASH) return escapedToken(start, i);
   }
+  const end = indexOrEnd('"', i);
+  if (nextBackslash < i) nextBackslash = indexOrEnd("\\", i);
+  if (nextBackslash < end) return escapedToken(start, nextBackslash);
+  pos = end + 1;
+  lastEscaped = false;
+  return text.slice(start, pos);
+}
+
+/** Characters a string token is scanned for by a loop before native searches take over. */
+const SHORT_STRING = 24;
+
+/** A string token at `start` whose first backslash is at `at`. */
+function escapedToken(start: number, at: number): string {
   lastEscaped = true;
   let canonical = true;
-  let at = nextBackslash;
   for (;;) {
+    const c = text.charCodeAt(at);
+    if (c === QUOTE) break;
+    if (c !== BACKSLASH) {
+      at++;
+      continue;
+    }
     const escaped = text.charCodeAt(at + 1);
-    let after = at + 2;
     if (escaped === LETTER_U) {
       if (canonical) canonical = isControlEscape(at + 2);
-      after = at + 6;
-    } else if (escaped === 0x2f) canonical = false; // \/ is written as /
-    at = indexOrEnd("\\", after);
-    if (end < after) end = indexOrEnd('"', after);
-    if (at > end) break;
+      at += 6;
+    } else {
+      if (escaped === 0x2f) canonical = false; // \/ is written as /
+      at += 2;
+    }
   }
-  nextBackslash = at;
-  pos = end + 1;
+  pos = at + 1;
   const token = text.slice(start, pos);
   return canonical ? token : JSON.stringify(JSON.parse(token) as string);
 }
@@ -286,6 +350,7 @@ const NON_ZERO_DIGIT = /[1-9]/;
  */
 function compareKeys(a: string, aBytes: number, b: string, bBytes: number): number {
   if (aBytes !== bBytes) return aBytes - bBytes;
+  if (ascii) return a < b ? -1 : a > b ? 1 : 0;
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {
     let x = a.charCodeAt(i);
@@ -314,34 +379,51 @@ function utf8Bytes(s: string): number {
   return bytes;
 }
 
-/** Whether the keys are strictly increasing in jsonb order (no duplicate either). */
-function inJsonbOrder(keys: string[]): boolean {
-  let previous = keys[0]!;
-  let previousBytes = utf8Bytes(previous);
-  for (let i = 1; i < keys.length; i++) {
-    const key = keys[i]!;
-    const bytes = utf8Bytes(key);
-    if (compareKeys(previous, previousBytes, key, bytes) >= 0) return false;
-    previous = key;
-    previousBytes = bytes;
-  }
-  return true;
-}
+/** Objects with more members than this are sorted through an index (insertion sort is quadratic). */
+const INSERTION_MAX = 24;
 
-/** The members sorted into jsonb order; of equal keys the last one stays. */
-function sortMembers(keys: string[], texts: string[]): Members {
-  const bytes = keys.map(utf8Bytes);
-  const order = keys.map((_, i) => i);
-  // Array.prototype.sort is stable: equal keys stay in input order, so the last of a run is the one kept.
-  order.sort((i, j) => compareKeys(keys[i]!, bytes[i]!, keys[j]!, bytes[j]!));
-  const sortedKeys: string[] = [];
-  const sortedTexts: string[] = [];
-  for (let k = 0; k < order.length; k++) {
-    const i = order[k]!;
-    const next = order[k + 1];
-    if (next !== undefined && keys[next] === keys[i]) continue;
-    sortedKeys.push(keys[i]!);
-    sortedTexts.push(texts[i]!);
+/**
+ * Sorts the members from `base` on into jsonb order, stably, then keeps the last of each run of
+ * equal keys (the one jsonb keeps).
+ */
+function sortMembers(base: number): void {
+  const end = members;
+  if (end - base <= INSERTION_MAX) {
+    for (let i = base + 1; i < end; i++) {
+      const key = keys[i]!;
+      const keyBytes = bytes[i]!;
+      const member = texts[i]!;
+      let j = i - 1;
+      while (j >= base && compareKeys(keys[j]!, bytes[j]!, key, keyBytes) > 0) {
+        keys[j + 1] = keys[j]!;
+        bytes[j + 1] = bytes[j]!;
+        texts[j + 1] = texts[j]!;
+        j--;
+      }
+      keys[j + 1] = key;
+      bytes[j + 1] = keyBytes;
+      texts[j + 1] = member;
+    }
+  } else {
+    const order = Array.from({ length: end - base }, (_, k) => base + k);
+    // Array.prototype.sort is stable: equal keys stay in input order.
+    order.sort((i, j) => compareKeys(keys[i]!, bytes[i]!, keys[j]!, bytes[j]!));
+    const sortedKeys = order.map((i) => keys[i]!);
+    const sortedTexts = order.map((i) => texts[i]!);
+    const sortedBytes = order.map((i) => bytes[i]!);
+    for (let k = 0; k < order.length; k++) {
+      keys[base + k] = sortedKeys[k]!;
+      texts[base + k] = sortedTexts[k]!;
+      bytes[base + k] = sortedBytes[k]!;
+    }
   }
-  return { keys: sortedKeys, texts: sortedTexts };
+  let kept = base;
+  for (let i = base; i < end; i++) {
+    if (i + 1 < end && keys[i + 1] === keys[i]) continue;
+    keys[kept] = keys[i]!;
+    texts[kept] = texts[i]!;
+    bytes[kept] = bytes[i]!;
+    kept++;
+  }
+  members = kept;
 }
