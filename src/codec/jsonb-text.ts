@@ -4,6 +4,11 @@
 // holds (searches match and filters hash that text: store/sealer.ts, query/prefilter.ts).
 // Input: a text PostgreSQL accepted as jsonb (valid JSON, no \u0000, no lone surrogate, numbers in
 // numeric's range); anything else gives an unspecified result. Pure: no I/O.
+//
+// One pass over the text's UTF-16 units in a buffer that holds the input, then the output: tokens
+// already in jsonb's form are copied, an object's members are moved into jsonb's order once the
+// object ends, and the line is made a string once. Concatenating strings instead cost twice as much
+// (a rope of small pieces per event, flattened again by the first reader).
 
 export interface JsonbText {
   /** `raw::text`: jsonb's key order, duplicates collapsed, `{"a": 1, "b": [1, 2]}` spacing, strings as escape_json writes them, numbers as numeric_out does. */
@@ -20,6 +25,8 @@ export const LEVEL_CHARS = 40;
 const QUOTE = 0x22,
   BACKSLASH = 0x5c,
   COMMA = 0x2c,
+  COLON = 0x3a,
+  SPACE = 0x20,
   CLOSE_OBJECT = 0x7d,
   CLOSE_ARRAY = 0x5d,
   OPEN_OBJECT = 0x7b,
@@ -31,11 +38,24 @@ const QUOTE = 0x22,
   DIGIT_ZERO = 0x30,
   DIGIT_ONE = 0x31,
   DIGIT_NINE = 0x39;
+/** Written after the input: not a blank, nor part of a number, so every scan stops at it. */
+const SENTINEL = 0x7e;
 
-// One parse at a time (the module is synchronous): the text and the cursor live here rather than
-// in an object passed down every call.
+// One parse at a time (the module is synchronous): the text, the buffer and the cursors live here
+// rather than in an object passed down every call.
 let text = "";
+/** The input's units at [0, inputEnd), the sentinel, then the output from outputStart. */
+let buf = new Uint16Array(1 << 14);
+let bytes = Buffer.from(buf.buffer);
+let inputEnd = 0;
+let outputStart = 0;
+/** Read position in the input. */
 let pos = 0;
+/** Write position in the output. */
+let o = 0;
+/** Whether the text is all ASCII: then a key's UTF-8 length is its length. */
+let ascii = true;
+const NON_ASCII = /[^\x00-\x7f]/;
 /**
  * The next backslash at or after the place it was looked for from (text.length when there is
  * none): a long string that ends before it has no escape. Looked for again once a string starts
@@ -45,152 +65,213 @@ let nextBackslash = -1;
 
 export function jsonbText(json: string): JsonbText {
   text = json;
+  inputEnd = json.length;
+  outputStart = inputEnd + 1;
+  // The output is at most twice the input (a blank-free ':' or ',' gains a space; every rewritten
+  // token is shorter) but for numbers whose exponent is applied, which make room for themselves.
+  reserve(outputStart + 2 * inputEnd + 16);
+  bytes.write(json, 0, "utf16le");
+  buf[inputEnd] = SENTINEL;
   pos = 0;
+  o = outputStart;
   nextBackslash = -1;
   ascii = !NON_ASCII.test(json);
   members = 0;
   skipBlanks();
   let result: JsonbText;
-  if (text.charCodeAt(pos) === OPEN_OBJECT) result = topObject();
-  else result = { line: value(), shape: "", level: null };
-  // Let go of the event's strings: the stacks outlive the call.
-  keys.fill("", 0, used);
-  texts.fill("", 0, used);
+  if (buf[pos] === OPEN_OBJECT) result = topObject();
+  else {
+    value();
+    result = { line: outputText(outputStart, o), shape: "", level: null };
+  }
+  keyNames.fill(undefined, 0, used);
   used = 0;
   text = "";
   return result;
 }
 
-function indexOrEnd(needle: string, from: number): number {
-  const at = text.indexOf(needle, from);
-  return at < 0 ? text.length : at;
+function outputText(from: number, to: number): string {
+  return bytes.toString("utf16le", from * 2, to * 2);
 }
 
-/** Outside strings valid JSON has no character at or below a space but the four blanks. */
+/** Room for `units` in the buffer (what is in it kept). */
+function reserve(units: number): void {
+  if (units <= buf.length) return;
+  const grown = new Uint16Array(Math.max(units, buf.length * 2));
+  grown.set(buf.subarray(0, o));
+  buf = grown;
+  bytes = Buffer.from(buf.buffer);
+}
+
+/** Outside strings valid JSON has no unit at or below a space but the four blanks. */
 function skipBlanks(): void {
-  while (text.charCodeAt(pos) <= 0x20) pos++;
+  while (buf[pos]! <= SPACE) pos++;
 }
 
-function value(): string {
+function value(): void {
   skipBlanks();
-  switch (text.charCodeAt(pos)) {
+  switch (buf[pos]) {
     case QUOTE:
-      return stringToken();
+      stringToken();
+      return;
     case OPEN_OBJECT: {
       const base = members;
       objectMembers();
-      const out = objectText(base);
       members = base;
-      return out;
+      return;
     }
     case OPEN_ARRAY:
-      return array();
+      array();
+      return;
     case 0x74: // true
-      pos += 4;
-      return "true";
-    case 0x66: // false
-      pos += 5;
-      return "false";
     case 0x6e: // null
+      buf.copyWithin(o, pos, pos + 4);
       pos += 4;
-      return "null";
+      o += 4;
+      return;
+    case 0x66: // false
+      buf.copyWithin(o, pos, pos + 5);
+      pos += 5;
+      o += 5;
+      return;
     default:
-      return number();
+      number();
   }
 }
 
-function array(): string {
+function array(): void {
   pos++;
+  buf[o++] = OPEN_ARRAY;
   skipBlanks();
-  if (text.charCodeAt(pos) === CLOSE_ARRAY) {
-    pos++;
-    return "[]";
+  if (buf[pos] !== CLOSE_ARRAY) {
+    for (;;) {
+      value();
+      skipBlanks();
+      if (buf[pos] !== COMMA) break;
+      pos++;
+      buf[o++] = COMMA;
+      buf[o++] = SPACE;
+    }
   }
-  let out = `[${value()}`;
-  for (;;) {
-    skipBlanks();
-    if (text.charCodeAt(pos++) !== COMMA) return `${out}]`;
-    out += `, ${value()}`;
-  }
+  pos++;
+  buf[o++] = CLOSE_ARRAY;
 }
 
-// The members of the objects being read, the innermost last, in three stacks (no array per
-// object): keys (decoded, between quotes), their UTF-8 lengths, and `"key": value` as jsonb prints
-// the member.
-const keys: string[] = [];
-const texts: string[] = [];
-let bytes = new Int32Array(64);
+// The members of the objects being read, the innermost last, on stacks shared by all objects (no
+// allocation per member): where each member starts, where its key token ends and where the member
+// ends in the output; where its key token starts in the input; its UTF-8 length and first code
+// point (most comparisons end there), and, for a key written with an escape, its decoded text.
+let memberStart = new Int32Array(256);
+let keyEnd = new Int32Array(256);
+let memberEnd = new Int32Array(256);
+let keyInput = new Int32Array(256);
+let keyBytes = new Int32Array(256);
+let keyFirst = new Int32Array(256);
+const keyNames: (string | undefined)[] = [];
 /** Entries in use on the stacks. */
 let members = 0;
 /** The most entries this call has used (cleared at its end). */
 let used = 0;
-/** Whether the text is all ASCII: then a key's UTF-8 length is its length. */
-let ascii = true;
-const NON_ASCII = /[^\x00-\x7f]/;
+
+function growStacks(): void {
+  const grow = (a: Int32Array) => {
+    const grown = new Int32Array(a.length * 2);
+    grown.set(a);
+    return grown;
+  };
+  memberStart = grow(memberStart);
+  keyEnd = grow(keyEnd);
+  memberEnd = grow(memberEnd);
+  keyInput = grow(keyInput);
+  keyBytes = grow(keyBytes);
+  keyFirst = grow(keyFirst);
+}
 
 /**
- * Reads the object at `pos` onto the stacks, from `members` on, in jsonb order with duplicates
- * collapsed (the last one wins, as jsonb keeps it); `members` ends past its last member.
+ * Writes the object at `pos` with its members from `members` on the stacks, in jsonb order with
+ * duplicates collapsed (the last one wins, as jsonb keeps it); `members` ends past its last member.
  */
 function objectMembers(): void {
+  const start = o;
+  sortedKept = -1; // for an empty object
   pos++;
+  buf[o++] = OPEN_OBJECT;
   skipBlanks();
-  if (text.charCodeAt(pos) === CLOSE_OBJECT) {
+  if (buf[pos] === CLOSE_OBJECT) {
     pos++;
+    buf[o++] = CLOSE_OBJECT;
     return;
   }
   const base = members;
   let ordered = true;
   for (;;) {
     skipBlanks();
-    const token = stringToken();
-    // Keys are compared as their tokens, quotes included (no slice per key): equal UTF-8 lengths
-    // align the quotes, so the order is the keys' own. An escaped key is compared decoded.
-    const key = lastEscaped ? `"${JSON.parse(token) as string}"` : token;
-    const keyBytes = ascii ? key.length : utf8Bytes(key);
+    const at = o;
+    const input = pos;
+    stringToken();
+    const name = lastEscaped ? (JSON.parse(text.slice(input, pos)) as string) : undefined;
+    const tokenEnd = o;
     skipBlanks();
     pos++; // the colon
-    const member = `${token}: ${value()}`;
-    // value() may have used the stacks above this member and given them back.
-    const at = members++;
+    buf[o++] = COLON;
+    buf[o++] = SPACE;
+    value(); // may use the stacks above this member, and gives them back
+    const m = members++;
+    if (m === memberStart.length) growStacks();
     if (members > used) used = members;
-    if (at === bytes.length) {
-      const grown = new Int32Array(at * 2);
-      grown.set(bytes);
-      bytes = grown;
+    memberStart[m] = at;
+    keyEnd[m] = tokenEnd;
+    memberEnd[m] = o;
+    keyInput[m] = input;
+    keyNames[m] = name;
+    if (name !== undefined) {
+      keyBytes[m] = Buffer.byteLength(name);
+      keyFirst[m] = name.length === 0 ? -1 : name.codePointAt(0)!;
+    } else if (tokenEnd - at === 2) {
+      keyBytes[m] = 0;
+      keyFirst[m] = -1;
+    } else {
+      keyBytes[m] = ascii ? tokenEnd - at - 2 : utf8Bytes(at + 1, tokenEnd - 1);
+      keyFirst[m] = codePointAt(at + 1);
     }
-    keys[at] = key;
-    texts[at] = member;
-    bytes[at] = keyBytes;
-    if (ordered && at > base && compareKeys(keys[at - 1]!, bytes[at - 1]!, key, keyBytes) >= 0) ordered = false;
+    if (ordered && m > base && compareMembers(m - 1, m) >= 0) ordered = false;
     skipBlanks();
-    if (text.charCodeAt(pos++) !== COMMA) break;
+    if (buf[pos] !== COMMA) break;
+    pos++;
+    buf[o++] = COMMA;
+    buf[o++] = SPACE;
   }
-  if (!ordered) sortMembers(base);
+  pos++;
+  buf[o++] = CLOSE_OBJECT;
+  // Set after the members' values: an object inside them may have been sorted too.
+  sortedKept = ordered ? -1 : sortMembers(base, start);
 }
 
-/** The object whose members are on the stacks from `base` on. */
-function objectText(base: number): string {
-  if (members === base) return "{}";
-  let out = `{${texts[base]}`;
-  for (let i = base + 1; i < members; i++) out += `, ${texts[i]}`;
-  return `${out}}`;
-}
+/** How many members the last object sortMembers() rewrote kept (-1: the last object was in order). */
+let sortedKept = -1;
 
-const LEVEL_KEY = '"level"';
+const LEVEL = "level";
 
 /** The top-level object: its text, its keys, and the value of "level" as ->> gives it. */
 function topObject(): JsonbText {
   objectMembers();
-  if (members === 0) return { line: "{}", shape: "", level: null };
-  let shape = keys[0]!.slice(1, -1);
-  let levelAt = keys[0] === LEVEL_KEY ? 0 : -1;
-  for (let i = 1; i < members; i++) {
-    shape += `,${keys[i]!.slice(1, -1)}`;
-    if (levelAt < 0 && keys[i] === LEVEL_KEY) levelAt = i;
+  const line = outputText(outputStart, o);
+  // In order, the members are the stacks' own; sorted, order[] lists them and placed[] says where they are.
+  const sorted = sortedKept >= 0;
+  const count = sorted ? sortedKept : members;
+  if (count === 0) return { line, shape: "", level: null };
+  let shape = "";
+  let level: string | null = null;
+  for (let k = 0; k < count; k++) {
+    const m = sorted ? order[k]! : k;
+    const key = keyNames[m] ?? keyText(m);
+    shape = k === 0 ? key : `${shape},${key}`;
+    if (key === LEVEL) {
+      const at = (sorted ? placed[k]! : memberStart[m]!) - outputStart;
+      const valueAt = at + keyEnd[m]! - memberStart[m]! + 2;
+      level = levelOf(line.slice(valueAt, at + memberEnd[m]! - memberStart[m]!));
+    }
   }
-  const line = objectText(0);
-  const level = levelAt < 0 ? null : levelOf(texts[levelAt]!.slice('"level": '.length));
   return { line, shape, level };
 }
 
@@ -224,67 +305,92 @@ function codePointsEnd(s: string, count: number): number {
 /** Whether the string token just read had an escape (then its decoded key needs JSON.parse). */
 let lastEscaped = false;
 
+/** Characters a string is copied by a loop before native searches take over. */
+const SHORT_STRING = 24;
+
 /**
- * A string token at `pos`, as escape_json writes it: \" \\ \b \f \n \r \t, other controls as
- * \u00xx (lowercase hex), every other character itself. A token without an escape, or whose
- * escapes are all already of that form, is its own output; any other is decoded and written again
+ * Writes the string token at `pos` as escape_json writes it: \" \\ \b \f \n \r \t, other controls
+ * as \u00xx (lowercase hex), every other character itself. A token without an escape, or whose
+ * escapes are all already of that form, is copied; any other is decoded and written again
  * (JSON.stringify escapes exactly that set, the same way, for text without lone surrogates).
  */
-function stringToken(): string {
+function stringToken(): void {
   const start = pos;
+  const at = o;
   let i = start + 1;
-  // Most strings are short: a loop finds their end before a native search would have started.
-  for (const stop = start + SHORT_STRING; i < stop; i++) {
-    const c = text.charCodeAt(i);
+  buf[o++] = QUOTE;
+  // Most strings are short: a loop copies them before a native search would have started.
+  for (const stop = i + SHORT_STRING; i < stop; i++) {
+    const c = buf[i]!;
     if (c === QUOTE) {
+      buf[o++] = QUOTE;
       pos = i + 1;
       lastEscaped = false;
-      return text.slice(start, pos);
+      return;
     }
-    if (c === BACKSLASH) return escapedToken(start, i);
+    if (c === BACKSLASH) {
+      escapedToken(start, at, i);
+      return;
+    }
+    buf[o++] = c;
   }
   const end = indexOrEnd('"', i);
   if (nextBackslash < i) nextBackslash = indexOrEnd("\\", i);
-  if (nextBackslash < end) return escapedToken(start, nextBackslash);
+  if (nextBackslash < end) {
+    buf.copyWithin(o, i, nextBackslash);
+    o += nextBackslash - i;
+    escapedToken(start, at, nextBackslash);
+    return;
+  }
+  buf.copyWithin(o, i, end + 1);
+  o += end + 1 - i;
   pos = end + 1;
   lastEscaped = false;
-  return text.slice(start, pos);
 }
 
-/** Characters a string token is scanned for by a loop before native searches take over. */
-const SHORT_STRING = 24;
+function indexOrEnd(needle: string, from: number): number {
+  const found = text.indexOf(needle, from);
+  return found < 0 ? inputEnd : found;
+}
 
-/** A string token at `start` whose first backslash is at `at`. */
-function escapedToken(start: number, at: number): string {
+/** Goes on with the string token at `start`, written at `at`, from its backslash at `i` (copied up to there). */
+function escapedToken(start: number, at: number, i: number): void {
   lastEscaped = true;
   let canonical = true;
   for (;;) {
-    const c = text.charCodeAt(at);
+    const c = buf[i]!;
     if (c === QUOTE) break;
     if (c !== BACKSLASH) {
-      at++;
+      buf[o++] = c;
+      i++;
       continue;
     }
-    const escaped = text.charCodeAt(at + 1);
+    const escaped = buf[i + 1]!;
     if (escaped === LETTER_U) {
-      if (canonical) canonical = isControlEscape(at + 2);
-      at += 6;
+      if (canonical) canonical = isControlEscape(i + 2);
+      buf.copyWithin(o, i, i + 6);
+      o += 6;
+      i += 6;
     } else {
       if (escaped === 0x2f) canonical = false; // \/ is written as /
-      at += 2;
+      buf[o++] = BACKSLASH;
+      buf[o++] = escaped;
+      i += 2;
     }
   }
-  pos = at + 1;
-  const token = text.slice(start, pos);
-  return canonical ? token : JSON.stringify(JSON.parse(token) as string);
+  buf[o++] = QUOTE;
+  pos = i + 1;
+  if (canonical) return;
+  const rewritten = JSON.stringify(JSON.parse(text.slice(start, pos)) as string);
+  o = at + bytes.write(rewritten, at * 2, "utf16le") / 2;
 }
 
 /** Whether the 4 hex digits at `at` are escape_json's own \u escape: 00 then [01][0-9a-f], lowercase. */
 function isControlEscape(at: number): boolean {
-  if (text.charCodeAt(at) !== DIGIT_ZERO || text.charCodeAt(at + 1) !== DIGIT_ZERO) return false;
-  const high = text.charCodeAt(at + 2);
+  if (buf[at] !== DIGIT_ZERO || buf[at + 1] !== DIGIT_ZERO) return false;
+  const high = buf[at + 2]!;
   if (high !== DIGIT_ZERO && high !== DIGIT_ONE) return false;
-  const low = text.charCodeAt(at + 3);
+  const low = buf[at + 3]!;
   if (low >= DIGIT_ZERO && low <= DIGIT_NINE) return !(high === DIGIT_ZERO && (low === 0x38 || low === 0x39)); // \b \t
   if (low < 0x61 || low > 0x66) return false;
   // \u000a \u000c \u000d are written \n \f \r; \u000b \u000e \u000f stay as they are.
@@ -292,27 +398,32 @@ function isControlEscape(at: number): boolean {
 }
 
 /**
- * A number token as numeric_out prints what numeric_in read: plain decimal, the exponent applied,
- * as many fraction digits as the literal had less its exponent (never fewer than 0), no sign on
- * zero. Done on the digits as text: a double would round big ones.
+ * Writes the number token at `pos` as numeric_out prints what numeric_in read: plain decimal, the
+ * exponent applied, as many fraction digits as the literal had less its exponent (never fewer
+ * than 0), no sign on zero. A literal already in that form is copied.
  */
-function number(): string {
+function number(): void {
   const start = pos;
   let exponent = false;
   let nonZero = false;
   for (;;) {
-    const c = text.charCodeAt(pos);
+    const c = buf[pos]!;
     if (c >= DIGIT_ONE && c <= DIGIT_NINE) nonZero = true;
     else if (c === LETTER_E || c === LETTER_CAPITAL_E) exponent = true;
     else if (c !== DIGIT_ZERO && c !== 0x2e && c !== MINUS && c !== 0x2b) break;
     pos++;
   }
-  const literal = text.slice(start, pos);
-  if (!exponent && (nonZero || literal.charCodeAt(0) !== MINUS)) return literal;
-  return numericText(literal);
+  if (!exponent && (nonZero || buf[start] !== MINUS)) {
+    buf.copyWithin(o, start, pos);
+    o += pos - start;
+    return;
+  }
+  const plain = numericText(text.slice(start, pos));
+  reserve(o + plain.length + (inputEnd - pos) * 2 + 16);
+  o += bytes.write(plain, o * 2, "utf16le") / 2;
 }
 
-/** A JSON number literal as numeric prints it (see number()). */
+/** A JSON number literal as numeric prints it (see number()); done on the digits as text: a double would round big ones. */
 export function numericText(literal: string): string {
   const negative = literal.charCodeAt(0) === MINUS;
   let e = literal.indexOf("e");
@@ -344,86 +455,132 @@ export function numericText(literal: string): string {
 
 const NON_ZERO_DIGIT = /[1-9]/;
 
+/** The UTF-8 length of the output's units [from, to). */
+function utf8Bytes(from: number, to: number): number {
+  let n = to - from;
+  for (let i = from; i < to; i++) {
+    const c = buf[i]!;
+    if (c < 0x80) continue;
+    if (c < 0x800) n += 1;
+    else if (c < 0xdc00 || c >= 0xe000) n += 2; // a pair's high half: 4 bytes for its 2 units
+  }
+  return n;
+}
+
+/** The code point at `i` of the buffer (a surrogate pair read whole). */
+function codePointAt(i: number): number {
+  const c = buf[i]!;
+  if (c < 0xd800 || c >= 0xdc00) return c;
+  return 0x10000 + ((c - 0xd800) << 10) + (buf[i + 1]! - 0xdc00);
+}
+
 /**
- * jsonb's key order: shorter UTF-8 first, then bytewise. UTF-8's byte order is code point order,
- * which is UTF-16's except that a surrogate (a code point past U+FFFF) sorts after U+E000–U+FFFF.
+ * jsonb's key order of members `a` and `b`: shorter UTF-8 first, then bytewise, which is code
+ * point order. Most pairs differ in length or first code point; the others are compared whole.
  */
-function compareKeys(a: string, aBytes: number, b: string, bBytes: number): number {
-  if (aBytes !== bBytes) return aBytes - bBytes;
-  if (ascii) return a < b ? -1 : a > b ? 1 : 0;
-  const n = Math.min(a.length, b.length);
+function compareMembers(a: number, b: number): number {
+  const length = keyBytes[a]! - keyBytes[b]!;
+  if (length !== 0) return length;
+  const first = keyFirst[a]! - keyFirst[b]!;
+  if (first !== 0) return first;
+  const nameA = keyNames[a];
+  const nameB = keyNames[b];
+  if (nameA === undefined && nameB === undefined) return compareUnits(memberStart[a]! + 1, keyEnd[a]! - 1, memberStart[b]! + 1, keyEnd[b]! - 1);
+  return compareStrings(nameA ?? keyText(a), nameB ?? keyText(b));
+}
+
+/** The decoded key of a member written without an escape. */
+function keyText(m: number): string {
+  return text.slice(keyInput[m]! + 1, keyInput[m]! + keyEnd[m]! - memberStart[m]! - 1);
+}
+
+/**
+ * Code point order of two runs of UTF-16 units: UTF-16's own order but that a surrogate (a code
+ * point past U+FFFF) sorts after U+E000–U+FFFF. Equal UTF-8 lengths: one is no proper prefix of the other.
+ */
+function compareUnits(a: number, aEnd: number, b: number, bEnd: number): number {
+  const n = Math.min(aEnd - a, bEnd - b);
   for (let i = 0; i < n; i++) {
-    let x = a.charCodeAt(i);
-    let y = b.charCodeAt(i);
-    if (x === y) continue;
-    if (x >= 0xd800 && y >= 0xd800) {
-      x = x >= 0xe000 ? x - 0x800 : x + 0x2000;
-      y = y >= 0xe000 ? y - 0x800 : y + 0x2000;
-    }
-    return x - y;
+    const x = buf[a + i]!;
+    const y = buf[b + i]!;
+    if (x !== y) return unitOrder(x, y);
   }
   return 0;
 }
 
-function utf8Bytes(s: string): number {
-  let bytes = s.length;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) continue;
-    if (c < 0x800) bytes += 1;
-    else if (c >= 0xd800 && c < 0xdc00) {
-      bytes += 2; // a pair: 4 bytes for 2 units
-      i++;
-    } else bytes += 2;
+function compareStrings(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return unitOrder(x, y);
   }
-  return bytes;
+  return a.length - b.length;
 }
 
-/** Objects with more members than this are sorted through an index (insertion sort is quadratic). */
+function unitOrder(x: number, y: number): number {
+  if (x >= 0xd800 && y >= 0xd800) {
+    x = x >= 0xe000 ? x - 0x800 : x + 0x2000;
+    y = y >= 0xe000 ? y - 0x800 : y + 0x2000;
+  }
+  return x - y;
+}
+
+/** Objects with more members than this are sorted through Array.prototype.sort (insertion sort is quadratic). */
 const INSERTION_MAX = 24;
+/** The members of the last object sorted, in jsonb order, duplicates left out, and where each now starts. */
+let order = new Int32Array(64);
+let placed = new Int32Array(64);
 
 /**
- * Sorts the members from `base` on into jsonb order, stably, then keeps the last of each run of
- * equal keys (the one jsonb keeps).
+ * Moves the members from `base` on (the object written from `start`) into jsonb order, stably,
+ * keeping the last of each run of equal keys (the one jsonb keeps), and rewrites the object.
+ * Returns how many members it kept (order[] and placed[] list them); the stacks are left as they
+ * were (the top level reads them through order[]).
  */
-function sortMembers(base: number): void {
-  const end = members;
-  if (end - base <= INSERTION_MAX) {
-    for (let i = base + 1; i < end; i++) {
-      const key = keys[i]!;
-      const keyBytes = bytes[i]!;
-      const member = texts[i]!;
+function sortMembers(base: number, start: number): number {
+  const count = members - base;
+  if (order.length < count) {
+    order = new Int32Array(count * 2);
+    placed = new Int32Array(count * 2);
+  }
+  if (count <= INSERTION_MAX) {
+    for (let i = 0; i < count; i++) {
+      const m = base + i;
       let j = i - 1;
-      while (j >= base && compareKeys(keys[j]!, bytes[j]!, key, keyBytes) > 0) {
-        keys[j + 1] = keys[j]!;
-        bytes[j + 1] = bytes[j]!;
-        texts[j + 1] = texts[j]!;
+      while (j >= 0 && compareMembers(order[j]!, m) > 0) {
+        order[j + 1] = order[j]!;
         j--;
       }
-      keys[j + 1] = key;
-      bytes[j + 1] = keyBytes;
-      texts[j + 1] = member;
+      order[j + 1] = m;
     }
   } else {
-    const order = Array.from({ length: end - base }, (_, k) => base + k);
-    // Array.prototype.sort is stable: equal keys stay in input order.
-    order.sort((i, j) => compareKeys(keys[i]!, bytes[i]!, keys[j]!, bytes[j]!));
-    const sortedKeys = order.map((i) => keys[i]!);
-    const sortedTexts = order.map((i) => texts[i]!);
-    const sortedBytes = order.map((i) => bytes[i]!);
-    for (let k = 0; k < order.length; k++) {
-      keys[base + k] = sortedKeys[k]!;
-      texts[base + k] = sortedTexts[k]!;
-      bytes[base + k] = sortedBytes[k]!;
+    order.set(Array.from({ length: count }, (_, i) => base + i).sort(compareMembers)); // stable
+  }
+  // Equal keys are compared while the object is still where they point.
+  let kept = 0;
+  for (let k = 0; k < count; k++) {
+    if (k + 1 < count && compareMembers(order[k]!, order[k + 1]!) === 0) continue;
+    order[kept++] = order[k]!;
+  }
+  // The object moves past the output, then its members come back in order.
+  const end = o;
+  const shift = end - start;
+  reserve(end + shift);
+  buf.copyWithin(end, start, end);
+  o = start + 1;
+  for (let k = 0; k < kept; k++) {
+    if (k > 0) {
+      buf[o++] = COMMA;
+      buf[o++] = SPACE;
     }
+    const m = order[k]!;
+    placed[k] = o;
+    const from = memberStart[m]! + shift;
+    const length = memberEnd[m]! - memberStart[m]!;
+    buf.copyWithin(o, from, from + length);
+    o += length;
   }
-  let kept = base;
-  for (let i = base; i < end; i++) {
-    if (i + 1 < end && keys[i + 1] === keys[i]) continue;
-    keys[kept] = keys[i]!;
-    texts[kept] = texts[i]!;
-    bytes[kept] = bytes[i]!;
-    kept++;
-  }
-  members = kept;
+  buf[o++] = CLOSE_OBJECT;
+  return kept;
 }
