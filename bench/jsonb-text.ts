@@ -38,6 +38,8 @@ console.log(`Bun ${Bun.version}`);
 for (const [name, list] of rows) {
   const ours = fastest(15, () => list.forEach((t) => (sink += jsonbText(t).line.charCodeAt(100))), list.length);
   const parse = fastest(15, () => list.forEach((t) => (sink += JSON.parse(t) ? 1 : 0)), list.length);
-  console.log(`${name.padEnd(26)} ${String(list.length).padStart(6)} events, ${chars(list).toFixed(0).padStart(5)} chars avg: jsonbText ${ours.toFixed(2)} µs/event (JSON.parse ${parse.toFixed(2)})`);
+  console.log(
+    `${name.padEnd(26)} ${String(list.length).padStart(6)} events, ${chars(list).toFixed(0).padStart(5)} chars avg: jsonbText ${ours.toFixed(2)} µs/event (JSON.parse ${parse.toFixed(2)})`,
+  );
 }
 if (sink === 0) console.log("");

@@ -54,3 +54,11 @@ test("many keys in reverse order, with duplicates", () => {
   expect(shape).toBe(sorted.join(","));
   expect(line).toBe(`{${sorted.map((k) => `"${k}": ${k === "k0000" ? -1 : 2999 - Number(k.slice(1))}`).join(", ")}}`);
 });
+
+test("an event bigger than the kept buffer, then small ones", () => {
+  const big = `{"b":"${"x".repeat(1_200_000)}","a":[${"1e2,".repeat(1000)}0]}`;
+  const { line, shape } = jsonbText(big);
+  expect(line).toBe(`{"a": [${"100, ".repeat(1000)}0], "b": "${"x".repeat(1_200_000)}"}`);
+  expect(shape).toBe("a,b");
+  expect(jsonbText(`{"z":1,"level":"E"}`)).toEqual({ line: `{"z": 1, "level": "E"}`, shape: "z,level", level: "e" });
+});
