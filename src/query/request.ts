@@ -62,10 +62,12 @@ export function listParam(url: URL, name: string): string | null {
  * what was asked (`histogram?by=service` counting by level, `context?query=x` every event).
  */
 export function refuseUnknown(url: URL, route: string, takes: readonly string[], hint = ""): void {
-  const unknown = [...new Set(url.searchParams.keys())].filter((name) => !takes.includes(name));
+  // An empty name (`?=x`) is no parameter anyone meant.
+  const unknown = [...new Set(url.searchParams.keys())].filter((name) => name !== "" && !takes.includes(name));
   if (unknown.length === 0) return;
-  const names = unknown.map((name) => JSON.stringify(name.slice(0, 40)).slice(1, -1));
-  throw badRequest(`${route} does not take ${names.join(", ")}: it takes ${takes.join(", ")}${hint}`);
+  const names = unknown.slice(0, 5).map((name) => JSON.stringify(name.slice(0, 40)).slice(1, -1));
+  const more = unknown.length > 5 ? ` and ${unknown.length - 5} more` : "";
+  throw badRequest(`${route} does not take ${names.join(", ")}${more}: it takes ${takes.join(", ")}${hint}`);
 }
 
 /** Source ids as sent (comma-separated, and over repeats): 400 when missing, and any that is not a positive integer is returned as unknown. */
