@@ -215,20 +215,20 @@ async function sealTable(
   const generation = match ? Number(match[1]) : undefined;
   // The memory path's blocks of this generation, written by now (a retry after "busy" finds none: sealed from its rows).
   const staged = generation !== undefined && staging ? await staging.finish(generation) : undefined;
-  let done: { moved: number; sealed: number; blocks: number; truncated: boolean; fromMemory: boolean };
+  let done: { moved: number; sealed: number; blocks: number; truncated: boolean; fromMemory: number };
   try {
     done = await sql.begin(async (tx) => {
       await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
       await tx.unsafe(`lock table ${table} in share mode`);
       await tx.unsafe(`set local lock_timeout = '${READ_LOCK_TIMEOUT}'`);
-      let moved: { moved: number; sealed: number; blocks: number } | undefined;
+      const read = (ranges?: Ranges) => sealRows(tx as unknown as Sql, table, signal, handled, pool, ranges);
+      let moved: { moved: number; sealed: number; blocks: number; fromMemory: number } | undefined;
       if (generation !== undefined) {
-        if (typeof staged === "object") moved = await publishStaged(tx as unknown as Sql, generation, staged);
+        if (typeof staged === "object") moved = await publishStaged(tx as unknown as Sql, generation, staged, read);
         if (!moved) await dropStaged(tx as unknown as Sql, generation);
       }
-      const fromMemory = moved !== undefined;
-      moved ??= await sealRows(tx as unknown as Sql, table, signal, handled, pool);
-      const done = { ...moved, truncated: false, fromMemory };
+      moved ??= { ...(await read()), fromMemory: 0 };
+      const done = { ...moved, truncated: false };
       if (done.moved === 0) return done;
       done.truncated = await truncate(tx as unknown as Sql, table, signal);
       if (!done.truncated) await tx.unsafe(`delete from ${table}`);
@@ -243,7 +243,7 @@ async function sealTable(
   stats.moved += done.moved;
   stats.sealed += done.sealed;
   stats.blocks += done.blocks;
-  if (done.fromMemory) stats.fromMemory += done.moved;
+  stats.fromMemory += done.fromMemory;
   if (done.truncated) return "truncated";
   // Rows an older snapshot still sees stay until a later pass.
   await sql.unsafe(`vacuum (truncate true) ${table}`).catch((error) => {
@@ -252,17 +252,37 @@ async function sealTable(
   return "deleted";
 }
 
+/** Batches' id ranges: the rows of a hot table a seal reads back (none: all of them). */
+interface Ranges {
+  first: number[];
+  last: number[];
+}
+
 /**
- * The memory path's staged blocks of `generation` made visible, when they cover exactly the
- * batches flush_batches holds for it (under the table's SHARE lock no other can commit into it);
- * blocks of sources being deleted, or wholly past their source's retention, are deleted instead.
- * Undefined: they do not cover them (sealed from its rows).
+ * The memory path's staged blocks of `generation` made visible, under the table's SHARE lock (no
+ * other batch can commit into it now): they must cover only batches flush_batches holds for the
+ * generation; the batches they do not cover (another process's, one committed while too much
+ * waited for the seal threads) have no staged block and are read back (`readBack`). Blocks of
+ * sources being deleted, or wholly past their source's retention, are deleted instead.
+ * Undefined: a staged batch that flush_batches does not hold (sealed from its rows).
  */
-async function publishStaged(tx: Sql, generation: number, staged: Finished): Promise<{ moved: number; sealed: number; blocks: number } | undefined> {
-  const stored = await tx<{ seq: string }[]>`
-    select seq::text as seq from flush_batches
-    where seq is not null and first_id >= ${generation} and first_id < ${generation + GENERATION_IDS} order by seq`;
-  if (stored.length !== staged.seqs.length || stored.some((row, i) => Number(row.seq) !== staged.seqs[i])) return undefined;
+async function publishStaged(
+  tx: Sql,
+  generation: number,
+  staged: Finished,
+  readBack: (ranges: Ranges) => Promise<{ moved: number; sealed: number; blocks: number }>,
+): Promise<{ moved: number; sealed: number; blocks: number; fromMemory: number } | undefined> {
+  const stored = await tx<{ seq: string; first_id: string; last_id: string }[]>`
+    select seq::text as seq, first_id::text as first_id, last_id::text as last_id from flush_batches
+    where seq is not null and first_id >= ${generation} and first_id < ${generation + GENERATION_IDS}`;
+  const built = new Set(staged.seqs);
+  const missing: Ranges = { first: [], last: [] };
+  for (const batch of stored) {
+    if (built.delete(Number(batch.seq))) continue;
+    missing.first.push(Number(batch.first_id));
+    missing.last.push(Number(batch.last_id));
+  }
+  if (built.size > 0) return undefined;
   const gone = await tx<{ n: number; filter_id: string | null }[]>`
     delete from log_blocks b where b.generation = ${generation} and (
       exists (select 1 from source_deletions d where d.source_id = b.source_id)
@@ -273,7 +293,13 @@ async function publishStaged(tx: Sql, generation: number, staged: Finished): Pro
     await tx`delete from log_filters f where f.id = any(${filters}::bigint[]) and not exists (select 1 from log_blocks b where b.filter_id = f.id and b.generation = ${generation})`;
   await tx`update log_blocks set generation = null where generation = ${generation}`;
   const dropped = gone.reduce((sum, block) => sum + block.n, 0);
-  return { moved: staged.events, sealed: staged.events - dropped, blocks: staged.blocks - gone.length };
+  const read = missing.first.length > 0 ? await readBack(missing) : { moved: 0, sealed: 0, blocks: 0 };
+  return {
+    moved: staged.events + read.moved,
+    sealed: staged.events - dropped + read.sealed,
+    blocks: staged.blocks - gone.length + read.blocks,
+    fromMemory: staged.events,
+  };
 }
 
 /** A generation sealed from its rows: whatever the memory path staged of it is deleted first (a crash's leftovers too). */
@@ -314,14 +340,19 @@ async function sealRows(
   signal: AbortSignal | undefined,
   handled: ((bytes: number) => void) | undefined,
   pool: SealPool | undefined,
+  ranges?: Ranges,
 ): Promise<{ moved: number; sealed: number; blocks: number }> {
+  // Only these batches' rows (numbers, inlined: DECLARE takes no parameters).
+  const only = ranges
+    ? `where exists (select 1 from unnest('{${ranges.first.join(",")}}'::bigint[], '{${ranges.last.join(",")}}'::bigint[]) r(f, l) where m.id between r.f and r.l)`
+    : "";
   await tx.unsafe(
     `declare seal_rows no scroll cursor for
      select m.id::text as id, m.source_id::text as source_id, ${DT_TEXT} as dt, m.raw::text as line,
        case jsonb_typeof(m.raw) when 'object' then (select coalesce(string_agg(key, ','), '') from jsonb_object_keys(m.raw) key) else '' end as shape,
        nullif(lower(left(m.raw->>'level', ${LEVEL_MAX_CHARS})), '') as level,
        (d.source_id is null and (s.id is null or m.dt >= now() - make_interval(secs => s.logs_retention * 86400))) as keep
-     from ${table} m left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id`,
+     from ${table} m left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id ${only}`,
   );
   const done = { moved: 0, sealed: 0, blocks: 0 };
   let chunk: MovedRow[] = [];

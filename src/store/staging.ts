@@ -2,10 +2,11 @@
 // tuples it wrote, to the seal threads, which build its events into blocks of its hot generation
 // and INSERT them staged (invisible to readers: drizzle/0011). Nothing is read back from log_hot.
 // When the generation is sealed (store/sealer.ts), finish() says which batches its staged blocks
-// cover; the sealer makes them visible only if that is every batch flush_batches holds for the
-// generation, and otherwise seals the generation from its rows as before. So anything this path
-// misses — a batch committed before the start or by another process, a thread that died, a write
-// that failed, more waiting than MAX_PENDING_BYTES — costs a read-back, never an event.
+// cover; the sealer makes them visible if flush_batches holds each of them for the generation, and
+// reads back the rows of the batches they do not cover (a batch committed by another process, or
+// while more than MAX_PENDING_BYTES waited for the threads). When the staged blocks cannot be
+// trusted — a thread that died, a write that failed, a generation opened before the start — the
+// whole generation is read back. Anything this path misses costs a read-back, never an event.
 // May touch: nothing itself (the seal threads write; store/seal-worker.ts).
 import type { Finished, SealPool } from "./seal-pool";
 
@@ -17,8 +18,8 @@ export interface HandedBatch {
 }
 
 /**
- * Tuples handed to the threads and not yet built, at most: past it a generation gives up its
- * memory path (sealed from its rows) rather than let memory grow while the threads fall behind.
+ * Tuples handed to the threads and not yet built, at most: past it a batch is not handed (its rows
+ * are read back at the seal) rather than let memory grow while the threads fall behind.
  */
 export const MAX_PENDING_BYTES = 64 * 1024 * 1024;
 
@@ -44,7 +45,7 @@ export class Staging {
   private readonly results = new Map<number, Promise<Finished | string>>();
   private pending = 0;
   /** Batches handed and events in them, in all (the sealer's metrics). */
-  readonly totals = { batches: 0, bytes: 0 };
+  readonly totals = { batches: 0, bytes: 0, skipped: 0 };
 
   constructor(
     private readonly pool: SealPool,
@@ -88,8 +89,9 @@ export class Staging {
     if (state.givenUp) return;
     let bytes = 0;
     for (const rows of batch.rows) bytes += rows.byteLength;
+    // Not handed: its rows are read back at the seal (it has no staged block).
     if (this.pending + bytes > MAX_PENDING_BYTES) {
-      state.givenUp = `more than ${MAX_PENDING_BYTES} bytes of batches waited for the seal threads`;
+      this.totals.skipped++;
       return;
     }
     const copy = new Uint8Array(bytes);
