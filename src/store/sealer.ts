@@ -291,14 +291,15 @@ async function publishStaged(
   const filters = [...new Set(gone.flatMap((block) => (block.filter_id === null ? [] : [block.filter_id])))];
   if (filters.length > 0)
     await tx`delete from log_filters f where f.id = any(${filters}::bigint[]) and not exists (select 1 from log_blocks b where b.filter_id = f.id and b.generation = ${generation})`;
-  await tx`update log_blocks set generation = null where generation = ${generation}`;
-  const dropped = gone.reduce((sum, block) => sum + block.n, 0);
+  // Counted from what the statements did: a table sealed again (its drop was busy) publishes nothing twice.
+  const published = await tx<{ n: number }[]>`update log_blocks set generation = null where generation = ${generation} returning n`;
+  const events = (blocks: { n: number }[]) => blocks.reduce((sum, block) => sum + block.n, 0);
   const read = missing.first.length > 0 ? await readBack(missing) : { moved: 0, sealed: 0, blocks: 0 };
   return {
-    moved: staged.events + read.moved,
-    sealed: staged.events - dropped + read.sealed,
-    blocks: staged.blocks - gone.length + read.blocks,
-    fromMemory: staged.events,
+    moved: events(published) + events(gone) + read.moved,
+    sealed: events(published) + read.sealed,
+    blocks: published.length + read.blocks,
+    fromMemory: events(published) + events(gone),
   };
 }
 
@@ -567,6 +568,14 @@ export function startSealer(
     },
   };
   if (options.metrics) registerMetrics(sealer, options.metrics);
+  if (options.metrics && staging) {
+    options.metrics.counter(
+      "logpond_sealer_handoffs_skipped_total",
+      "Committed batches not handed to the seal threads (too much waited for them): their rows are read back at the seal.",
+      () => staging.totals.skipped,
+    );
+    options.metrics.gauge("logpond_sealer_handoff_pending_bytes", "Tuples handed to the seal threads and not yet built.", () => staging.pendingBytes);
+  }
   return sealer;
 }
 

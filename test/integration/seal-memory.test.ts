@@ -164,3 +164,25 @@ test("a source deleted while its events wait in staged blocks is not published",
   expect((await db.sql`select 1 from log_filters where source_id = ${Number(gone.id)}`).length).toBe(0);
   await db.sql`delete from source_deletions where source_id = ${Number(gone.id)}`;
 }, 60_000);
+
+test("a generation sealed from memory whose TRUNCATE and drop a reader held off is sealed again by the next pass without counting its events twice", async () => {
+  const source = await lp.createSource();
+  await ingest(source, texts(400, Date.now()));
+  await lp.flusher.flush();
+  const before = lp.sealer.totals.sealed;
+  expect(await closeGeneration(db.sql as never)).toBe("closed"); // the reader below would hold the pass's own close off
+  // A long read: its transaction holds ACCESS SHARE on every hot partition until it ends.
+  const reader = await db.sql.reserve();
+  await reader`begin`;
+  await reader`select count(*) from log_events`;
+  const first = lp.sealer.sealNow(); // past its patience (10 s) the rows are DELETEd; the table stays
+  const stats = await first;
+  await reader`commit`;
+  reader.release();
+  expect(stats.fromMemory).toBe(400);
+  const again = await lp.sealer.sealNow(); // the emptied table again: nothing left to publish
+  expect(again.sealed).toBe(0);
+  expect(lp.sealer.totals.sealed - before).toBe(400);
+  const after = await tiers(db.sql as never, Number(source.id));
+  expect([after.hot, after.sealed, after.distinctIds]).toEqual([0, 400, 400]);
+}, 60_000);
