@@ -9,12 +9,12 @@ import type { Source } from "./service";
 /** How often the sealer's statements are looked for in pg_stat_activity (its busy time is counted in these). */
 export const SAMPLE_MS = 250;
 
-/** The bench's events in both tiers, in one snapshot (one statement): a move between them counts once. */
+/** The bench's events in both tiers, in one snapshot (one statement): a move between them counts once; a staged block (its events still hot) not at all. */
 export async function stored(sql: postgres.Sql, sources: Source[]): Promise<number> {
   const ids = sources.map((s) => s.id);
   const rows = await sql`
     select (select count(*) from log_hot where source_id = any(${ids}::bigint[]))
-      + (select coalesce(sum(n), 0) from log_blocks where source_id = any(${ids}::bigint[])) as n`;
+      + (select coalesce(sum(n), 0) from log_blocks where source_id = any(${ids}::bigint[]) and generation is null) as n`;
   return Number(rows[0]!.n);
 }
 
