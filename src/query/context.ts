@@ -16,7 +16,7 @@ import { eventTime } from "../codec/time";
 import { AppError } from "../errors";
 import type { Sql } from "../store/db";
 import { DT_TEXT, queryTimeout, timed } from "./read";
-import { micros } from "./request";
+import { micros, refuseUnknown, single } from "./request";
 
 /** Neighbours per side when not asked for, and at most. */
 export const CONTEXT_DEFAULT = 50;
@@ -198,14 +198,16 @@ export async function readContext(sql: Sql, request: ContextRequest, timeoutMs: 
 /** The request's parameters: 400 naming the one that is wrong. Source access is the caller's. */
 export function readContextRequest(url: URL): ContextRequest & { sourceText: string } {
   const bad = (message: string) => new AppError("bad_request", message);
-  const sourceText = url.searchParams.get("source_id")?.trim() ?? "";
+  // Context is every event around the anchor: a query or a window would be silently ignored.
+  refuseUnknown(url, "context", ["source_id", "id", "dt", "before", "after"], " (every event of the source around the anchor, whatever its fields)");
+  const sourceText = single(url, "source_id")?.trim() ?? "";
   if (sourceText === "") throw bad("source_id is required: the id of the event's source, e.g. source_id=12");
-  const id = url.searchParams.get("id")?.trim() ?? "";
+  const id = single(url, "id")?.trim() ?? "";
   if (id === "") throw bad("id is required: the event's id as rows show it, e.g. id=4711");
   if (!/^[0-9]{1,19}$/.test(id) || BigInt(id) > 9223372036854775807n) {
     throw bad(`id must be an event id: digits, as rows show it (got ${JSON.stringify(id.slice(0, 32))})`);
   }
-  const dtText = url.searchParams.get("dt")?.trim();
+  const dtText = single(url, "dt")?.trim();
   let dt: string | undefined;
   if (dtText !== undefined && dtText !== "") {
     dt = /^\d{4}-\d{2}-\d{2}/.test(dtText) ? eventTime(dtText) : undefined;
@@ -213,7 +215,7 @@ export function readContextRequest(url: URL): ContextRequest & { sourceText: str
     dt = micros(dt);
   }
   const count = (name: "before" | "after"): number => {
-    const raw = url.searchParams.get(name);
+    const raw = single(url, name);
     if (raw === null || raw === "") return CONTEXT_DEFAULT;
     if (!/^[0-9]{1,4}$/.test(raw) || Number(raw) > CONTEXT_MAX) {
       throw bad(`${name} must be a whole number from 0 to ${CONTEXT_MAX} (got ${JSON.stringify(raw.slice(0, 32))})`);

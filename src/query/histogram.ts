@@ -8,7 +8,7 @@ import { AppError } from "../errors";
 import { LEVEL_MAX_CHARS } from "../store/blocks";
 import type { Sql } from "../store/db";
 import { queryTimeout, tiers, timed } from "./read";
-import { micros, readQuery, readSourceIds, readWindow } from "./request";
+import { micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
 import { aliasObject } from "./levels";
 import type { Node } from "./parse";
 import { compileQuery } from "./sql";
@@ -45,9 +45,10 @@ export interface Histogram {
 }
 
 export function readHistogramRequest(url: URL, now: () => Date = () => new Date()): HistogramRequest {
+  refuseUnknown(url, "histogram", ["source_ids", "query", "from", "to", "buckets"], " (counts by another field than level: aggregate with buckets= and by=)");
   const { ids, malformed } = readSourceIds(url);
   const query = readQuery(url);
-  const raw = url.searchParams.get("buckets");
+  const raw = single(url, "buckets");
   let buckets = BUCKETS_DEFAULT;
   if (raw !== null && raw !== "") {
     if (!/^[0-9]{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > BUCKETS_MAX) {
