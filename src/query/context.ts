@@ -65,6 +65,8 @@ const dayEnd = (at: string) => `(date_trunc('day', ${at}::text::timestamptz, 'UT
 /**
  * The anchor's dt (none: no event of this source has that id, and that dt when given), and for a
  * sealed one its block's events per millisecond: how wide a first slice holds the neighbours.
+ * Here and below a staged block (generation not null, drizzle/0011) is skipped: its events are
+ * still hot rows.
  */
 const LOOKUP = (withDt: boolean) =>
   `select ${DT_TEXT} as dt, density from (` +
@@ -72,7 +74,7 @@ const LOOKUP = (withDt: boolean) =>
   "union all " +
   "select u.dt, b.n / greatest(extract(epoch from b.max_dt - b.min_dt)::float8 * 1000, 1) from log_blocks b " +
   "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as u " +
-  "where b.generation is null and b.source_id = $2::bigint and (b.ids is null or $1::bigint = any(b.ids)) and int8range(b.min_id, b.max_id, '[]') @> $1::bigint and u.id = $1::bigint" +
+  "where b.source_id = $2::bigint and b.generation is null and (b.ids is null or $1::bigint = any(b.ids)) and int8range(b.min_id, b.max_id, '[]') @> $1::bigint and u.id = $1::bigint" +
   (withDt
     ? ` and b.max_dt >= $3::text::timestamptz and b.min_dt <= $3::text::timestamptz and b.max_dt < ${dayEnd("$3")} and u.dt = $3::text::timestamptz`
     : "") +
@@ -94,7 +96,7 @@ const SLICE = (side: "before" | "after", lowerOp: string, upperOp: string) => {
     "union all " +
     "select e.id, b.source_id, e.dt, e.line from log_blocks b " +
     "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as e " +
-    `where b.generation is null and b.source_id = $1::bigint and b.max_dt >= $2::text::timestamptz and b.max_dt < ${dayEnd("$3")} and b.min_dt <= $3::text::timestamptz ` +
+    `where b.source_id = $1::bigint and b.generation is null and b.max_dt >= $2::text::timestamptz and b.max_dt < ${dayEnd("$3")} and b.min_dt <= $3::text::timestamptz ` +
     "and (b.min_dt >= $2::text::timestamptz and b.max_dt <= $3::text::timestamptz or exists (select 1 from unnest(b.dts) d where d >= $2::text::timestamptz and d <= $3::text::timestamptz) " +
     "or b.dts is null and exists (select 1 from unnest(b.hist_minutes) m where m >= floor(extract(epoch from $2::text::timestamptz) / 60) and m <= floor(extract(epoch from $3::text::timestamptz) / 60))) " +
     "and e.dt >= $2::text::timestamptz and e.dt <= $3::text::timestamptz" +
@@ -113,13 +115,13 @@ const SLICE = (side: "before" | "after", lowerOp: string, upperOp: string) => {
 const PROBE = {
   before:
     "select to_char(greatest(" +
-    "(select max(b.max_dt) from log_blocks b where b.generation is null and b.source_id = $1::bigint and b.max_dt <= $2::text::timestamptz), " +
+    "(select max(b.max_dt) from log_blocks b where b.source_id = $1::bigint and b.generation is null and b.max_dt <= $2::text::timestamptz), " +
     "(select max(h.dt) from log_hot h where h.source_id = $1::bigint and h.dt <= $2::text::timestamptz), " +
-    `(select $2::text::timestamptz where exists (select 1 from log_blocks b where b.generation is null and b.source_id = $1::bigint and b.max_dt > $2::text::timestamptz and b.max_dt < ${dayEnd("$2")} and b.min_dt <= $2::text::timestamptz))` +
+    `(select $2::text::timestamptz where exists (select 1 from log_blocks b where b.source_id = $1::bigint and b.generation is null and b.max_dt > $2::text::timestamptz and b.max_dt < ${dayEnd("$2")} and b.min_dt <= $2::text::timestamptz))` +
     `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`,
   after:
     "select to_char(least(" +
-    "(select min(b.max_dt) from log_blocks b where b.generation is null and b.source_id = $1::bigint and b.max_dt > $2::text::timestamptz), " +
+    "(select min(b.max_dt) from log_blocks b where b.source_id = $1::bigint and b.generation is null and b.max_dt > $2::text::timestamptz), " +
     "(select min(h.dt) from log_hot h where h.source_id = $1::bigint and h.dt > $2::text::timestamptz)" +
     `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`,
 };

@@ -81,12 +81,13 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   // Newest first: the newest block's end at or before the page's start (the blocks' index). What
   // lies between it and the start is hot or in a block that straddles it: one slice; the slices
   // below grow from it, so a source whose newest event is hours old does not sort hours of blocks.
+  // A staged block (generation not null, drizzle/0011) is not one yet: its events are hot rows.
   let anchor: string | undefined;
   if (newest) {
     const [newestBlock] = await within((tx) =>
       tx.unsafe<{ dt: string | null }[]>(
         `select to_char(max(max_dt) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt from log_blocks
-         where generation is null and source_id = any($1::bigint[]) and max_dt >= $2::text::timestamptz and max_dt <= $3::text::timestamptz`,
+         where source_id = any($1::bigint[]) and generation is null and max_dt >= $2::text::timestamptz and max_dt <= $3::text::timestamptz`,
         [request.sourceIds, request.from, request.after && request.after.dt < request.to ? request.after.dt : request.to] as never[],
       ),
     );

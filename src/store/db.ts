@@ -1,9 +1,11 @@
 // Opens storage: DATABASE_URL, or the embedded PostgreSQL under DATA_DIR, supervised (restarted
-// when it dies: store/supervisor.ts). Runs the committed drizzle migrations under an advisory lock
-// (several instances may start at once), then hands out the management pool (the flusher opens its
+// when it dies: store/supervisor.ts). Runs the committed drizzle migrations and then the view and
+// functions of store/sql/ under an advisory lock (several instances may start at once), then hands out the management pool (the flusher opens its
 // own connections, store/copy.ts), so a long COPY never makes a management query wait.
 import { drizzle, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
 import { migrate } from "drizzle-orm/postgres-js/migrator";
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import postgres from "postgres";
 import type { Config } from "../config";
@@ -35,8 +37,7 @@ export interface Store extends Service {
 }
 
 const MIGRATIONS_DIR = path.join(import.meta.dir, "..", "..", "drizzle");
-/** The live SQL view and functions, applied with CREATE OR REPLACE after the migrations. */
-const FUNCTIONS_FILE = path.join(import.meta.dir, "sql", "functions.sql");
+const SQL_DIR = path.join(import.meta.dir, "sql");
 const MIGRATION_LOCK = 73_615_401; // any constant, the same in every instance
 const PING_TIMEOUT_MS = 2_000;
 
@@ -109,10 +110,35 @@ export async function runMigrations(url: string): Promise<void> {
   try {
     await sql`select pg_advisory_lock(${MIGRATION_LOCK})`;
     await migrate(drizzle(sql), { migrationsFolder: MIGRATIONS_DIR });
-    // The view and functions as they are now (one home: store/sql/functions.sql), under the same lock.
-    await sql.unsafe(await Bun.file(FUNCTIONS_FILE).text()).simple();
+    await applySqlFiles(sql);
   } finally {
     await sql.end({ timeout: 5 });
+  }
+}
+
+/**
+ * The live definitions of the view and functions (store/sql/*.sql, in name order), each file in a
+ * transaction with its digest: a file whose digest logpond_sql already holds is not run again, so
+ * a start takes no exclusive lock on log_events (CREATE OR REPLACE VIEW's) unless the file
+ * changed. The digest covers the last migration's tag too: a migration that drops or replaces a
+ * definition is followed by the file's. The caller holds the migration lock: two starts never run
+ * a file at once.
+ */
+async function applySqlFiles(sql: Sql): Promise<void> {
+  const journal = JSON.parse(readFileSync(path.join(MIGRATIONS_DIR, "meta", "_journal.json"), "utf8")) as { entries: { tag: string }[] };
+  const lastMigration = journal.entries.at(-1)?.tag ?? "";
+  for (const name of readdirSync(SQL_DIR)
+    .filter((file) => file.endsWith(".sql"))
+    .sort()) {
+    const text = readFileSync(path.join(SQL_DIR, name), "utf8");
+    const digest = createHash("sha256").update(`${lastMigration}\n${text}`).digest("hex");
+    await sql.begin(async (tx) => {
+      const [applied] = await tx<{ digest: string }[]>`select digest from logpond_sql where name = ${name}`;
+      if (applied?.digest === digest) return;
+      await tx.unsafe(text); // no parameters: the simple protocol, which runs every statement of the file
+      await tx`insert into logpond_sql (name, digest) values (${name}, ${digest})
+        on conflict (name) do update set digest = excluded.digest`;
+    });
   }
 }
 

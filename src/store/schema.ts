@@ -71,15 +71,20 @@ export const logBlocks = pgTable(
     histMinutes: bigint("hist_minutes", { mode: "number" }).array().notNull(),
     histLevels: text("hist_levels").array().notNull(),
     histCounts: integer("hist_counts").array().notNull(),
-    /** Since drizzle/0011: the hot generation of a staged block (the memory path's, invisible to readers until its seal); null: visible. */
+    /**
+     * Null: visible. Else a staged block (drizzle/0011): built while its events are still hot rows
+     * of log_hot_g<generation>, and read by nobody until the seal of that generation sets this to
+     * null and empties that partition in one transaction (a reader of both would see them twice).
+     */
     generation: bigint("generation", { mode: "number" }),
   },
   (table) => [
     index("log_blocks_source_id_max_dt_idx").on(table.sourceId, table.maxDt),
-    index("log_blocks_generation_idx").on(table.generation).where(sql`${table.generation} is not null`),
     // The live tail's resume reads blocks by id range (log_events_by_id).
     index("log_blocks_ids_idx").using("gist", sql`int8range(${table.minId}, ${table.maxId}, '[]')`),
     index("log_blocks_filter_idx").on(table.filterId, table.filterSlot),
+    // The seal of a generation finds its staged blocks (few: only the ones not yet made visible).
+    index("log_blocks_generation_idx").on(table.generation).where(sql`${table.generation} is not null`),
   ],
 );
 
@@ -136,6 +141,16 @@ export const savedViews = pgTable("saved_views", {
 });
 
 /**
+ * The SQL files of store/sql/ (the view log_events and the functions that read the tiers) as last
+ * applied: name and SHA-256 of the text. store/db.ts applies a file at start only when its digest
+ * differs, so a start does not take the view's exclusive lock while readers hold it.
+ */
+export const logpondSql = pgTable("logpond_sql", {
+  name: text("name").primaryKey(),
+  digest: text("digest").notNull(),
+});
+
+/**
  * Counters updated in place: 'event_id' (next free event id; a batch reserves a block with one
  * update) and 'commit_seq' (taken inside each batch transaction just before COMMIT, so its row
  * lock orders commits: a batch that commits later has a larger seq).
@@ -168,7 +183,7 @@ export const flushBatches = pgTable(
   (table) => [
     // The live tail and retention ask "batches committed after seq N" (a day of batches is ~1M rows).
     index("flush_batches_seq_idx").on(table.seq),
-    // A generation's seal asks which batches committed into its id range (store/sealer.ts).
+    // The seal of a generation asks which committed batches hold its ids (first_id in its range).
     index("flush_batches_first_id_idx").on(table.firstId).where(sql`${table.seq} is not null`),
   ],
 );

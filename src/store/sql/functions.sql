@@ -1,9 +1,13 @@
--- The live definitions of logpond's SQL view and functions over both tiers, applied with CREATE OR
--- REPLACE after the migrations at every start (store/db.ts runMigrations), so each has one home:
--- the migrations (drizzle/) keep their history, this file what runs now. Signatures and result
--- columns stay as the migrations created them (CREATE OR REPLACE cannot change them).
--- Every read of log_blocks takes only visible blocks (`generation IS NULL`): a staged block (the
--- sealer's memory path, drizzle/0011) holds events that are still hot (docs/storage.md).
+-- The view log_events and the functions that read both tiers: their live definitions, applied
+-- with CREATE OR REPLACE by src/store/db.ts after the drizzle migrations at every start (when this
+-- file changed since it was last applied: logpond_sql keeps its digest). The migrations under
+-- drizzle/ keep the history of how they came to be (0005, 0006, 0007, 0010); a change is made here.
+-- CREATE OR REPLACE keeps a function's result columns and a view's columns: a change to those needs
+-- a migration that drops the old definition first.
+--
+-- Staged blocks (drizzle/0011): a block whose `generation` is not null holds events that are still
+-- hot rows of log_hot_g<generation>; every reader of log_blocks here asks `generation IS NULL`, so
+-- an event is read once, from its row until the seal of its generation, from its block after.
 
 -- A block's events (id, dt, line), from its payload or its v3 columns, decoded once per block: the
 -- payload is opened by a function in FROM, whose one value the unnest reads (not in each
@@ -27,9 +31,13 @@ CREATE OR REPLACE VIEW "log_events" AS
 	FROM "log_blocks" b CROSS JOIN LATERAL "logpond_block_events"(b."min_id", b."min_dt", b."ids", b."dts", b."body", b."payload") e
 	WHERE b."generation" IS NULL;
 
--- A block is opened when its time range is inside the window, or a v3 block's dts has an event in
--- it, or a v4 block's minutes (its histogram: its exact times are in the payload) meet the
--- window's; each event's dt is compared after.
+-- The events of some sources with from_dt <= dt <= to_dt, from both tiers. A block is opened when
+-- its time range is inside the window, or a v3 block's dts has an event in it, or a v4 block's
+-- minutes (its histogram: its exact times are in the payload) meet the window's (blocks overlap in
+-- time after a backfill sent out of order); each event's dt is compared after. Besides raw, `line`
+-- is the event's JSON text: the query API sorts and limits on (dt, id, line) and parses only the
+-- lines of its page (PostgreSQL computes only the columns a caller uses). Inlined by the planner
+-- (one SELECT, STABLE), so a caller's WHERE, ORDER BY and LIMIT apply inside it.
 CREATE OR REPLACE FUNCTION "logpond_events_between"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz)
 RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb, "line" text)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
@@ -38,11 +46,18 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	UNION ALL
 	SELECT e."id", b."source_id", e."dt", e."line"::jsonb, e."line"
 	FROM "log_blocks" b CROSS JOIN LATERAL "logpond_block_events"(b."min_id", b."min_dt", b."ids", b."dts", b."body", b."payload") e
-	WHERE b."generation" IS NULL AND b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt
+	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt AND b."generation" IS NULL
 		AND (b."min_dt" >= from_dt AND b."max_dt" <= to_dt OR EXISTS (SELECT 1 FROM unnest(b."dts") d WHERE d >= from_dt AND d <= to_dt)
 			OR b."dts" IS NULL AND EXISTS (SELECT 1 FROM unnest(b."hist_minutes") m WHERE m >= floor(extract(epoch FROM from_dt) / 60) AND m <= floor(extract(epoch FROM to_dt) / 60)))
 		AND e."dt" >= from_dt AND e."dt" <= to_dt
 $$;
+-- For SQL users: the same as log_events' columns.
+CREATE OR REPLACE FUNCTION "log_events_between"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz)
+RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+	SELECT "id", "source_id", "dt", "raw" FROM "logpond_events_between"(source_ids, from_dt, to_dt)
+$$;
+-- The events with first_id <= id <= last_id (a batch's range, for the live tail), from both tiers.
 CREATE OR REPLACE FUNCTION "log_events_by_id"(first_id bigint, last_id bigint)
 RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
@@ -51,11 +66,16 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	UNION ALL
 	SELECT e."id", b."source_id", e."dt", e."line"::jsonb
 	FROM "log_blocks" b CROSS JOIN LATERAL "logpond_block_events"(b."min_id", b."min_dt", b."ids", b."dts", b."body", b."payload") e
-	WHERE b."generation" IS NULL AND int8range(b."min_id", b."max_id", '[]') && int8range(first_id, last_id, '[]') AND e."id" >= first_id AND e."id" <= last_id
+	WHERE int8range(b."min_id", b."max_id", '[]') && int8range(first_id, last_id, '[]') AND b."generation" IS NULL AND e."id" >= first_id AND e."id" <= last_id
 $$;
--- As drizzle/0007's, with the blocks' text from logpond_block_events: a v4 block's text is checked
--- against the needles after it is opened (its lines, not a `body`), so a block is opened only when
--- its filter passes, and a line is parsed only when it matches every needle.
+-- logpond_events_between for a query: a sealed block is opened only when its filter holds every
+-- item hash in `grams` (its grams) and `nums` (its numbers; per-block filters sealed before
+-- drizzle/0007 hold grams only) and its text matches every needle pattern; a line is parsed (raw)
+-- only when it matches them too, else raw is null. All are necessary conditions of the query's
+-- top-level AND (query/prefilter.ts), whose conjuncts are false or null on a null raw, so the
+-- caller's condition on raw still decides exactly. A v4 block's text is checked against the
+-- needles after it is opened (its lines, not a `body`), so a block is opened only when its filter
+-- passes, and a line is parsed only when it matches every needle.
 CREATE OR REPLACE FUNCTION "logpond_events_matching"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz, grams bigint[], nums bigint[], ilikes text[], likes text[])
 RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb, "line" text)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
@@ -82,7 +102,7 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	) c
 	JOIN "log_blocks" b ON b."filter_id" = c."id" AND b."filter_slot" = c."slot"
 	CROSS JOIN LATERAL "logpond_block_events"(b."min_id", b."min_dt", b."ids", b."dts", b."body", b."payload") e
-	WHERE b."generation" IS NULL AND b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt
+	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt AND b."generation" IS NULL
 		AND (b."min_dt" >= from_dt AND b."max_dt" <= to_dt OR EXISTS (SELECT 1 FROM unnest(b."dts") d WHERE d >= from_dt AND d <= to_dt)
 			OR b."dts" IS NULL AND EXISTS (SELECT 1 FROM unnest(b."hist_minutes") m WHERE m >= floor(extract(epoch FROM from_dt) / 60) AND m <= floor(extract(epoch FROM to_dt) / 60)))
 		AND CASE WHEN c."slot" IS NOT NULL THEN b."body" IS NULL OR b."body" LIKE ALL (likes) AND b."body" ILIKE ALL (ilikes) END
@@ -93,7 +113,7 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 		CASE WHEN e."line" LIKE ALL (likes) AND e."line" ILIKE ALL (ilikes) THEN e."line"::jsonb END,
 		e."line"
 	FROM "log_blocks" b CROSS JOIN LATERAL "logpond_block_events"(b."min_id", b."min_dt", b."ids", b."dts", b."body", b."payload") e
-	WHERE b."generation" IS NULL AND b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt AND b."filter_id" IS NULL
+	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt AND b."filter_id" IS NULL AND b."generation" IS NULL
 		AND (b."min_dt" >= from_dt AND b."max_dt" <= to_dt OR EXISTS (SELECT 1 FROM unnest(b."dts") d WHERE d >= from_dt AND d <= to_dt)
 			OR b."dts" IS NULL AND EXISTS (SELECT 1 FROM unnest(b."hist_minutes") m WHERE m >= floor(extract(epoch FROM from_dt) / 60) AND m <= floor(extract(epoch FROM to_dt) / 60)))
 		-- CASE fixes the order: the filter (a few bytes) before the text (the whole block).
@@ -103,11 +123,4 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 			THEN b."body" IS NULL OR b."body" LIKE ALL (likes) AND b."body" ILIKE ALL (ilikes)
 			ELSE false END
 		AND e."dt" >= from_dt AND e."dt" <= to_dt
-$$;
-
--- For SQL users: the same as log_events' columns.
-CREATE OR REPLACE FUNCTION "log_events_between"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz)
-RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb)
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
-	SELECT "id", "source_id", "dt", "raw" FROM "logpond_events_between"(source_ids, from_dt, to_dt)
 $$;
