@@ -45,6 +45,8 @@ export interface Config {
   readonly sealIntervalMs: number;
   /** Seal threads (store/seal-pool.ts); 0: from the core count. */
   readonly sealWorkers: number;
+  /** Where blocks are built from: what the flusher committed ("memory", store/staging.ts), or the hot rows read back ("rows"). */
+  readonly sealFrom: "memory" | "rows";
   readonly logLevel: "info" | "silent";
   readonly queryTimeoutMs: number;
   readonly tailHeartbeatMs: number;
@@ -83,6 +85,7 @@ export const DEFAULTS = {
   RETENTION_SWEEP_INTERVAL_MS: 3_600_000,
   SEAL_INTERVAL_MS: 60_000,
   SEAL_WORKERS: 0,
+  SEAL_FROM: "memory",
   LOG_LEVEL: "info",
   QUERY_TIMEOUT_MS: 5_000,
   TAIL_HEARTBEAT_MS: 10_000,
@@ -164,6 +167,7 @@ export function loadConfig(env: Env = process.env): Config {
     retentionSweepIntervalMs: int("RETENTION_SWEEP_INTERVAL_MS", 100, 86_400_000),
     sealIntervalMs: int("SEAL_INTERVAL_MS", 100, 600_000),
     sealWorkers: int("SEAL_WORKERS", 0, 64),
+    sealFrom: oneOf("SEAL_FROM", ["memory", "rows"] as const),
     logLevel: oneOf("LOG_LEVEL", ["info", "silent"] as const),
     queryTimeoutMs: int("QUERY_TIMEOUT_MS", 10, 600_000),
     tailHeartbeatMs: int("TAIL_HEARTBEAT_MS", 100, 15_000),

@@ -82,6 +82,8 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
   const memory = startMemory(config, { ring, flusher, metrics, lanes: decodeWorker.width });
   const sealer = startSealer(config, {
     sql: store.sql,
+    // The memory path (store/staging.ts): its threads connect, and hear of each commit.
+    ...(config.sealFrom === "memory" && { url: store.url, subscribe: (listener) => flusher.subscribe(listener) }),
     log,
     metrics,
     handled: (bytes) => memory.gcPacer.handled(bytes),

@@ -29,7 +29,7 @@ export function startBacklog(sql: postgres.Sql, apiUrl: string, sources: Source[
     while (!stopped) {
       const next = performance.now() + everyMs;
       const flushed = counter(await metrics(apiUrl), "logpond_flush_events_total");
-      const [row] = await sql`select coalesce(sum(n), 0)::bigint as n from log_blocks where source_id = any(${ids}::bigint[])`;
+      const [row] = await sql`select coalesce(sum(n), 0)::bigint as n from log_blocks where generation is null and source_id = any(${ids}::bigint[])`;
       samples.push({ at: performance.now(), rows: Math.max(0, flushed - Number(row!.n)) });
       await Bun.sleep(Math.max(0, next - performance.now()));
     }

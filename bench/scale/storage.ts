@@ -14,7 +14,7 @@ export async function stored(sql: postgres.Sql, sources: Source[]): Promise<numb
   const ids = sources.map((s) => s.id);
   const rows = await sql`
     select (select count(*) from log_hot where source_id = any(${ids}::bigint[]))
-      + (select coalesce(sum(n), 0) from log_blocks where source_id = any(${ids}::bigint[])) as n`;
+      + (select coalesce(sum(n), 0) from log_blocks where generation is null and source_id = any(${ids}::bigint[])) as n`;
   return Number(rows[0]!.n);
 }
 
@@ -190,6 +190,6 @@ export async function blockColumns(sql: postgres.Sql, sources: Source[]): Promis
   const [row] = await sql`
     select count(*)::bigint as blocks, coalesce(sum(coalesce(pg_column_size(body), pg_column_size(payload))), 0)::bigint as body,
       coalesce(sum(pg_column_size(ids)), 0)::bigint as ids, coalesce(sum(pg_column_size(dts)), 0)::bigint as dts
-    from log_blocks where source_id = any(${sources.map((s) => s.id)}::bigint[])`;
+    from log_blocks where generation is null and source_id = any(${sources.map((s) => s.id)}::bigint[])`;
   return { blocks: Number(row!.blocks), body: Number(row!.body), ids: Number(row!.ids), dts: Number(row!.dts) };
 }

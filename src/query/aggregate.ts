@@ -13,7 +13,7 @@ import { BUCKETS_MAX, bucketSeconds } from "./histogram";
 import { aliasObject } from "./levels";
 import type { Node } from "./parse";
 import { tiers, timed } from "./read";
-import { micros, readQuery, readSourceIds, readWindow } from "./request";
+import { listParam, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
 import { compileQuery } from "./sql";
 
 export const TOP_DEFAULT = 10;
@@ -41,8 +41,12 @@ export interface AggregateRequest {
 
 const bad = (message: string) => new AppError("bad_request", message);
 
+/** What the route takes: anything else is a 400 (query/request.ts, refuseUnknown). */
+const PARAMETERS = ["source_ids", "query", "from", "to", "by", "facets", "distinct", "field", "top", "buckets"] as const;
+
+/** Field paths, comma-separated; `by` and `facets` over repeats too (`by=a&by=b` is `by=a,b`), `distinct` and `field` sent once. */
 function readPaths(url: URL, name: string, max: number): string[] {
-  const raw = url.searchParams.get(name);
+  const raw = max === 1 ? single(url, name) : listParam(url, name);
   if (raw === null || raw === "") return [];
   const paths = raw.split(",").map((path) => path.trim());
   const wrong = paths.filter((path) => path.length > VALUE_MAX_CHARS || !PATH.test(path));
@@ -52,7 +56,7 @@ function readPaths(url: URL, name: string, max: number): string[] {
 }
 
 function readWhole(url: URL, name: string, max: number): number | undefined {
-  const raw = url.searchParams.get(name);
+  const raw = single(url, name);
   if (raw === null || raw === "") return undefined;
   if (!/^[0-9]{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > max)
     throw bad(`${name} must be a whole number from 1 to ${max} (got ${JSON.stringify(raw.slice(0, 32))})`);
@@ -60,19 +64,23 @@ function readWhole(url: URL, name: string, max: number): number | undefined {
 }
 
 export function readAggregateRequest(url: URL, now: () => Date = () => new Date()): AggregateRequest {
+  refuseUnknown(url, "aggregate", PARAMETERS);
   const { ids, malformed } = readSourceIds(url);
   const query = readQuery(url);
   const by = readPaths(url, "by", 2);
   const facets = readPaths(url, "facets", FACETS_MAX);
   const [distinct] = readPaths(url, "distinct", 1);
   const [field] = readPaths(url, "field", 1);
-  const top = readWhole(url, "top", TOP_MAX) ?? TOP_DEFAULT;
+  const topGiven = readWhole(url, "top", TOP_MAX);
+  const top = topGiven ?? TOP_DEFAULT;
   const buckets = readWhole(url, "buckets", BUCKETS_MAX);
   if (!by.length && !facets.length && !distinct && !field && !buckets) {
     throw bad(
       "say what to aggregate: by=<field>[,<field>] (top values), facets=<field>,… (top values of each), distinct=<field>, field=<numeric field> (min, max, avg, percentiles), or buckets=<n> (counts over time)",
     );
   }
+  // A top that nothing lists would be silently dropped: the caller meant a ranking it did not ask for.
+  if (topGiven !== undefined && !by.length && !facets.length) throw bad("top applies to by= and facets= (the values ranked); add one, or leave top out");
   const { from, to } = readWindow(url, now());
   return { sourceIds: ids, malformed, query, from, to, by, facets, distinct, field, top, buckets };
 }

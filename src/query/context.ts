@@ -16,7 +16,7 @@ import { eventTime } from "../codec/time";
 import { AppError } from "../errors";
 import type { Sql } from "../store/db";
 import { DT_TEXT, queryTimeout, timed } from "./read";
-import { micros } from "./request";
+import { micros, refuseUnknown, single } from "./request";
 
 /** Neighbours per side when not asked for, and at most. */
 export const CONTEXT_DEFAULT = 50;
@@ -72,7 +72,7 @@ const LOOKUP = (withDt: boolean) =>
   "union all " +
   "select u.dt, b.n / greatest(extract(epoch from b.max_dt - b.min_dt)::float8 * 1000, 1) from log_blocks b " +
   "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as u " +
-  "where b.source_id = $2::bigint and (b.ids is null or $1::bigint = any(b.ids)) and int8range(b.min_id, b.max_id, '[]') @> $1::bigint and u.id = $1::bigint" +
+  "where b.generation is null and b.source_id = $2::bigint and (b.ids is null or $1::bigint = any(b.ids)) and int8range(b.min_id, b.max_id, '[]') @> $1::bigint and u.id = $1::bigint" +
   (withDt
     ? ` and b.max_dt >= $3::text::timestamptz and b.min_dt <= $3::text::timestamptz and b.max_dt < ${dayEnd("$3")} and u.dt = $3::text::timestamptz`
     : "") +
@@ -94,7 +94,7 @@ const SLICE = (side: "before" | "after", lowerOp: string, upperOp: string) => {
     "union all " +
     "select e.id, b.source_id, e.dt, e.line from log_blocks b " +
     "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as e " +
-    `where b.source_id = $1::bigint and b.max_dt >= $2::text::timestamptz and b.max_dt < ${dayEnd("$3")} and b.min_dt <= $3::text::timestamptz ` +
+    `where b.generation is null and b.source_id = $1::bigint and b.max_dt >= $2::text::timestamptz and b.max_dt < ${dayEnd("$3")} and b.min_dt <= $3::text::timestamptz ` +
     "and (b.min_dt >= $2::text::timestamptz and b.max_dt <= $3::text::timestamptz or exists (select 1 from unnest(b.dts) d where d >= $2::text::timestamptz and d <= $3::text::timestamptz) " +
     "or b.dts is null and exists (select 1 from unnest(b.hist_minutes) m where m >= floor(extract(epoch from $2::text::timestamptz) / 60) and m <= floor(extract(epoch from $3::text::timestamptz) / 60))) " +
     "and e.dt >= $2::text::timestamptz and e.dt <= $3::text::timestamptz" +
@@ -113,13 +113,13 @@ const SLICE = (side: "before" | "after", lowerOp: string, upperOp: string) => {
 const PROBE = {
   before:
     "select to_char(greatest(" +
-    "(select max(b.max_dt) from log_blocks b where b.source_id = $1::bigint and b.max_dt <= $2::text::timestamptz), " +
+    "(select max(b.max_dt) from log_blocks b where b.generation is null and b.source_id = $1::bigint and b.max_dt <= $2::text::timestamptz), " +
     "(select max(h.dt) from log_hot h where h.source_id = $1::bigint and h.dt <= $2::text::timestamptz), " +
-    `(select $2::text::timestamptz where exists (select 1 from log_blocks b where b.source_id = $1::bigint and b.max_dt > $2::text::timestamptz and b.max_dt < ${dayEnd("$2")} and b.min_dt <= $2::text::timestamptz))` +
+    `(select $2::text::timestamptz where exists (select 1 from log_blocks b where b.generation is null and b.source_id = $1::bigint and b.max_dt > $2::text::timestamptz and b.max_dt < ${dayEnd("$2")} and b.min_dt <= $2::text::timestamptz))` +
     `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`,
   after:
     "select to_char(least(" +
-    "(select min(b.max_dt) from log_blocks b where b.source_id = $1::bigint and b.max_dt > $2::text::timestamptz), " +
+    "(select min(b.max_dt) from log_blocks b where b.generation is null and b.source_id = $1::bigint and b.max_dt > $2::text::timestamptz), " +
     "(select min(h.dt) from log_hot h where h.source_id = $1::bigint and h.dt > $2::text::timestamptz)" +
     `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`,
 };
@@ -196,14 +196,16 @@ export async function readContext(sql: Sql, request: ContextRequest, timeoutMs: 
 /** The request's parameters: 400 naming the one that is wrong. Source access is the caller's. */
 export function readContextRequest(url: URL): ContextRequest & { sourceText: string } {
   const bad = (message: string) => new AppError("bad_request", message);
-  const sourceText = url.searchParams.get("source_id")?.trim() ?? "";
+  // Context is every event around the anchor: a query or a window would be silently ignored.
+  refuseUnknown(url, "context", ["source_id", "id", "dt", "before", "after"], " (every event of the source around the anchor, whatever its fields)");
+  const sourceText = single(url, "source_id")?.trim() ?? "";
   if (sourceText === "") throw bad("source_id is required: the id of the event's source, e.g. source_id=12");
-  const id = url.searchParams.get("id")?.trim() ?? "";
+  const id = single(url, "id")?.trim() ?? "";
   if (id === "") throw bad("id is required: the event's id as rows show it, e.g. id=4711");
   if (!/^[0-9]{1,19}$/.test(id) || BigInt(id) > 9223372036854775807n) {
     throw bad(`id must be an event id: digits, as rows show it (got ${JSON.stringify(id.slice(0, 32))})`);
   }
-  const dtText = url.searchParams.get("dt")?.trim();
+  const dtText = single(url, "dt")?.trim();
   let dt: string | undefined;
   if (dtText !== undefined && dtText !== "") {
     dt = /^\d{4}-\d{2}-\d{2}/.test(dtText) ? eventTime(dtText) : undefined;
@@ -211,7 +213,7 @@ export function readContextRequest(url: URL): ContextRequest & { sourceText: str
     dt = micros(dt);
   }
   const count = (name: "before" | "after"): number => {
-    const raw = url.searchParams.get(name);
+    const raw = single(url, name);
     if (raw === null || raw === "") return CONTEXT_DEFAULT;
     if (!/^[0-9]{1,4}$/.test(raw) || Number(raw) > CONTEXT_MAX) {
       throw bad(`${name} must be a whole number from 0 to ${CONTEXT_MAX} (got ${JSON.stringify(raw.slice(0, 32))})`);

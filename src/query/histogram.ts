@@ -8,7 +8,7 @@ import { AppError } from "../errors";
 import { LEVEL_MAX_CHARS } from "../store/blocks";
 import type { Sql } from "../store/db";
 import { queryTimeout, tiers, timed } from "./read";
-import { micros, readQuery, readSourceIds, readWindow } from "./request";
+import { micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
 import { aliasObject } from "./levels";
 import type { Node } from "./parse";
 import { compileQuery } from "./sql";
@@ -45,9 +45,10 @@ export interface Histogram {
 }
 
 export function readHistogramRequest(url: URL, now: () => Date = () => new Date()): HistogramRequest {
+  refuseUnknown(url, "histogram", ["source_ids", "query", "from", "to", "buckets"], " (counts by another field than level: aggregate with buckets= and by=)");
   const { ids, malformed } = readSourceIds(url);
   const query = readQuery(url);
-  const raw = url.searchParams.get("buckets");
+  const raw = single(url, "buckets");
   let buckets = BUCKETS_DEFAULT;
   if (raw !== null && raw !== "") {
     if (!/^[0-9]{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > BUCKETS_MAX) {
@@ -221,10 +222,10 @@ function countSlice(sql: Sql, request: HistogramRequest, slice: Slice, timeoutMs
       `where ${window("dt")} and source_id = any($4::bigint[]) group by 1, 2 ` +
       `union all select floor(h.minute::numeric * 60 / $3::bigint)::bigint, ${fold("h.level")}, sum(h.n) from log_blocks b ` +
       `cross join lateral unnest(b.hist_minutes, b.hist_levels, b.hist_counts) as h(minute, level, n) ` +
-      `where b.source_id = any($4::bigint[]) and b.min_dt >= $1::text::timestamptz and b.max_dt ${upper} $2::text::timestamptz and $3::bigint % 60 = 0 group by 1, 2 ` +
+      `where b.generation is null and b.source_id = any($4::bigint[]) and b.min_dt >= $1::text::timestamptz and b.max_dt ${upper} $2::text::timestamptz and $3::bigint % 60 = 0 group by 1, 2 ` +
       `union all select floor(extract(epoch from e.dt) / $3::bigint)::bigint, ${level("e.line::jsonb")}, count(*) from log_blocks b ` +
       `cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as e ` +
-      `where b.source_id = any($4::bigint[]) and b.max_dt >= $1::text::timestamptz and b.min_dt ${upper} $2::text::timestamptz ` +
+      `where b.generation is null and b.source_id = any($4::bigint[]) and b.max_dt >= $1::text::timestamptz and b.min_dt ${upper} $2::text::timestamptz ` +
       `and not (b.min_dt >= $1::text::timestamptz and b.max_dt ${upper} $2::text::timestamptz and $3::bigint % 60 = 0) ` +
       `and ${window("e.dt")} group by 1, 2`;
   const text =

@@ -139,6 +139,16 @@ function fieldNode(token: Extract<Token, { kind: "field" }>): Node {
   const { path, op, value, quoted, at, valueAt } = token;
   if (path.some((part) => part === "")) throw new QueryError(at, `the field '${path.join(".")}' has an empty part`);
   const name = path.join(".");
+  // A row's source_id is the source the event was sent to (it replaces a sent field of that name),
+  // so a search of the event's own field would answer nothing the rows show: sources are chosen by
+  // the request's source_ids.
+  if (name === "source_id") {
+    const example = /^[0-9]{1,15}$/.test(value) ? value : "12,13";
+    throw new QueryError(
+      at,
+      `choose sources with source_ids=${example}, not in the query (source_id is the source an event was sent to, not one of its fields)`,
+    );
+  }
   if (name === "_exists_" || name === "_missing_") {
     const example = /^[A-Za-z0-9_.@$-]+$/.test(value) ? value : "field";
     throw new QueryError(

@@ -86,7 +86,7 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
     const [newestBlock] = await within((tx) =>
       tx.unsafe<{ dt: string | null }[]>(
         `select to_char(max(max_dt) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt from log_blocks
-         where source_id = any($1::bigint[]) and max_dt >= $2::text::timestamptz and max_dt <= $3::text::timestamptz`,
+         where generation is null and source_id = any($1::bigint[]) and max_dt >= $2::text::timestamptz and max_dt <= $3::text::timestamptz`,
         [request.sourceIds, request.from, request.after && request.after.dt < request.to ? request.after.dt : request.to] as never[],
       ),
     );

@@ -38,9 +38,41 @@ export interface ReadRequest {
 
 const badRequest = (message: string) => new AppError("bad_request", message);
 
-/** Source ids as sent: 400 when missing, and any that is not a positive integer is returned as unknown. */
+/**
+ * A parameter that takes one value: 400 when it is sent more than once, since reading the first
+ * would silently drop the others (`batch=1&batch=500`, `query=a&query=b`).
+ */
+export function single(url: URL, name: string): string | null {
+  const values = url.searchParams.getAll(name);
+  if (values.length > 1) throw badRequest(`${name} was sent ${values.length} times; send it once`);
+  return values[0] ?? null;
+}
+
+/**
+ * A list parameter: every value sent, each split at commas, so `by=a&by=b` (how many HTTP clients
+ * write an array) is `by=a,b` instead of losing its second half.
+ */
+export function listParam(url: URL, name: string): string | null {
+  const values = url.searchParams.getAll(name).filter((value) => value.trim() !== "");
+  return values.length === 0 ? url.searchParams.get(name) : values.join(",");
+}
+
+/**
+ * 400 naming every parameter a route does not take: ignored, it would answer something other than
+ * what was asked (`histogram?by=service` counting by level, `context?query=x` every event).
+ */
+export function refuseUnknown(url: URL, route: string, takes: readonly string[], hint = ""): void {
+  // An empty name (`?=x`) is no parameter anyone meant.
+  const unknown = [...new Set(url.searchParams.keys())].filter((name) => name !== "" && !takes.includes(name));
+  if (unknown.length === 0) return;
+  const names = unknown.slice(0, 5).map((name) => JSON.stringify(name.slice(0, 40)).slice(1, -1));
+  const more = unknown.length > 5 ? ` and ${unknown.length - 5} more` : "";
+  throw badRequest(`${route} does not take ${names.join(", ")}${more}: it takes ${takes.join(", ")}${hint}`);
+}
+
+/** Source ids as sent (comma-separated, and over repeats): 400 when missing, and any that is not a positive integer is returned as unknown. */
 export function readSourceIds(url: URL): { ids: number[]; malformed: string[] } {
-  const raw = url.searchParams.get("source_ids");
+  const raw = listParam(url, "source_ids");
   if (raw === null || raw.trim() === "") throw badRequest("source_ids is required: a comma-separated list of source ids, e.g. source_ids=12,13");
   const parts = raw
     .split(",")
@@ -58,7 +90,7 @@ export function readSourceIds(url: URL): { ids: number[]; malformed: string[] } 
 }
 
 export function readBatch(url: URL): number {
-  const raw = url.searchParams.get("batch");
+  const raw = single(url, "batch");
   if (raw === null || raw === "") return BATCH_DEFAULT;
   if (!/^[0-9]{1,6}$/.test(raw) || Number(raw) < 1 || Number(raw) > BATCH_MAX) {
     throw badRequest(`batch must be a whole number from 1 to ${BATCH_MAX} (got ${JSON.stringify(raw.slice(0, 32))})`);
@@ -67,7 +99,7 @@ export function readBatch(url: URL): number {
 }
 
 export function readOrder(url: URL): Order {
-  const raw = url.searchParams.get("order");
+  const raw = single(url, "order");
   if (raw === null || raw === "") return "newest_first";
   if (raw !== "newest_first" && raw !== "oldest_first") {
     throw badRequest(`order must be newest_first or oldest_first (got ${JSON.stringify(raw.slice(0, 32))})`);
@@ -76,7 +108,7 @@ export function readOrder(url: URL): Order {
 }
 
 export function readQuery(url: URL): Node | undefined {
-  const raw = url.searchParams.get("query") ?? "";
+  const raw = single(url, "query") ?? "";
   try {
     return parseQuery(raw);
   } catch (error) {
@@ -96,7 +128,7 @@ const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 
 
 /** A `from`/`to` as sent: RFC 3339, or relative to `now` (one clock reading per request). */
 function readInstant(url: URL, name: "from" | "to", now: Date): string | undefined {
-  const raw = url.searchParams.get(name);
+  const raw = single(url, name);
   if (raw === null || raw === "") return undefined;
   const relative = RELATIVE.exec(raw.trim());
   if (relative) {
@@ -137,7 +169,7 @@ export function readRequest(url: URL, now: () => Date = () => new Date()): ReadR
   const binding = bind(ids, url.searchParams.get("query") ?? "", order, url.searchParams.get("from") ?? undefined, url.searchParams.get("to") ?? undefined);
 
   let from: string, to: string, after: Position | undefined;
-  const cursor = url.searchParams.get("cursor");
+  const cursor = single(url, "cursor");
   if (cursor !== null && cursor !== "") {
     ({ from, to, after } = openCursor(cursor, binding));
   } else {

@@ -14,7 +14,7 @@ import { readAggregate, readAggregateRequest } from "./aggregate";
 import { CONTEXT_DEFAULT, readContext, readContextRequest } from "./context";
 import { readHistogram, readHistogramRequest } from "./histogram";
 import { newestBefore, readDeadLetters, readEvents } from "./read";
-import { checkSources, makeCursor, nextLink, readBatch, readOrder, readRequest, readSourceIds } from "./request";
+import { checkSources, makeCursor, nextLink, readBatch, readOrder, readRequest, readSourceIds, refuseUnknown, single } from "./request";
 
 export interface QueryRoutesDeps {
   sql: Sql;
@@ -123,14 +123,8 @@ export function queryRoutes({ sql, authenticate, queryTimeoutMs, metrics: regist
       "/dead-letters",
       timed(metrics, "/api/v2/query/dead-letters", async ({ request, access }) => {
         const url = new URL(request.url);
-        // Silently ignoring a filter would hand back rows the caller asked to leave out.
-        const unsupported = DEAD_LETTER_UNSUPPORTED.filter((name) => url.searchParams.has(name));
-        if (unsupported.length > 0) {
-          throw new AppError(
-            "bad_request",
-            `dead-letters does not take ${unsupported.join(", ")}: it lists every dead letter of source_ids, by batch, order and cursor`,
-          );
-        }
+        // Silently ignoring a filter (query, from, to) would hand back rows the caller asked to leave out.
+        refuseUnknown(url, "dead-letters", DEAD_LETTER_PARAMETERS, " (every dead letter of source_ids, by batch, order and cursor)");
         const { ids, malformed } = readSourceIds(url);
         const batch = readBatch(url);
         const order = readOrder(url);
@@ -138,7 +132,7 @@ export function queryRoutes({ sql, authenticate, queryTimeoutMs, metrics: regist
           .update(JSON.stringify(["dead-letters", ids, order]))
           .digest("base64url")
           .slice(0, 16);
-        const afterId = openDeadLetterCursor(url.searchParams.get("cursor"), binding);
+        const afterId = openDeadLetterCursor(single(url, "cursor"), binding);
         await checkSources(sql, ids, malformed, access);
         const result = await readDeadLetters(sql, { sourceIds: ids, batch, order, afterId }, queryTimeoutMs);
         const cursor = result.nextId === undefined ? null : Buffer.from(JSON.stringify({ v: 1, h: binding, i: result.nextId })).toString("base64url");
@@ -165,8 +159,8 @@ function timed(metrics: Record<QueryRoute, Histogram> | undefined, route: QueryR
 
 type QueryContext = { request: Request; access: Access };
 
-/** Live-tail parameters a dead-letter listing cannot honour (refused with 400). */
-const DEAD_LETTER_UNSUPPORTED = ["query", "from", "to"];
+/** What a dead-letter listing takes; anything else (the live tail's query, from, to included) is a 400. */
+const DEAD_LETTER_PARAMETERS = ["source_ids", "batch", "order", "cursor"];
 
 function openDeadLetterCursor(cursor: string | null, binding: string): string | undefined {
   if (cursor === null || cursor === "") return undefined;

@@ -1,8 +1,9 @@
-// Rows leaving the hot tier → sealed blocks (the rows of log_blocks, drizzle/0005). Pure:
-// the sealer (store/sealer.ts) reads the rows and writes the blocks in one transaction.
+// Rows leaving the hot tier → sealed blocks (the rows of log_blocks, drizzle/0005). Pure: the
+// sealer (store/sealer.ts) and the seal threads (store/seal-worker.ts) write them.
 // A block holds up to `maxEvents` events (and BLOCK_MAX_BYTES of text) of one source and one UTC
-// day; a source's day is cut into blocks in (dt, id) order, as evenly as its count allows, so
-// blocks do not overlap in time and a day's partition holds exactly that day. Times are compared
+// day. Read back (buildBlocks), a source's day is cut into blocks in (dt, id) order, as evenly as
+// its count allows, so they do not overlap in time; built as events arrive (BlockBuilder, the
+// memory path), blocks of one day may overlap. A day's partition holds exactly that day. Times are compared
 // as their fixed-width RFC 3339 text, exact to the microsecond for every year logpond accepts.
 // Inside a block the lines are ordered by event shape (the set of top-level keys), then (dt, id):
 // neighbours of one shape repeat most (docs/storage.md). The block's text — its events' ids and
@@ -125,24 +126,75 @@ export function* blocksOf(rows: readonly MovedRow[], maxEvents: number): Generat
   }
 }
 
+/**
+ * One (source, UTC day)'s blocks built as its events arrive (the sealer's memory path,
+ * store/sealer.ts): a block of `maxEvents` is cut, in (dt, id) order, each time that many are
+ * held, and what is left at the end of a generation is one last, smaller block. Events that come
+ * late go into a later block, so blocks of one day may overlap in time (reads compare each event's
+ * dt); each builder's filters group its own blocks.
+ */
+export class BlockBuilder {
+  private items: Item[] = [];
+  private bytes = 0;
+  private readonly filters = new FilterGroup();
+
+  constructor(private readonly maxEvents: number) {}
+
+  get held(): number {
+    return this.items.length;
+  }
+
+  /** Takes one event; returns the blocks (and filters) it completed, in the order they are written. */
+  add(row: MovedRow): (Block | Filter)[] {
+    this.items.push({ row, id: Number(row.id) });
+    this.bytes += row.line.length * 3; // UTF-8 bytes, at most
+    if (this.items.length < this.maxEvents && this.bytes < BLOCK_MAX_BYTES) return [];
+    return this.cut();
+  }
+
+  /** Whatever it holds as a last block, and the last filter. */
+  close(): (Block | Filter)[] {
+    const out = this.items.length > 0 ? this.cut() : [];
+    const last = this.filters.close();
+    if (last) out.push(last);
+    return out;
+  }
+
+  private cut(): (Block | Filter)[] {
+    const items = this.items.sort(byTime);
+    this.items = [];
+    this.bytes = 0;
+    const built = block(items);
+    const closed = this.filters.add(built);
+    return closed ? [closed, built.block] : [built.block];
+  }
+}
+
 /** Collects consecutive blocks' filters into groups of similar size. */
 class FilterGroup {
   private hashes: Uint32Array[] = [];
   private bits = 0;
   private first: Block | undefined;
-  private lastMaxDt = "";
+  /** The group's time range: its blocks' least min_dt and greatest max_dt (a builder's blocks may overlap in time). */
+  private minDt = "";
+  private maxDt = "";
 
   /** Assigns the block its group and slot; returns the previous group's filter when this block starts a new one. */
   add(built: { block: Block; hashes: Uint32Array; bits: number }): Filter | undefined {
     if (built.bits === 0) return undefined; // nothing to index: the block is always opened
     let closed: Filter | undefined;
     if (this.first && (built.bits > this.bits * FILTER_SPREAD || built.bits * FILTER_SPREAD < this.bits)) closed = this.close();
-    this.first ??= built.block;
+    if (!this.first) {
+      this.first = built.block;
+      this.minDt = built.block.minDt;
+      this.maxDt = built.block.maxDt;
+    }
+    if (built.block.minDt < this.minDt) this.minDt = built.block.minDt;
+    if (built.block.maxDt > this.maxDt) this.maxDt = built.block.maxDt;
     this.bits = Math.max(this.bits, built.bits);
     built.block.filterId = this.first.minId;
     built.block.filterSlot = this.hashes.length;
     this.hashes.push(built.hashes);
-    this.lastMaxDt = built.block.maxDt;
     return closed;
   }
 
@@ -153,8 +205,8 @@ class FilterGroup {
       kind: "filter",
       id: first.minId,
       sourceId: first.sourceId,
-      minDt: first.minDt,
-      maxDt: this.lastMaxDt,
+      minDt: this.minDt,
+      maxDt: this.maxDt,
       blocks: this.hashes.length,
       bits: this.bits,
       slices: sliced(this.hashes, this.bits),

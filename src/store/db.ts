@@ -35,6 +35,8 @@ export interface Store extends Service {
 }
 
 const MIGRATIONS_DIR = path.join(import.meta.dir, "..", "..", "drizzle");
+/** The live SQL view and functions, applied with CREATE OR REPLACE after the migrations. */
+const FUNCTIONS_FILE = path.join(import.meta.dir, "sql", "functions.sql");
 const MIGRATION_LOCK = 73_615_401; // any constant, the same in every instance
 const PING_TIMEOUT_MS = 2_000;
 
@@ -107,6 +109,8 @@ export async function runMigrations(url: string): Promise<void> {
   try {
     await sql`select pg_advisory_lock(${MIGRATION_LOCK})`;
     await migrate(drizzle(sql), { migrationsFolder: MIGRATIONS_DIR });
+    // The view and functions as they are now (one home: store/sql/functions.sql), under the same lock.
+    await sql.unsafe(await Bun.file(FUNCTIONS_FILE).text()).simple();
   } finally {
     await sql.end({ timeout: 5 });
   }

@@ -71,9 +71,12 @@ export const logBlocks = pgTable(
     histMinutes: bigint("hist_minutes", { mode: "number" }).array().notNull(),
     histLevels: text("hist_levels").array().notNull(),
     histCounts: integer("hist_counts").array().notNull(),
+    /** Since drizzle/0011: the hot generation of a staged block (the memory path's, invisible to readers until its seal); null: visible. */
+    generation: bigint("generation", { mode: "number" }),
   },
   (table) => [
     index("log_blocks_source_id_max_dt_idx").on(table.sourceId, table.maxDt),
+    index("log_blocks_generation_idx").on(table.generation).where(sql`${table.generation} is not null`),
     // The live tail's resume reads blocks by id range (log_events_by_id).
     index("log_blocks_ids_idx").using("gist", sql`int8range(${table.minId}, ${table.maxId}, '[]')`),
     index("log_blocks_filter_idx").on(table.filterId, table.filterSlot),
@@ -165,6 +168,8 @@ export const flushBatches = pgTable(
   (table) => [
     // The live tail and retention ask "batches committed after seq N" (a day of batches is ~1M rows).
     index("flush_batches_seq_idx").on(table.seq),
+    // A generation's seal asks which batches committed into its id range (store/sealer.ts).
+    index("flush_batches_first_id_idx").on(table.firstId).where(sql`${table.seq} is not null`),
   ],
 );
 

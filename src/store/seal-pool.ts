@@ -1,9 +1,12 @@
-// The seal threads: a chunk of hot rows is made into blocks (store/blocks.ts: ordering, filters,
-// deflate, the payload's frame — 10 µs and more per event) on one of SEAL_WORKERS threads, never on
-// the thread that answers HTTP; the sealer keeps reading rows and INSERTing the blocks that came
-// back meanwhile (store/sealer.ts). A chunk goes to the thread with the fewest waiting. A thread
-// that fails fails only its own chunks (the seal rolls back: the rows stay hot for the next pass)
-// and the next chunk starts a new one.
+// The seal threads: blocks (store/blocks.ts: ordering, filters, deflate, the payload's frame — 10 µs
+// and more per event) are made on SEAL_WORKERS threads, never on the thread that answers HTTP.
+// - A chunk of hot rows a seal read back goes to the thread with the fewest calls waiting; its
+//   blocks come back and the sealer INSERTs them in its transaction (store/sealer.ts).
+// - A committed batch's tuples (the memory path) go to the threads in turn; each thread keeps its
+//   own builders and INSERTs staged blocks over its own connection (store/seal-worker.ts), and
+//   finish() asks every thread what it covered of a generation.
+// A thread that fails fails only its own calls and the next call starts a new one: a chunk's seal
+// rolls back (the rows stay hot), a generation whose batches a thread lost is sealed from its rows.
 import { availableParallelism } from "node:os";
 import type { Block, Filter, MovedRow } from "./blocks";
 import { ThreadClient } from "../rpc";
@@ -53,6 +56,26 @@ export function unpackRows(chunk: Chunk): MovedRow[] {
   return rows;
 }
 
+/** What a seal thread is asked (store/seal-worker.ts). */
+export type SealCall =
+  | { kind: "chunk"; chunk: Chunk }
+  | { kind: "open"; url: string; maxEvents: number }
+  | { kind: "batch"; generation: number; seq: number; rows: Uint8Array }
+  | { kind: "finish"; generation: number }
+  | { kind: "forget"; generation: number }
+  | { kind: "close" };
+
+/** What the threads made of one generation's batches: the batches (commit seq) their staged blocks cover. */
+export interface Finished {
+  seqs: number[];
+  events: number;
+  blocks: number;
+  /** Why a thread's staged blocks are not whole (a write failed). */
+  failed?: string;
+  /** The thread (worker threadId) that answered; none for a pool's sum. */
+  thread?: number;
+}
+
 /** What a thread sends back: the items in the order they are written, and the thread that built them. */
 export interface Built {
   items: (Block | Filter)[];
@@ -60,16 +83,17 @@ export interface Built {
 }
 
 /**
- * Threads by default: one per core but one (PostgreSQL's backend and the HTTP thread need one), at
- * least one, at most four — one seal's single backend reads and INSERTs at a few tens of thousands
- * of events per second, which four threads out-build.
+ * Threads by default: one per core but one (the HTTP thread and PostgreSQL need one), at least one,
+ * at most eight. A thread builds about 28,000 events/s (35 µs/event: the jsonb text 4, the
+ * filter's hashes 7, deflate and the frame 11, ordering and the rest; docs/storage.md), and one
+ * process takes in up to ~150,000/s: six threads keep up, eight leave room for bursts.
  */
 export function defaultSealWorkers(): number {
-  return Math.min(4, Math.max(1, availableParallelism() - 1));
+  return Math.min(8, Math.max(1, availableParallelism() - 1));
 }
 
 export interface SealPoolStats {
-  /** Chunks built on the threads, and their events. */
+  /** Chunks of rows read back built on the threads; events built on them, read back or from the memory path. */
   chunks: number;
   events: number;
   /** The threads (worker threadId) that built them. */
@@ -77,35 +101,90 @@ export interface SealPoolStats {
 }
 
 export class SealPool {
-  private readonly threads: ThreadClient<Chunk, Built, string>[] = [];
+  private readonly threads: ThreadClient<SealCall, unknown, string>[] = [];
   readonly stats: SealPoolStats = { chunks: 0, events: 0, threads: new Set() };
+  /** The next thread a batch goes to. */
+  private turn = 0;
 
-  constructor(readonly size: number) {}
+  /** `url`: the memory path's connections (none: chunks only). */
+  constructor(
+    readonly size: number,
+    private readonly url?: string,
+    private readonly maxEvents = 1000,
+  ) {}
+
+  private all(): ThreadClient<SealCall, unknown, string>[] {
+    while (this.threads.length < this.size) {
+      const thread: ThreadClient<SealCall, unknown, string> = new ThreadClient<SealCall, unknown, string>({
+        url: new URL("./seal-worker.ts", import.meta.url).href,
+        name: "seal thread",
+        answered: (message) => new Error(`a seal thread failed: ${message}`),
+        lost: (reason) => new Error(reason),
+        unsent: (reason) => new Error(reason),
+        // A new thread (after one died) opens its connection before any other call reaches it.
+        started: () => {
+          if (this.url) thread.send({ kind: "open", url: this.url, maxEvents: this.maxEvents });
+        },
+      });
+      thread.start();
+      this.threads.push(thread);
+    }
+    return this.threads;
+  }
 
   /** The blocks and filters of `rows`, built on a thread (blocks.ts buildBlocks). */
   async build(rows: readonly MovedRow[], maxEvents: number): Promise<(Block | Filter)[]> {
-    while (this.threads.length < this.size) {
-      this.threads.push(
-        new ThreadClient<Chunk, Built, string>({
-          url: new URL("./seal-worker.ts", import.meta.url).href,
-          name: "seal thread",
-          answered: (message) => new Error(`a seal thread failed: ${message}`),
-          lost: (reason) => new Error(reason),
-          unsent: (reason) => new Error(reason),
-        }),
-      );
-    }
-    const thread = this.threads.reduce((a, b) => (b.waiting < a.waiting ? b : a));
+    const thread = this.all().reduce((a, b) => (b.waiting < a.waiting ? b : a));
     const chunk = packRows(rows, maxEvents);
-    const built = await thread.call(chunk, [chunk.lengths.buffer as ArrayBuffer]);
+    const built = (await thread.call({ kind: "chunk", chunk }, [chunk.lengths.buffer as ArrayBuffer])) as Built;
     this.stats.chunks++;
     this.stats.events += rows.length;
     this.stats.threads.add(built.thread);
     return built.items;
   }
 
-  close(): void {
-    for (const thread of this.threads) thread.close("the seal threads were closed");
-    this.threads.length = 0;
+  /** Calls waiting on the threads (hand-offs being built and written). */
+  get waiting(): number {
+    return this.threads.reduce((sum, thread) => sum + thread.waiting, 0);
+  }
+
+  /** A committed batch's tuples (`rows`: the pool's own buffer, transferred) for `generation`'s staged blocks; settles when its blocks so far are written. */
+  handOff(generation: number, seq: number, rows: Uint8Array): Promise<unknown> {
+    const threads = this.all();
+    const thread = threads[this.turn++ % threads.length]!;
+    return thread.call({ kind: "batch", generation, seq, rows }, [rows.buffer as ArrayBuffer]);
+  }
+
+  /** Every thread's last blocks of `generation` written; what they cover together. A thread that fails makes it `failed`. */
+  async finish(generation: number): Promise<Finished> {
+    const answers = await Promise.allSettled(this.all().map((thread) => thread.call({ kind: "finish", generation }) as Promise<Finished>));
+    const whole: Finished = { seqs: [], events: 0, blocks: 0 };
+    for (const answer of answers) {
+      if (answer.status === "rejected") {
+        whole.failed ??= (answer.reason as Error).message;
+        continue;
+      }
+      whole.seqs.push(...answer.value.seqs);
+      whole.events += answer.value.events;
+      whole.blocks += answer.value.blocks;
+      if (answer.value.events > 0) {
+        this.stats.events += answer.value.events;
+        if (answer.value.thread !== undefined) this.stats.threads.add(answer.value.thread);
+      }
+      if (answer.value.failed) whole.failed ??= answer.value.failed;
+    }
+    whole.seqs.sort((a, b) => a - b);
+    return whole;
+  }
+
+  /** The threads forget `generation`'s builders (it is sealed from its rows). */
+  forget(generation: number): void {
+    for (const thread of this.threads) thread.send({ kind: "forget", generation });
+  }
+
+  async close(): Promise<void> {
+    const threads = this.threads.splice(0);
+    await Promise.allSettled(threads.map((thread) => thread.call({ kind: "close" })));
+    for (const thread of threads) thread.close("the seal threads were closed");
   }
 }

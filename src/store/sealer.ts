@@ -18,11 +18,13 @@
 //   writes into log_hot_default once it is gone, sealed the same way.
 // - Rows of deleted sources and rows past their source's retention are not sealed (dropped).
 // - DDL waits at most DDL_LOCK_TIMEOUT for a lock (and so holds up a COPY at most that long).
-import { type Block, buildBlocks, type Filter, LEVEL_MAX_CHARS, type MovedRow, textArray } from "./blocks";
+import { type Block, buildBlocks, type Filter, LEVEL_MAX_CHARS, type MovedRow } from "./blocks";
+import { writeBlocks } from "./blocks-sql";
 import type { Config } from "../config";
 import type { Sql } from "./db";
 import { DDL_LOCK_TIMEOUT } from "./partitions";
-import { defaultSealWorkers, SealPool, type SealPoolStats } from "./seal-pool";
+import { defaultSealWorkers, type Finished, SealPool, type SealPoolStats } from "./seal-pool";
+import { type HandedBatch, Staging } from "./staging";
 import type { Registry } from "../metrics";
 import { periodic } from "../periodic";
 import { untilAborted, within } from "../timers";
@@ -77,6 +79,8 @@ export interface SealStats {
   dropped: number;
   /** Closes that did not get their locks in time (retried at the next pass). */
   closesBusy: number;
+  /** Of `moved`, events whose blocks the memory path had built (none read back: store/staging.ts). */
+  fromMemory: number;
 }
 
 interface Part {
@@ -109,7 +113,7 @@ function openStart(all: Part[]): number | undefined {
  * re-checks the default partition under ACCESS EXCLUSIVE; a long transaction that read log_hot
  * holds it off), tried again at the next pass.
  */
-export async function closeGeneration(sql: Sql, force = false): Promise<"closed" | "empty" | "busy"> {
+export async function closeGeneration(sql: Sql, force = false, opening?: (start: number) => void): Promise<"closed" | "empty" | "busy"> {
   try {
     return await sql.begin(async (tx) => {
       await tx`select pg_advisory_xact_lock(${SEAL_LOCK})`;
@@ -126,6 +130,8 @@ export async function closeGeneration(sql: Sql, force = false): Promise<"closed"
       // SHARE UPDATE EXCLUSIVE on log_hot (COPY goes on); the default partition is re-checked.
       await tx.unsafe(`alter table log_hot attach partition log_hot_g${next} for values from (${next}) to (${next + GENERATION_IDS})`);
       await tx`update logpond_counters set value = greatest(value, ${next}::bigint) where name = 'event_id'`;
+      // Told before the commit: no batch can take an id of the new generation until then.
+      opening?.(next);
       return "closed";
     });
   } catch (error) {
@@ -145,13 +151,15 @@ export async function sealClosed(
   sql: Sql,
   signal?: AbortSignal,
   log: (line: string) => void = () => {},
-  stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 },
+  stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0, fromMemory: 0 },
   handled?: (bytes: number) => void,
   around: AroundSeal = (_table, seal) => seal(),
   pool?: SealPool,
+  staging?: Staging,
 ): Promise<SealStats> {
   const all = await parts(sql);
   const open = openStart(all);
+  staging?.known(all.flatMap((part) => (GENERATION.test(part.name) ? [Number(GENERATION.exec(part.name)![1])] : [])));
   let failure: unknown;
   for (const part of all) {
     if (!part.leaf || part.name === `log_hot_g${open}`) continue;
@@ -160,7 +168,7 @@ export async function sealClosed(
     // the others: it is logged, the rest are sealed, and the pass fails at its end.
     try {
       // "busy": a batch is writing into it right now (a straggler); a few tries, then the next pass.
-      const seal = () => sealTable(sql, part.name, stats, signal, handled, pool);
+      const seal = () => sealTable(sql, part.name, stats, signal, handled, pool, staging);
       for (let tries = 1; (await around(part.name, seal)) === "busy" && tries < BUSY_TRIES; tries++) await Bun.sleep(100);
       if (await dropIfEmpty(sql, part.name, signal)) stats.dropped++;
     } catch (error) {
@@ -201,14 +209,26 @@ async function sealTable(
   signal: AbortSignal | undefined,
   handled: ((bytes: number) => void) | undefined,
   pool: SealPool | undefined,
+  staging: Staging | undefined,
 ): Promise<"truncated" | "deleted" | "busy"> {
-  let done: { moved: number; sealed: number; blocks: number; truncated: boolean };
+  const match = GENERATION.exec(table);
+  const generation = match ? Number(match[1]) : undefined;
+  // The memory path's blocks of this generation, written by now (a retry after "busy" finds none: sealed from its rows).
+  const staged = generation !== undefined && staging ? await staging.finish(generation) : undefined;
+  let done: { moved: number; sealed: number; blocks: number; truncated: boolean; fromMemory: number };
   try {
     done = await sql.begin(async (tx) => {
       await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
       await tx.unsafe(`lock table ${table} in share mode`);
       await tx.unsafe(`set local lock_timeout = '${READ_LOCK_TIMEOUT}'`);
-      const done = { ...(await sealRows(tx as unknown as Sql, table, signal, handled, pool)), truncated: false };
+      const read = (ranges?: Ranges) => sealRows(tx as unknown as Sql, table, signal, handled, pool, ranges);
+      let moved: { moved: number; sealed: number; blocks: number; fromMemory: number } | undefined;
+      if (generation !== undefined) {
+        if (typeof staged === "object") moved = await publishStaged(tx as unknown as Sql, generation, staged, read);
+        if (!moved) await dropStaged(tx as unknown as Sql, generation);
+      }
+      moved ??= { ...(await read()), fromMemory: 0 };
+      const done = { ...moved, truncated: false };
       if (done.moved === 0) return done;
       done.truncated = await truncate(tx as unknown as Sql, table, signal);
       if (!done.truncated) await tx.unsafe(`delete from ${table}`);
@@ -223,12 +243,69 @@ async function sealTable(
   stats.moved += done.moved;
   stats.sealed += done.sealed;
   stats.blocks += done.blocks;
+  stats.fromMemory += done.fromMemory;
   if (done.truncated) return "truncated";
   // Rows an older snapshot still sees stay until a later pass.
   await sql.unsafe(`vacuum (truncate true) ${table}`).catch((error) => {
     if ((error as { code?: string }).code !== UNDEFINED_TABLE) throw error;
   });
   return "deleted";
+}
+
+/** Batches' id ranges: the rows of a hot table a seal reads back (none: all of them). */
+interface Ranges {
+  first: number[];
+  last: number[];
+}
+
+/**
+ * The memory path's staged blocks of `generation` made visible, under the table's SHARE lock (no
+ * other batch can commit into it now): they must cover only batches flush_batches holds for the
+ * generation; the batches they do not cover (another process's, one committed while too much
+ * waited for the seal threads) have no staged block and are read back (`readBack`). Blocks of
+ * sources being deleted, or wholly past their source's retention, are deleted instead.
+ * Undefined: a staged batch that flush_batches does not hold (sealed from its rows).
+ */
+async function publishStaged(
+  tx: Sql,
+  generation: number,
+  staged: Finished,
+  readBack: (ranges: Ranges) => Promise<{ moved: number; sealed: number; blocks: number }>,
+): Promise<{ moved: number; sealed: number; blocks: number; fromMemory: number } | undefined> {
+  const stored = await tx<{ seq: string; first_id: string; last_id: string }[]>`
+    select seq::text as seq, first_id::text as first_id, last_id::text as last_id from flush_batches
+    where seq is not null and first_id >= ${generation} and first_id < ${generation + GENERATION_IDS}`;
+  const built = new Set(staged.seqs);
+  const missing: Ranges = { first: [], last: [] };
+  for (const batch of stored) {
+    if (built.delete(Number(batch.seq))) continue;
+    missing.first.push(Number(batch.first_id));
+    missing.last.push(Number(batch.last_id));
+  }
+  if (built.size > 0) return undefined;
+  const gone = await tx<{ n: number; filter_id: string | null }[]>`
+    delete from log_blocks b where b.generation = ${generation} and (
+      exists (select 1 from source_deletions d where d.source_id = b.source_id)
+      or exists (select 1 from sources s where s.id = b.source_id and b.max_dt < now() - make_interval(secs => s.logs_retention * 86400)))
+    returning b.n, b.filter_id::text as filter_id`;
+  const filters = [...new Set(gone.flatMap((block) => (block.filter_id === null ? [] : [block.filter_id])))];
+  if (filters.length > 0)
+    await tx`delete from log_filters f where f.id = any(${filters}::bigint[]) and not exists (select 1 from log_blocks b where b.filter_id = f.id and b.generation = ${generation})`;
+  await tx`update log_blocks set generation = null where generation = ${generation}`;
+  const dropped = gone.reduce((sum, block) => sum + block.n, 0);
+  const read = missing.first.length > 0 ? await readBack(missing) : { moved: 0, sealed: 0, blocks: 0 };
+  return {
+    moved: staged.events + read.moved,
+    sealed: staged.events - dropped + read.sealed,
+    blocks: staged.blocks - gone.length + read.blocks,
+    fromMemory: staged.events,
+  };
+}
+
+/** A generation sealed from its rows: whatever the memory path staged of it is deleted first (a crash's leftovers too). */
+async function dropStaged(tx: Sql, generation: number): Promise<void> {
+  await tx`delete from log_filters where id in (select filter_id from log_blocks where generation = ${generation} and filter_id is not null)`;
+  await tx`delete from log_blocks where generation = ${generation}`;
 }
 
 /** TRUNCATE under a savepoint, retried while readers hold the table: whether it was done. */
@@ -263,14 +340,19 @@ async function sealRows(
   signal: AbortSignal | undefined,
   handled: ((bytes: number) => void) | undefined,
   pool: SealPool | undefined,
+  ranges?: Ranges,
 ): Promise<{ moved: number; sealed: number; blocks: number }> {
+  // Only these batches' rows (numbers, inlined: DECLARE takes no parameters).
+  const only = ranges
+    ? `where exists (select 1 from unnest('{${ranges.first.join(",")}}'::bigint[], '{${ranges.last.join(",")}}'::bigint[]) r(f, l) where m.id between r.f and r.l)`
+    : "";
   await tx.unsafe(
     `declare seal_rows no scroll cursor for
      select m.id::text as id, m.source_id::text as source_id, ${DT_TEXT} as dt, m.raw::text as line,
        case jsonb_typeof(m.raw) when 'object' then (select coalesce(string_agg(key, ','), '') from jsonb_object_keys(m.raw) key) else '' end as shape,
        nullif(lower(left(m.raw->>'level', ${LEVEL_MAX_CHARS})), '') as level,
        (d.source_id is null and (s.id is null or m.dt >= now() - make_interval(secs => s.logs_retention * 86400))) as keep
-     from ${table} m left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id`,
+     from ${table} m left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id ${only}`,
   );
   const done = { moved: 0, sealed: 0, blocks: 0 };
   let chunk: MovedRow[] = [];
@@ -317,48 +399,6 @@ async function sealRows(
   while (building.length > 0) await writeOldest();
   await tx.unsafe(`close seal_rows`);
   return done;
-}
-
-/** INSERTs blocks into log_blocks and filters into log_filters (one statement each: a payload is up to a few MB). */
-export async function writeBlocks(sql: Sql, items: readonly (Block | Filter)[]): Promise<void> {
-  for (const item of items) {
-    if (item.kind === "filter") {
-      await sql.unsafe(
-        `insert into log_filters (id, source_id, min_dt, max_dt, blocks, bits, slices)
-         values ($1::bigint, $2::bigint, $3::text::timestamptz, $4::text::timestamptz, $5::int, $6::int, $7::bytea)`,
-        [
-          item.id,
-          item.sourceId,
-          item.minDt,
-          item.maxDt,
-          item.blocks,
-          item.bits,
-          Buffer.from(item.slices.buffer, item.slices.byteOffset, item.slices.byteLength),
-        ] as never[],
-      );
-      continue;
-    }
-    const block = item;
-    await sql.unsafe(
-      `insert into log_blocks (source_id, min_dt, max_dt, min_id, max_id, n, payload, filter_id, filter_slot, hist_minutes, hist_levels, hist_counts)
-       values ($1::bigint, $2::text::timestamptz, $3::text::timestamptz, $4::bigint, $5::bigint, $6::int, $7::bytea, $8::bigint, $9::int,
-         $10::text::bigint[], $11::text::text[], $12::text::int[])`,
-      [
-        block.sourceId,
-        block.minDt,
-        block.maxDt,
-        block.minId,
-        block.maxId,
-        block.n,
-        Buffer.from(block.payload.buffer, block.payload.byteOffset, block.payload.byteLength),
-        block.filterId,
-        block.filterSlot,
-        `{${block.histMinutes.join(",")}}`,
-        textArray(block.histLevels),
-        `{${block.histCounts.join(",")}}`,
-      ] as never[],
-    );
-  }
 }
 
 /**
@@ -421,6 +461,9 @@ export function startSealer(
   config: Pick<Config, "sealIntervalMs"> & Partial<Pick<Config, "sealWorkers">>,
   options: {
     sql: Sql;
+    /** The memory path (store/staging.ts): the seal threads' connections, and this process's commits. Without them every generation is read back. */
+    url?: string;
+    subscribe?: (listener: (batch: HandedBatch) => void) => () => void;
     log: (line: string) => void;
     metrics?: Registry;
     /** Told the bytes of text each chunk made into blocks held here (the GC pacer: memory/gcpace.ts). */
@@ -441,8 +484,15 @@ export function startSealer(
 ): Sealer {
   const { sql, log } = options;
   const intervalMs = config.sealIntervalMs;
-  const pool = new SealPool(config.sealWorkers || defaultSealWorkers());
-  const totals: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 };
+  const pool = new SealPool(config.sealWorkers || defaultSealWorkers(), options.url, BLOCK_EVENTS);
+  const staging = options.url && options.subscribe ? new Staging(pool, GENERATION_IDS, options.hold) : undefined;
+  const unsubscribe = staging && options.subscribe!((batch) => staging.committed(batch));
+  // The open generation holds batches from before this start: a new one takes the memory path's.
+  if (staging)
+    closeGeneration(sql, true, (start) => staging.opening(start)).catch((error: Error) =>
+      log(`sealer: could not open a generation for the memory path (${error.message}); the next pass does`),
+    );
+  const totals: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0, fromMemory: 0 };
   let lastPassAt = 0;
   let busyInARow = 0;
 
@@ -472,15 +522,15 @@ export function startSealer(
   };
 
   const pass = async (signal: AbortSignal): Promise<SealStats> => {
-    const stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0 };
+    const stats: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0, fromMemory: 0 };
     try {
-      const closed = await closeGeneration(sql);
+      const closed = await closeGeneration(sql, false, (start) => staging?.opening(start));
       if (closed === "busy") {
         stats.closesBusy++;
         if (++busyInARow === 3)
           log("sealer: the open generation could not be closed 3 times in a row (a long transaction holds log_hot?); new events stay hot until it can");
       } else busyInARow = 0;
-      await sealClosed(sql, signal, log, stats, options.handled, around(signal), pool);
+      await sealClosed(sql, signal, log, stats, options.handled, around(signal), pool, staging);
       lastPassAt = Date.now();
       return stats;
     } finally {
@@ -502,8 +552,9 @@ export function startSealer(
     sealNow: job.runNow,
     halt: job.halt,
     async stop(deadline) {
+      unsubscribe?.();
       await job.stop(deadline);
-      pool.close();
+      await pool.close();
     },
     get totals() {
       return totals;
@@ -533,6 +584,11 @@ function registerMetrics(sealer: Sealer, metrics: Registry): void {
     () => sealer.totals.moved - sealer.totals.sealed,
   );
   metrics.counter("logpond_sealer_blocks_written_total", "Blocks the sealer wrote.", () => sealer.totals.blocks);
+  metrics.counter(
+    "logpond_sealer_events_from_memory_total",
+    "Of the events sealed or dropped, those whose blocks were built from what the flusher committed (none read back from the hot tier).",
+    () => sealer.totals.fromMemory,
+  );
   metrics.counter("logpond_sealer_partitions_dropped_total", "Sealed hot-tier partitions dropped (their space given back).", () => sealer.totals.dropped);
   metrics.counter(
     "logpond_sealer_closes_busy_total",

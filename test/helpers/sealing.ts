@@ -98,16 +98,17 @@ export interface Tiers {
 
 /**
  * One source's tiers: hot rows + block lines must equal its distinct ids (no id twice, within a tier
- * or across the two), and every block's arrays and lines must agree with its n.
+ * or across the two), and every block's arrays and lines must agree with its n. Staged blocks (the
+ * memory path's, not yet visible: store/staging.ts) are not a tier: their events are still hot.
  */
 export async function tiers(sql: postgres.Sql, sourceId: number): Promise<Tiers> {
   const [row] = await sql<Tiers[]>`
     select (select count(*) from log_hot where source_id = ${sourceId})::float8 as hot,
-      (select coalesce(sum(n), 0) from log_blocks where source_id = ${sourceId})::float8 as sealed,
-      (select count(*) from log_blocks where source_id = ${sourceId})::float8 as blocks,
+      (select coalesce(sum(n), 0) from log_blocks where source_id = ${sourceId} and generation is null)::float8 as sealed,
+      (select count(*) from log_blocks where source_id = ${sourceId} and generation is null)::float8 as blocks,
       (select count(distinct id) from (select id from log_hot where source_id = ${sourceId}
         union all select e.id from log_blocks b cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) e
-        where b.source_id = ${sourceId}) ids)::float8 as "distinctIds",
+        where b.source_id = ${sourceId} and b.generation is null) ids)::float8 as "distinctIds",
       (select count(*) from log_blocks b where source_id = ${sourceId} and not (select count(e.id) = b.n and count(e.dt) = b.n and count(e.line) = b.n
         from logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) e))::float8 as "badBlocks"`;
   return row!;

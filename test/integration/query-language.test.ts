@@ -10,7 +10,7 @@ import { parseQuery, QueryError, type Node } from "../../src/query/parse";
 import { tiers } from "../../src/query/read";
 import { compileQuery } from "../../src/query/sql";
 import { buildBlocks, type MovedRow } from "../../src/store/blocks";
-import { writeBlocks } from "../../src/store/sealer";
+import { writeBlocks } from "../../src/store/blocks-sql";
 
 // 100 random cases take 20–35 s on an idle 2-core box and stay inside the timeout under load;
 // RELIABILITY=full (or QUERY_RUNS) runs more.

@@ -475,7 +475,12 @@ for (const fault of moveFaults) {
     async () => {
       const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-conservation-"));
       dataDirs.push(dataDir);
-      const env = { DATABASE_URL: pg.url, DATA_DIR: dataDir, FLUSH_TIMEOUT_MS: String(FLUSH_TIMEOUT_MS), DURABLE_TIMEOUT_MS: "5000", ...SEALING, ...fault.env };
+      // A move is the read-back seal (SEAL_FROM=rows): the memory path writes its blocks from the seal
+      // threads, outside any seal's transaction, and meets these faults in the scenarios above.
+      const env = {
+        ...{ DATABASE_URL: pg.url, DATA_DIR: dataDir, FLUSH_TIMEOUT_MS: String(FLUSH_TIMEOUT_MS), DURABLE_TIMEOUT_MS: "5000" },
+        ...{ ...SEALING, SEAL_FROM: "rows", ...fault.env },
+      };
       const services = [await spawnService(env)];
       const first = services[0]!;
       let lock: BlockWrites | undefined;

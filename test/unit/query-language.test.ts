@@ -28,6 +28,8 @@ describe("new forms", () => {
     ],
     ["a -b", { kind: "and", nodes: [{ kind: "text", text: "a" }, not({ kind: "text", text: "b" })] }],
     ["foo-bar", { kind: "text", text: "foo-bar" }],
+    // Only the top-level source_id is the request's: a nested one is the event's own field.
+    ["labels.source_id:2", { kind: "field", path: ["labels", "source_id"], op: ":", value: "2", number: 2 }],
     ["x:-1", { kind: "field", path: ["x"], op: ":", value: "-1", number: -1 }],
     ["err*", { kind: "text", text: "err" }],
     ["msg:err*", { kind: "prefix", path: ["msg"], value: "err" }],
@@ -123,6 +125,14 @@ describe("refusals: what was not understood, and what to write", () => {
     ['msg=~"a{999}"', 8, "at most 255"],
     [`msg=~"${"a".repeat(300)}"`, 263, "at most 256 characters"],
     ['msg=~""', 7, "the pattern is empty"],
+    // The sources are the request's, not a field of the events: once a search of a sent field the rows never show.
+    ["source_id:2", 1, "choose sources with source_ids=2, not in the query"],
+    ["error source_id=2", 7, "source_ids=2"],
+    ["-source_id:2", 2, "source_ids="],
+    ["(a OR source_id:*)", 7, "source_ids=12,13"],
+    ["source_id:/2/", 1, "source_ids="],
+    ['source_id=~"2"', 1, "source_ids="],
+    ["source_id>=2", 1, "source_ids="],
   ])("%p → 400 at position %p: %p", (query, position, message) => {
     let error: unknown;
     try {

@@ -3,7 +3,7 @@
 // resolved, so a relative window does not slide under a walk.
 import { expect, test } from "bun:test";
 import { AppError } from "../../src/errors";
-import { makeCursor, readRequest } from "../../src/query/request";
+import { makeCursor, readRequest, readSourceIds, refuseUnknown } from "../../src/query/request";
 
 const NOW = new Date("2026-11-24T12:00:00.000Z");
 const at = (ms: number) => new Date(NOW.getTime() - ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
@@ -45,4 +45,28 @@ test("a cursor made under from=now-1h is accepted a minute later and keeps its w
   const cursor = makeCursor(first, { dt: first.to, id: "1" });
   const later = read(`from=now-1h&cursor=${cursor}`, new Date(NOW.getTime() + 60_000));
   expect([later.from, later.to]).toEqual([first.from, first.to]);
+});
+
+const refusal = (run: () => unknown): string => {
+  try {
+    run();
+  } catch (caught) {
+    expect(caught).toBeInstanceOf(AppError);
+    return (caught as AppError).message;
+  }
+  return "no refusal";
+};
+
+test("source_ids over repeats: every one counts, as in one comma-separated list", () => {
+  expect(readSourceIds(new URL("http://x/?source_ids=3,1&source_ids=2&source_ids=1"))).toEqual({ ids: [1, 2, 3], malformed: [] });
+  expect(refusal(() => readSourceIds(new URL("http://x/?source_ids=&source_ids=")))).toContain("source_ids is required");
+});
+
+test("unknown parameters: named (at most five, then how many more), an empty name left alone", () => {
+  const url = (query: string) => new URL(`http://x/?source_ids=1&${query}`);
+  expect(refusal(() => refuseUnknown(url("=x&&"), "histogram", ["source_ids"]))).toBe("no refusal");
+  expect(refusal(() => refuseUnknown(url("a=1&b=2&a=3"), "histogram", ["source_ids"]))).toBe("histogram does not take a, b: it takes source_ids");
+  expect(refusal(() => refuseUnknown(url("a&b&c&d&e&f&g"), "histogram", ["source_ids"], " (hint)"))).toBe(
+    "histogram does not take a, b, c, d, e and 2 more: it takes source_ids (hint)",
+  );
 });

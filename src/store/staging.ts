@@ -1,0 +1,146 @@
+// The sealer's memory path (docs/storage.md): each batch this process commits is handed, as the
+// tuples it wrote, to the seal threads, which build its events into blocks of its hot generation
+// and INSERT them staged (invisible to readers: drizzle/0011). Nothing is read back from log_hot.
+// When the generation is sealed (store/sealer.ts), finish() says which batches its staged blocks
+// cover; the sealer makes them visible if flush_batches holds each of them for the generation, and
+// reads back the rows of the batches they do not cover (a batch committed by another process, or
+// while more than MAX_PENDING_BYTES waited for the threads). When the staged blocks cannot be
+// trusted — a thread that died, a write that failed, a generation opened before the start — the
+// whole generation is read back. Anything this path misses costs a read-back, never an event.
+// May touch: nothing itself (the seal threads write; store/seal-worker.ts).
+import type { Finished, SealPool } from "./seal-pool";
+
+/** A committed batch as the flusher tells it (buffer/batch.ts CommittedBatch). */
+export interface HandedBatch {
+  seq: number;
+  firstId: number;
+  rows: readonly Uint8Array[];
+}
+
+/**
+ * Tuples handed to the threads and not yet built, at most: past it a batch is not handed (its rows
+ * are read back at the seal) rather than let memory grow while the threads fall behind.
+ */
+export const MAX_PENDING_BYTES = 64 * 1024 * 1024;
+
+interface State {
+  /** Batches handed to the threads. */
+  handed: number;
+  /** Why this generation's staged blocks cannot be made visible; set once. */
+  givenUp?: string;
+}
+
+export class Staging {
+  /** The hot generations (their first ids) batches may go to, ascending. */
+  private starts: number[] = [];
+  /**
+   * Generations this process opened while the memory path ran: only theirs can be whole here (an
+   * older one holds batches from before the start, whose flush_batches rows may be forgotten).
+   */
+  private readonly eligible = new Set<number>();
+  private readonly states = new Map<number, State>();
+  /** Generations finish() was called for: later batches of theirs are not handed (their seal has begun). */
+  private readonly finished = new Set<number>();
+  /** What finish() answered, kept while the generation exists (a seal retried after "busy" asks again). */
+  private readonly results = new Map<number, Promise<Finished | string>>();
+  private pending = 0;
+  /** Batches handed and events in them, in all (the sealer's metrics). */
+  readonly totals = { batches: 0, bytes: 0, skipped: 0 };
+
+  constructor(
+    private readonly pool: SealPool,
+    private readonly generationIds: number,
+    /** Keeps what is handed and not yet built out of the requests' memory (memory/budget.ts): returns its release. */
+    private readonly hold?: (bytes: number) => () => void,
+  ) {}
+
+  get pendingBytes(): number {
+    return this.pending;
+  }
+
+  /** The generations log_hot has now (their first ids), and one being opened: a batch goes to the one its first id falls in. */
+  known(starts: readonly number[]): void {
+    this.starts = [...new Set(starts)].sort((a, b) => a - b);
+    for (const generation of this.finished) if (!this.starts.includes(generation)) this.finished.delete(generation);
+    for (const generation of this.eligible) if (!this.starts.includes(generation)) this.eligible.delete(generation);
+    for (const generation of this.results.keys()) if (!this.starts.includes(generation)) this.results.delete(generation);
+  }
+
+  /** A generation this process is opening (store/sealer.ts closeGeneration): told before its commit, so before any batch of it. */
+  opening(start: number): void {
+    this.eligible.add(start);
+    this.known([...this.starts, start]);
+  }
+
+  private generationOf(id: number): number | undefined {
+    for (let i = this.starts.length - 1; i >= 0; i--) {
+      const start = this.starts[i]!;
+      if (start <= id) return id < start + this.generationIds ? start : undefined;
+    }
+    return undefined;
+  }
+
+  /** A batch this process committed (Flusher.subscribe): its tuples are copied (the ring reuses them) and handed to a thread. */
+  committed(batch: HandedBatch): void {
+    const generation = this.generationOf(batch.firstId);
+    if (generation === undefined || this.finished.has(generation) || !this.eligible.has(generation)) return;
+    let state = this.states.get(generation);
+    if (!state) this.states.set(generation, (state = { handed: 0 }));
+    if (state.givenUp) return;
+    let bytes = 0;
+    for (const rows of batch.rows) bytes += rows.byteLength;
+    // Not handed: its rows are read back at the seal (it has no staged block).
+    if (this.pending + bytes > MAX_PENDING_BYTES) {
+      this.totals.skipped++;
+      return;
+    }
+    const copy = new Uint8Array(bytes);
+    let at = 0;
+    for (const rows of batch.rows) {
+      copy.set(rows, at);
+      at += rows.byteLength;
+    }
+    this.pending += bytes;
+    this.totals.batches++;
+    this.totals.bytes += bytes;
+    const release = this.hold?.(bytes);
+    state.handed++;
+    const done = () => {
+      this.pending -= bytes;
+      release?.();
+    };
+    this.pool.handOff(generation, batch.seq, copy).then(done, (error: Error) => {
+      done();
+      state.givenUp ??= `a seal thread failed: ${error.message}`;
+    });
+  }
+
+  /**
+   * Ends `generation`'s memory path: every thread's last blocks of it written. Returns the batches
+   * its staged blocks cover, or why they are not to be trusted (then it is sealed from its rows).
+   */
+  finish(generation: number): Promise<Finished | string> {
+    let result = this.results.get(generation);
+    if (!result) this.results.set(generation, (result = this.end(generation)));
+    return result;
+  }
+
+  private async end(generation: number): Promise<Finished | string> {
+    this.finished.add(generation);
+    const state = this.states.get(generation);
+    this.states.delete(generation);
+    if (!this.eligible.has(generation)) return "opened before this process's memory path";
+    if (!state) return "no batch of it was committed here";
+    const finished = await this.pool.finish(generation);
+    if (state.givenUp) return state.givenUp;
+    if (finished.failed) return finished.failed;
+    if (finished.seqs.length !== state.handed) return `the seal threads built ${finished.seqs.length} of ${state.handed} batches`;
+    return finished;
+  }
+
+  /** Before a generation is sealed from its rows: its threads' builders are dropped. */
+  forget(generation: number): void {
+    this.finished.add(generation);
+    if (this.states.delete(generation)) this.pool.forget(generation);
+  }
+}

@@ -1,0 +1,102 @@
+// The memory path's bookkeeping (store/staging.ts) against a pool that records what it is handed:
+// which batches go to which generation, when a generation's staged blocks cannot be trusted, and
+// that a finished generation takes no more.
+import { expect, test } from "bun:test";
+import type { Finished, SealPool } from "../../src/store/seal-pool";
+import { MAX_PENDING_BYTES, Staging } from "../../src/store/staging";
+
+const GENERATION_IDS = 1_000;
+
+/** A pool whose threads answer when told: handed batches are kept per generation. */
+function fakePool() {
+  const handed = new Map<number, number[]>();
+  const answers: { settle: () => void; fail: (error: Error) => void }[] = [];
+  const forgotten: number[] = [];
+  const pool = {
+    handOff(generation: number, seq: number, rows: Uint8Array) {
+      handed.set(generation, [...(handed.get(generation) ?? []), seq]);
+      expect(rows.byteLength).toBeGreaterThan(0);
+      return new Promise<void>((resolve, reject) => answers.push({ settle: resolve, fail: reject }));
+    },
+    async finish(generation: number): Promise<Finished> {
+      const seqs = handed.get(generation) ?? [];
+      handed.delete(generation);
+      return { seqs, events: seqs.length, blocks: 1 };
+    },
+    forget(generation: number) {
+      forgotten.push(generation);
+    },
+  };
+  return { pool: pool as unknown as SealPool, handed, answers, forgotten };
+}
+
+const batch = (seq: number, firstId: number, bytes = 10) => ({ seq, firstId, rows: [new Uint8Array(bytes)] });
+
+test("a batch goes to the generation its first id falls in, and only to one this process opened", async () => {
+  const { pool, handed } = fakePool();
+  const staging = new Staging(pool, GENERATION_IDS);
+  staging.known([1, 1_001]); // found at the start: not opened here
+  staging.committed(batch(1, 5));
+  staging.committed(batch(2, 1_005));
+  expect(handed.size).toBe(0);
+  staging.opening(2_001);
+  staging.committed(batch(3, 2_001));
+  staging.committed(batch(4, 2_999));
+  staging.committed(batch(5, 3_001)); // past its range: no generation known
+  expect(handed.get(2_001)).toEqual([3, 4]);
+  expect(handed.size).toBe(1);
+  expect(await staging.finish(2_001)).toEqual({ seqs: [3, 4], events: 2, blocks: 1 });
+  expect(await staging.finish(1_001)).toBe("opened before this process's memory path");
+});
+
+test("a finished generation takes no more batches; finish() answers the same when asked again", async () => {
+  const { pool, handed } = fakePool();
+  const staging = new Staging(pool, GENERATION_IDS);
+  staging.opening(1);
+  staging.committed(batch(1, 1));
+  const first = await staging.finish(1);
+  staging.committed(batch(2, 2)); // a straggler committed after the seal began
+  expect(handed.get(1)).toBeUndefined();
+  expect(await staging.finish(1)).toBe(first);
+});
+
+test("a thread that failed a batch makes the generation read back", async () => {
+  const { pool, answers } = fakePool();
+  const held: number[] = [];
+  const staging = new Staging(pool, GENERATION_IDS, (bytes) => {
+    held.push(bytes);
+    return () => held.push(-bytes);
+  });
+  staging.opening(1);
+  staging.committed(batch(1, 1, 100));
+  expect(staging.pendingBytes).toBe(100);
+  answers[0]!.fail(new Error("thread died"));
+  await Bun.sleep(0);
+  expect(staging.pendingBytes).toBe(0);
+  expect(held).toEqual([100, -100]);
+  expect(await staging.finish(1)).toBe("a seal thread failed: thread died");
+});
+
+test("past MAX_PENDING_BYTES waiting for the threads a batch is not handed (the seal reads its rows back); later ones are again", async () => {
+  const { pool, answers } = fakePool();
+  const staging = new Staging(pool, GENERATION_IDS);
+  staging.opening(1);
+  staging.committed(batch(1, 1, MAX_PENDING_BYTES - 10));
+  staging.committed(batch(2, 2, 20)); // would pass the bound
+  expect(staging.pendingBytes).toBe(MAX_PENDING_BYTES - 10);
+  expect(staging.totals.skipped).toBe(1);
+  answers[0]!.settle();
+  await Bun.sleep(0);
+  staging.committed(batch(3, 3, 20));
+  expect(await staging.finish(1)).toEqual({ seqs: [1, 3], events: 2, blocks: 1 });
+});
+
+test("the threads covering fewer batches than were handed (one was replaced) makes the generation read back", async () => {
+  const { pool, handed } = fakePool();
+  const staging = new Staging(pool, GENERATION_IDS);
+  staging.opening(1);
+  staging.committed(batch(1, 1));
+  staging.committed(batch(2, 2));
+  handed.set(1, [2]); // the thread that had batch 1 died and its replacement never saw it
+  expect(await staging.finish(1)).toBe("the seal threads built 1 of 2 batches");
+});
