@@ -1,10 +1,12 @@
-// A background job run every interval (the sealer's passes, retention's sweeps): one run at a
-// time (a run never overlaps the previous one, whoever asked for it), the next one an interval
-// after the previous ended (a run longer than the interval never piles up; or at a fixed rate, the
-// turns that fall in a run making one more), or soon after kick(); a job with no interval runs only
-// when kicked (the database supervisor, when its postmaster dies).
-// A run that fails is counted and reported, and the job goes on at its next turn, or (`retry`)
-// after a capped backoff, until a run succeeds. stop() aborts a
+// A background job run every interval (the sealer's passes, retention's sweeps, the flusher's
+// turns, the live tail's heartbeats; no other module sets an interval of its own, as
+// test/unit/background-jobs.test.ts checks): one run at a time (a run never overlaps the previous
+// one, whoever asked for it), the next one an interval after the previous ended (a run longer than
+// the interval never piles up; or at a fixed rate, the turns that fall in a run making one more),
+// or soon after kick(); a job with no interval runs only when kicked (the database supervisor,
+// when its postmaster dies).
+// A run that fails is counted and reported (rethrow: as an uncaught exception), and the job goes
+// on at its next turn, or (`retry`) after a capped backoff, until a run succeeds. stop() aborts a
 // run under way through the AbortSignal the job is given, arms nothing more, and waits for the run
 // up to a deadline, so a stop stays bounded whatever the job waits on.
 import type { Registry } from "./metrics";
@@ -139,4 +141,15 @@ export function periodic<T>(options: PeriodicOptions<T>): Periodic<T> {
       return errors;
     },
   };
+}
+
+/**
+ * The `failed` of a job whose run does no I/O and only moves state the process relies on (the
+ * flusher's turn, the live tail's heartbeat): a failure there is a fault, so it leaves the promise
+ * chain as an uncaught exception, as a plain timer's throw would, and uncaught.ts stops logpond.
+ */
+export function rethrow(error: Error): void {
+  queueMicrotask(() => {
+    throw error;
+  });
 }

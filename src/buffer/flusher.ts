@@ -41,6 +41,7 @@
 // Never drops a chunk it was given otherwise; never holds more than one batch per stream.
 import type { Config } from "../config";
 import type { Registry } from "../metrics";
+import { type Periodic, periodic, rethrow } from "../periodic";
 import type { Service } from "../service";
 import { openFlushStreams } from "../store/flush-thread";
 import { realClock, within, type Clock } from "../timers";
@@ -104,7 +105,8 @@ export function startFlusher(
 }
 
 export class Flusher {
-  private timer: ReturnType<typeof setInterval> | undefined;
+  /** The interval's turns (tick), from start() to drain(). */
+  private ticker: Periodic<void> | undefined;
   private readonly idle: Stream[];
   /** First sequence number of each batch being written, to know what is committed. */
   private readonly inFlight = new Set<number>();
@@ -143,7 +145,13 @@ export class Flusher {
   }
 
   start(): void {
-    this.timer ??= setInterval(() => this.tick(), this.options.intervalMs);
+    this.ticker ??= periodic({
+      intervalMs: this.options.intervalMs,
+      fixedRate: true, // a turn every interval from the start, as the flush interval promises
+      run: async () => this.tick(),
+      failed: rethrow,
+      clock: this.clock,
+    });
   }
 
   /** What the interval does: whatever is waiting goes out; the ring lets go of slabs it does not need. */
@@ -181,8 +189,8 @@ export class Flusher {
   /** Shutdown: no more timer; write everything; false if the deadline came first. */
   async drain(deadlineMs: number): Promise<boolean> {
     this.stopping = true;
-    clearInterval(this.timer);
-    this.timer = undefined;
+    this.ticker?.halt();
+    this.ticker = undefined;
     const drained = await within(this.flush(), deadlineMs, this.clock);
     if (!drained) this.halted = true; // no try starts from now on; what is held is handed over
     return drained;

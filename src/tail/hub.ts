@@ -8,6 +8,7 @@
 import type { Flusher } from "../buffer/flusher";
 import type { Config } from "../config";
 import type { Registry } from "../metrics";
+import { type Periodic, periodic, rethrow } from "../periodic";
 import { closing, type Service } from "../service";
 import { describeError } from "../errors";
 import { BATCHES_CHANNEL } from "../store/copy";
@@ -62,7 +63,7 @@ export class TailHub {
   private readonly local = new Map<number, CommittedRows>();
   private readonly pending: number[] = [];
   private draining: Promise<void> | undefined;
-  private heartbeat: ReturnType<typeof setInterval> | undefined;
+  private heartbeat: Periodic<void> | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private listening = false;
 
@@ -86,14 +87,19 @@ export class TailHub {
     // Read after LISTEN: every later commit is notified, every earlier one is ≤ this.
     const [row] = await this.sql<{ seq: string | null }[]>`select max(seq)::text as seq from flush_batches`;
     this.lastSeq = Math.max(this.lastSeq, Number(row?.seq ?? 0));
-    this.heartbeat = setInterval(() => {
-      for (const client of this.clients) client.heartbeat();
-    }, this.options.heartbeatMs);
+    this.heartbeat = periodic({
+      intervalMs: this.options.heartbeatMs,
+      fixedRate: true,
+      run: async () => {
+        for (const client of this.clients) client.heartbeat();
+      },
+      failed: rethrow,
+    });
   }
 
   /** Ends every stream and stops listening. */
   async close(): Promise<void> {
-    clearInterval(this.heartbeat);
+    this.heartbeat?.halt();
     for (const client of [...this.clients]) client.close();
     await this.unlisten?.().catch(() => {});
     await this.draining;

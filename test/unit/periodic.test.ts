@@ -215,3 +215,21 @@ test("with no interval it runs only when kicked; with `retry` a failed run is tr
   expect(runs.length).toBe(3);
   await job.stop();
 });
+
+test("with `failed: rethrow` a failed run is counted and escapes as an uncaught exception, as a plain timer's throw does", async () => {
+  // In a process of its own: bun test fails any test that lets an exception escape.
+  const script = `
+    import { periodic, rethrow } from ${JSON.stringify(`${import.meta.dir}/../../src/periodic.ts`)};
+    let job;
+    process.on("uncaughtException", (error) => {
+      console.log(JSON.stringify({ uncaught: error.message, errors: job.errors }));
+      process.exit(0);
+    });
+    job = periodic({ run: async () => { throw new Error("turn failed"); }, failed: rethrow });
+    job.kick();
+  `;
+  const child = Bun.spawn([process.execPath, "-e", script], { stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  expect({ code, err }).toEqual({ code: 0, err: "" });
+  expect(JSON.parse(out)).toEqual({ uncaught: "turn failed", errors: 1 });
+});
