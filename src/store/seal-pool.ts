@@ -84,12 +84,13 @@ export interface Built {
 
 /**
  * Threads by default: one per core but one (the HTTP thread and PostgreSQL need one), at least one,
- * at most eight. A thread builds about 28,000 events/s (35 µs/event: the jsonb text 4, the
- * filter's hashes 7, deflate and the frame 11, ordering and the rest; docs/storage.md), and one
- * process takes in up to ~150,000/s: six threads keep up, eight leave room for bursts.
+ * at most four. Reading back, one seal's single backend feeds a few tens of thousands of events per
+ * second, which four threads out-build; from memory (SEAL_FROM=memory) a burst of 3 M events on 16
+ * cores was in blocks 14.7 s after it with four and 12.4 s with eight (docs/storage.md), while each
+ * thread in flight holds a chunk's memory on the read-back path.
  */
 export function defaultSealWorkers(): number {
-  return Math.min(8, Math.max(1, availableParallelism() - 1));
+  return Math.min(4, Math.max(1, availableParallelism() - 1));
 }
 
 export interface SealPoolStats {

@@ -253,7 +253,7 @@ async function sealTable(
 }
 
 /** Batches' id ranges: the rows of a hot table a seal reads back (none: all of them). */
-interface Ranges {
+export interface Ranges {
   first: number[];
   last: number[];
 }
@@ -329,6 +329,21 @@ async function truncate(tx: Sql, table: string, signal: AbortSignal | undefined)
   return false;
 }
 
+/** Ranges sorted, those that touch or overlap made one. */
+export function mergeRanges(ranges: Ranges): Ranges {
+  const order = ranges.first.map((_, i) => i).sort((a, b) => ranges.first[a]! - ranges.first[b]!);
+  const merged: Ranges = { first: [], last: [] };
+  for (const i of order) {
+    const at = merged.last.length - 1;
+    if (at >= 0 && ranges.first[i]! <= merged.last[at]! + 1) merged.last[at] = Math.max(merged.last[at]!, ranges.last[i]!);
+    else {
+      merged.first.push(ranges.first[i]!);
+      merged.last.push(ranges.last[i]!);
+    }
+  }
+  return merged;
+}
+
 /**
  * The rows of `table` (locked by the caller's transaction), through one server-side cursor, in
  * chunks of about CHUNK_BYTES of text — the rows' text is held here while their blocks are built —
@@ -345,17 +360,19 @@ async function sealRows(
   pool: SealPool | undefined,
   ranges?: Ranges,
 ): Promise<{ moved: number; sealed: number; blocks: number }> {
-  // Only these batches' rows (numbers, inlined: DECLARE takes no parameters).
-  const only = ranges
-    ? `where exists (select 1 from unnest('{${ranges.first.join(",")}}'::bigint[], '{${ranges.last.join(",")}}'::bigint[]) r(f, l) where m.id between r.f and r.l)`
-    : "";
+  // Only these batches' rows: each range joined (log_hot_id_brin finds its pages), adjacent ones
+  // merged; numbers, inlined (DECLARE takes no parameters).
+  const merged = ranges ? mergeRanges(ranges) : undefined;
+  const from = merged
+    ? `unnest('{${merged.first.join(",")}}'::bigint[], '{${merged.last.join(",")}}'::bigint[]) r(f, l) join ${table} m on m.id between r.f and r.l`
+    : `${table} m`;
   await tx.unsafe(
     `declare seal_rows no scroll cursor for
      select m.id::text as id, m.source_id::text as source_id, ${DT_TEXT} as dt, m.raw::text as line,
        case jsonb_typeof(m.raw) when 'object' then (select coalesce(string_agg(key, ','), '') from jsonb_object_keys(m.raw) key) else '' end as shape,
        nullif(lower(left(m.raw->>'level', ${LEVEL_MAX_CHARS})), '') as level,
        (d.source_id is null and (s.id is null or m.dt >= now() - make_interval(secs => s.logs_retention * 86400))) as keep
-     from ${table} m left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id ${only}`,
+     from ${from} left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id`,
   );
   const done = { moved: 0, sealed: 0, blocks: 0 };
   let chunk: MovedRow[] = [];

@@ -16,7 +16,7 @@ beforeAll(async () => {
   db = await createScratchDatabase("seal_memory");
   await runMigrations(db.url);
   // The timer never fires during a test: the tests seal when they choose.
-  lp = await startTestLogpond({ DATABASE_URL: db.url, SEAL_INTERVAL_MS: "600000" });
+  lp = await startTestLogpond({ DATABASE_URL: db.url, SEAL_INTERVAL_MS: "600000", SEAL_FROM: "memory" });
 });
 afterAll(async () => {
   await lp.stop();

@@ -33,7 +33,8 @@ const WORKERS = FULL ? 16 : 6;
 /** The move faults' load: COPY runs beside the moves, and what is left to seal afterwards stays small. */
 const MOVE_LOAD = { workers: FULL ? 8 : 2, batch: 20, pauseMs: 10 };
 const FLUSH_TIMEOUT_MS = 1_000;
-const SEALING = { SEAL_INTERVAL_MS: "200" };
+/** The memory path (SEAL_FROM=memory) under the faults; the move faults below read back (SEAL_FROM=rows). */
+const SEALING = { SEAL_INTERVAL_MS: "200", SEAL_FROM: "memory" };
 
 // postgres.js 3.4.9 ended the process when a connection closed under a statement of a transaction
 // (begin()'s ROLLBACK written to a null socket from a setImmediate; porsager/postgres#1208): a

@@ -3,6 +3,7 @@
 // that a finished generation takes no more.
 import { expect, test } from "bun:test";
 import type { Finished, SealPool } from "../../src/store/seal-pool";
+import { mergeRanges } from "../../src/store/sealer";
 import { MAX_PENDING_BYTES, Staging } from "../../src/store/staging";
 
 const GENERATION_IDS = 1_000;
@@ -99,4 +100,10 @@ test("the threads covering fewer batches than were handed (one was replaced) mak
   staging.committed(batch(2, 2));
   handed.set(1, [2]); // the thread that had batch 1 died and its replacement never saw it
   expect(await staging.finish(1)).toBe("the seal threads built 1 of 2 batches");
+});
+
+test("the id ranges of batches read back are sorted and merged where they touch or overlap", () => {
+  expect(mergeRanges({ first: [30, 1, 11, 50, 21], last: [40, 10, 20, 60, 25] })).toEqual({ first: [1, 30, 50], last: [25, 40, 60] });
+  expect(mergeRanges({ first: [], last: [] })).toEqual({ first: [], last: [] });
+  expect(mergeRanges({ first: [5, 1], last: [9, 7] })).toEqual({ first: [1], last: [9] });
 });
