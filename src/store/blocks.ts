@@ -144,6 +144,16 @@ export class BlockBuilder {
     return this.items.length;
   }
 
+  /** The text it holds, in UTF-8 bytes at most. */
+  get heldBytes(): number {
+    return this.bytes;
+  }
+
+  /** What it holds as a block now (smaller than the others: the thread's memory bound), its filter group left open. */
+  flush(): (Block | Filter)[] {
+    return this.items.length > 0 ? this.cut() : [];
+  }
+
   /** Takes one event; returns the blocks (and filters) it completed, in the order they are written. */
   add(row: MovedRow): (Block | Filter)[] {
     this.items.push({ row, id: Number(row.id) });

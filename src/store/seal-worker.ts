@@ -27,6 +27,12 @@ interface Generation {
   failed?: string;
 }
 
+/**
+ * Text a thread's builders hold together, at most (UTF-8 bytes): past it the fullest builders are
+ * cut into blocks early, so a thousand sparse sources do not keep a generation's events here.
+ */
+const MAX_HELD_BYTES = 32 * 1024 * 1024;
+
 let sql: postgres.Sql | undefined;
 let maxEvents = 1000;
 const generations = new Map<number, Generation>();
@@ -69,6 +75,25 @@ async function batch(id: number, seq: number, rows: Uint8Array): Promise<void> {
   }
   collectAfter(rows.byteLength * 3);
   await write(generation, id, done);
+  await bound();
+}
+
+/** Past MAX_HELD_BYTES, the fullest builders (of any generation) are cut until half of it is held. */
+async function bound(): Promise<void> {
+  const all: { builder: BlockBuilder; generation: Generation; id: number }[] = [];
+  let held = 0;
+  for (const [id, generation] of generations)
+    for (const builder of generation.builders.values()) {
+      held += builder.heldBytes;
+      all.push({ builder, generation, id });
+    }
+  if (held <= MAX_HELD_BYTES) return;
+  all.sort((a, b) => b.builder.heldBytes - a.builder.heldBytes);
+  for (const { builder, generation, id } of all) {
+    if (held <= MAX_HELD_BYTES / 2) break;
+    held -= builder.heldBytes;
+    await write(generation, id, builder.flush());
+  }
 }
 
 async function finish(id: number): Promise<Finished> {
