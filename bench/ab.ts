@@ -1,4 +1,5 @@
-// A/B of logpond at another git ref against this worktree, interleaved on one PostgreSQL under
+// A/B of logpond at another git ref against this worktree, interleaved (each round in the other
+// order) on one PostgreSQL under
 // wrk -c64 — how this branch's before/after figures were taken on a shared machine:
 //   bun bench/ab.ts <ref> [payload=json-100] [corpus=realistic] [seconds=5] [rounds=3] [--own-pg] [--drained]
 // The ref's src/ and drizzle/ are exported (git archive) to a temporary folder and run with this
@@ -49,7 +50,8 @@ try {
   ];
   for (const side of sides) side.dir = writeWrkFiles(path.join(work, `wrk-${sides.indexOf(side)}`), p, [(await createSource(side.service, "ab")).token]);
   for (let r = 0; r < Number(rounds); r++) {
-    for (const { label, service, dir } of sides) {
+    // Each round in the other order: the side that runs first meets a warmer or a busier box.
+    for (const { label, service, dir } of r % 2 === 0 ? sides : [...sides].reverse()) {
       const deadline = Date.now() + 120_000;
       while ((await metric(service.apiUrl, "logpond_buffer_events")) > 0 && Date.now() < deadline) await Bun.sleep(100);
       resetPeakRss(service.proc.pid);
