@@ -1,6 +1,5 @@
 // A/B of logpond at another git ref against this worktree, interleaved (each round in the other
-// order) on one PostgreSQL under
-// wrk -c64 — how this branch's before/after figures were taken on a shared machine:
+// order) on one PostgreSQL under wrk -c64 — how before/after figures are taken on a shared machine:
 //   bun bench/ab.ts <ref> [payload=json-100] [corpus=realistic] [seconds=5] [rounds=3] [--own-pg] [--drained]
 // The ref's src/ and drizzle/ are exported (git archive) to a temporary folder and run with this
 // worktree's node_modules. Per round and side: accepted req/s, statuses, the service's CPU µs per
