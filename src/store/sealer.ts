@@ -587,13 +587,14 @@ export function startSealer(
     },
   };
   if (options.metrics) registerMetrics(sealer, options.metrics);
-  if (options.metrics && staging) {
+  // The memory path's (SEAL_FROM=memory); 0 without it.
+  if (options.metrics) {
     options.metrics.counter(
       "logpond_sealer_handoffs_skipped_total",
       "Committed batches not handed to the seal threads (too much waited for them): their rows are read back at the seal.",
-      () => staging.totals.skipped,
+      () => staging?.totals.skipped ?? 0,
     );
-    options.metrics.gauge("logpond_sealer_handoff_pending_bytes", "Tuples handed to the seal threads and not yet built.", () => staging.pendingBytes);
+    options.metrics.gauge("logpond_sealer_handoff_pending_bytes", "Tuples handed to the seal threads and not yet built.", () => staging?.pendingBytes ?? 0);
   }
   return sealer;
 }
