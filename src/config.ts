@@ -52,6 +52,19 @@ export interface Config {
   readonly tailHeartbeatMs: number;
   readonly tailQueueMaxRows: number;
   readonly tailQueueMaxBytes: number;
+  /** ROLE: "all" (one logpond: storage, maintenance, both listeners), or "ingest" (a stateless ingest node on DATABASE_URL). */
+  readonly role: "all" | "ingest";
+  /** INGEST_WORKERS: ingest processes behind the one INGEST_PORT (cluster/supervisor.ts); 0: from the core count. */
+  readonly ingestWorkers: number;
+  /** Requests on one keep-alive connection before its answer carries `Connection: close` (0: no limit). */
+  readonly ingestConnectionMaxRequests: number;
+  /** Age of a keep-alive connection past which its next answer carries `Connection: close` (0: no limit). */
+  readonly ingestConnectionMaxAgeMs: number;
+  /**
+   * Set by the supervisor in the ingest processes it starts (cluster/supervisor.ts), never by a
+   * user: the worker's index, which names its spill folder, and its listener shares INGEST_PORT.
+   */
+  readonly workerIndex: number | undefined;
 }
 
 type Env = Record<string, string | undefined>;
@@ -91,6 +104,10 @@ export const DEFAULTS = {
   TAIL_HEARTBEAT_MS: 10_000,
   TAIL_QUEUE_MAX_ROWS: 10_000,
   TAIL_QUEUE_MAX_BYTES: 8 * MIB,
+  ROLE: "all",
+  INGEST_WORKERS: 1,
+  INGEST_CONNECTION_MAX_REQUESTS: 1_000,
+  INGEST_CONNECTION_MAX_AGE_MS: 60_000,
 } as const;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -173,6 +190,11 @@ export function loadConfig(env: Env = process.env): Config {
     tailHeartbeatMs: int("TAIL_HEARTBEAT_MS", 100, 15_000),
     tailQueueMaxRows: int("TAIL_QUEUE_MAX_ROWS", 1, 1_000_000),
     tailQueueMaxBytes: int("TAIL_QUEUE_MAX_BYTES", 64 * 1024, 1024 * MIB),
+    role: oneOf("ROLE", ["all", "ingest"] as const),
+    ingestWorkers: int("INGEST_WORKERS", 0, 256),
+    ingestConnectionMaxRequests: int("INGEST_CONNECTION_MAX_REQUESTS", 0, 1_000_000_000),
+    ingestConnectionMaxAgeMs: int("INGEST_CONNECTION_MAX_AGE_MS", 0, 86_400_000),
+    workerIndex: workerIndex(env[WORKER_INDEX_VARIABLE], problems),
   };
 
   if (config.apiPort !== 0 && config.apiPort === config.ingestPort) {
@@ -186,8 +208,40 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push("DURABLE_TIMEOUT_MS must be longer than FLUSH_INTERVAL_MS (a durable request waits for a flush)");
   }
 
+  if (config.role === "ingest" && config.databaseUrl === undefined) {
+    problems.push("ROLE=ingest needs DATABASE_URL: an ingest node writes to the PostgreSQL another logpond (ROLE=all) runs the maintenance of");
+  }
+  // The memory path hands committed batches to seal threads in the process that committed them (store/staging.ts).
+  if (config.sealFrom === "memory" && config.ingestWorkers > 1) {
+    problems.push("SEAL_FROM=memory works in one process only: set INGEST_WORKERS=1, or SEAL_FROM=rows to use several ingest workers");
+  }
+
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+/** The variable the supervisor sets in each ingest worker it starts (never a user's setting). */
+export const WORKER_INDEX_VARIABLE = "LOGPOND_WORKER_INDEX";
+
+function workerIndex(raw: string | undefined, problems: string[]): number | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  const index = Number(raw);
+  if (Number.isInteger(index) && index >= 1) return index;
+  problems.push(`${WORKER_INDEX_VARIABLE}=${JSON.stringify(raw)} must be a whole number from 1 (set by logpond for its own workers)`);
+  return undefined;
+}
+
+/**
+ * INGEST_WORKERS resolved: the setting, or with 0 (auto) half the cores, at most 8 (the embedded
+ * PostgreSQL's backends need the rest), and 1 on 2 cores or fewer. Always 1 off Linux, where
+ * listeners cannot share a port (SO_REUSEPORT spreads connections on Linux only), and in an ingest
+ * process itself.
+ */
+export function ingestWorkers(config: Pick<Config, "ingestWorkers" | "role" | "workerIndex" | "sealFrom">, cores: number, platform: string): number {
+  if (config.role !== "all" || config.workerIndex !== undefined || platform !== "linux") return 1;
+  if (config.ingestWorkers > 0) return config.ingestWorkers;
+  if (config.sealFrom === "memory" || cores <= 2) return 1;
+  return Math.min(8, Math.floor(cores / 2));
 }
 
 /** An absolute http(s) URL, kept without a trailing slash (ingesting_host is host[:port][/path]). */

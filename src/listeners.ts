@@ -7,7 +7,8 @@ import { Elysia } from "elysia";
 import type { Config } from "./config";
 import { errorHandler } from "./http/errors";
 import { health } from "./http/health";
-import { EXCLUSIVE } from "./http/ports";
+import { EXCLUSIVE, SHARED } from "./http/ports";
+import { type ConnectionSpreader, connectionSpreader } from "./cluster/connections";
 import { acceptRequest, CORS_ORIGIN, ingestLimits, type IngestDeps } from "./ingest/accept";
 import { acceptLoki } from "./ingest/loki";
 import { acceptOtlp } from "./ingest/otlp";
@@ -74,9 +75,14 @@ export function managementApp(deps: ManagementDeps) {
   );
 }
 
-export function ingestApp(deps: IngestDeps & Pick<ManagementDeps, "store" | "log" | "unready">) {
+export function ingestApp(deps: IngestDeps & Pick<ManagementDeps, "store" | "log" | "unready"> & { spreader?: ConnectionSpreader }) {
+  const spreader = deps.spreader;
   return (
     new Elysia({ name: "logpond/ingest" })
+      // Before any handler, so every answer (refusals too) may end its connection (cluster/connections.ts).
+      .onRequest(({ request, server, set }) => {
+        if (spreader?.request(server?.requestIP(request) ?? null)) set.headers.connection = "close";
+      })
       .use(errorHandler(deps.log))
       .use(health(deps.unready))
       .post("/", ({ request }) => acceptRequest(request, deps), { parse: "none" })
@@ -90,6 +96,9 @@ export function ingestApp(deps: IngestDeps & Pick<ManagementDeps, "store" | "log
 
 /** A listener as a service: where it is reached. */
 export type Listener = Service & { readonly url: string; readonly port: number };
+
+/** The ingest listener: a listener that counts what it took (the supervisor's per-worker series, cluster/worker.ts). */
+export type IngestListener = Listener & { readonly ingested: () => { requests: number; events: number } };
 
 /**
  * The ingest listener on INGEST_HOST:INGEST_PORT, its limits from the Config. Halted, it answers
@@ -109,13 +118,16 @@ export function startIngestListener(
     log: (line: string) => void;
     ready: () => Promise<string | undefined>;
   },
-): Listener {
+): IngestListener {
   const { ring, flusher, store, log } = deps;
   let accepting = true;
+  const series = ingestSeries(deps.metrics, (id) => deps.sources.cache.has(id)); // a deleted source's series go at the next scrape
+  const spreader = connectionSpreader(config);
   const server = listenIngest(config, {
     cache: deps.sources.cache,
     ...{ ring, flusher, store, log, decodeWorker: deps.decodeWorker, gate: deps.memory.gate, gcPacer: deps.memory.gcPacer },
-    metrics: ingestSeries(deps.metrics, (id) => deps.sources.cache.has(id)), // a deleted source's series go at the next scrape
+    metrics: series,
+    ...(spreader && { spreader }),
     limits: ingestLimits(config, ring.maxBytes),
     ackMode: config.ingestAck,
     durableTimeoutMs: config.durableTimeoutMs,
@@ -129,10 +141,12 @@ export function startIngestListener(
     name: "ingest listener",
     url: listenerUrl(config.ingestHost, server.port),
     port: server.port!,
+    ingested: () => series.totals(),
     halt() {
       accepting = false; // 503 from now on
     },
     async stop() {
+      spreader?.stop();
       if (await within(server.stop(false), config.shutdownTimeoutMs / 3)) return;
       log("shutdown: requests still uploading were cut off");
       await within(server.stop(true), 1_000);
@@ -184,10 +198,10 @@ export async function startManagementListener(
   };
 }
 
-/** The ingest listener on INGEST_HOST:INGEST_PORT. */
+/** The ingest listener on INGEST_HOST:INGEST_PORT: shared with the other workers of its supervisor (which checked the port is free). */
 function listenIngest(config: Config, deps: Parameters<typeof ingestApp>[0]) {
   return ingestApp(deps).listen({
-    ...EXCLUSIVE,
+    ...(config.workerIndex === undefined ? EXCLUSIVE : SHARED),
     hostname: config.ingestHost,
     port: config.ingestPort,
     // Bun's own cap would answer a large Content-Length with a bare 413 before our handler runs;

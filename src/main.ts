@@ -1,10 +1,14 @@
 // Wiring only: configuration → a running logpond → banner; SIGTERM/SIGINT drain and exit 0, or
 // exit 1 when PostgreSQL could not take everything in time (the log says how many were spilled).
 // Errors nothing handled are caught process-wide (uncaught.ts): counted, and a rejection served on,
-// an exception stopped on as SIGTERM does (exit 1).
-import { ConfigError, loadConfig } from "./config";
+// an exception stopped on as SIGTERM does (exit 1). The same entry runs one logpond, the
+// supervisor of INGEST_WORKERS ingest workers, a worker (started by its supervisor, which it tells
+// when it listens instead of printing a banner) and a ROLE=ingest node.
+import { availableParallelism } from "node:os";
+import { reportToSupervisor } from "./cluster/worker";
+import { ConfigError, ingestWorkers, loadConfig } from "./config";
 import { describeError } from "./errors";
-import { startLogpond } from "./server";
+import { type IngestNode, type Logpond, startIngestNode, startLogpond } from "./server";
 import { guardProcess } from "./uncaught";
 
 let config;
@@ -17,11 +21,14 @@ try {
 
 // LOG_LEVEL=silent drops the log lines; the banner (tools read the URLs from it) and the reasons
 // for a failed start are printed whatever the level.
-const log = config.logLevel === "silent" ? () => {} : (line: string) => console.log(`${new Date().toISOString()} ${line}`);
+const worker = config.workerIndex === undefined ? "" : ` [ingest worker ${config.workerIndex}]`;
+const log = config.logLevel === "silent" ? () => {} : (line: string) => console.log(`${new Date().toISOString()}${worker} ${line}`);
 
 const started = performance.now();
-const logpond = await startLogpond(config, log).catch((error: Error) => {
-  console.error(`logpond: could not start: ${error.message}`);
+const starting: Promise<IngestNode & Partial<Logpond>> =
+  config.role === "ingest" ? startIngestNode(config, log) : startLogpond(config, log, ingestWorkers(config, availableParallelism(), process.platform));
+const logpond = await starting.catch((error: Error) => {
+  console.error(`logpond${worker}: could not start: ${error.message}`);
   return process.exit(1);
 });
 
@@ -54,16 +61,20 @@ guardProcess({
 // Signals before the banner: a supervisor may send SIGTERM as soon as it reads the banner.
 for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => void shutdown(signal, false));
 
-console.log(
-  [
-    `logpond is running (started in ${Math.round(performance.now() - started)} ms)`,
-    `  management API  ${logpond.apiUrl}/api/v1/sources`,
-    `  live tail page  ${logpond.apiUrl}/`,
-    `  ingestion       ${logpond.ingestUrl}/`,
-    // The token in clear only the once it is made: banners end up in log collectors.
-    `  API token       ${logpond.apiToken.generated ? `${logpond.apiToken.token}  (generated now; kept in ${logpond.apiToken.origin})` : `in ${logpond.apiToken.origin}`}`,
-    `  database        ${logpond.store.description}`,
-    `  psql            ${logpond.store.psql}`,
-    `  acknowledgement ${config.ingestAck}; flush every ${config.flushIntervalMs} ms or ${config.flushMaxEvents} events`,
-  ].join("\n"),
-);
+const { apiUrl, apiToken, workers } = logpond;
+if (config.workerIndex !== undefined) reportToSupervisor(logpond.ingestUrl, logpond.ingested, (why) => void shutdown(why, false));
+else
+  console.log(
+    [
+      `logpond ${apiUrl ? "is" : "ingest node is"} running (started in ${Math.round(performance.now() - started)} ms)`,
+      ...(apiUrl ? [`  management API  ${apiUrl}/api/v1/sources`, `  live tail page  ${apiUrl}/`] : []),
+      `  ingestion       ${logpond.ingestUrl}/${workers ? `  (${workers.pids().size} ingest workers)` : ""}`,
+      // The token in clear only the once it is made: banners end up in log collectors.
+      ...(apiToken
+        ? [`  API token       ${apiToken.generated ? `${apiToken.token}  (generated now; kept in ${apiToken.origin})` : `in ${apiToken.origin}`}`]
+        : []),
+      `  database        ${logpond.store.description}`,
+      `  psql            ${logpond.store.psql}`,
+      `  acknowledgement ${config.ingestAck}; flush every ${config.flushIntervalMs} ms or ${config.flushMaxEvents} events`,
+    ].join("\n"),
+  );

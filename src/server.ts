@@ -2,7 +2,9 @@
 // flusher (spilled events replayed) → retention, tail, tokens → memory → sealer (its garbage paced)
 // → both listeners. Each module starts as `start…(config, deps)`, declares its own /metrics series
 // and returns a Service; stop.ts stops the list. `main.ts` adds the banner and signals; tests
-// start it in-process on port 0.
+// start it in-process on port 0. One composition for every kind of process (a Plan): one logpond;
+// a supervisor, whose ingest workers (cluster/supervisor.ts) listen instead of it; an ingest node
+// (ROLE=ingest, an ingest worker among them), which runs no maintenance and no management listener.
 import type { Flusher } from "./buffer/flusher";
 import { startFlusher } from "./buffer/flusher";
 import { openRing, type Ring } from "./buffer/ring";
@@ -11,7 +13,7 @@ import type { Config } from "./config";
 import type { ApiToken } from "./http/apitoken";
 import { assertPortsFree } from "./http/ports";
 import { startDecodeWorker } from "./ingest/offload";
-import { publicIngestHost, startIngestListener, startManagementListener } from "./listeners";
+import { listenerUrl, publicIngestHost, startIngestListener, startManagementListener } from "./listeners";
 import { startMemory } from "./memory/budget";
 import { Metrics } from "./metrics";
 import { ensurePartitionsAhead, startRetention, type Retention } from "./retention/scheduler";
@@ -23,24 +25,19 @@ import { stopAll } from "./stop";
 import { startTail, type TailHub } from "./tail/hub";
 import { startTokens } from "./tokens/service";
 import { type UncaughtKind, uncaughtSeries } from "./uncaught";
+import { startWorkers, type Workers } from "./cluster/supervisor";
 
 export { ingestApp, managementApp, publicIngestHost } from "./listeners";
 
-export interface Logpond {
-  readonly apiUrl: string;
+/** What every kind of process has: an ingest listener (or its workers'), a buffer, storage. */
+export interface IngestNode {
   readonly ingestUrl: string;
-  readonly apiToken: ApiToken;
   readonly store: Store;
   readonly flusher: Flusher;
   readonly ring: Ring;
   readonly metrics: Metrics;
   /** logpond_uncaught_errors_total, counted by the handlers main.ts installs (uncaught.ts). */
   readonly uncaughtErrors: { inc(kind: UncaughtKind): void };
-  readonly tail: TailHub;
-  /** Retention sweeps: at start, every RETENTION_SWEEP_INTERVAL_MS, and after a deletion. */
-  readonly retention: Retention;
-  /** Moves committed events into compressed blocks every SEAL_INTERVAL_MS. */
-  readonly sealer: Sealer;
   /**
    * Stop accepting, drain the buffer, close storage. Resolves true when nothing was left behind;
    * false when some events went to a spill file (`spilled` says how many) or were lost.
@@ -48,17 +45,53 @@ export interface Logpond {
   stop(): Promise<boolean>;
   /** After stop(): events written to the spill file, and the file. */
   readonly spilled: Spilled;
+  /** Where this ingest node's listener counts requests and events (cluster/worker.ts reports them). */
+  readonly ingested: () => { requests: number; events: number };
 }
 
-export async function startLogpond(config: Config, log: (line: string) => void): Promise<Logpond> {
+export interface Logpond extends IngestNode {
+  readonly apiUrl: string;
+  readonly apiToken: ApiToken;
+  readonly tail: TailHub;
+  /** Retention sweeps: at start, every RETENTION_SWEEP_INTERVAL_MS, and after a deletion. */
+  readonly retention: Retention;
+  /** Moves committed events into compressed blocks every SEAL_INTERVAL_MS. */
+  readonly sealer: Sealer;
+  /** The ingest workers, when INGEST_WORKERS > 1 made this process their supervisor. */
+  readonly workers: Workers | undefined;
+}
+
+/**
+ * Which parts a process runs. `workers` > 1: its ingest listener is that many worker processes'
+ * (cluster/supervisor.ts) instead of its own; `maintenance` false: an ingest node, with no
+ * migrations, partitions, retention, sealer, tail, tokens nor management listener.
+ */
+interface Plan {
+  maintenance: boolean;
+  workers: number;
+}
+
+/** One logpond (ROLE=all): with `workers` > 1, the supervisor of that many ingest workers. */
+export async function startLogpond(config: Config, log: (line: string) => void, workers = 1): Promise<Logpond> {
+  return (await start(config, log, { maintenance: true, workers })) as Logpond;
+}
+
+/** An ingest node (ROLE=ingest): DATABASE_URL's, which another logpond maintains; an ingest worker too. */
+export function startIngestNode(config: Config, log: (line: string) => void): Promise<IngestNode> {
+  return start(config, log, { maintenance: false, workers: 1 });
+}
+
+async function start(config: Config, log: (line: string) => void, plan: Plan): Promise<IngestNode & Partial<Logpond>> {
+  const ingestPort = { host: config.ingestHost, variable: config.ingestHost === config.host ? "HOST" : "INGEST_HOST", port: config.ingestPort };
   await assertPortsFree({
-    API_PORT: { host: config.apiHost, variable: config.apiHost === config.host ? "HOST" : "API_HOST", port: config.apiPort },
-    INGEST_PORT: { host: config.ingestHost, variable: config.ingestHost === config.host ? "HOST" : "INGEST_HOST", port: config.ingestPort },
+    ...(plan.maintenance && { API_PORT: { host: config.apiHost, variable: config.apiHost === config.host ? "HOST" : "API_HOST", port: config.apiPort } }),
+    // A worker's port is its supervisor's, which checked it, and which the other workers share.
+    ...(config.workerIndex === undefined && { INGEST_PORT: ingestPort }),
   });
   const metrics = new Metrics();
   const store = await openStore(config, { metrics, log });
   try {
-    return await startOn(store, config, metrics, log);
+    return await startOn(store, config, metrics, log, plan);
   } catch (error) {
     // The embedded PostgreSQL runs in a process group of its own: a failed start must stop it.
     await store.close();
@@ -66,20 +99,32 @@ export async function startLogpond(config: Config, log: (line: string) => void):
   }
 }
 
-async function startOn(store: Store, config: Config, metrics: Metrics, log: (line: string) => void): Promise<Logpond> {
+async function startOn(store: Store, config: Config, metrics: Metrics, log: (line: string) => void, plan: Plan): Promise<IngestNode & Partial<Logpond>> {
   const uncaughtErrors = uncaughtSeries(metrics);
   const supervisor = store.supervisor;
   const sources = await startSources(config, { store, metrics, log });
-  await ensurePartitionsAhead(store.sql, log);
+  if (plan.maintenance) await ensurePartitionsAhead(store.sql, log);
   const ring = openRing(config, metrics);
   const flusher = startFlusher(config, { url: store.url, ring, metrics, log });
   const buffer = await startBuffer(config, { url: store.url, ring, flusher, metrics, log }); // spills replayed, before ingestion opens
   supervisor?.onRestart(() => flusher.retryNow());
+  const decodeWorker = startDecodeWorker(config);
+  const memory = startMemory(config, { ring, flusher, metrics, lanes: decodeWorker.width });
+  if (!plan.maintenance) {
+    let services: Service[] = [store, flusher];
+    const ready = readiness(() => services);
+    const ingest = startIngestListener(config, { sources, ring, flusher, memory, decodeWorker, store, metrics, log, ready });
+    services = [store, flusher, sources, decodeWorker, buffer, ingest];
+    return {
+      ...{ store, flusher, ring, metrics, uncaughtErrors, ingested: ingest.ingested },
+      spilled: buffer.spilled,
+      ingestUrl: ingest.url,
+      stop: () => stopAll(services, config.shutdownTimeoutMs).then(() => buffer.drained),
+    };
+  }
   const retention = startRetention(config, { sql: store.sql, flush: () => flusher.flush(), metrics, log });
   const tail = await startTail(config, { sql: store.sql, flusher, metrics, log });
   const tokens = await startTokens(config, { store, tail, log });
-  const decodeWorker = startDecodeWorker(config);
-  const memory = startMemory(config, { ring, flusher, metrics, lanes: decodeWorker.width });
   const sealer = startSealer(config, {
     sql: store.sql,
     // The memory path (store/staging.ts): its threads connect, and hear of each commit.
@@ -94,12 +139,16 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
   // while the listeners start, before the list is whole, those two are asked.
   let services: Service[] = [store, flusher];
   const ready = readiness(() => services);
-  const ingest = startIngestListener(config, { sources, ring, flusher, memory, decodeWorker, store, metrics, log, ready });
-  const ingestingHost = publicIngestHost(config, ingest.port);
+  // With workers, this process takes no events itself: they listen on INGEST_PORT, started once
+  // the management listener is up (a second logpond on the same ports was refused before storage).
+  const ingest = plan.workers > 1 ? undefined : startIngestListener(config, { sources, ring, flusher, memory, decodeWorker, store, metrics, log, ready });
+  let ingestPort = ingest?.port ?? config.ingestPort;
   const management = await startManagementListener(config, {
     ...{ store, sources, tokens, tail, retention, metrics, log, ready },
-    ingestingHost: () => ingestingHost,
+    ingestingHost: () => publicIngestHost(config, ingestPort),
   });
+  const workers = plan.workers > 1 ? await startWorkers(config, { count: plan.workers, url: store.url, metrics, log }) : undefined;
+  if (workers) ingestPort = workers.port;
 
   // In the order each needs the ones before it; stop.ts halts them all, then stops them in reverse
   // (the ingest listener first, storage last), each within its own share of SHUTDOWN_TIMEOUT_MS.
@@ -117,14 +166,17 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
     tail,
     decodeWorker,
     buffer, // drained into PostgreSQL, or into a spill file
-    ingest,
+    ...(ingest ? [ingest] : []),
+    // Stopped first: each worker drains its own buffer into PostgreSQL (or its spill folder) while storage still runs.
+    ...(workers ? [workers] : []),
   ];
   return {
-    ...{ store, flusher, ring, metrics, uncaughtErrors, tail, retention, sealer },
+    ...{ store, flusher, ring, metrics, uncaughtErrors, tail, retention, sealer, workers },
     apiToken: tokens.apiToken,
     spilled: buffer.spilled,
     apiUrl: management.url,
-    ingestUrl: ingest.url,
+    ingestUrl: ingest?.url ?? listenerUrl(config.ingestHost, ingestPort),
+    ingested: ingest?.ingested ?? (() => ({ requests: 0, events: 0 })),
     stop: () => stopAll(services, config.shutdownTimeoutMs).then(() => buffer.drained),
   };
 }

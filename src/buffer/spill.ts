@@ -41,14 +41,34 @@ const MAGIC = "logpond-spill 2\n";
 const MAGIC_TEXT = "logpond-spill 1\n";
 const FOLDER = "spill";
 
-export function spillFolder(dataDir: string): string {
-  return path.join(path.resolve(dataDir), FOLDER);
+/**
+ * DATA_DIR/spill, or an ingest worker's own DATA_DIR/spill/worker-<i> (cluster/supervisor.ts): one
+ * process writes and replays a folder at a time, so no file is replayed twice.
+ */
+export function spillFolder(dataDir: string, worker?: number): string {
+  const folder = path.join(path.resolve(dataDir), FOLDER);
+  return worker === undefined ? folder : path.join(folder, `worker-${worker}`);
+}
+
+/** The indexes of the worker spill folders under DATA_DIR/spill (those of an earlier INGEST_WORKERS too). */
+export function workerSpillFolders(dataDir: string): number[] {
+  let names: string[];
+  try {
+    names = readdirSync(spillFolder(dataDir));
+  } catch {
+    return [];
+  }
+  return names
+    .map((name) => /^worker-(\d+)$/.exec(name)?.[1])
+    .filter((index) => index !== undefined)
+    .map(Number)
+    .sort((a, b) => a - b);
 }
 
 /** Writes the entries to a new spill file; returns its path (nothing is written for no entries). */
-export function writeSpill(dataDir: string, entries: readonly SpillEntry[]): string | undefined {
+export function writeSpill(dataDir: string, entries: readonly SpillEntry[], worker?: number): string | undefined {
   if (entries.length === 0) return undefined;
-  const folder = spillFolder(dataDir);
+  const folder = spillFolder(dataDir, worker);
   mkdirSync(folder, { recursive: true });
   const name = `spill-${new Date().toISOString().replace(/[:.]/g, "-")}-${process.pid}.bin`;
   const final = path.join(folder, name);
@@ -78,8 +98,8 @@ export function writeSpill(dataDir: string, entries: readonly SpillEntry[]): str
 }
 
 /** The spill files waiting, oldest first (a leftover .tmp was never complete: it is removed). */
-export function pendingSpills(dataDir: string): string[] {
-  const folder = spillFolder(dataDir);
+export function pendingSpills(dataDir: string, worker?: number): string[] {
+  const folder = spillFolder(dataDir, worker);
   let names: string[];
   try {
     names = readdirSync(folder);
@@ -123,9 +143,10 @@ export async function replaySpills(
   writer: SpillWriter,
   refused: (entry: SpillEntry) => Promise<void>,
   log: (line: string) => void,
+  worker?: number,
 ): Promise<number> {
   let replayed = 0;
-  for (const file of pendingSpills(dataDir)) {
+  for (const file of pendingSpills(dataDir, worker)) {
     const entries = readSpill(file);
     for (const entry of entries) {
       try {
@@ -155,27 +176,35 @@ export async function startBuffer(
   { url, ring, flusher, metrics, log }: { url: string; ring: Ring; flusher: Flusher; metrics: Registry; log: (line: string) => void },
 ): Promise<Service & { readonly drained: boolean; readonly spilled: Spilled }> {
   await replayInto(config, url, ring, flusher, log);
-  keepSpillReserve(config, spillFolder(config.dataDir), metrics, log);
+  keepSpillReserve(config, spillFolder(config.dataDir, config.workerIndex), metrics, log);
   return drainOnStop(config, { flusher, log });
 }
 
 /**
  * At start, before ingestion opens: what an earlier stop could not write goes in, on a connection of
  * its own; an entry PostgreSQL refuses for its data takes the flusher's dead-letter path, back
- * through the ring (which sets ids anew, over any the tuples had).
+ * through the ring (which sets ids anew, over any the tuples had). An ingest worker replays its own
+ * folder; the process that owns DATA_DIR (ROLE=all) replays its own and every worker's, before it
+ * starts any worker, so each folder has one reader at a time.
  */
 export async function replayInto(config: Config, url: string, ring: Ring, flusher: Flusher, log: (line: string) => void): Promise<number> {
   const replay = openFlushConnection(url, config.flushTimeoutMs);
+  const folders = config.workerIndex !== undefined ? [config.workerIndex] : [undefined, ...(config.role === "all" ? workerSpillFolders(config.dataDir) : [])];
   try {
-    return await replaySpills(
-      config.dataDir,
-      replay,
-      async (entry) => {
-        for (const rows of entry.rows) ring.push({ rows, events: tupleCount(rows), bytes: rows.length, seq: 0 });
-        await flusher.flush();
-      },
-      log,
-    );
+    let replayed = 0;
+    for (const worker of folders) {
+      replayed += await replaySpills(
+        config.dataDir,
+        replay,
+        async (entry) => {
+          for (const rows of entry.rows) ring.push({ rows, events: tupleCount(rows), bytes: rows.length, seq: 0 });
+          await flusher.flush();
+        },
+        log,
+        worker,
+      );
+    }
+    return replayed;
   } finally {
     await replay.close();
   }
@@ -210,7 +239,7 @@ export function drainOnStop(
       const held = flusher.handOver();
       // Nothing held after all (the last batches committed as the deadline came): a clean stop.
       if (held.length === 0) drained = true;
-      else spillHeld(config.dataDir, held, spilled, flusher.series.lost, log);
+      else spillHeld(config, held, spilled, flusher.series.lost, log);
     },
     get drained() {
       return drained;
@@ -222,10 +251,10 @@ export function drainOnStop(
  * At stop, once the drain missed its deadline: what the flusher handed over goes to a spill file
  * (written at the next start), or, if that fails, is counted lost. Fills in `spilled`.
  */
-function spillHeld(dataDir: string, held: readonly HeldBatch[], spilled: Spilled, lost: Counter, log: (line: string) => void): void {
+function spillHeld(config: Config, held: readonly HeldBatch[], spilled: Spilled, lost: Counter, log: (line: string) => void): void {
   const events = held.reduce((sum, batch) => sum + batch.events, 0);
   try {
-    spilled.file = writeSpill(dataDir, held);
+    spilled.file = writeSpill(config.dataDir, held, config.workerIndex);
     spilled.events = events;
     log(`shutdown: PostgreSQL did not take ${events} buffered events before SHUTDOWN_TIMEOUT_MS; spilled to ${spilled.file}, written at the next start`);
   } catch (error) {

@@ -8,6 +8,12 @@ import { createServer } from "node:net";
 /** Bun.serve options for a listener that must be the only one on its port. */
 export const EXCLUSIVE = { reusePort: false } as const;
 
+/**
+ * Bun.serve options for an ingest worker's listener: its supervisor checked the port is free, then
+ * its workers share it (cluster/supervisor.ts); the kernel spreads new connections over them.
+ */
+export const SHARED = { reusePort: true } as const;
+
 export class PortInUseError extends Error {}
 
 /** HOST cannot be listened on at all: it does not resolve, or is no address of this machine. */

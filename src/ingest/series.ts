@@ -145,6 +145,8 @@ export class IngestSeries {
   /** One accepted ingest request. Prefer `ingestRequest(protocol)`, which times it too. */
   ingestAccepted(protocol: Protocol, sourceId: number, events: number, bytes: number, droppedPaused = false): void {
     const series = this.series(protocol, sourceId);
+    this.accepted.requests++;
+    this.accepted.events += events;
     series.requests++;
     series.events += events;
     series.bytes += bytes;
@@ -162,6 +164,12 @@ export class IngestSeries {
   reject(reason: Reason, protocol: Protocol, sourceId: number): void {
     const series = this.series(protocol, sourceId);
     (series.rejected ??= new Float64Array(REASON_NAMES.length))[REASON_INDEX[reason]]!++;
+  }
+
+  /** Accepted requests and their events since start, deleted sources' too (cluster/worker.ts reports them). */
+  private readonly accepted = { requests: 0, events: 0 };
+  totals(): { requests: number; events: number } {
+    return { ...this.accepted };
   }
 
   /** Totals over every protocol and source still counted (for tests and benches). */

@@ -50,7 +50,9 @@ export async function openStore(config: Config, { metrics, log }: { metrics: Reg
     url = embedded.url;
   }
   try {
-    await runMigrations(url);
+    // An ingest node (ROLE=ingest) changes no schema: the logpond that owns the database migrates it.
+    if (config.role === "ingest") await waitForSchema(url, log);
+    else await runMigrations(url);
   } catch (error) {
     await embedded?.stop();
     throw new Error(`could not prepare the database (${redact(url)}): ${(error as Error).message}`);
@@ -59,7 +61,8 @@ export async function openStore(config: Config, { metrics, log }: { metrics: Reg
   if (supervisor) supervisorSeries(supervisor, metrics);
 
   const options = { onnotice: () => {}, connection: { application_name: "logpond" }, backoff: reconnectSeconds };
-  const sql = postgres(url, { ...options, max: 8 });
+  // An ingest node asks little of the pool (its sources' cache; the flusher has its own): several share max_connections.
+  const sql = postgres(url, { ...options, max: config.role === "ingest" ? 2 : 8 });
   const db = drizzle(sql, { schema });
   const description = embedded ? `embedded PostgreSQL ${embedded.version} at ${redact(url)} (cluster ${embedded.clusterDir})` : `PostgreSQL at ${redact(url)}`;
   const { hostname, port, username, pathname } = new URL(url);
@@ -116,6 +119,44 @@ export async function runMigrations(url: string): Promise<void> {
   }
 }
 
+/** How often an ingest node asks whether the schema it was built for is there. */
+const SCHEMA_POLL_MS = 500;
+
+/**
+ * Waits until the database has this build's schema: every file of store/sql/ applied with the
+ * digest runMigrations gives it (which covers the last migration's tag), so an ingest node that
+ * starts before the logpond that migrates, or is newer than it, waits instead of writing rows into
+ * a schema it does not know. Says once that it waits.
+ */
+export async function waitForSchema(url: string, log: (line: string) => void): Promise<void> {
+  const wanted = sqlFileDigests();
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    for (let said = false; ; said = true) {
+      const applied = await sql<{ name: string; digest: string }[]>`select name, digest from logpond_sql`.catch(() => []);
+      const have = new Map(applied.map((row) => [row.name, row.digest]));
+      if (wanted.every(({ name, digest }) => have.get(name) === digest)) return;
+      if (!said) log("storage: waiting for the schema (a logpond with ROLE=all migrates this database)");
+      await Bun.sleep(SCHEMA_POLL_MS);
+    }
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+/** Each file of store/sql/ (in name order) and its digest: its text and the last migration's tag. */
+function sqlFileDigests(): { name: string; text: string; digest: string }[] {
+  const journal = JSON.parse(readFileSync(path.join(MIGRATIONS_DIR, "meta", "_journal.json"), "utf8")) as { entries: { tag: string }[] };
+  const lastMigration = journal.entries.at(-1)?.tag ?? "";
+  return readdirSync(SQL_DIR)
+    .filter((file) => file.endsWith(".sql"))
+    .sort()
+    .map((name) => {
+      const text = readFileSync(path.join(SQL_DIR, name), "utf8");
+      return { name, text, digest: createHash("sha256").update(`${lastMigration}\n${text}`).digest("hex") };
+    });
+}
+
 /**
  * The live definitions of the view and functions (store/sql/*.sql, in name order), each file in a
  * transaction with its digest: a file whose digest logpond_sql already holds is not run again, so
@@ -125,13 +166,7 @@ export async function runMigrations(url: string): Promise<void> {
  * a file at once.
  */
 async function applySqlFiles(sql: Sql): Promise<void> {
-  const journal = JSON.parse(readFileSync(path.join(MIGRATIONS_DIR, "meta", "_journal.json"), "utf8")) as { entries: { tag: string }[] };
-  const lastMigration = journal.entries.at(-1)?.tag ?? "";
-  for (const name of readdirSync(SQL_DIR)
-    .filter((file) => file.endsWith(".sql"))
-    .sort()) {
-    const text = readFileSync(path.join(SQL_DIR, name), "utf8");
-    const digest = createHash("sha256").update(`${lastMigration}\n${text}`).digest("hex");
+  for (const { name, text, digest } of sqlFileDigests()) {
     await sql.begin(async (tx) => {
       const [applied] = await tx<{ digest: string }[]>`select digest from logpond_sql where name = ${name}`;
       if (applied?.digest === digest) return;

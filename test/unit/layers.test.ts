@@ -24,6 +24,8 @@ const LAYERS: Record<string, number> = {
   buffer: 3,
   memory: 4,
   http: 4,
+  // Ingest worker processes: what runs them needs only the settings and the registry.
+  cluster: 4,
   sources: 5,
   ingest: 5,
   query: 5,

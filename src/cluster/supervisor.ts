@@ -1,0 +1,197 @@
+// Ingest workers (INGEST_WORKERS > 1, Linux): this process keeps DATA_DIR, storage, the
+// management listener, the live tail and the maintenance (server.ts), and runs INGEST_WORKERS
+// processes of this build with ROLE=ingest on its store's URL, each with its own ring, flusher,
+// decode threads, memory gate and spill folder (DATA_DIR/spill/worker-<i>), all listening on
+// INGEST_PORT (SO_REUSEPORT: the kernel spreads new connections). The port was checked free before
+// storage started (server.ts), so a second logpond still exits with its message. Exactly once needs
+// nothing more: ids, batches and the commit order come from PostgreSQL (store/copy.ts), whichever
+// process commits, and the tail here reads every worker's batch back by its NOTIFY (tail/hub.ts).
+//
+// A worker that exits is started again under the same index (its spill folder replayed by itself
+// before it listens), after a backoff that doubles while workers die young. Each worker reports
+// its counters over IPC every second (cluster/worker.ts); the scrape here shows the last report.
+// The stop: SIGTERM to every worker, which drains its buffer (or spills it) and exits; one still
+// running at the deadline is killed.
+import * as path from "node:path";
+import { type Config, WORKER_INDEX_VARIABLE } from "../config";
+import type { Registry } from "../metrics";
+import { type Service, timeLeft } from "../service";
+import { backoff } from "../timers";
+import type { WorkerMessage } from "./worker";
+
+const MAIN = path.join(import.meta.dir, "..", "main.ts");
+/** How long a worker may take from its spawn to its listener (a spill replay is part of it). */
+const READY_TIMEOUT_MS = 120_000;
+/** Restarts: 0.25 s, doubling to 30 s while workers die within RAN_LONG_MS of their start. */
+const RESTART_BACKOFF = { firstMs: 250, maxMs: 30_000 };
+const RAN_LONG_MS = 30_000;
+/** A worker's SHUTDOWN_TIMEOUT_MS: this share of its supervisor's, which stops storage after the workers. */
+const WORKER_SHUTDOWN_SHARE = 0.6;
+
+export interface Workers extends Service {
+  /** INGEST_PORT as the workers listen on it (the one the first worker was given, when INGEST_PORT=0). */
+  readonly port: number;
+  /** The running workers' PIDs by index (1…N); a worker being restarted has none. */
+  pids(): Map<number, number>;
+  /** Workers started again after one exited. */
+  readonly restarts: number;
+}
+
+interface Slot {
+  index: number;
+  proc: ReturnType<typeof Bun.spawn> | undefined;
+  startedAt: number;
+  /** Restarts in a row of workers that died young. */
+  failures: number;
+  /** The counters of the slot's earlier processes, and the current one's last report. */
+  base: { requests: number; events: number };
+  current: { requests: number; events: number };
+  restartTimer: Timer | undefined;
+}
+
+/** Starts `count` ingest workers on `url`; resolves once every one listens. */
+export async function startWorkers(
+  config: Config,
+  { count, url, metrics, log }: { count: number; url: string; metrics: Registry; log: (line: string) => void },
+): Promise<Workers> {
+  let port = config.ingestPort;
+  let stopping = false;
+  let restarts = 0;
+  const slots: Slot[] = Array.from({ length: count }, (_, i) => ({
+    index: i + 1,
+    proc: undefined,
+    startedAt: 0,
+    failures: 0,
+    base: { requests: 0, events: 0 },
+    current: { requests: 0, events: 0 },
+    restartTimer: undefined,
+  }));
+
+  const env = workerEnv(config, count, url);
+  /** Spawns the slot's worker; resolves with its port once it listens, rejects if it exits first. */
+  const spawn = (slot: Slot): Promise<number> =>
+    new Promise((resolve, reject) => {
+      let ready = false;
+      const proc = Bun.spawn([process.execPath, MAIN], {
+        env: { ...env, INGEST_PORT: String(port), [WORKER_INDEX_VARIABLE]: String(slot.index) },
+        stdio: ["ignore", "inherit", "inherit"],
+        ipc(message: WorkerMessage) {
+          if (message.type === "ready") {
+            ready = true;
+            resolve(message.port);
+          } else if (message.type === "counters") slot.current = { requests: message.requests, events: message.events };
+        },
+        onExit(_proc, code, signal) {
+          if (slot.proc !== proc) return;
+          slot.proc = undefined;
+          slot.base = { requests: slot.base.requests + slot.current.requests, events: slot.base.events + slot.current.events };
+          slot.current = { requests: 0, events: 0 };
+          if (!ready) reject(new Error(`ingest worker ${slot.index} exited before it listened (${signal ?? `exit ${code}`})`));
+          else if (!stopping) restart(slot, signal ? String(signal) : `exit ${code}`);
+        },
+      });
+      slot.proc = proc;
+      slot.startedAt = performance.now();
+      const timer = setTimeout(() => {
+        if (ready) return;
+        proc.kill("SIGKILL");
+        reject(new Error(`ingest worker ${slot.index} did not listen within ${READY_TIMEOUT_MS} ms`));
+      }, READY_TIMEOUT_MS);
+      proc.exited.then(() => clearTimeout(timer));
+    });
+
+  const restart = (slot: Slot, why: string) => {
+    slot.failures = performance.now() - slot.startedAt > RAN_LONG_MS ? 0 : slot.failures + 1;
+    const delay = backoff(slot.failures, RESTART_BACKOFF);
+    log(`ingest worker ${slot.index} exited (${why}): starting another in ${Math.round(delay)} ms`);
+    slot.restartTimer = setTimeout(() => {
+      slot.restartTimer = undefined;
+      if (stopping) return;
+      restarts++;
+      spawn(slot).then(
+        () => log(`ingest worker ${slot.index} started again (pid ${slot.proc?.pid})`),
+        (error: Error) => {
+          log(`ingest worker ${slot.index} could not start again: ${error.message}`);
+          // Its exit was seen before its listener: try again, later.
+          if (!stopping && slot.proc === undefined && slot.restartTimer === undefined) restart(slot, "failed start");
+        },
+      );
+    }, delay);
+  };
+
+  const stopWorkers = async (deadline: number) => {
+    stopping = true;
+    for (const slot of slots) clearTimeout(slot.restartTimer);
+    const running = slots.flatMap((slot) => (slot.proc ? [slot.proc] : []));
+    for (const proc of running) proc.kill("SIGTERM");
+    const all = Promise.all(running.map((proc) => proc.exited));
+    let timer: Timer | undefined;
+    const inTime = await Promise.race([
+      all.then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeLeft(deadline)))),
+    ]);
+    clearTimeout(timer);
+    if (inTime) return;
+    for (const proc of running) if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+    log("shutdown: ingest workers still draining at the deadline were killed (their unwritten events are lost)");
+    await all;
+  };
+
+  try {
+    // The first worker binds INGEST_PORT (0: a free one it is given), the others its port.
+    port = await spawn(slots[0]!);
+    await Promise.all(slots.slice(1).map(spawn));
+  } catch (error) {
+    await stopWorkers(performance.now() + config.shutdownTimeoutMs);
+    throw error;
+  }
+  log(`ingest workers: ${count} processes share INGEST_PORT ${port}`);
+
+  metrics.gauge("logpond_workers", "Ingest worker processes running (INGEST_WORKERS).", () => slots.filter((slot) => slot.proc !== undefined).length);
+  metrics.counter("logpond_worker_restarts_total", "Ingest workers started again after one exited.", () => restarts);
+  const perWorker = (name: string, help: string, value: (slot: Slot) => number) =>
+    metrics.family(name, "counter", help, (sample) => {
+      for (const slot of slots) sample(`worker="${slot.index}"`, value(slot));
+    });
+  perWorker(
+    "logpond_worker_requests_total",
+    "Ingestion requests each ingest worker answered with success (reported every second).",
+    (slot) => slot.base.requests + slot.current.requests,
+  );
+  perWorker("logpond_worker_events_total", "Events each ingest worker accepted (reported every second).", (slot) => slot.base.events + slot.current.events);
+
+  return {
+    name: "ingest workers",
+    port,
+    pids: () => new Map(slots.flatMap((slot) => (slot.proc ? [[slot.index, slot.proc.pid] as const] : []))),
+    get restarts() {
+      return restarts;
+    },
+    halt() {
+      stopping = true; // no restart from now on
+    },
+    stop: stopWorkers,
+  };
+}
+
+/**
+ * A worker's environment: this process's, with ROLE=ingest on the store's URL, and a 1/N share of
+ * the memory settings, so that N workers together stay within INGEST_INFLIGHT_MAX_BYTES and
+ * BUFFER_MAX_BYTES / BUFFER_MAX_EVENTS (docs/memory.md). Each drains within a share of
+ * SHUTDOWN_TIMEOUT_MS, so storage here still runs when they are done.
+ */
+export function workerEnv(config: Config, count: number, url: string): Record<string, string> {
+  const share = (total: number, least: number) => String(Math.max(least, Math.floor(total / count)));
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) if (value !== undefined) env[name] = value;
+  return {
+    ...env,
+    ROLE: "ingest",
+    DATABASE_URL: url,
+    INGEST_WORKERS: "1",
+    INGEST_INFLIGHT_MAX_BYTES: share(config.ingestInflightMaxBytes, 1 << 20),
+    BUFFER_MAX_BYTES: share(config.bufferMaxBytes, 1 << 20),
+    BUFFER_MAX_EVENTS: share(config.bufferMaxEvents, 1),
+    SHUTDOWN_TIMEOUT_MS: String(Math.max(100, Math.floor(config.shutdownTimeoutMs * WORKER_SHUTDOWN_SHARE))),
+  };
+}

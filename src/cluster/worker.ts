@@ -1,0 +1,25 @@
+// An ingest worker's side of its supervisor (cluster/supervisor.ts): it says when it listens, and
+// on which port; it reports its counters every second; it stops, as SIGTERM does, when its
+// supervisor is gone (the IPC channel closes, or its parent changes), so no worker runs orphaned.
+
+/** What a worker sends its supervisor. */
+export type WorkerMessage = { type: "ready"; port: number } | { type: "counters"; requests: number; events: number };
+
+const REPORT_EVERY_MS = 1_000;
+
+export function reportToSupervisor(ingestUrl: string, ingested: () => { requests: number; events: number }, stop: (why: string) => void): void {
+  const send = (message: WorkerMessage) => {
+    try {
+      process.send?.(message);
+    } catch {}
+  };
+  send({ type: "ready", port: Number(new URL(ingestUrl).port) });
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    // A supervisor killed outright may leave the channel open a moment; its PID goes at once.
+    if (process.ppid !== parent) stop("the supervisor is gone");
+    else send({ type: "counters", ...ingested() });
+  }, REPORT_EVERY_MS);
+  timer.unref();
+  process.on("disconnect", () => stop("the supervisor is gone"));
+}
