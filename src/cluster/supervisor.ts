@@ -40,6 +40,8 @@ export interface Workers extends Service {
 interface Slot {
   index: number;
   proc: ReturnType<typeof Bun.spawn> | undefined;
+  /** Whether `proc` listens (it said so). */
+  ready: boolean;
   startedAt: number;
   /** Restarts in a row of workers that died young. */
   failures: number;
@@ -60,6 +62,7 @@ export async function startWorkers(
   const slots: Slot[] = Array.from({ length: count }, (_, i) => ({
     index: i + 1,
     proc: undefined,
+    ready: false,
     startedAt: 0,
     failures: 0,
     base: { requests: 0, events: 0 },
@@ -78,12 +81,14 @@ export async function startWorkers(
         ipc(message: WorkerMessage) {
           if (message.type === "ready") {
             ready = true;
+            slot.ready = true;
             resolve(message.port);
           } else if (message.type === "counters") slot.current = { requests: message.requests, events: message.events };
         },
         onExit(_proc, code, signal) {
           if (slot.proc !== proc) return;
           slot.proc = undefined;
+          slot.ready = false;
           slot.base = { requests: slot.base.requests + slot.current.requests, events: slot.base.events + slot.current.events };
           slot.current = { requests: 0, events: 0 };
           if (!ready) reject(new Error(`ingest worker ${slot.index} exited before it listened (${signal ?? `exit ${code}`})`));
@@ -91,6 +96,7 @@ export async function startWorkers(
         },
       });
       slot.proc = proc;
+      slot.ready = false;
       slot.startedAt = performance.now();
       const timer = setTimeout(() => {
         if (ready) return;
@@ -145,9 +151,9 @@ export async function startWorkers(
     await stopWorkers(performance.now() + config.shutdownTimeoutMs);
     throw error;
   }
-  log(`ingest workers: ${count} processes share INGEST_PORT ${port}`);
+  log(`ingest workers: ${count} processes share INGEST_PORT ${port} (pids ${slots.map((slot) => slot.proc?.pid).join(", ")})`);
 
-  metrics.gauge("logpond_workers", "Ingest worker processes running (INGEST_WORKERS).", () => slots.filter((slot) => slot.proc !== undefined).length);
+  metrics.gauge("logpond_workers", "Ingest worker processes listening (of INGEST_WORKERS).", () => slots.filter((slot) => slot.ready).length);
   metrics.counter("logpond_worker_restarts_total", "Ingest workers started again after one exited.", () => restarts);
   const perWorker = (name: string, help: string, value: (slot: Slot) => number) =>
     metrics.family(name, "counter", help, (sample) => {

@@ -125,7 +125,7 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
 
   const token = protocol.token(request.headers);
   if (token === undefined) return refuse(new AppError("missing_token", "Unauthorized"), metrics);
-  const source = cache.lookup(token);
+  const source = cache.lookup(token) ?? (await cache.lookupMissing(token));
   if (source === undefined) return refuse(new AppError("invalid_token", "Unauthorized"), metrics);
   metrics.sourceId = source.id;
   if (!deps.accepting()) return refuse(new AppError("shutting_down", "Service is shutting down; retry on another instance or later"), metrics);

@@ -15,6 +15,9 @@ import type { Db, Sql } from "../store/db";
 import { sources } from "../store/schema";
 
 export const SOURCES_CHANNEL = "logpond_sources";
+/** How long a token not found is refused without a read; how many such tokens are kept. */
+const MISSING_TOKEN_MS = 1_000;
+const MISSING_TOKENS_KEPT = 10_000;
 const COLUMNS = { id: sources.id, token: sources.token, ingestingPaused: sources.ingestingPaused, logsRetention: sources.logsRetention };
 
 export interface SourceContext {
@@ -36,10 +39,13 @@ export interface SourceRow {
  * waited for 1 s at most), its gauge registered.
  */
 export async function startSources(
-  _config: Config,
+  config: Config,
   { store, metrics, log }: { store: { sql: Sql; db: Db }; metrics: Registry; log: (line: string) => void },
 ): Promise<Service & { cache: SourceCache }> {
   const cache = new SourceCache();
+  // An ingest process hears of a source made through another process's API by NOTIFY, a moment
+  // after its creation answered: a token it does not know yet is looked up before it is refused.
+  if (config.role === "ingest") cache.readMissing(store.db);
   await cache.loadAll(store.db);
   const following = await cache.follow(store.sql, store.db, log);
   metrics.gauge("logpond_sources", "Sources known to ingestion.", () => cache.size);
@@ -54,6 +60,35 @@ export class SourceCache {
   private readonly changedAt = new Map<number, number>();
 
   lookup(token: string): SourceContext | undefined {
+    return this.byToken.get(token);
+  }
+
+  private missingFrom: Db | undefined;
+  /** Tokens looked up and not found, until when (performance.now() ms) they are refused unread. */
+  private readonly notFound = new Map<string, number>();
+
+  /** From now on `lookupMissing` reads a token this cache does not know from `db`. */
+  readMissing(db: Db): void {
+    this.missingFrom = db;
+  }
+
+  /**
+   * A token `lookup` did not know, read from the database (when `readMissing` was called): a
+   * token not found there is refused unread for MISSING_TOKEN_MS, so wrong tokens cost one read each.
+   */
+  async lookupMissing(token: string): Promise<SourceContext | undefined> {
+    const db = this.missingFrom;
+    if (db === undefined || token.length > 256) return undefined;
+    const now = performance.now();
+    if ((this.notFound.get(token) ?? 0) > now) return undefined;
+    const ticket = ++this.generation;
+    const [row] = await db.select(COLUMNS).from(sources).where(eq(sources.token, token));
+    if (row === undefined) {
+      if (this.notFound.size >= MISSING_TOKENS_KEPT) this.notFound.clear();
+      this.notFound.set(token, now + MISSING_TOKEN_MS);
+      return undefined;
+    }
+    if (this.take(row.id, ticket)) this.set(row);
     return this.byToken.get(token);
   }
 
