@@ -153,18 +153,12 @@ export async function startWorkers(
   }
   log(`ingest workers: ${count} processes share INGEST_PORT ${port} (pids ${slots.map((slot) => slot.proc?.pid).join(", ")})`);
 
-  metrics.gauge("logpond_workers", "Ingest worker processes listening (of INGEST_WORKERS).", () => slots.filter((slot) => slot.ready).length);
-  metrics.counter("logpond_worker_restarts_total", "Ingest workers started again after one exited.", () => restarts);
-  const perWorker = (name: string, help: string, value: (slot: Slot) => number) =>
-    metrics.family(name, "counter", help, (sample) => {
-      for (const slot of slots) sample(`worker="${slot.index}"`, value(slot));
-    });
-  perWorker(
-    "logpond_worker_requests_total",
-    "Ingestion requests each ingest worker answered with success (reported every second).",
-    (slot) => slot.base.requests + slot.current.requests,
-  );
-  perWorker("logpond_worker_events_total", "Events each ingest worker accepted (reported every second).", (slot) => slot.base.events + slot.current.events);
+  workerSeries(metrics, {
+    listening: () => slots.filter((slot) => slot.ready).length,
+    restarts: () => restarts,
+    counts: () =>
+      slots.map((slot) => ({ index: slot.index, requests: slot.base.requests + slot.current.requests, events: slot.base.events + slot.current.events })),
+  });
 
   return {
     name: "ingest workers",
@@ -178,6 +172,21 @@ export async function startWorkers(
     },
     stop: stopWorkers,
   };
+}
+
+/** The supervisor's series of its workers (declared by a test too, as this process would). */
+export function workerSeries(
+  metrics: Registry,
+  workers: { listening(): number; restarts(): number; counts(): { index: number; requests: number; events: number }[] },
+): void {
+  metrics.gauge("logpond_workers", "Ingest worker processes listening (of INGEST_WORKERS).", workers.listening);
+  metrics.counter("logpond_worker_restarts_total", "Ingest workers started again after one exited.", workers.restarts);
+  const perWorker = (name: string, help: string, value: (count: { requests: number; events: number }) => number) =>
+    metrics.family(name, "counter", help, (sample) => {
+      for (const count of workers.counts()) sample(`worker="${count.index}"`, value(count));
+    });
+  perWorker("logpond_worker_requests_total", "Ingestion requests each ingest worker answered with success (reported every second).", (c) => c.requests);
+  perWorker("logpond_worker_events_total", "Events each ingest worker accepted (reported every second).", (c) => c.events);
 }
 
 /**

@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { Metrics } from "../../src/metrics";
 import { type Supervisor, supervisorSeries } from "../../src/store/supervisor";
+import { workerSeries } from "../../src/cluster/supervisor";
 import { startTestLogpond, type TestLogpond } from "../helpers/logpond";
 import { parseExposition, sampleValue, samples, type Family } from "../helpers/prometheus";
 
@@ -194,11 +195,13 @@ function documentedFamilies(): Set<string> {
   return new Set(names);
 }
 
-test("a scrape's families are exactly those docs/metrics.md names (the embedded PostgreSQL's added: the tests run on DATABASE_URL)", async () => {
+test("a scrape's families are exactly those docs/metrics.md names (the embedded PostgreSQL's and the ingest workers' added: the tests run on DATABASE_URL, in one process)", async () => {
   const scraped = new Set((await scrape()).keys());
   // Only without DATABASE_URL: the supervisor's series, declared here as openStore (store/db.ts) declares them.
   const embedded = new Metrics();
   supervisorSeries({ up: true, restarts: 0 } as Supervisor, embedded);
+  // Only with INGEST_WORKERS > 1: the supervisor's series of its workers (cluster/supervisor.ts).
+  workerSeries(embedded, { listening: () => 2, restarts: () => 0, counts: () => [{ index: 1, requests: 0, events: 0 }] });
   for (const name of parseExposition(embedded.render()).keys()) if (!name.startsWith("process_")) scraped.add(name);
   const documented = documentedFamilies();
   expect([...scraped].filter((name) => !documented.has(name)).sort()).toEqual([]);
