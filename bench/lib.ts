@@ -155,8 +155,10 @@ export function metricSum(text: string, name: string): number | undefined {
 
 /** CPU seconds of logpond's process and of the PostgreSQL serving it. */
 export interface Cpu {
-  /** logpond's process (all its threads). */
+  /** logpond's process (all its threads), and its ingest workers' (INGEST_WORKERS > 1). */
   logpond: number;
+  /** Of `logpond`, the ingest workers' (0 with one process). */
+  workers: number;
   /** The postmaster, its backends and workers, those that exited included (0 when not on this machine). */
   postgres: number;
 }
@@ -168,25 +170,29 @@ export interface Cpu {
  * so a backend that exited still counts, in its postmaster's figure.
  */
 export function treeCpu(logpond: number, postmaster?: number): Cpu {
-  const procs = new Map<number, { parent: number; seconds: number }>();
+  const procs = new Map<number, { parent: number; seconds: number; command: string }>();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       const ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-      procs.set(Number(entry), { parent: Number(fields[1]), seconds: ticks / 100 });
+      procs.set(Number(entry), { parent: Number(fields[1]), seconds: ticks / 100, command: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) });
     } catch {} // gone in between
   }
+  // Ingest workers (INGEST_WORKERS > 1): logpond's children other than the embedded postmaster.
+  const workers = new Set([...procs].filter(([, proc]) => proc.parent === logpond && proc.command !== "postgres").map(([pid]) => pid));
   const root = postmaster ?? logpond;
   const within = (pid: number): boolean => {
     if (pid === postmaster) return true;
+    if (workers.has(pid)) return false;
     for (let at = procs.get(pid)?.parent; at !== undefined && at > 1; at = procs.get(at)?.parent) if (at === root) return true;
     return false;
   };
   let postgres = 0;
   for (const [pid, proc] of procs) if (within(pid)) postgres += proc.seconds;
-  return { logpond: procs.get(logpond)?.seconds ?? 0, postgres };
+  const workerSeconds = [...workers].reduce((sum, pid) => sum + procs.get(pid)!.seconds, 0);
+  return { logpond: (procs.get(logpond)?.seconds ?? 0) + workerSeconds, workers: workerSeconds, postgres };
 }
 
 /** The postmaster of the server `sql` talks to, when it runs on this machine (a backend's parent). */
@@ -200,10 +206,15 @@ export async function postmasterPid(sql: postgres.Sql): Promise<number | undefin
   }
 }
 
-export const cpuSince = (from: Cpu, to: Cpu): Cpu => ({ logpond: to.logpond - from.logpond, postgres: to.postgres - from.postgres });
+export const cpuSince = (from: Cpu, to: Cpu): Cpu => ({
+  logpond: to.logpond - from.logpond,
+  workers: to.workers - from.workers,
+  postgres: to.postgres - from.postgres,
+});
 export const cpuTotal = (cpu: Cpu) => cpu.logpond + cpu.postgres;
 /** µs per event: logpond + PostgreSQL = total. */
 export const cpuPerEvent = (cpu: Cpu, events: number) => {
   const us = (seconds: number) => fmt((seconds * 1e6) / Math.max(1, events), 1);
-  return `logpond ${us(cpu.logpond)} + PostgreSQL ${us(cpu.postgres)} = ${us(cpu.logpond + cpu.postgres)} µs CPU/event`;
+  const split = cpu.workers > 0 ? ` (supervisor ${us(cpu.logpond - cpu.workers)} + ingest workers ${us(cpu.workers)})` : "";
+  return `logpond ${us(cpu.logpond)}${split} + PostgreSQL ${us(cpu.postgres)} = ${us(cpu.logpond + cpu.postgres)} µs CPU/event`;
 };

@@ -8,6 +8,8 @@
 //                          [--sources-split 90,9,1] [--senders 8] [--batch 1000]
 //                          [--query-timeout-ms 5000] [--no-compare] [--keep] [--keep-sources]
 //                          [--sustain RATE SECONDS]
+//   INGEST_WORKERS=4 npx bun bench/scale.ts …   (logpond's settings pass through from the environment;
+//                                                with workers the CPU figures split supervisor / workers)
 //
 // 1. Generates N distinct events from bench/corpus.ts (a 128-bit seeded generator per chunk of
 //    1,000, so chunks never repeat; large events made rare) over the 24 h before the run started,

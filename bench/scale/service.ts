@@ -61,7 +61,7 @@ export async function startScaleService(settings: ServiceSettings, cleanups: Cle
   const remove = async () => rmSync(work, { recursive: true, force: true });
   if (!settings.keep) cleanups.push(remove);
   progress(
-    `starting logpond, SEAL_INTERVAL_MS=${settings.sealIntervalMs} (DATA_DIR ${work}/data${process.env.DATABASE_URL ? ", DATABASE_URL" : ", embedded PostgreSQL"})`,
+    `starting logpond, SEAL_INTERVAL_MS=${settings.sealIntervalMs}${process.env.INGEST_WORKERS ? ` INGEST_WORKERS=${process.env.INGEST_WORKERS}` : ""} (DATA_DIR ${work}/data${process.env.DATABASE_URL ? ", DATABASE_URL" : ", embedded PostgreSQL"})`,
   );
   const env: Record<string, string> = {
     DATA_DIR: path.join(work, "data"),
