@@ -64,7 +64,8 @@ export async function spawnService(env: Record<string, string>, options: SpawnOp
     await Promise.race([collected, Bun.sleep(1000)]);
     throw new Error(`logpond did not start (${proc.exitCode === null ? `no banner within ${startTimeoutMs} ms` : `exit ${proc.exitCode}`}):\n${output}`);
   }
-  const apiUrl = /management API\s+(http\S+)\/api\/v1\/sources/.exec(output)![1]!;
+  // An ingest node (ROLE=ingest) has no management listener: "" then.
+  const apiUrl = /management API\s+(http\S+)\/api\/v1\/sources/.exec(output)?.[1] ?? "";
   const ingestUrl = /ingestion\s+(http\S+)\//.exec(output)![1]!;
   const given = (name: string) => (name in fullEnv ? (fullEnv as Record<string, string>)[name] : process.env[name]) || undefined;
   const dataDir = given("DATA_DIR");

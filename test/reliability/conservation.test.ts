@@ -107,6 +107,26 @@ async function metric(service: Service, name: string): Promise<number | undefine
 
 const ended = (service: Service) => service.proc.exitCode !== null || service.proc.signalCode !== null;
 
+/** Three ingest workers; the memory path works in one process only, so blocks are built from rows. */
+const WORKERS_ENV = { INGEST_WORKERS: "3", SEAL_FROM: "rows" };
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The PIDs of a supervisor's workers running now, from its log (at start, and each one started again). */
+function runningWorkers(service: Service): number[] {
+  const output = service.output();
+  const first = /ingest workers: \d+ processes share INGEST_PORT \d+ \(pids ([\d, ]+)\)/.exec(output)?.[1]?.split(", ").map(Number) ?? [];
+  const again = [...output.matchAll(/ingest worker \d+ started again \(pid (\d+)\)/g)].map((m) => Number(m[1]));
+  return [...first, ...again].filter(alive);
+}
+
 /**
  * Nothing acknowledged lost or stored twice, and the source's hot rows + block lines = its distinct
  * ids. Where the sealer ran during the load, first a final seal (no service running): then every
@@ -184,6 +204,40 @@ const scenarios: Scenario[] = [
       await service.proc.exited;
     },
   },
+  // Three ingest workers (cluster/supervisor.ts) under the same faults: the load spreads over them.
+  {
+    name: "3 ingest workers: one killed with SIGKILL under load (durable), replaced: nothing acknowledged is lost",
+    env: { ...WORKERS_ENV, INGEST_ACK: "durable" },
+    async fault(service) {
+      const victim = runningWorkers(service)[0]!;
+      const restarts = (await metric(service, "logpond_worker_restarts_total")) ?? 0;
+      process.kill(victim, "SIGKILL");
+      await waitFor(
+        "the worker to be replaced",
+        async () => (await metric(service, "logpond_worker_restarts_total")) === restarts + 1 && (await metric(service, "logpond_workers")) === 3,
+        POLL,
+      );
+    },
+  },
+  {
+    name: "3 ingest workers: PostgreSQL restarted with a fast shutdown under load",
+    env: WORKERS_ENV,
+    closes: true,
+    async fault() {
+      await pg.restart("fast", 300);
+    },
+  },
+  {
+    name: "3 ingest workers: the supervisor gets SIGTERM under load (buffered): every worker drains, exit 0, no process left",
+    env: { ...WORKERS_ENV, FLUSH_INTERVAL_MS: "1000", FLUSH_MAX_EVENTS: "1000000" },
+    exit: 0,
+    async fault(service) {
+      const workers = runningWorkers(service);
+      expect(workers.length).toBe(3);
+      expect(await service.stop()).toBe(0);
+      expect(workers.filter(alive)).toEqual([]);
+    },
+  },
 ];
 
 test(
@@ -227,6 +281,50 @@ test(
     }
   },
   FULL ? 300_000 : 60_000,
+);
+
+test(
+  "two ROLE=ingest nodes on one PostgreSQL beside a ROLE=all logpond (durable): one killed with SIGKILL, the other stopped with SIGTERM; nothing lost or stored twice",
+  async () => {
+    const dataDirs3 = [0, 1, 2].map(() => mkdtempSync(path.join(tmpdir(), "logpond-conservation-")));
+    dataDirs.push(...dataDirs3);
+    const common = { DATABASE_URL: pg.url, FLUSH_TIMEOUT_MS: String(FLUSH_TIMEOUT_MS), DURABLE_TIMEOUT_MS: "5000", INGEST_ACK: "durable" };
+    // The ROLE=all logpond migrates the database, runs the sealer and the API; the nodes only ingest.
+    const main = await spawnService({ ...common, DATA_DIR: dataDirs3[0]!, SEAL_INTERVAL_MS: "200", SEAL_FROM: "rows" });
+    const nodes: Service[] = [];
+    try {
+      for (const dir of dataDirs3.slice(1)) nodes.push(await spawnService({ ...common, DATA_DIR: dir, ROLE: "ingest" }));
+      for (const node of nodes) expect(node.output()).toContain("logpond ingest node is running");
+      const source = await createSource(main, "two ingest nodes");
+      // One generator per node, numbered apart: the verdict is over both.
+      const generators = nodes.map(
+        (node, i) => new Generator({ ingestUrl: node.ingestUrl, token: source.token, workers: WORKERS / 2, batch: 20, pauseMs: 2, first: i * 100_000_000 }),
+      );
+      for (const generator of generators) generator.start();
+      await Bun.sleep(PHASE_MS);
+      await sealedUnderLoad(source.id);
+      nodes[0]!.proc.kill("SIGKILL");
+      await nodes[0]!.proc.exited;
+      await Bun.sleep(PHASE_MS);
+      expect(await nodes[1]!.stop()).toBe(0);
+      for (const generator of generators) await generator.stop();
+      expect(await main.stop()).toBe(0);
+      await conserved(
+        "two ROLE=ingest nodes",
+        source.id,
+        generators.flatMap((generator) => generator.acked),
+        true,
+        { statuses: generators.map((generator) => Object.fromEntries(generator.statuses)) },
+      );
+      expect(generators.every((generator) => generator.ackedEvents > 0)).toBe(true);
+    } finally {
+      for (const s of [main, ...nodes]) {
+        if (!ended(s)) s.proc.kill("SIGKILL");
+        await s.proc.exited;
+      }
+    }
+  },
+  FULL ? 300_000 : 90_000,
 );
 
 for (const scenario of scenarios) {
