@@ -23,10 +23,41 @@ export interface Load {
   retries: number;
 }
 
-/** POSTs every body; a 503 (or 429) is resent, same body, after Retry-After, as a client does. */
+/** POSTs every body of the file (or of its part); a 503 (or 429) is resent, same body, after Retry-After, as a client does. */
 export async function load(ingestUrl: string, sources: Source[], file: string, p: Plan, settings: LoadSettings): Promise<Load> {
   const part = settings.part ?? { index: 0, of: 1 };
-  const bodies = partOf(requestBodies(file, settings.batch, p), part);
+  const done = await post(
+    ingestUrl,
+    sources,
+    partOf(requestBodies(file, settings.batch, p), part),
+    settings,
+    part.of > 1 ? `${part.index + 1}/${part.of}` : "",
+  );
+  if (part.of === 1 && done.events !== p.n) throw new Error(`acknowledged ${done.events} events of the plan's ${p.n}`);
+  return done;
+}
+
+/** A sender process's part of the file, in memory: read before its load is timed (bench/scale/send.ts). */
+export async function bodiesOf(file: string, p: Plan, batch: number, part: { index: number; of: number }): Promise<Body[]> {
+  const bodies: Body[] = [];
+  for await (const body of partOf(requestBodies(file, batch, p), part)) bodies.push(body);
+  return bodies;
+}
+
+/** Every `of`-th body from the `index`-th. */
+async function* partOf(all: AsyncGenerator<Body>, { index, of }: { index: number; of: number }): AsyncGenerator<Body> {
+  let k = 0;
+  for await (const body of all) if (k++ % of === index) yield body;
+}
+
+/** POSTs `bodies` from `settings.senders` concurrent senders; every one must be acknowledged. */
+export async function post(
+  ingestUrl: string,
+  sources: Source[],
+  bodies: AsyncIterator<Body> | Iterator<Body>,
+  settings: Pick<LoadSettings, "senders" | "rate">,
+  label = "",
+): Promise<Load> {
   let total = 0;
   let acked = 0;
   let requests = 0;
@@ -37,7 +68,7 @@ export async function load(ingestUrl: string, sources: Source[], file: string, p
   const ticker = setInterval(
     () =>
       progress(
-        `load${part.of > 1 ? ` ${part.index + 1}/${part.of}` : ""}: ${fmt(acked)} ${part.of > 1 ? "" : `of ${fmt(p.n)} `}events acknowledged, ${fmt(acked / ((performance.now() - started) / 1000))} events/s, ${retries} retries`,
+        `load${label ? ` ${label}` : ""}: ${fmt(acked)} events acknowledged, ${fmt(acked / ((performance.now() - started) / 1000))} events/s, ${retries} retries`,
       ),
     10_000,
   );
@@ -45,6 +76,7 @@ export async function load(ingestUrl: string, sources: Source[], file: string, p
     // Concurrent next() calls on one async generator are queued: each body goes to one sender.
     for (let next = await bodies.next(); !next.done; next = await bodies.next()) {
       const { source, events, body } = next.value;
+      total += events;
       if (settings.rate) {
         const due = started + (scheduled / settings.rate) * 1000;
         scheduled += events;
@@ -65,20 +97,11 @@ export async function load(ingestUrl: string, sources: Source[], file: string, p
       acked += events;
     }
   };
-  /** The bodies of this part, counted as they are handed out (the whole file's count is known only at its end). */
-  async function* partOf(all: AsyncGenerator<Body>, { index, of }: { index: number; of: number }): AsyncGenerator<Body> {
-    let k = 0;
-    for await (const body of all) {
-      if (k++ % of !== index) continue;
-      total += body.events;
-      yield body;
-    }
-  }
   try {
     await Promise.all(Array.from({ length: settings.senders }, sender));
   } finally {
     clearInterval(ticker);
   }
-  if (acked !== total || (part.of === 1 && total !== p.n)) throw new Error(`acknowledged ${acked} events, sent ${total} of the plan's ${p.n}`);
+  if (acked !== total) throw new Error(`acknowledged ${acked} events, sent ${total}`);
   return { seconds: (performance.now() - started) / 1000, events: acked, requests, retries };
 }
