@@ -9,7 +9,7 @@
 //                          [--query-timeout-ms 5000] [--no-compare] [--keep] [--keep-sources]
 //                          [--sustain RATE SECONDS]
 //   INGEST_WORKERS=4 npx bun bench/scale.ts …   (logpond's settings pass through from the environment;
-//                                                with workers the CPU figures split supervisor / workers)
+//                                                bench/workers.ts compares worker counts)
 //
 // 1. Generates N distinct events from bench/corpus.ts (a 128-bit seeded generator per chunk of
 //    1,000, so chunks never repeat; large events made rare) over the 24 h before the run started,
