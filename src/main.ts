@@ -5,6 +5,7 @@
 // supervisor of INGEST_WORKERS ingest workers, a worker (started by its supervisor, which it tells
 // when it listens instead of printing a banner) and a ROLE=ingest node.
 import { availableParallelism } from "node:os";
+import { forwardedText } from "./cluster/gather";
 import { reportToSupervisor } from "./cluster/worker";
 import { ConfigError, ingestWorkers, loadConfig } from "./config";
 import { describeError } from "./errors";
@@ -62,7 +63,13 @@ guardProcess({
 for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => void shutdown(signal, false));
 
 const { apiUrl, apiToken, workers } = logpond;
-if (config.workerIndex !== undefined) reportToSupervisor(logpond.ingestUrl, logpond.ingested, (why) => void shutdown(why, false));
+if (config.workerIndex !== undefined)
+  reportToSupervisor(
+    logpond.ingestUrl,
+    logpond.ingested,
+    () => forwardedText(logpond.metrics.render()),
+    (why) => void shutdown(why, false),
+  );
 else
   console.log(
     [

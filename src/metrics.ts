@@ -116,6 +116,19 @@ export class Metrics implements Registry {
     this.families.set(name, { type, help, write: (out) => write((labels, value) => out.sample(name, labels, value)) });
   }
 
+  /**
+   * A family whose samples are written whole, their names included (a histogram's `_bucket`,
+   * `_sum`, `_count`): series gathered from other processes (cluster/gather.ts).
+   */
+  gathered(
+    name: string,
+    type: "counter" | "gauge" | "histogram",
+    help: string,
+    write: (sample: (sampleName: string, labels: string, value: number) => void) => void,
+  ): void {
+    this.families.set(name, { type, help, write: (out) => write((sampleName, labels, value) => out.sample(sampleName, labels, value)) });
+  }
+
   /** The exposition: every declared family, in the order declared, then process_*. */
   render(): string {
     const out = new Exposition();

@@ -9,12 +9,14 @@
 //
 // A worker that exits is started again under the same index (its spill folder replayed by itself
 // before it listens), after a backoff that doubles while workers die young. Each worker reports
-// its counters over IPC every second (cluster/worker.ts); the scrape here shows the last report.
+// its counters and its ingestion series over IPC every second (cluster/worker.ts); the scrape here
+// shows the last reports, the ingestion series summed over the workers (cluster/gather.ts).
 // The stop: SIGTERM to every worker, which drains its buffer (or spills it) and exits; one still
 // running at the deadline is killed.
 import * as path from "node:path";
 import { type Config, WORKER_INDEX_VARIABLE } from "../config";
-import type { Registry } from "../metrics";
+import type { Metrics, Registry } from "../metrics";
+import { Gathered, gatherInto } from "./gather";
 import { type Service, timeLeft } from "../service";
 import { backoff } from "../timers";
 import type { WorkerMessage } from "./worker";
@@ -48,13 +50,15 @@ interface Slot {
   /** The counters of the slot's earlier processes, and the current one's last report. */
   base: { requests: number; events: number };
   current: { requests: number; events: number };
+  /** The ingestion series its processes reported (cluster/gather.ts). */
+  gathered: Gathered;
   restartTimer: Timer | undefined;
 }
 
 /** Starts `count` ingest workers on `url`; resolves once every one listens. */
 export async function startWorkers(
   config: Config,
-  { count, url, metrics, log }: { count: number; url: string; metrics: Registry; log: (line: string) => void },
+  { count, url, metrics, log }: { count: number; url: string; metrics: Metrics; log: (line: string) => void },
 ): Promise<Workers> {
   let port = config.ingestPort;
   let stopping = false;
@@ -67,8 +71,13 @@ export async function startWorkers(
     failures: 0,
     base: { requests: 0, events: 0 },
     current: { requests: 0, events: 0 },
+    gathered: new Gathered(),
     restartTimer: undefined,
   }));
+  const declareGathered = gatherInto(
+    metrics,
+    slots.map((slot) => slot.gathered),
+  );
 
   const env = workerEnv(config, count, url);
   /** Spawns the slot's worker; resolves with its port once it listens, rejects if it exits first. */
@@ -83,7 +92,11 @@ export async function startWorkers(
             ready = true;
             slot.ready = true;
             resolve(message.port);
-          } else if (message.type === "counters") slot.current = { requests: message.requests, events: message.events };
+          } else if (message.type === "counters") {
+            slot.current = { requests: message.requests, events: message.events };
+            slot.gathered.report(message.families);
+            declareGathered();
+          }
         },
         onExit(_proc, code, signal) {
           if (slot.proc !== proc) return;
@@ -91,6 +104,7 @@ export async function startWorkers(
           slot.ready = false;
           slot.base = { requests: slot.base.requests + slot.current.requests, events: slot.base.events + slot.current.events };
           slot.current = { requests: 0, events: 0 };
+          slot.gathered.exited();
           if (!ready) reject(new Error(`ingest worker ${slot.index} exited before it listened (${signal ?? `exit ${code}`})`));
           else if (!stopping) restart(slot, signal ? String(signal) : `exit ${code}`);
         },

@@ -1,13 +1,19 @@
 // An ingest worker's side of its supervisor (cluster/supervisor.ts): it says when it listens, and
-// on which port; it reports its counters every second; it stops, as SIGTERM does, when its
+// on which port; it reports its counters and its ingestion series every second; it stops, as SIGTERM does, when its
 // supervisor is gone (the IPC channel closes, or its parent changes), so no worker runs orphaned.
 
 /** What a worker sends its supervisor. */
-export type WorkerMessage = { type: "ready"; port: number } | { type: "counters"; requests: number; events: number };
+export type WorkerMessage = { type: "ready"; port: number } | { type: "counters"; requests: number; events: number; families: string };
 
 const REPORT_EVERY_MS = 1_000;
 
-export function reportToSupervisor(ingestUrl: string, ingested: () => { requests: number; events: number }, stop: (why: string) => void): void {
+/** `families`: the ingestion series of this process's scrape, as text (cluster/gather.ts). */
+export function reportToSupervisor(
+  ingestUrl: string,
+  ingested: () => { requests: number; events: number },
+  families: () => string,
+  stop: (why: string) => void,
+): void {
   const send = (message: WorkerMessage) => {
     try {
       process.send?.(message);
@@ -18,7 +24,7 @@ export function reportToSupervisor(ingestUrl: string, ingested: () => { requests
   const timer = setInterval(() => {
     // A supervisor killed outright may leave the channel open a moment; its PID goes at once.
     if (process.ppid !== parent) stop("the supervisor is gone");
-    else send({ type: "counters", ...ingested() });
+    else send({ type: "counters", ...ingested(), families: families() });
   }, REPORT_EVERY_MS);
   timer.unref();
   process.on("disconnect", () => stop("the supervisor is gone"));

@@ -2,7 +2,7 @@
 // processes on one INGEST_PORT, over loopback, on a database of the test's own. Events sent from
 // many connections are stored once each, read back whole by the query API and by the live tail
 // (with a Last-Event-ID resume: no gap, no duplicate), counted per worker in the supervisor's
-// /metrics; a worker killed with SIGKILL under durable load is replaced and nothing it acknowledged
+// /metrics, where the ingestion series are the workers' summed; a worker killed with SIGKILL under durable load is replaced and nothing it acknowledged
 // is lost; a keep-alive connection is closed after INGEST_CONNECTION_MAX_REQUESTS answers; a
 // second logpond on the same ports exits with its message; SIGTERM to the supervisor ends every
 // process with exit 0; a supervisor killed outright takes its workers with it.
@@ -135,6 +135,15 @@ test("events from many connections: each stored once, all queried back, tailed w
   expect([...events.keys()].sort()).toEqual(["1", "2", "3"]);
   expect([...events.values()].filter((n) => n > 0).length).toBeGreaterThanOrEqual(2);
   expect(sum(await metrics("logpond_worker_requests_total"))).toBe(generator.statuses.get("202")!);
+  // The ingestion series by protocol and source, as one process shows them: summed over the workers.
+  const scrape = await (await fetch(`${service.apiUrl}/metrics`)).text();
+  const sample = (name: string) => scrape.split("\n").find((line) => line.startsWith(`${name}{protocol="better_stack",source_id="${source.id}"} `));
+  expect(sample("logpond_ingest_events_received_total")).toBe(
+    `logpond_ingest_events_received_total{protocol="better_stack",source_id="${source.id}"} ${verdict.acked}`,
+  );
+  const timed = scrape.split("\n").find((line) => line.startsWith(`logpond_ingest_request_duration_seconds_count{protocol="better_stack"} `));
+  expect(Number(timed?.split(" ")[1])).toBe(generator.statuses.get("202")!); // every request so far was this test's, all answered 202
+  expect(scrape.match(/^# TYPE logpond_ingest_request_duration_seconds histogram$/gm)).toHaveLength(1);
 });
 
 test("a keep-alive connection is closed after INGEST_CONNECTION_MAX_REQUESTS answers", async () => {
