@@ -49,6 +49,7 @@ async function shutdown(why: string, failed: boolean): Promise<void> {
   const { events, file } = logpond.spilled;
   if (drained) log("stopped; nothing left behind");
   else if (events > 0) log(`stopped; ${events} events spilled to ${file}, to be written at the next start`);
+  else if (logpond.workers?.leftBehind) log("stopped; ingest workers left events behind (each worker's line above says how many it spilled)");
   else log("stopped; some buffered events were not written");
   process.exit(drained && !failed ? 0 : 1);
 }

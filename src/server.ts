@@ -177,6 +177,7 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
     apiUrl: management.url,
     ingestUrl: ingest?.url ?? listenerUrl(config.ingestHost, ingestPort),
     ingested: ingest?.ingested ?? (() => ({ requests: 0, events: 0 })),
-    stop: () => stopAll(services, config.shutdownTimeoutMs).then(() => buffer.drained),
+    // Exit 0 only when no worker left anything behind either (each says how many it spilled).
+    stop: () => stopAll(services, config.shutdownTimeoutMs).then(() => buffer.drained && !workers?.leftBehind),
   };
 }

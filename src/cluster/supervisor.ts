@@ -37,6 +37,8 @@ export interface Workers extends Service {
   pids(): Map<number, number>;
   /** Workers started again after one exited. */
   readonly restarts: number;
+  /** After stop(): whether a worker left events behind (spilled, or lost), or was killed. */
+  readonly leftBehind: boolean;
 }
 
 interface Slot {
@@ -151,11 +153,15 @@ export async function startWorkers(
       new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeLeft(deadline)))),
     ]);
     clearTimeout(timer);
-    if (inTime) return;
-    for (const proc of running) if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
-    log("shutdown: ingest workers still draining at the deadline were killed (their unwritten events are lost)");
-    await all;
+    if (!inTime) {
+      for (const proc of running) if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+      log("shutdown: ingest workers still draining at the deadline were killed (their unwritten events are lost)");
+      await all;
+    }
+    // A worker exits 1 when it spilled or lost events (main.ts): the supervisor's exit says so too.
+    leftBehind = running.some((proc) => proc.exitCode !== 0);
   };
+  let leftBehind = false;
 
   try {
     // The first worker binds INGEST_PORT (0: a free one it is given), the others its port.
@@ -180,6 +186,9 @@ export async function startWorkers(
     pids: () => new Map(slots.flatMap((slot) => (slot.proc ? [[slot.index, slot.proc.pid] as const] : []))),
     get restarts() {
       return restarts;
+    },
+    get leftBehind() {
+      return leftBehind;
     },
     halt() {
       stopping = true; // no restart from now on

@@ -284,6 +284,46 @@ test(
 );
 
 test(
+  "3 ingest workers: PostgreSQL stopped, then SIGTERM: each worker spills into its own folder, exit 1; the next start writes every folder once",
+  async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-conservation-"));
+    dataDirs.push(dataDir);
+    const env = { ...WORKERS_ENV, DATABASE_URL: pg.url, DATA_DIR: dataDir, FLUSH_TIMEOUT_MS: String(FLUSH_TIMEOUT_MS), SHUTDOWN_TIMEOUT_MS: "5000" };
+    const service = await spawnService(env);
+    let restarted: Service | undefined;
+    try {
+      const source = await createSource(service, "spill, 3 workers");
+      const generator = new Generator({ ingestUrl: service.ingestUrl, token: source.token, workers: WORKERS, batch: 20, pauseMs: 2 });
+      generator.start();
+      await Bun.sleep(PHASE_MS);
+      const down = pg.restart("fast", 8_000);
+      await Bun.sleep(1_000);
+      const code = await service.stop();
+      await generator.stop();
+      expect(code).toBe(1);
+      const spills = [...service.output().matchAll(/\[ingest worker (\d+)\] stopped; (\d+) events spilled to (\S+)/g)];
+      if (spills.length === 0) throw new Error(`no worker spilled:\n${service.output().slice(-3000)}`);
+      for (const [, index, , file] of spills) expect(file).toContain(path.join("spill", `worker-${index}`));
+      const spilled = spills.reduce((sum, m) => sum + Number(m[2]), 0);
+      await down;
+
+      // The supervisor replays every worker's folder before it starts them.
+      restarted = await spawnService(env);
+      const replayed = [...restarted.output().matchAll(/spill: (\d+) events of .* written to PostgreSQL/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+      expect(replayed).toBe(spilled);
+      expect(await restarted.stop()).toBe(0);
+      await conserved("spill, 3 workers", source.id, generator.acked, false, { spilled, statuses: Object.fromEntries(generator.statuses) });
+    } finally {
+      for (const s of [service, restarted]) {
+        if (s && !ended(s)) s.proc.kill("SIGKILL");
+        await s?.proc.exited;
+      }
+    }
+  },
+  FULL ? 300_000 : 90_000,
+);
+
+test(
   "two ROLE=ingest nodes on one PostgreSQL beside a ROLE=all logpond (durable): one killed with SIGKILL, the other stopped with SIGTERM; nothing lost or stored twice",
   async () => {
     const dataDirs3 = [0, 1, 2].map(() => mkdtempSync(path.join(tmpdir(), "logpond-conservation-")));
