@@ -65,6 +65,12 @@ export interface Config {
    * user: the worker's index, which names its spill folder, and its listener shares INGEST_PORT.
    */
   readonly workerIndex: number | undefined;
+  /**
+   * Whether DATA_DIR/spill keeps a reserve for a spill file on a full disk (buffer/reserve.ts):
+   * with the embedded PostgreSQL, which shares the disk; in an ingest worker, when its supervisor
+   * runs one (it says so in SPILL_RESERVE_VARIABLE).
+   */
+  readonly spillReserve: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -195,6 +201,7 @@ export function loadConfig(env: Env = process.env): Config {
     ingestConnectionMaxRequests: int("INGEST_CONNECTION_MAX_REQUESTS", 0, 1_000_000_000),
     ingestConnectionMaxAgeMs: int("INGEST_CONNECTION_MAX_AGE_MS", 0, 86_400_000),
     workerIndex: workerIndex(env[WORKER_INDEX_VARIABLE], problems),
+    spillReserve: databaseUrl === undefined || env[SPILL_RESERVE_VARIABLE] === "1",
   };
 
   if (config.apiPort !== 0 && config.apiPort === config.ingestPort) {
@@ -222,6 +229,8 @@ export function loadConfig(env: Env = process.env): Config {
 
 /** The variable the supervisor sets in each ingest worker it starts (never a user's setting). */
 export const WORKER_INDEX_VARIABLE = "LOGPOND_WORKER_INDEX";
+/** Set by the supervisor in its workers when it runs the embedded PostgreSQL (never a user's setting). */
+export const SPILL_RESERVE_VARIABLE = "LOGPOND_SPILL_RESERVE";
 
 function workerIndex(raw: string | undefined, problems: string[]): number | undefined {
   if (raw === undefined || raw === "") return undefined;

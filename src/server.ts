@@ -106,7 +106,7 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
   if (plan.maintenance) await ensurePartitionsAhead(store.sql, log);
   const ring = openRing(config, metrics);
   const flusher = startFlusher(config, { url: store.url, ring, metrics, log });
-  const buffer = await startBuffer(config, { url: store.url, ring, flusher, metrics, log }); // spills replayed, before ingestion opens
+  const buffer = await startBuffer(config, { url: store.url, ring, flusher, metrics, log, reserve: plan.workers <= 1 }); // spills replayed, before ingestion opens
   supervisor?.onRestart(() => flusher.retryNow());
   const decodeWorker = startDecodeWorker(config);
   const memory = startMemory(config, { ring, flusher, metrics, lanes: decodeWorker.width });

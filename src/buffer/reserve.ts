@@ -37,7 +37,7 @@ export function spillReserveBytes(config: Config): number {
 export function keepSpillReserve(config: Config, spillFolder: string, metrics: Registry, log: (line: string) => void): void {
   let reserved = 0;
   metrics.gauge("logpond_spill_reserve_bytes", "Disk space kept in DATA_DIR/spill for a spill file while the disk is full.", () => reserved);
-  if (config.databaseUrl !== undefined) return;
+  if (!config.spillReserve) return;
   const want = spillReserveBytes(config);
   try {
     reserved = keepReserve(spillFolder, want);

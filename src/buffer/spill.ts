@@ -173,10 +173,18 @@ export async function replaySpills(
  */
 export async function startBuffer(
   config: Config,
-  { url, ring, flusher, metrics, log }: { url: string; ring: Ring; flusher: Flusher; metrics: Registry; log: (line: string) => void },
+  {
+    url,
+    ring,
+    flusher,
+    metrics,
+    log,
+    reserve = true,
+  }: { url: string; ring: Ring; flusher: Flusher; metrics: Registry; log: (line: string) => void; reserve?: boolean },
 ): Promise<Service & { readonly drained: boolean; readonly spilled: Spilled }> {
   await replayInto(config, url, ring, flusher, log);
-  keepSpillReserve(config, spillFolder(config.dataDir, config.workerIndex), metrics, log);
+  // A supervisor's own buffer takes no events (its workers keep a reserve each, in their folders).
+  if (reserve) keepSpillReserve(config, spillFolder(config.dataDir, config.workerIndex), metrics, log);
   return drainOnStop(config, { flusher, log });
 }
 

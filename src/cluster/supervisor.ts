@@ -14,7 +14,7 @@
 // The stop: SIGTERM to every worker, which drains its buffer (or spills it) and exits; one still
 // running at the deadline is killed.
 import * as path from "node:path";
-import { type Config, WORKER_INDEX_VARIABLE } from "../config";
+import { type Config, SPILL_RESERVE_VARIABLE, WORKER_INDEX_VARIABLE } from "../config";
 import type { Metrics, Registry } from "../metrics";
 import { Gathered, gatherInto } from "./gather";
 import { type Service, timeLeft } from "../service";
@@ -231,5 +231,7 @@ export function workerEnv(config: Config, count: number, url: string): Record<st
     BUFFER_MAX_BYTES: share(config.bufferMaxBytes, 1 << 20),
     BUFFER_MAX_EVENTS: share(config.bufferMaxEvents, 1),
     SHUTDOWN_TIMEOUT_MS: String(Math.max(100, Math.floor(config.shutdownTimeoutMs * WORKER_SHUTDOWN_SHARE))),
+    // The embedded PostgreSQL shares the disk: each worker keeps room for its own spill file.
+    [SPILL_RESERVE_VARIABLE]: config.databaseUrl === undefined ? "1" : "",
   };
 }
