@@ -3,6 +3,8 @@
 // of the memory settings, and when an answer closes its keep-alive connection.
 import { expect, test } from "bun:test";
 import { ConnectionSpreader } from "../../src/cluster/connections";
+import { forwardedText, Gathered, gatherInto } from "../../src/cluster/gather";
+import { Metrics } from "../../src/metrics";
 import { workerEnv } from "../../src/cluster/supervisor";
 import { ConfigError, ingestWorkers, loadConfig } from "../../src/config";
 
@@ -69,4 +71,45 @@ test("a keep-alive connection's answer closes it at its request limit or its age
   const unlimitedAge = new ConnectionSpreader({ maxRequests: 0, maxAgeMs: 1_000 }, () => now);
   expect(Array.from({ length: 100 }, () => unlimitedAge.request(a)).some(Boolean)).toBe(false);
   unlimitedAge.stop();
+});
+
+test("the ingestion series gathered from workers: each sample summed, a histogram's lines too; an exited worker's counters stay, its gauges go", () => {
+  const metrics = new Metrics();
+  const workers = [new Gathered(), new Gathered()];
+  const declare = gatherInto(metrics, workers);
+  const report = (requests: number, inflight: number, count: number) =>
+    forwardedText(
+      [
+        "# HELP logpond_ingest_requests_accepted_total Ingestion requests answered with success, by protocol and source.",
+        "# TYPE logpond_ingest_requests_accepted_total counter",
+        `logpond_ingest_requests_accepted_total{protocol="better_stack",source_id="7"} ${requests}`,
+        "# HELP logpond_ingest_inflight_bytes Memory charged.",
+        "# TYPE logpond_ingest_inflight_bytes gauge",
+        `logpond_ingest_inflight_bytes ${inflight}`,
+        "# HELP logpond_ingest_request_duration_seconds Durations.",
+        "# TYPE logpond_ingest_request_duration_seconds histogram",
+        `logpond_ingest_request_duration_seconds_bucket{protocol="otlp",le="0.1"} ${count}`,
+        `logpond_ingest_request_duration_seconds_bucket{protocol="otlp",le="+Inf"} ${count}`,
+        `logpond_ingest_request_duration_seconds_sum{protocol="otlp"} 0.5`,
+        `logpond_ingest_request_duration_seconds_count{protocol="otlp"} ${count}`,
+        "# HELP logpond_buffer_events Not forwarded.",
+        "# TYPE logpond_buffer_events gauge",
+        "logpond_buffer_events 9",
+      ].join("\n"),
+    );
+  workers[0]!.report(report(3, 100, 2));
+  workers[1]!.report(report(4, 50, 5));
+  declare();
+  expect(metrics.value("logpond_ingest_requests_accepted_total", { source_id: 7 })).toBe(7);
+  expect(metrics.value("logpond_ingest_inflight_bytes")).toBe(150);
+  expect(metrics.value("logpond_ingest_request_duration_seconds_count", { protocol: "otlp" })).toBe(7);
+  expect(metrics.value("logpond_buffer_events")).toBe(0);
+  expect(metrics.render().match(/^# TYPE logpond_ingest_request_duration_seconds histogram$/gm)).toHaveLength(1);
+  // Worker 1 exits; its successor starts from zero: the counters go on from the sum, its gauge is gone.
+  workers[0]!.exited();
+  workers[0]!.report(report(1, 10, 1));
+  declare();
+  expect(metrics.value("logpond_ingest_requests_accepted_total", { source_id: 7 })).toBe(8);
+  expect(metrics.value("logpond_ingest_inflight_bytes")).toBe(60);
+  expect(metrics.value("logpond_ingest_request_duration_seconds_count", { protocol: "otlp" })).toBe(8);
 });
