@@ -69,6 +69,7 @@ if (config.workerIndex !== undefined)
     logpond.ingestUrl,
     logpond.ingested,
     () => forwardedText(logpond.metrics.render()),
+    () => logpond.flusher.flush(),
     (why) => void shutdown(why, false),
   );
 else

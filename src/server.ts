@@ -122,7 +122,10 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
       stop: () => stopAll(services, config.shutdownTimeoutMs).then(() => buffer.drained),
     };
   }
-  const retention = startRetention(config, { sql: store.sql, flush: () => flusher.flush(), metrics, log });
+  // Before a deletion sweep, what every buffer holds is written: the workers' too, once they run.
+  let workers: Workers | undefined;
+  const flushAll = () => Promise.all([flusher.flush(), workers?.flush()]).then(() => {});
+  const retention = startRetention(config, { sql: store.sql, flush: flushAll, metrics, log });
   const tail = await startTail(config, { sql: store.sql, flusher, metrics, log });
   const tokens = await startTokens(config, { store, tail, log });
   const sealer = startSealer(config, {
@@ -147,7 +150,7 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
     ...{ store, sources, tokens, tail, retention, metrics, log, ready },
     ingestingHost: () => publicIngestHost(config, ingestPort),
   });
-  const workers = plan.workers > 1 ? await startWorkers(config, { count: plan.workers, url: store.url, metrics, log }) : undefined;
+  if (plan.workers > 1) workers = await startWorkers(config, { count: plan.workers, url: store.url, metrics, log });
   if (workers) ingestPort = workers.port;
 
   // In the order each needs the ones before it; stop.ts halts them all, then stops them in reverse

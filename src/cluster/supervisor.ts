@@ -19,7 +19,7 @@ import type { Metrics, Registry } from "../metrics";
 import { Gathered, gatherInto } from "./gather";
 import { type Service, timeLeft } from "../service";
 import { backoff } from "../timers";
-import type { WorkerMessage } from "./worker";
+import type { SupervisorMessage, WorkerMessage } from "./worker";
 
 const MAIN = path.join(import.meta.dir, "..", "main.ts");
 /** How long a worker may take from its spawn to its listener (a spill replay is part of it). */
@@ -39,6 +39,8 @@ export interface Workers extends Service {
   readonly restarts: number;
   /** After stop(): whether a worker left events behind (spilled, or lost), or was killed. */
   readonly leftBehind: boolean;
+  /** Resolves once every listening worker wrote what its buffer held when asked (or exited). */
+  flush(): Promise<void>;
 }
 
 interface Slot {
@@ -54,6 +56,8 @@ interface Slot {
   current: { requests: number; events: number };
   /** The ingestion series its processes reported (cluster/gather.ts). */
   gathered: Gathered;
+  /** Flushes asked of its process, by id, resolved when it answers or exits. */
+  flushes: Map<number, () => void>;
   restartTimer: Timer | undefined;
 }
 
@@ -74,6 +78,7 @@ export async function startWorkers(
     base: { requests: 0, events: 0 },
     current: { requests: 0, events: 0 },
     gathered: new Gathered(),
+    flushes: new Map(),
     restartTimer: undefined,
   }));
   const declareGathered = gatherInto(
@@ -98,6 +103,9 @@ export async function startWorkers(
             slot.current = { requests: message.requests, events: message.events };
             slot.gathered.report(message.families);
             declareGathered();
+          } else if (message.type === "flushed") {
+            slot.flushes.get(message.id)?.();
+            slot.flushes.delete(message.id);
           }
         },
         onExit(_proc, code, signal) {
@@ -107,6 +115,8 @@ export async function startWorkers(
           slot.base = { requests: slot.base.requests + slot.current.requests, events: slot.base.events + slot.current.events };
           slot.current = { requests: 0, events: 0 };
           slot.gathered.exited();
+          for (const done of slot.flushes.values()) done();
+          slot.flushes.clear();
           if (!ready) reject(new Error(`ingest worker ${slot.index} exited before it listened (${signal ?? `exit ${code}`})`));
           else if (!stopping) restart(slot, signal ? String(signal) : `exit ${code}`);
         },
@@ -162,6 +172,21 @@ export async function startWorkers(
     leftBehind = running.some((proc) => proc.exitCode !== 0);
   };
   let leftBehind = false;
+  let flushes = 0;
+  const flush = () =>
+    Promise.all(
+      slots.map((slot) => {
+        if (!slot.ready || slot.proc === undefined) return;
+        const id = ++flushes;
+        const done = new Promise<void>((resolve) => slot.flushes.set(id, resolve));
+        try {
+          slot.proc.send({ type: "flush", id } satisfies SupervisorMessage);
+        } catch {
+          slot.flushes.get(id)?.();
+        }
+        return done;
+      }),
+    ).then(() => {});
 
   try {
     // The first worker binds INGEST_PORT (0: a free one it is given), the others its port.
@@ -190,6 +215,7 @@ export async function startWorkers(
     get leftBehind() {
       return leftBehind;
     },
+    flush,
     halt() {
       stopping = true; // no restart from now on
     },

@@ -3,7 +3,13 @@
 // supervisor is gone (the IPC channel closes, or its parent changes), so no worker runs orphaned.
 
 /** What a worker sends its supervisor. */
-export type WorkerMessage = { type: "ready"; port: number } | { type: "counters"; requests: number; events: number; families: string };
+export type WorkerMessage =
+  | { type: "ready"; port: number }
+  | { type: "counters"; requests: number; events: number; families: string }
+  | { type: "flushed"; id: number };
+
+/** What a supervisor asks of a worker: write what its buffer holds now (before a deletion sweep). */
+export type SupervisorMessage = { type: "flush"; id: number };
 
 const REPORT_EVERY_MS = 1_000;
 
@@ -12,6 +18,7 @@ export function reportToSupervisor(
   ingestUrl: string,
   ingested: () => { requests: number; events: number },
   families: () => string,
+  flush: () => Promise<void>,
   stop: (why: string) => void,
 ): void {
   const send = (message: WorkerMessage) => {
@@ -28,4 +35,7 @@ export function reportToSupervisor(
   }, REPORT_EVERY_MS);
   timer.unref();
   process.on("disconnect", () => stop("the supervisor is gone"));
+  process.on("message", (message: SupervisorMessage) => {
+    if (message.type === "flush") flush().then(() => send({ type: "flushed", id: message.id }));
+  });
 }
