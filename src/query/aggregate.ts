@@ -13,7 +13,7 @@ import { BUCKETS_MAX, bucketSeconds } from "./histogram";
 import { aliasObject } from "./levels";
 import type { Node } from "./parse";
 import { tiers, timed } from "./read";
-import { listParam, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
+import { FIELD_PATH, FIELD_PATH_MAX_CHARS, listParam, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
 import { compileQuery } from "./sql";
 
 export const TOP_DEFAULT = 10;
@@ -22,8 +22,6 @@ export const FACETS_MAX = 10;
 /** A value longer than this is cut before counting, so one odd event cannot make a huge key. */
 export const VALUE_MAX_CHARS = 200;
 export const PERCENTILES = [0.5, 0.9, 0.95, 0.99] as const;
-/** A field path as the query language reads one (query/parse.ts). */
-const PATH = /^[A-Za-z0-9_@$][A-Za-z0-9_@$-]*(\.[A-Za-z0-9_@$-]+)*$/;
 
 export interface AggregateRequest {
   sourceIds: number[];
@@ -37,6 +35,12 @@ export interface AggregateRequest {
   field: string | undefined;
   top: number;
   buckets: number | undefined;
+  /**
+   * Per bucket, also count apart the events that have none of the `by` fields and whose null is not
+   * in `by.top` (`missing`; they stay in `other` too). Not a parameter: the histogram by a field
+   * (query/histogram-by.ts) draws them in the bucket's count only.
+   */
+  missing?: boolean;
 }
 
 const bad = (message: string) => new AppError("bad_request", message);
@@ -49,7 +53,7 @@ function readPaths(url: URL, name: string, max: number): string[] {
   const raw = max === 1 ? single(url, name) : listParam(url, name);
   if (raw === null || raw === "") return [];
   const paths = raw.split(",").map((path) => path.trim());
-  const wrong = paths.filter((path) => path.length > VALUE_MAX_CHARS || !PATH.test(path));
+  const wrong = paths.filter((path) => path.length > FIELD_PATH_MAX_CHARS || !FIELD_PATH.test(path));
   if (wrong.length) throw bad(`${name} must be field paths such as level or http.status, comma-separated (got ${JSON.stringify(wrong[0]!.slice(0, 64))})`);
   if (paths.length > max) throw bad(`${name} takes at most ${max} field${max === 1 ? "" : "s"} (got ${paths.length})`);
   return paths;
@@ -103,7 +107,7 @@ export interface Aggregate {
     facets?: { field: string; present: number; distinct: number; top: { value: string; count: number }[]; other: number }[];
     distinct?: { field: string; count: number };
     stats?: Stats & { field: string };
-    buckets?: { from: string; to: string; count: number; top?: number[]; other?: number; stats?: Stats }[];
+    buckets?: { from: string; to: string; count: number; top?: number[]; other?: number; missing?: number; stats?: Stats }[];
   };
   meta: { from: string; to: string; bucket_seconds: number | null; complete: true };
 }
@@ -192,7 +196,7 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
       ? `(select json_agg(json_build_array(bc.bucket, bc.n, ${request.by.length ? "bb.ranks" : "null"}, ${request.field ? "bs.stats" : "null"}) order by bc.bucket)::text ` +
         `from (select bucket, count(*) as n from e group by bucket) bc` +
         (request.by.length
-          ? ` left join (select gb.bucket, json_agg(json_build_array(coalesce(t.rank, -1), gb.c)) as ranks from ` +
+          ? ` left join (select gb.bucket, json_agg(json_build_array(coalesce(t.rank, case when ${byCols.map((c) => `gb.${c} is null`).join(" and ")} then -2 else -1 end), gb.c)) as ranks from ` +
             `(select bucket, ${byCols.join(", ")}, count(*) as c from e group by bucket, ${byCols.join(", ")}) gb left join t on ${same("gb", "t")} group by gb.bucket) bb using (bucket)`
           : "") +
         (request.field
@@ -249,9 +253,12 @@ function shape(request: AggregateRequest, row: Row, size: number | null): Aggreg
       if (data.by) {
         bucket.top = data.by.top.map(() => 0);
         bucket.other = 0;
+        if (request.missing) bucket.missing = 0;
+        // Rank -1: a value past the top; -2: no value at all (null), past the top too.
         for (const [rank, n] of b?.[2] ?? []) {
           if (rank >= 0) bucket.top[rank] = n;
           else bucket.other += n;
+          if (rank === -2 && bucket.missing !== undefined) bucket.missing += n;
         }
       }
       if (request.field) bucket.stats = stats(b?.[3] ?? empty);

@@ -120,7 +120,7 @@ describe("a parameter that takes one value, sent twice: 400", () => {
 
 describe("a parameter a route does not take: 400 naming it and what the route takes", () => {
   test.each([
-    ["/api/v2/query/histogram", "by=service", "histogram does not take by"],
+    ["/api/v2/query/histogram", "group_by=service", "histogram does not take group_by"],
     ["/api/v2/query/histogram", "q=error", "histogram does not take q"],
     ["/api/v2/query/aggregate", "by=level&group_by=host", "aggregate does not take group_by"],
     ["/api/v2/query/aggregate", "by=level&cursor=x", "aggregate does not take cursor"],
