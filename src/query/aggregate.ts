@@ -21,6 +21,8 @@ export const TOP_MAX = 100;
 export const FACETS_MAX = 10;
 /** A value longer than this is cut before counting, so one odd event cannot make a huge key. */
 export const VALUE_MAX_CHARS = 200;
+/** The most a caller may cap the events counted at (`max_events`). */
+export const MAX_EVENTS_MAX = 100_000_000;
 export const PERCENTILES = [0.5, 0.9, 0.95, 0.99] as const;
 
 export interface AggregateRequest {
@@ -35,6 +37,8 @@ export interface AggregateRequest {
   field: string | undefined;
   top: number;
   buckets: number | undefined;
+  /** Count at most this many matching events (the first read); past it the answer is marked partial. */
+  maxEvents: number | undefined;
   /**
    * Per bucket, also count apart the events that have none of the `by` fields and whose null is not
    * in `by.top` (`missing`; they stay in `other` too). Not a parameter: the histogram by a field
@@ -46,7 +50,7 @@ export interface AggregateRequest {
 const bad = (message: string) => new AppError("bad_request", message);
 
 /** What the route takes: anything else is a 400 (query/request.ts, refuseUnknown). */
-const PARAMETERS = ["source_ids", "query", "from", "to", "by", "facets", "distinct", "field", "top", "buckets"] as const;
+const PARAMETERS = ["source_ids", "query", "from", "to", "by", "facets", "distinct", "field", "top", "buckets", "max_events"] as const;
 
 /** Field paths, comma-separated; `by` and `facets` over repeats too (`by=a&by=b` is `by=a,b`), `distinct` and `field` sent once. */
 function readPaths(url: URL, name: string, max: number): string[] {
@@ -78,6 +82,13 @@ export function readAggregateRequest(url: URL, now: () => Date = () => new Date(
   const topGiven = readWhole(url, "top", TOP_MAX);
   const top = topGiven ?? TOP_DEFAULT;
   const buckets = readWhole(url, "buckets", BUCKETS_MAX);
+  const rawMax = single(url, "max_events");
+  let maxEvents: number | undefined;
+  if (rawMax !== null && rawMax !== "") {
+    if (!/^[0-9]{1,9}$/.test(rawMax) || Number(rawMax) < 1 || Number(rawMax) > MAX_EVENTS_MAX)
+      throw bad(`max_events must be a whole number from 1 to ${MAX_EVENTS_MAX} (got ${JSON.stringify(rawMax.slice(0, 32))})`);
+    maxEvents = Number(rawMax);
+  }
   if (!by.length && !facets.length && !distinct && !field && !buckets) {
     throw bad(
       "say what to aggregate: by=<field>[,<field>] (top values), facets=<field>,… (top values of each), distinct=<field>, field=<numeric field> (min, max, avg, percentiles), or buckets=<n> (counts over time)",
@@ -86,7 +97,7 @@ export function readAggregateRequest(url: URL, now: () => Date = () => new Date(
   // A top that nothing lists would be silently dropped: the caller meant a ranking it did not ask for.
   if (topGiven !== undefined && !by.length && !facets.length) throw bad("top applies to by= and facets= (the values ranked); add one, or leave top out");
   const { from, to } = readWindow(url, now());
-  return { sourceIds: ids, malformed, query, from, to, by, facets, distinct, field, top, buckets };
+  return { sourceIds: ids, malformed, query, from, to, by, facets, distinct, field, top, buckets, maxEvents };
 }
 
 export interface Stats {
@@ -109,11 +120,18 @@ export interface Aggregate {
     stats?: Stats & { field: string };
     buckets?: { from: string; to: string; count: number; top?: number[]; other?: number; missing?: number; stats?: Stats }[];
   };
-  meta: { from: string; to: string; bucket_seconds: number | null; complete: true };
+  meta: {
+    from: string;
+    to: string;
+    bucket_seconds: number | null;
+    /** false: not every matching event of the window was counted, and `partial` says why. */
+    complete: boolean;
+    partial?: { reason: "max_events"; max_events: number };
+  };
 }
 
 /** The statement's answer: one row of JSON texts (postgres.js would parse json; text keeps bigints exact). */
-type Row = { total: string; by: string | null; facets: string | null; distinct: string | null; stats: string | null; buckets: string | null };
+type Row = { more: boolean; total: string; by: string | null; facets: string | null; distinct: string | null; stats: string | null; buckets: string | null };
 
 export async function readAggregate(sql: Sql, request: AggregateRequest, timeoutMs: number): Promise<Aggregate> {
   const params: unknown[] = [request.from, request.to, request.sourceIds];
@@ -159,9 +177,16 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
     ...(request.field ? [`${number(request.field)} as x`] : []),
     ...(size ? [`floor(extract(epoch from dt) / ${size})::bigint as bucket`] : []),
   ];
-  const ctes = [
-    `e as materialized (select ${columns.join(", ")} from ${events} where dt >= $1::text::timestamptz and dt <= $2::text::timestamptz and source_id = any($3::bigint[])${filter})`,
-  ];
+  const read = `select ${columns.join(", ")} from ${events} where dt >= $1::text::timestamptz and dt <= $2::text::timestamptz and source_id = any($3::bigint[])${filter}`;
+  // With a cap, one event more than it is read, to tell "exactly the cap" from "more than it"; the
+  // counts are of the first `maxEvents` (storage order: no sort of the whole window first).
+  const ctes =
+    request.maxEvents === undefined
+      ? [`e as materialized (${read})`]
+      : [
+          `capped as materialized (${read} limit ${param(request.maxEvents + 1, "bigint")})`,
+          `e as materialized (select * from capped limit ${param(request.maxEvents, "bigint")})`,
+        ];
   const top = request.by.length || request.facets.length ? param(request.top, "int") : "";
   const byCols = request.by.map((_, i) => `b${i}`);
   const same = (a: string, b: string) => byCols.map((c) => `${a}.${c} is not distinct from ${b}.${c}`).join(" and ");
@@ -176,6 +201,7 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
     `(select json_build_object('count', count(x), 'min', min(x), 'max', max(x), 'avg', avg(x::numeric)::float8, ` +
     `'p', percentile_cont(array[${PERCENTILES.join(", ")}]::float8[]) within group (order by x)) from e where x is not null${where})::text`;
   const selects = [
+    `${request.maxEvents === undefined ? "false" : `(select count(*) from capped) > ${request.maxEvents}`} as more`,
     "(select count(*) from e)::text as total",
     request.by.length
       ? `(select json_build_object('top', (select coalesce(json_agg(json_build_array(json_build_array(${byCols.join(", ")}), n) order by rank), '[]') from t), ` +
@@ -265,5 +291,7 @@ function shape(request: AggregateRequest, row: Row, size: number | null): Aggreg
       data.buckets.push(bucket);
     }
   }
-  return { data, meta: { from: request.from, to: request.to, bucket_seconds: size, complete: true } };
+  const meta: Aggregate["meta"] = { from: request.from, to: request.to, bucket_seconds: size, complete: !row.more };
+  if (row.more) meta.partial = { reason: "max_events", max_events: request.maxEvents! };
+  return { data, meta };
 }

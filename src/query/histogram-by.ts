@@ -40,6 +40,7 @@ export async function readHistogramBy(sql: Sql, request: HistogramRequest & { by
       field: undefined,
       top: LEVELS_MAX + 1,
       buckets: request.buckets,
+      maxEvents: undefined,
       missing: true,
     },
     timeoutMs,
