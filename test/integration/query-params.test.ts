@@ -129,6 +129,21 @@ describe("a parameter a route does not take: 400 naming it and what the route ta
     await expectRefused(`${route}?source_ids=${web.id}&${params}`, message);
   });
 
+  test.each(["from=now-1h", "batch=10", "q=error", "source_id=1"])("the live stream refuses %s before it starts, naming what it takes", async (params) => {
+    const name = params.slice(0, params.indexOf("="));
+    await expectRefused(
+      `/api/v2/query/live-tail/stream?source_ids=${web.id}&${params}`,
+      `live-tail/stream does not take ${name}: it takes source_ids, query, cursor`,
+    );
+  });
+
+  test("the live stream takes what the page sends (source_ids, query) and cursor", async () => {
+    const response = await lp.api("GET", `/api/v2/query/live-tail/stream?source_ids=${web.id}&query=level:error&cursor=`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toContain("text/event-stream");
+    await response.body?.cancel();
+  });
+
   test("context takes no query", async () => {
     await expectRefused(`/api/v2/query/context?source_id=${web.id}&id=1&query=error`, "context does not take query");
   });
