@@ -303,6 +303,7 @@ function renderFields() {
   const started = performance.now();
   fieldsTimer = undefined;
   const fields = windowCounts(topFields(state.shown.values()));
+  state.fieldPaths = fields.map((field) => field.path);
   $("fields-box").hidden = fields.length === 0;
   $("fields").replaceChildren(
     ...fields.map(({ path, present, values }) => {
