@@ -146,7 +146,6 @@ export function startIngestListener(
       accepting = false; // 503 from now on
     },
     async stop() {
-      spreader?.stop();
       if (await within(server.stop(false), config.shutdownTimeoutMs / 3)) return;
       log("shutdown: requests still uploading were cut off");
       await within(server.stop(true), 1_000);

@@ -21,14 +21,14 @@ interface Connection {
 
 export class ConnectionSpreader {
   private readonly connections = new Map<string, Connection>();
-  private readonly sweeper: Timer;
+  /** When idle entries were last forgotten: swept by the requests themselves, no timer of its own. */
+  private sweptAt: number;
 
   constructor(
     private readonly limits: { maxRequests: number; maxAgeMs: number },
     private readonly now: () => number = performance.now.bind(performance),
   ) {
-    this.sweeper = setInterval(() => this.forgetIdle(), FORGET_IDLE_MS);
-    this.sweeper.unref();
+    this.sweptAt = now();
   }
 
   /** Counts a request on its connection: true when its answer should close the connection. */
@@ -36,6 +36,7 @@ export class ConnectionSpreader {
     if (peer === null) return false;
     const key = `${peer.address}|${peer.port}`;
     const now = this.now();
+    if (now - this.sweptAt >= FORGET_IDLE_MS) this.forgetIdle(now);
     let connection = this.connections.get(key);
     if (connection === undefined) {
       connection = { requests: 0, since: now, last: now };
@@ -56,12 +57,9 @@ export class ConnectionSpreader {
     return this.connections.size;
   }
 
-  stop(): void {
-    clearInterval(this.sweeper);
-  }
-
-  private forgetIdle(): void {
-    const before = this.now() - FORGET_IDLE_MS;
+  private forgetIdle(now: number): void {
+    this.sweptAt = now;
+    const before = now - FORGET_IDLE_MS;
     for (const [key, connection] of this.connections) if (connection.last < before) this.connections.delete(key);
   }
 }

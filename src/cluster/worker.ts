@@ -1,6 +1,7 @@
 // An ingest worker's side of its supervisor (cluster/supervisor.ts): it says when it listens, and
 // on which port; it reports its counters and its ingestion series every second; it stops, as SIGTERM does, when its
 // supervisor is gone (the IPC channel closes, or its parent changes), so no worker runs orphaned.
+import { periodic, rethrow } from "../periodic";
 
 /** What a worker sends its supervisor. */
 export type WorkerMessage =
@@ -28,12 +29,16 @@ export function reportToSupervisor(
   };
   send({ type: "ready", port: Number(new URL(ingestUrl).port) });
   const parent = process.ppid;
-  const timer = setInterval(() => {
-    // A supervisor killed outright may leave the channel open a moment; its PID goes at once.
-    if (process.ppid !== parent) stop("the supervisor is gone");
-    else send({ type: "counters", ...ingested(), families: families() });
-  }, REPORT_EVERY_MS);
-  timer.unref();
+  periodic({
+    intervalMs: REPORT_EVERY_MS,
+    fixedRate: true,
+    run: async () => {
+      // A supervisor killed outright may leave the channel open a moment; its PID goes at once.
+      if (process.ppid !== parent) stop("the supervisor is gone");
+      else send({ type: "counters", ...ingested(), families: families() });
+    },
+    failed: rethrow,
+  });
   process.on("disconnect", () => stop("the supervisor is gone"));
   process.on("message", (message: SupervisorMessage) => {
     if (message.type === "flush") flush().then(() => send({ type: "flushed", id: message.id }));

@@ -67,10 +67,21 @@ test("a keep-alive connection's answer closes it at its request limit or its age
   now = 1_000;
   expect(spreader.request(b)).toBe(true);
   expect(spreader.request(null)).toBe(false);
-  spreader.stop();
   const unlimitedAge = new ConnectionSpreader({ maxRequests: 0, maxAgeMs: 1_000 }, () => now);
   expect(Array.from({ length: 100 }, () => unlimitedAge.request(a)).some(Boolean)).toBe(false);
-  unlimitedAge.stop();
+});
+
+test("connections idle past five minutes are forgotten by a later request (no timer of its own)", () => {
+  let now = 0;
+  const spreader = new ConnectionSpreader({ maxRequests: 100, maxAgeMs: 0 }, () => now);
+  for (let port = 1; port <= 10; port++) spreader.request({ address: "10.0.0.2", port });
+  expect(spreader.size).toBe(10);
+  now = 4 * 60_000;
+  spreader.request({ address: "10.0.0.2", port: 1 });
+  expect(spreader.size).toBe(10);
+  now = 5 * 60_000 + 1;
+  spreader.request({ address: "10.0.0.2", port: 1 }); // swept: only the one used at 4 min and now is left
+  expect(spreader.size).toBe(1);
 });
 
 test("the ingestion series gathered from workers: each sample summed, a histogram's lines too; an exited worker's counters stay, its gauges go", () => {
