@@ -18,6 +18,7 @@ import { ensurePartitionsAhead, startRetention, type Retention } from "./retenti
 import { background, readiness, type Service } from "./service";
 import { startSources } from "./sources/cache";
 import { openStore, type Store } from "./store/db";
+import { type Merger, startMerger } from "./store/merge";
 import { type Sealer, startSealer } from "./store/sealer";
 import { stopAll } from "./stop";
 import { startTail, type TailHub } from "./tail/hub";
@@ -41,6 +42,8 @@ export interface Logpond {
   readonly retention: Retention;
   /** Moves committed events into compressed blocks every SEAL_INTERVAL_MS. */
   readonly sealer: Sealer;
+  /** Merges a day's small or overlapping blocks every MERGE_INTERVAL_MS. */
+  readonly merger: Merger;
   /**
    * Stop accepting, drain the buffer, close storage. Resolves true when nothing was left behind;
    * false when some events went to a spill file (`spilled` says how many) or were lost.
@@ -90,6 +93,7 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
     settled: () => flusher.settled(),
     hold: (bytes) => memory.hold(bytes),
   });
+  const merger = startMerger(config, { sql: store.sql, log, metrics });
   // /ready: the first reason a service gives, in the list's order (storage's, then the flusher's);
   // while the listeners start, before the list is whole, those two are asked.
   let services: Service[] = [store, flusher];
@@ -112,6 +116,7 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
     tokens,
     // Halted at the stop's start (between two moves, a move being one statement), waited for once the drain is over.
     background("sealer", sealer),
+    background("merge", merger), // halted at the start: a running merge stops between two runs (a run is one transaction)
     background("retention", retention), // halted at the start: a running sweep stops between two statements
     management,
     tail,
@@ -120,7 +125,7 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
     ingest,
   ];
   return {
-    ...{ store, flusher, ring, metrics, uncaughtErrors, tail, retention, sealer },
+    ...{ store, flusher, ring, metrics, uncaughtErrors, tail, retention, sealer, merger },
     apiToken: tokens.apiToken,
     spilled: buffer.spilled,
     apiUrl: management.url,
