@@ -223,3 +223,27 @@ test("a merge running while a seal publishes the same day loses and doubles noth
   expect(overlaps(after)).toBe(0);
   expect(after.reduce((sum, row) => sum + row.n, 0)).toBe(expected);
 }, 180_000);
+
+test("v3 blocks (ids, dts, a text body) that overlap are merged too, into v4 blocks, every answer kept", async () => {
+  const source = await lp.createSource({ logs_retention: 3652 });
+  await sparse(source, 3, 20);
+  // The same blocks as storage v3 wrote them: no payload, no sliced filter (a search opens them).
+  await db.sql`
+    update log_blocks b set ids = x.ids, dts = x.dts, body = x.body, payload = null, filter_id = null, filter_slot = null
+    from (
+      select b2.min_id, array_agg(e.id order by e.dt, e.id) as ids, array_agg(e.dt order by e.dt, e.id) as dts, string_agg(e.line, E'\n' order by e.dt, e.id) as body
+      from log_blocks b2 cross join lateral logpond_block_events(b2.min_id, b2.min_dt, b2.ids, b2.dts, b2.body, b2.payload) e
+      where b2.source_id = ${Number(source.id)} and b2.generation is null group by b2.min_id) x
+    where b.source_id = ${Number(source.id)} and b.min_id = x.min_id`;
+  await db.sql`delete from log_filters where source_id = ${Number(source.id)}`;
+  const v3 = await db.sql<{ n: number }[]>`select 1 from log_blocks where source_id = ${Number(source.id)} and payload is null and body is not null`;
+  expect(v3.length).toBeGreaterThanOrEqual(6);
+  const [anchor] = await db.sql<{ id: string }[]>`select id::text from log_events where source_id = ${Number(source.id)} and raw->>'n' = '60'`;
+  const seen = await observe(source, anchor!.id);
+  expect(seen.events.length).toBe(120);
+  await lp.merger.mergeNow();
+  expect(await observe(source, anchor!.id)).toEqual(seen);
+  const after = await db.sql<{ v4: boolean; filtered: boolean }[]>`
+    select payload is not null and body is null and ids is null as v4, filter_id is not null as filtered from log_blocks where source_id = ${Number(source.id)}`;
+  expect(after).toEqual([{ v4: true, filtered: true }]);
+}, 120_000);
