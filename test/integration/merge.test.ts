@@ -245,5 +245,5 @@ test("v3 blocks (ids, dts, a text body) that overlap are merged too, into v4 blo
   expect(await observe(source, anchor!.id)).toEqual(seen);
   const after = await db.sql<{ v4: boolean; filtered: boolean }[]>`
     select payload is not null and body is null and ids is null as v4, filter_id is not null as filtered from log_blocks where source_id = ${Number(source.id)}`;
-  expect(after).toEqual([{ v4: true, filtered: true }]);
+  expect([...after]).toEqual([{ v4: true, filtered: true }]);
 }, 120_000);
