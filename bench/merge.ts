@@ -2,9 +2,11 @@
 // time before and after one merge pass, the pass's cost, and what decoding a day's blocks costs in
 // PostgreSQL (logpond_block_events, as the merge does) against in the application (openPayload +
 // jsonbText). One logpond in-process on an embedded PostgreSQL of its own (or DATABASE_URL).
-//   bun bench/merge.ts [generations=300] [events per request=4] [seal threads=2]
-// Each generation: two requests flushed apart (the seal threads take batches in turn) whose events
-// interleave in time over the same past day, then a seal: two small overlapping blocks.
+//   bun bench/merge.ts [generations=300] [events per request=4] [seal threads=2] [time|spread]
+// Each generation: two requests flushed apart (the seal threads take batches in turn), then a seal:
+// two small blocks. `time`: events in time order over one past day, the two requests' interleaved
+// (each generation's two blocks overlap); `spread`: each request's events anywhere in the day, as a
+// bench/scale.ts load sends them (every block spans most of the day and overlaps every other).
 import { rmSync } from "node:fs";
 import * as path from "node:path";
 import { jsonbText } from "../src/codec/jsonb-text";
@@ -16,7 +18,16 @@ import { benchDir, benchPostgres, fmt } from "./lib";
 import { SERVICE_API_TOKEN } from "../test/helpers/service";
 import { measureContext } from "./scale/reads";
 
-const [generations = 300, perRequest = 4, threads = 2] = process.argv.slice(2).map(Number);
+const [generations = 300, perRequest = 4, threads = 2] = process.argv.slice(2, 5).map(Number);
+const spread = process.argv[5] === "spread";
+/** A fixed sequence (mulberry32): the same run twice sends the same times. */
+let seed = 42;
+const random = () => {
+  seed = (seed + 0x6d2b79f5) | 0;
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+};
 const work = benchDir("logpond-bench-merge-");
 const pg = await benchPostgres(work);
 const sql = postgres(pg.url, { max: 2, onnotice: () => {} });
@@ -50,7 +61,12 @@ try {
     for (const r of [0, 1]) {
       const events = Array.from({ length: perRequest }, (_, i) => {
         const n = g * 2 * perRequest + 2 * i + r;
-        return { dt: new Date(base + n * step).toISOString(), n, level: n % 5 === 0 ? "warn" : "info", message: `request ${n} served in ${n % 97} ms` };
+        return {
+          dt: new Date(base + (spread ? Math.floor(random() * 86_399_000) : n * step)).toISOString(),
+          n,
+          level: n % 5 === 0 ? "warn" : "info",
+          message: `request ${n} served in ${n % 97} ms`,
+        };
       });
       const response = await fetch(`${lp.ingestUrl}/`, {
         method: "POST",
@@ -65,7 +81,9 @@ try {
   const blocks = async () =>
     (await sql<{ n: number }[]>`select count(*)::int as n from log_blocks where source_id = ${source.id} and generation is null`)[0]!.n;
   const events = generations * 2 * perRequest;
-  console.log(`${fmt(events)} events of one sparse source over one day, ${generations} seals, SEAL_FROM=memory, ${threads} seal threads`);
+  console.log(
+    `${fmt(events)} events of one sparse source over one day (${spread ? "spread" : "time order"}), ${generations} seals, SEAL_FROM=memory, ${threads} seal threads`,
+  );
 
   // Decoding the day's blocks: in PostgreSQL (what the merge reads) against in the application.
   const backendCpu = async (pid: number) => {
