@@ -126,6 +126,13 @@ try {
   }
   await decode.end();
 
+  const size = async () =>
+    (
+      await sql<{ bytes: number }[]>`
+        select (select coalesce(sum(pg_column_size(b.*)), 0) from log_blocks b where b.source_id = ${source.id})
+          + (select coalesce(sum(pg_column_size(f.*)), 0) from log_filters f where f.source_id = ${source.id})::float8 as bytes`
+    )[0]!.bytes;
+  const bytesBefore = await size();
   const before = await blocks();
   const contextBefore = await measureContext(lp.apiUrl, sql, source as never);
   const cpu0 = process.cpuUsage();
@@ -134,10 +141,17 @@ try {
   const wall = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   const after = await blocks();
+  const bytesAfter = await size();
+  const idle0 = performance.now();
+  await lp.merger.mergeNow();
+  const idle = performance.now() - idle0;
   const contextAfter = await measureContext(lp.apiUrl, sql, source as never);
   console.log(`blocks: ${before} before, ${after} after (${stats.runs} runs, ${stats.blocksMerged} merged, ${stats.blocksWritten} written)`);
   console.log(
     `merge pass: ${fmt(wall)} ms, ${fmt(events / (wall / 1000))} events/s; logpond CPU ${fmt(((cpu.user + cpu.system) / events) * 1, 1)} µs/event (its seal thread included)`,
+  );
+  console.log(
+    `blocks and filters, B/event: ${fmt(bytesBefore / events, 1)} before, ${fmt(bytesAfter / events, 1)} after; a pass with nothing to merge: ${fmt(idle, 1)} ms`,
   );
   console.log(`context ±50 before (with dt / id only): ${contextBefore}`);
   console.log(`context ±50 after  (with dt / id only): ${contextAfter}`);

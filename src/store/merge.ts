@@ -246,6 +246,11 @@ export function startMerger(settings: MergeSettings, options: { sql: Sql; log: (
       "Runs of blocks a merge left for a later pass: a block locked elsewhere or gone, or its source deleted.",
       () => totals.busy,
     );
+    m.counter(
+      "logpond_merge_segments_too_big_total",
+      "Stretches of overlapping blocks a pass left alone because they hold more than MERGE_MAX_EVENTS events (counted at each pass that finds them).",
+      () => totals.tooBig,
+    );
   }
   return merger;
 }
