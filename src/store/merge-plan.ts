@@ -9,6 +9,12 @@
 //   filter may take that id. So a run takes all of a filter's blocks, and its filters go with it.
 // Blocks at least half full that overlap nothing are left alone: buildBlocks never cuts smaller
 // than that from more than a block's events, so a merged day is not rewritten again.
+// A segment of more than maxEvents (blocks overlapping in a chain: a load that sends a whole day's
+// times at once, seal threads cutting blocks side by side) cannot be merged in one bounded
+// transaction. It is split instead: a run of its blocks that cross a slice of the day (SLICES_MINUTES,
+// the widest whose share of the segment's events fits maxEvents / 2) is rewritten as blocks that
+// each stay inside one slice. Once no block crosses a slice, the day falls apart into slice-sized
+// segments, merged as any other at the next passes.
 
 export interface BlockInfo {
   /** The block's smallest event id: names it (each event is in one block). */
@@ -29,10 +35,26 @@ export interface PlanOptions {
   minBlocks: number;
 }
 
+export interface Run {
+  blocks: BlockInfo[];
+  /** Null: merged into even blocks; else rewritten as blocks that each stay inside one slice of the day this many minutes wide. */
+  sliceMinutes: number | null;
+}
+
 export interface Plan {
-  runs: BlockInfo[][];
-  /** Segments left alone because they hold more than maxEvents (a long chain of overlapping blocks). */
+  runs: Run[];
+  /** Segments left alone: one slice of the day holds more than maxEvents, or a filter's blocks do. */
   tooBig: number;
+}
+
+/** Slice widths, in minutes: each divides the one before it, so a block inside a wide slice is inside none of the narrower ones' boundaries only when it must be. */
+export const SLICES_MINUTES = [1440, 720, 360, 180, 90, 45, 15, 5, 1] as const;
+
+/** The slice of the day a time falls in ("YYYY-MM-DDTHH:MM…"). */
+export function sliceOf(dt: string, minutes: number): number {
+  const t = dt.indexOf("T");
+  const minute = (dt.charCodeAt(t + 1) - 48) * 600 + (dt.charCodeAt(t + 2) - 48) * 60 + (dt.charCodeAt(t + 4) - 48) * 10 + (dt.charCodeAt(t + 5) - 48);
+  return Math.floor(minute / minutes);
 }
 
 /**
@@ -74,7 +96,7 @@ export function planMerges(blocks: readonly BlockInfo[], options: PlanOptions): 
   let run: BlockInfo[] = [];
   let runEvents = 0;
   const close = () => {
-    if (run.length >= Math.max(2, options.minBlocks)) plan.runs.push(run);
+    if (run.length >= Math.max(2, options.minBlocks)) plan.runs.push({ blocks: run, sliceMinutes: null });
     run = [];
     runEvents = 0;
   };
@@ -86,7 +108,9 @@ export function planMerges(blocks: readonly BlockInfo[], options: PlanOptions): 
     }
     if (events > options.maxEvents) {
       close();
-      plan.tooBig++;
+      const split = splitRuns(segment.blocks, events, options.maxEvents);
+      if (split.length === 0) plan.tooBig++;
+      plan.runs.push(...split);
       continue;
     }
     if (runEvents + events > options.maxEvents) close();
@@ -95,4 +119,38 @@ export function planMerges(blocks: readonly BlockInfo[], options: PlanOptions): 
   }
   close();
   return plan;
+}
+
+/**
+ * Runs that split a segment too big to merge: the blocks crossing a slice's boundary (a filter's
+ * blocks together: they cross one when they are not all in one slice), in runs of at most maxEvents. None: no block crosses one
+ * (one slice holds more than maxEvents: left alone).
+ */
+function splitRuns(blocks: readonly BlockInfo[], events: number, maxEvents: number): Run[] {
+  const width = SLICES_MINUTES.find((minutes) => (events * minutes) / 1440 <= maxEvents / 2) ?? 1;
+  const units = new Map<string, BlockInfo[]>();
+  for (const block of blocks) {
+    const key = block.filterId ?? `block ${block.minId}`;
+    const unit = units.get(key);
+    if (unit) unit.push(block);
+    else units.set(key, [block]);
+  }
+  const runs: Run[] = [];
+  let run: BlockInfo[] = [];
+  let runEvents = 0;
+  for (const unit of units.values()) {
+    const slices = new Set(unit.flatMap((block) => [sliceOf(block.minDt, width), sliceOf(block.maxDt, width)]));
+    if (slices.size === 1) continue; // inside one slice already
+    const unitEvents = unit.reduce((sum, block) => sum + block.n, 0);
+    if (unitEvents > maxEvents) continue;
+    if (runEvents + unitEvents > maxEvents) {
+      runs.push({ blocks: run, sliceMinutes: width });
+      run = [];
+      runEvents = 0;
+    }
+    run.push(...unit);
+    runEvents += unitEvents;
+  }
+  if (run.length > 0) runs.push({ blocks: run, sliceMinutes: width });
+  return runs;
 }

@@ -19,7 +19,7 @@ import type { Block, Filter, MovedRow } from "./blocks";
 import { buildBlocks, LEVEL_MAX_CHARS } from "./blocks";
 import { writeBlocks } from "./blocks-sql";
 import type { Sql } from "./db";
-import { type BlockInfo, planMerges } from "./merge-plan";
+import { type BlockInfo, planMerges, type Run, sliceOf } from "./merge-plan";
 import { DAY_MS, DDL_LOCK_TIMEOUT } from "./partitions";
 import { SealPool } from "./seal-pool";
 import { BLOCK_EVENTS } from "./sealer";
@@ -113,7 +113,7 @@ export async function mergePass(
       }
       budget -= done.events;
       stats.runs++;
-      stats.blocksMerged += run.length;
+      stats.blocksMerged += run.blocks.length;
       stats.blocksWritten += done.blocks;
       stats.events += done.events;
     }
@@ -131,10 +131,10 @@ export async function mergeRun(
   sourceId: string,
   start: string,
   end: string,
-  run: readonly BlockInfo[],
+  run: Run,
   build: (rows: MovedRow[]) => Promise<(Block | Filter)[]>,
 ): Promise<{ blocks: number; events: number } | "busy"> {
-  const ids = `{${run.map((block) => block.minId).join(",")}}`;
+  const ids = `{${run.blocks.map((block) => block.minId).join(",")}}`;
   // The run's blocks, found by the day's range on (source_id, max_dt) and named by their min_id.
   const where = `b.source_id = $1::bigint and b.generation is null and b.max_dt >= $2::text::timestamptz and b.max_dt < $3::text::timestamptz and b.min_id = any($4::bigint[])`;
   const params = [sourceId, start, end, ids] as never[];
@@ -144,7 +144,7 @@ export async function mergeRun(
       const source = await tx.unsafe(`select 1 from sources where id = $1::bigint for key share nowait`, [sourceId] as never[]);
       if (source.length === 0) return "busy" as const;
       const locked = await tx.unsafe<{ n: number }[]>(`select b.n from log_blocks b where ${where} for update skip locked`, params);
-      if (locked.length !== run.length) return "busy" as const;
+      if (locked.length !== run.blocks.length) return "busy" as const;
       await tx.unsafe(`set local lock_timeout = '${WRITE_LOCK_TIMEOUT}'`);
       const rows = await tx.unsafe<MovedRow[]>(
         `select e.id::text as id, b.source_id::text as source_id, ${DT_TEXT("e.dt")} as dt, e.line,
@@ -157,9 +157,10 @@ export async function mergeRun(
       );
       const events = locked.reduce((sum, block) => sum + block.n, 0);
       if (rows.length !== events) throw new Error(`merge: source ${sourceId} ${start}: the blocks hold ${rows.length} events, their n says ${events}`);
-      const built = await build(rows);
+      const built = await buildRun(rows, run.sliceMinutes, build);
       const gone = await tx.unsafe<{ filter_id: string | null }[]>(`delete from log_blocks b where ${where} returning b.filter_id::text as filter_id`, params);
-      if (gone.length !== run.length) throw new Error(`merge: source ${sourceId} ${start}: deleted ${gone.length} of the run's ${run.length} blocks`);
+      if (gone.length !== run.blocks.length)
+        throw new Error(`merge: source ${sourceId} ${start}: deleted ${gone.length} of the run's ${run.blocks.length} blocks`);
       const filters = [...new Set(gone.flatMap((block) => (block.filter_id === null ? [] : [block.filter_id])))];
       // A run takes every block of its filters (merge-plan.ts); checked all the same: a filter with a block left stays.
       if (filters.length > 0)
@@ -173,6 +174,21 @@ export async function mergeRun(
     if ((error as { code?: string }).code === LOCK_NOT_AVAILABLE) return "busy";
     throw error;
   }
+}
+
+/** A run's new blocks: even blocks of all its events, or (a split) of each slice's events apart, so that each stays inside its slice. */
+async function buildRun(rows: MovedRow[], sliceMinutes: number | null, build: (rows: MovedRow[]) => Promise<(Block | Filter)[]>): Promise<(Block | Filter)[]> {
+  if (sliceMinutes === null) return build(rows);
+  const slices = new Map<number, MovedRow[]>();
+  for (const row of rows) {
+    const slice = sliceOf(row.dt, sliceMinutes);
+    const group = slices.get(slice);
+    if (group) group.push(row);
+    else slices.set(slice, [row]);
+  }
+  const built: (Block | Filter)[] = [];
+  for (const group of slices.values()) built.push(...(await build(group)));
+  return built;
 }
 
 export interface Merger {

@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { buildBlocks } from "../../src/store/blocks";
 import { runMigrations } from "../../src/store/db";
-import { mergeRun } from "../../src/store/merge";
-import type { BlockInfo } from "../../src/store/merge-plan";
+import { mergePass, mergeRun } from "../../src/store/merge";
+import type { BlockInfo, Run } from "../../src/store/merge-plan";
 import { BLOCK_EVENTS } from "../../src/store/sealer";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
@@ -162,8 +162,10 @@ test("a deleted source's blocks are never rewritten, nor a source's whose deleti
     expect(await blocks(deleting)).toEqual(deletingBefore);
     // Asked directly (a plan made before the deletion): both refused, nothing changed.
     const day = { start: `${DAY}T00:00:00Z`, end: "2025-11-21T00:00:00.000Z" };
-    const run = (rows: Row[]): BlockInfo[] =>
-      rows.map((row) => ({ minId: row.min_id, minDt: row.min_dt, maxDt: row.max_dt, n: row.n, filterId: row.filter_id }));
+    const run = (rows: Row[]): Run => ({
+      blocks: rows.map((row): BlockInfo => ({ minId: row.min_id, minDt: row.min_dt, maxDt: row.max_dt, n: row.n, filterId: row.filter_id })),
+      sliceMinutes: null,
+    });
     expect(await mergeRun(db.sql as never, gone.id, day.start, day.end, run(goneBefore), build)).toBe("busy");
     expect(await mergeRun(db.sql as never, deleting.id, day.start, day.end, run(deletingBefore), build)).toBe("busy");
     expect(await blocks(gone)).toEqual(goneBefore);
@@ -247,3 +249,43 @@ test("v3 blocks (ids, dts, a text body) that overlap are merged too, into v4 blo
     select payload is not null and body is null and ids is null as v4, filter_id is not null as filtered from log_blocks where source_id = ${Number(source.id)}`;
   expect([...after]).toEqual([{ v4: true, filtered: true }]);
 }, 120_000);
+
+test("a day whose blocks all overlap, past what one transaction may rewrite, is split into slices then merged: every answer kept, no overlap left", async () => {
+  const source = await lp.createSource({ logs_retention: 3652 });
+  // Each request's events anywhere in the day (as a load that sends a day's times at once).
+  for (let g = 0; g < 6; g++) {
+    for (const r of [0, 1]) {
+      const events = Array.from({ length: 200 }, (_, i) => {
+        const n = g * 400 + r * 200 + i;
+        return {
+          dt: new Date(Date.parse(`${DAY}T00:00:00Z`) + ((n * 7_919_333) % 86_399_000)).toISOString(),
+          n,
+          message: `spread ${n}${n % 11 === 0 ? " zebraquartz" : ""}`,
+        };
+      });
+      expect((await lp.ingest(source.token, JSON.stringify(events))).status).toBe(202);
+      await lp.flusher.flush();
+    }
+    await lp.sealer.sealNow();
+  }
+  const before = await blocks(source);
+  expect(before.length).toBe(12);
+  expect(overlaps(before)).toBeGreaterThanOrEqual(11);
+  const [anchor] = await db.sql<{ id: string }[]>`select id::text from log_events where source_id = ${Number(source.id)} and raw->>'n' = '1234'`;
+  const seen = await observe(source, anchor!.id);
+  expect(seen.events.length).toBe(2_400);
+  // One transaction may rewrite 1,000 events: the 2,400 are split, then merged, over a few passes.
+  const passes: { runs: number; tooBig: number }[] = [];
+  for (let pass = 0; pass < 20; pass++) {
+    const stats = await mergePass(db.sql as never, { mergeMaxEvents: 1_000, mergeMinBlocks: 16 }, build, { full: true });
+    passes.push({ runs: stats.runs, tooBig: stats.tooBig });
+    if (stats.runs === 0) break;
+  }
+  expect(passes.length).toBeGreaterThanOrEqual(3); // a split, a merge, nothing left
+  expect(passes.at(-1)).toEqual({ runs: 0, tooBig: 0 });
+  const after = await blocks(source);
+  expect(overlaps(after)).toBe(0);
+  expect(after.reduce((sum, row) => sum + row.n, 0)).toBe(2_400);
+  expect(Math.max(...after.map((row) => row.n))).toBeLessThanOrEqual(1_000);
+  expect(await observe(source, anchor!.id)).toEqual(seen);
+}, 180_000);

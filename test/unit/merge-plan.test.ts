@@ -1,7 +1,7 @@
 // Which blocks a merge rewrites (store/merge-plan.ts): runs closed in time and in filters, full
 // non-overlapping blocks left alone, the transaction's bound, the current day's threshold.
 import { expect, test } from "bun:test";
-import { type BlockInfo, planMerges } from "../../src/store/merge-plan";
+import { type BlockInfo, planMerges, type Run, SLICES_MINUTES, sliceOf } from "../../src/store/merge-plan";
 
 const at = (minute: number) => `2026-11-20T${String(Math.floor(minute / 60)).padStart(2, "0")}:${String(minute % 60).padStart(2, "0")}:00.000000Z`;
 let nextId = 1;
@@ -13,7 +13,7 @@ const block = (from: number, to: number, n: number, filterId: string | null = nu
   filterId,
 });
 const options = { blockEvents: 1000, maxEvents: 50_000, minBlocks: 2 };
-const ids = (runs: BlockInfo[][]) => runs.map((run) => run.map((b) => b.minId).sort((a, b) => Number(a) - Number(b)));
+const ids = (runs: Run[]) => runs.map((run) => run.blocks.map((b) => b.minId).sort((a, b) => Number(a) - Number(b)));
 
 test("full blocks that do not overlap (a read-back seal's) are left alone, touching ones too", () => {
   const blocks = [block(0, 10, 900, "f"), block(10, 20, 900, "f"), block(20, 30, 600)];
@@ -46,13 +46,41 @@ test("a run takes every block of its filters, even one far away in time", () => 
   expect(ids(plan.runs)).toEqual([[first.minId, middle.minId, last.minId]]);
 });
 
-test("a run is cut at maxEvents between segments; a segment past it is left alone and counted", () => {
+test("a run is cut at maxEvents between segments", () => {
   const small = Array.from({ length: 10 }, (_, i) => block(i * 2, i * 2 + 1, 300));
   const plan = planMerges(small, { ...options, maxEvents: 1_000 });
-  expect(plan.runs.map((run) => run.length)).toEqual([3, 3, 3]); // the tenth is alone: nothing to merge it with
-  const chain = [block(100, 110, 600), block(105, 115, 600), block(112, 120, 600)];
-  const big = planMerges(chain, { ...options, maxEvents: 1_000 });
-  expect(big).toEqual({ runs: [], tooBig: 1 });
+  expect(plan.runs.map((run) => run.blocks.length)).toEqual([3, 3, 3]); // the tenth is alone: nothing to merge it with
+  expect(plan.runs.map((run) => run.sliceMinutes)).toEqual([null, null, null]);
+});
+
+test("a segment past maxEvents is split: its blocks that cross a slice, in runs of maxEvents, a filter's blocks together", () => {
+  // Blocks each spanning most of the day (a load that sends a day's times at once): 12,000 events.
+  const spanning = Array.from({ length: 12 }, (_, i) => block(i, 1400 - i, 1000, i < 2 ? "shared" : null));
+  const plan = planMerges(spanning, { ...options, maxEvents: 5_000 });
+  const width = SLICES_MINUTES.find((m) => (12_000 * m) / 1440 <= 2_500)!;
+  expect(width).toBe(180);
+  expect(plan.runs.map((run) => [run.blocks.length, run.sliceMinutes])).toEqual([
+    [5, width],
+    [5, width],
+    [2, width],
+  ]);
+  expect(plan.runs[0]!.blocks.filter((b) => b.filterId === "shared").length).toBe(2);
+  // Once each block is inside one slice the day falls apart into slice-sized segments (1,500
+  // events each here), merged as usual: consecutive ones together, up to maxEvents.
+  const inside = Array.from({ length: 48 }, (_, i) => block(Math.floor(i / 6) * 180 + (i % 6), Math.floor(i / 6) * 180 + 170, 250));
+  expect(new Set(inside.map((b) => `${sliceOf(b.minDt, width)} ${sliceOf(b.maxDt, width)}`)).size).toBe(8);
+  const after = planMerges(inside, { ...options, maxEvents: 5_000 });
+  expect(after.tooBig).toBe(0);
+  expect(after.runs.map((run) => [run.blocks.length, run.sliceMinutes])).toEqual([
+    [18, null],
+    [18, null],
+    [12, null],
+  ]);
+});
+
+test("a segment whose blocks all lie in one slice that holds more than maxEvents is left alone and counted", () => {
+  const burst = Array.from({ length: 8 }, () => block(600, 605, 1000)); // one slice of 360 minutes
+  expect(planMerges(burst, { ...options, maxEvents: 5_000 })).toEqual({ runs: [], tooBig: 1 });
 });
 
 test("the current day waits for minBlocks blocks", () => {
