@@ -153,40 +153,51 @@ export function metricSum(text: string, name: string): number | undefined {
   return sum;
 }
 
-/** CPU seconds of logpond's process and of the PostgreSQL serving it. */
+/** CPU seconds of logpond's processes and of the PostgreSQL serving it. */
 export interface Cpu {
-  /** logpond's process (all its threads). */
+  /** logpond's processes (all their threads): the one process, or the supervisor and its ingest workers. */
   logpond: number;
   /** The postmaster, its backends and workers, those that exited included (0 when not on this machine). */
   postgres: number;
+  /** Each logpond process apart, the first the one started (INGEST_WORKERS > 1: the supervisor, then its workers). */
+  processes: { pid: number; seconds: number }[];
 }
 
 /**
  * CPU seconds (user + system, Linux /proc, USER_HZ = 100) of logpond and of PostgreSQL: the tree
- * under `postmaster` (itself included) when given, else logpond's descendants (the embedded
- * PostgreSQL). Each process counts with the CPU of its children already reaped (cutime + cstime),
- * so a backend that exited still counts, in its postmaster's figure.
+ * under `postmaster` (itself included) when given, else the `postgres` processes among logpond's
+ * descendants (the embedded PostgreSQL) and theirs; every other descendant of logpond is logpond's
+ * (its ingest workers). Each process counts with the CPU of its children already reaped (cutime +
+ * cstime), so a backend that exited still counts, in its postmaster's figure.
  */
 export function treeCpu(logpond: number, postmaster?: number): Cpu {
-  const procs = new Map<number, { parent: number; seconds: number }>();
+  const procs = new Map<number, { parent: number; seconds: number; name: string }>();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       const ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-      procs.set(Number(entry), { parent: Number(fields[1]), seconds: ticks / 100 });
+      procs.set(Number(entry), { parent: Number(fields[1]), seconds: ticks / 100, name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) });
     } catch {} // gone in between
   }
-  const root = postmaster ?? logpond;
-  const within = (pid: number): boolean => {
-    if (pid === postmaster) return true;
-    for (let at = procs.get(pid)?.parent; at !== undefined && at > 1; at = procs.get(at)?.parent) if (at === root) return true;
-    return false;
+  /** The first of pid's ancestors (pid itself included) for which `stop` holds, or undefined. */
+  const ancestor = (pid: number, stop: (at: number) => boolean): number | undefined => {
+    for (let at: number | undefined = pid; at !== undefined && at > 1; at = procs.get(at)?.parent) if (stop(at)) return at;
+    return undefined;
   };
+  const isPostgres = postmaster
+    ? (pid: number) => ancestor(pid, (at) => at === postmaster) !== undefined
+    : (pid: number) =>
+        ancestor(pid, (at) => at === logpond || procs.get(at)?.name === "postgres") !== logpond && ancestor(pid, (at) => at === logpond) !== undefined;
   let postgres = 0;
-  for (const [pid, proc] of procs) if (within(pid)) postgres += proc.seconds;
-  return { logpond: procs.get(logpond)?.seconds ?? 0, postgres };
+  const processes: Cpu["processes"] = [];
+  for (const [pid, proc] of procs) {
+    if (isPostgres(pid)) postgres += proc.seconds;
+    else if (ancestor(pid, (at) => at === logpond) !== undefined) processes.push({ pid, seconds: proc.seconds });
+  }
+  processes.sort((a, b) => (a.pid === logpond ? -1 : b.pid === logpond ? 1 : a.pid - b.pid));
+  return { logpond: processes.reduce((sum, p) => sum + p.seconds, 0), postgres, processes };
 }
 
 /** The postmaster of the server `sql` talks to, when it runs on this machine (a backend's parent). */
@@ -200,7 +211,11 @@ export async function postmasterPid(sql: postgres.Sql): Promise<number | undefin
   }
 }
 
-export const cpuSince = (from: Cpu, to: Cpu): Cpu => ({ logpond: to.logpond - from.logpond, postgres: to.postgres - from.postgres });
+export const cpuSince = (from: Cpu, to: Cpu): Cpu => ({
+  logpond: to.logpond - from.logpond,
+  postgres: to.postgres - from.postgres,
+  processes: to.processes.map((p) => ({ pid: p.pid, seconds: p.seconds - (from.processes.find((f) => f.pid === p.pid)?.seconds ?? 0) })),
+});
 export const cpuTotal = (cpu: Cpu) => cpu.logpond + cpu.postgres;
 /** µs per event: logpond + PostgreSQL = total. */
 export const cpuPerEvent = (cpu: Cpu, events: number) => {

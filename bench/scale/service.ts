@@ -53,6 +53,8 @@ export interface ServiceSettings {
   split: number[];
   /** Names the sources (a run's stamp). */
   label: string;
+  /** More settings for logpond (bench/workers.ts: INGEST_WORKERS). */
+  env?: Record<string, string>;
 }
 
 /** A logpond of its own and the sources, its undoing registered in `cleanups`. */
@@ -61,7 +63,9 @@ export async function startScaleService(settings: ServiceSettings, cleanups: Cle
   const remove = async () => rmSync(work, { recursive: true, force: true });
   if (!settings.keep) cleanups.push(remove);
   progress(
-    `starting logpond, SEAL_INTERVAL_MS=${settings.sealIntervalMs} (DATA_DIR ${work}/data${process.env.DATABASE_URL ? ", DATABASE_URL" : ", embedded PostgreSQL"})`,
+    `starting logpond, SEAL_INTERVAL_MS=${settings.sealIntervalMs}${Object.entries(settings.env ?? {})
+      .map(([k, v]) => `, ${k}=${v}`)
+      .join("")} (DATA_DIR ${work}/data${process.env.DATABASE_URL ? ", DATABASE_URL" : ", embedded PostgreSQL"})`,
   );
   const env: Record<string, string> = {
     DATA_DIR: path.join(work, "data"),
@@ -69,6 +73,7 @@ export async function startScaleService(settings: ServiceSettings, cleanups: Cle
     RETENTION_SWEEP_INTERVAL_MS: String(DAY_MS),
     SEAL_INTERVAL_MS: String(settings.sealIntervalMs),
     LOG_LEVEL: process.env.LOG_LEVEL ?? "info",
+    ...settings.env,
   };
   if (settings.queryTimeoutMs) env.QUERY_TIMEOUT_MS = settings.queryTimeoutMs;
   const logpond = await spawnService(env, { startTimeoutMs: 120_000, outputChars: 100_000 });

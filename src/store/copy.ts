@@ -33,6 +33,15 @@ export class WriteError extends Error {
   }
 }
 
+/**
+ * Batches committed before $1 hours ago, except those of a hot generation not sealed yet (the
+ * tables log_hot_g<first id>, store/sealer.ts): every id below the oldest one's first id is sealed,
+ * or in the DEFAULT partition (read back whole).
+ */
+const FORGET_BATCHES = `delete from flush_batches where committed_at < now() - make_interval(hours => $1::int)
+  and (first_id is null or first_id < (select coalesce(min(substring(c.relname from '^log_hot_g([0-9]+)$')::bigint), 9223372036854775807)
+    from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'log_hot'::regclass))`;
+
 /** What a committed transaction left in flush_batches: seq is null for a dead letter's. */
 export interface Commit {
   seq: number | null;
@@ -203,7 +212,10 @@ export function openFlushConnection(url: string, deadlineMs: number): FlushConne
     },
 
     async forgetBatches(olderThanHours) {
-      await withDeadline(sql`delete from flush_batches where committed_at < now() - make_interval(hours => ${olderThanHours})`.execute(), deadlineMs);
+      // A batch of a hot generation not sealed yet is kept whatever its age: the memory path's seal
+      // reads back exactly the batches flush_batches holds for the generation that its staged
+      // blocks do not cover (store/sealer.ts publishStaged), so a forgotten one would be lost.
+      await withDeadline(sql.unsafe(FORGET_BATCHES, [olderThanHours]).execute(), deadlineMs);
     },
 
     async close() {

@@ -62,7 +62,6 @@ export type SealCall =
   | { kind: "open"; url: string; maxEvents: number }
   | { kind: "batch"; generation: number; seq: number; rows: Uint8Array }
   | { kind: "finish"; generation: number }
-  | { kind: "forget"; generation: number }
   | { kind: "close" };
 
 /** What the threads made of one generation's batches: the batches (commit seq) their staged blocks cover. */
@@ -176,11 +175,6 @@ export class SealPool {
     }
     whole.seqs.sort((a, b) => a - b);
     return whole;
-  }
-
-  /** The threads forget `generation`'s builders (it is sealed from its rows). */
-  forget(generation: number): void {
-    for (const thread of this.threads) thread.send({ kind: "forget", generation });
   }
 
   async close(): Promise<void> {

@@ -120,9 +120,6 @@ serve<SealCall, unknown, string>(
           return batch(call.generation, call.seq, call.rows);
         case "finish":
           return finish(call.generation);
-        case "forget":
-          generations.delete(call.generation);
-          return undefined;
         case "close":
           await sql?.end({ timeout: 1 });
           sql = undefined;

@@ -24,7 +24,7 @@ import type { Config } from "../config";
 import type { Sql } from "./db";
 import { DDL_LOCK_TIMEOUT } from "./partitions";
 import { defaultSealWorkers, type Finished, SealPool, type SealPoolStats } from "./seal-pool";
-import { type HandedBatch, Staging } from "./staging";
+import { type HandedBatch, Staging, type Stager } from "./staging";
 import type { Registry } from "../metrics";
 import { periodic } from "../periodic";
 import { untilAborted, within } from "../timers";
@@ -113,7 +113,7 @@ function openStart(all: Part[]): number | undefined {
  * re-checks the default partition under ACCESS EXCLUSIVE; a long transaction that read log_hot
  * holds it off), tried again at the next pass.
  */
-export async function closeGeneration(sql: Sql, force = false, opening?: (start: number) => void): Promise<"closed" | "empty" | "busy"> {
+export async function closeGeneration(sql: Sql, force = false, opening?: (start: number) => void | Promise<void>): Promise<"closed" | "empty" | "busy"> {
   try {
     return await sql.begin(async (tx) => {
       await tx`select pg_advisory_xact_lock(${SEAL_LOCK})`;
@@ -131,7 +131,7 @@ export async function closeGeneration(sql: Sql, force = false, opening?: (start:
       await tx.unsafe(`alter table log_hot attach partition log_hot_g${next} for values from (${next}) to (${next + GENERATION_IDS})`);
       await tx`update logpond_counters set value = greatest(value, ${next}::bigint) where name = 'event_id'`;
       // Told before the commit: no batch can take an id of the new generation until then.
-      opening?.(next);
+      await opening?.(next);
       return "closed";
     });
   } catch (error) {
@@ -155,7 +155,7 @@ export async function sealClosed(
   handled?: (bytes: number) => void,
   around: AroundSeal = (_table, seal) => seal(),
   pool?: SealPool,
-  staging?: Staging,
+  staging?: Stager,
 ): Promise<SealStats> {
   const all = await parts(sql);
   const open = openStart(all);
@@ -209,7 +209,7 @@ async function sealTable(
   signal: AbortSignal | undefined,
   handled: ((bytes: number) => void) | undefined,
   pool: SealPool | undefined,
-  staging: Staging | undefined,
+  staging: Stager | undefined,
 ): Promise<"truncated" | "deleted" | "busy"> {
   const match = GENERATION.exec(table);
   const generation = match ? Number(match[1]) : undefined;
@@ -500,13 +500,18 @@ export function startSealer(
      * runs (memory/budget.ts): returns its release.
      */
     hold?: (bytes: number) => () => void;
+    /**
+     * The memory path held by other processes (the ingest workers' stagings as one, cluster/):
+     * asked at each close and seal instead of a Staging of this process's commits.
+     */
+    stager?: Stager;
   },
 ): Sealer {
   const { sql, log } = options;
   const intervalMs = config.sealIntervalMs;
   const pool = new SealPool(config.sealWorkers || defaultSealWorkers(), options.url, BLOCK_EVENTS);
-  const staging = options.url && options.subscribe ? new Staging(pool, GENERATION_IDS, options.hold) : undefined;
-  const unsubscribe = staging && options.subscribe!((batch) => staging.committed(batch));
+  const local = !options.stager && options.url && options.subscribe ? stageCommits(pool, options.subscribe, options.hold) : undefined;
+  const staging: Stager | undefined = options.stager ?? local?.staging;
   // The open generation holds batches from before this start: a new one takes the memory path's.
   if (staging)
     closeGeneration(sql, true, (start) => staging.opening(start)).catch((error: Error) =>
@@ -572,7 +577,7 @@ export function startSealer(
     sealNow: job.runNow,
     halt: job.halt,
     async stop(deadline) {
-      unsubscribe?.();
+      local?.unsubscribe();
       await job.stop(deadline);
       await pool.close();
     },
@@ -592,11 +597,28 @@ export function startSealer(
     options.metrics.counter(
       "logpond_sealer_handoffs_skipped_total",
       "Committed batches not handed to the seal threads (too much waited for them): their rows are read back at the seal.",
-      () => staging?.totals.skipped ?? 0,
+      () => local?.staging.totals.skipped ?? 0,
     );
-    options.metrics.gauge("logpond_sealer_handoff_pending_bytes", "Tuples handed to the seal threads and not yet built.", () => staging?.pendingBytes ?? 0);
+    options.metrics.gauge(
+      "logpond_sealer_handoff_pending_bytes",
+      "Tuples handed to the seal threads and not yet built.",
+      () => local?.staging.pendingBytes ?? 0,
+    );
   }
   return sealer;
+}
+
+/**
+ * The memory path of this process's commits: each batch `subscribe` reports is handed to `pool`'s
+ * threads (the sealer's own, or an ingest worker's, whose supervisor asks it over IPC: cluster/).
+ */
+export function stageCommits(
+  pool: SealPool,
+  subscribe: (listener: (batch: HandedBatch) => void) => () => void,
+  hold?: (bytes: number) => () => void,
+): { staging: Staging; unsubscribe: () => void } {
+  const staging = new Staging(pool, GENERATION_IDS, hold);
+  return { staging, unsubscribe: subscribe((batch) => staging.committed(batch)) };
 }
 
 /** Its /metrics series (docs/metrics.md). */

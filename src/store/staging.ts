@@ -7,8 +7,46 @@
 // while more than MAX_PENDING_BYTES waited for the threads). When the staged blocks cannot be
 // trusted — a thread that died, a write that failed, a generation opened before the start — the
 // whole generation is read back. Anything this path misses costs a read-back, never an event.
+// With ingest workers each worker process has its Staging, and the sealer asks them all as one
+// (`stagerGroup`): a generation is published only if every process answers for it.
 // May touch: nothing itself (the seal threads write; store/seal-worker.ts).
 import type { Finished, SealPool } from "./seal-pool";
+
+/** What the sealer asks of the memory path, wherever its builders run: a Staging, or several as one. */
+export interface Stager {
+  /** A generation being opened, told before its commit: resolved once every holder of builders knows it. */
+  opening(start: number): void | Promise<void>;
+  /** The hot generations log_hot has now (their first ids). */
+  known(starts: readonly number[]): void;
+  /** Ends `generation`'s memory path (every builder of it written): the batches its staged blocks cover, or why they cannot be trusted. */
+  finish(generation: number): Promise<Finished | string>;
+}
+
+/**
+ * Several processes' stagings as one (the ingest workers', cluster/): a generation's staged blocks
+ * are trusted only when every member answers for its own; the batches covered are all of theirs.
+ */
+export function stagerGroup(members: () => readonly Stager[]): Stager {
+  return {
+    async opening(start) {
+      await Promise.all(members().map((member) => member.opening(start)));
+    },
+    known(starts) {
+      for (const member of members()) member.known(starts);
+    },
+    async finish(generation) {
+      const answers = await Promise.all(members().map((member) => member.finish(generation)));
+      const refused = answers.find((answer) => typeof answer === "string");
+      if (refused !== undefined) return refused;
+      const all = answers as Finished[];
+      return {
+        seqs: all.flatMap((answer) => answer.seqs),
+        events: all.reduce((sum, answer) => sum + answer.events, 0),
+        blocks: all.reduce((sum, answer) => sum + answer.blocks, 0),
+      };
+    },
+  };
+}
 
 /** A committed batch as the flusher tells it (buffer/batch.ts CommittedBatch). */
 export interface HandedBatch {
@@ -30,7 +68,7 @@ interface State {
   givenUp?: string;
 }
 
-export class Staging {
+export class Staging implements Stager {
   /** The hot generations (their first ids) batches may go to, ascending. */
   private starts: number[] = [];
   /**
@@ -130,17 +168,12 @@ export class Staging {
     const state = this.states.get(generation);
     this.states.delete(generation);
     if (!this.eligible.has(generation)) return "opened before this process's memory path";
-    if (!state) return "no batch of it was committed here";
+    // Nothing handed here: nothing of it is staged by this process (its batches, if any, are read back).
+    if (!state) return { seqs: [], events: 0, blocks: 0 };
     const finished = await this.pool.finish(generation);
     if (state.givenUp) return state.givenUp;
     if (finished.failed) return finished.failed;
     if (finished.seqs.length !== state.handed) return `the seal threads built ${finished.seqs.length} of ${state.handed} batches`;
     return finished;
-  }
-
-  /** Before a generation is sealed from its rows: its threads' builders are dropped. */
-  forget(generation: number): void {
-    this.finished.add(generation);
-    if (this.states.delete(generation)) this.pool.forget(generation);
   }
 }

@@ -5,6 +5,7 @@
 // source deleted meanwhile is not published.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { runMigrations } from "../../src/store/db";
+import { openFlushConnection } from "../../src/store/copy";
 import { closeGeneration } from "../../src/store/sealer";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
@@ -185,4 +186,39 @@ test("a generation sealed from memory whose TRUNCATE and drop a reader held off 
   expect(lp.sealer.totals.sealed - before).toBe(400);
   const after = await tiers(db.sql as never, Number(source.id));
   expect([after.hot, after.sealed, after.distinctIds]).toEqual([0, 400, 400]);
+}, 60_000);
+
+test("a day-old batch of a generation not sealed yet is not forgotten (the seal reads back what its staged blocks miss); one of a sealed generation is", async () => {
+  const source = await lp.createSource();
+  await ingest(source, texts(20, Date.now()));
+  await lp.flusher.flush();
+  await lp.sealer.sealNow();
+  // Another process's batch committed 30 h ago into the open generation (a seal failing that long).
+  const first = await db.sql.begin(async (tx) => {
+    const [counter] = await tx<{ first: string }[]>`
+      update logpond_counters set value = value + 3 where name = 'event_id' returning (value - 3)::text as first`;
+    const first = Number(counter!.first);
+    await tx`insert into log_hot (id, source_id, dt, raw) select ${first}::bigint + i, ${Number(source.id)}, now(), jsonb_build_object('old', i) from generate_series(0, 2) i`;
+    await tx`
+      with next as (update logpond_counters set value = value + 1 where name = 'commit_seq' returning value)
+      insert into flush_batches (id, seq, first_id, last_id, committed_at)
+      select gen_random_uuid(), next.value, ${first}, ${first + 2}, now() - interval '30 hours' from next`;
+    return first;
+  });
+  // And a day-old batch below every hot generation (already sealed): that one may go.
+  await db.sql`insert into flush_batches (id, seq, first_id, last_id, committed_at) values (gen_random_uuid(), null, 1, 2, now() - interval '30 hours')`;
+  const connection = openFlushConnection(db.url, 10_000);
+  try {
+    await connection.forgetBatches(24);
+  } finally {
+    await connection.close();
+  }
+  const kept = await db.sql<{ first_id: string }[]>`select first_id::text from flush_batches where committed_at < now() - interval '24 hours'`;
+  expect(kept.map((row) => Number(row.first_id))).toEqual([first]);
+  await ingest(source, texts(10, Date.now()));
+  await lp.flusher.flush();
+  await lp.sealer.sealNow();
+  await lp.sealer.sealNow();
+  const after = await tiers(db.sql as never, Number(source.id));
+  expect([after.hot, after.sealed, after.distinctIds, after.badBlocks]).toEqual([0, 33, 33, 0]);
 }, 60_000);

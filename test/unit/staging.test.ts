@@ -4,7 +4,7 @@
 import { expect, test } from "bun:test";
 import type { Finished, SealPool } from "../../src/store/seal-pool";
 import { mergeRanges } from "../../src/store/sealer";
-import { MAX_PENDING_BYTES, Staging } from "../../src/store/staging";
+import { MAX_PENDING_BYTES, Staging, stagerGroup, type Stager } from "../../src/store/staging";
 
 const GENERATION_IDS = 1_000;
 
@@ -12,7 +12,6 @@ const GENERATION_IDS = 1_000;
 function fakePool() {
   const handed = new Map<number, number[]>();
   const answers: { settle: () => void; fail: (error: Error) => void }[] = [];
-  const forgotten: number[] = [];
   const pool = {
     handOff(generation: number, seq: number, rows: Uint8Array) {
       handed.set(generation, [...(handed.get(generation) ?? []), seq]);
@@ -24,11 +23,8 @@ function fakePool() {
       handed.delete(generation);
       return { seqs, events: seqs.length, blocks: 1 };
     },
-    forget(generation: number) {
-      forgotten.push(generation);
-    },
   };
-  return { pool: pool as unknown as SealPool, handed, answers, forgotten };
+  return { pool: pool as unknown as SealPool, handed, answers };
 }
 
 const batch = (seq: number, firstId: number, bytes = 10) => ({ seq, firstId, rows: [new Uint8Array(bytes)] });
@@ -106,4 +102,36 @@ test("the id ranges of batches read back are sorted and merged where they touch 
   expect(mergeRanges({ first: [30, 1, 11, 50, 21], last: [40, 10, 20, 60, 25] })).toEqual({ first: [1, 30, 50], last: [25, 40, 60] });
   expect(mergeRanges({ first: [], last: [] })).toEqual({ first: [], last: [] });
   expect(mergeRanges({ first: [5, 1], last: [9, 7] })).toEqual({ first: [1], last: [9] });
+});
+
+test("a generation this process opened and handed nothing of has no staged block here: an empty answer, not a refusal", async () => {
+  const { pool } = fakePool();
+  const staging = new Staging(pool, GENERATION_IDS);
+  staging.opening(1);
+  expect(await staging.finish(1)).toEqual({ seqs: [], events: 0, blocks: 0 });
+});
+
+test("several processes' stagings as one: the batches of all, told of each opening before it commits, refused if any member refuses", async () => {
+  const members = [fakePool(), fakePool()].map(({ pool, handed }) => ({ staging: new Staging(pool, GENERATION_IDS), handed }));
+  let told = 0;
+  // A member that answers its opening later (a worker over IPC): the group waits for it.
+  const slow: Stager = {
+    opening: (start) =>
+      Bun.sleep(5)
+        .then(() => members[1]!.staging.opening(start))
+        .then(() => void told++),
+    known: (starts) => members[1]!.staging.known(starts),
+    finish: (generation) => members[1]!.staging.finish(generation),
+  };
+  const group = stagerGroup(() => [members[0]!.staging, slow]);
+  await group.opening(1);
+  expect(told).toBe(1);
+  members[0]!.staging.committed(batch(1, 1));
+  members[1]!.staging.committed(batch(2, 2));
+  members[0]!.staging.committed(batch(3, 3));
+  expect(await group.finish(1)).toEqual({ seqs: [1, 3, 2], events: 3, blocks: 2 });
+  // A generation one member did not hear of (it started after the opening): nobody's blocks of it are trusted.
+  members[0]!.staging.opening(GENERATION_IDS + 1);
+  members[0]!.staging.committed(batch(4, GENERATION_IDS + 1));
+  expect(await group.finish(GENERATION_IDS + 1)).toBe("opened before this process's memory path");
 });
