@@ -39,6 +39,8 @@ export interface Run {
   blocks: BlockInfo[];
   /** Null: merged into even blocks; else rewritten as blocks that each stay inside one slice of the day this many minutes wide. */
   sliceMinutes: number | null;
+  /** Whether any of its blocks overlap: merging them is worth it even if it makes no fewer blocks. */
+  overlaps: boolean;
 }
 
 export interface Plan {
@@ -95,10 +97,12 @@ export function planMerges(blocks: readonly BlockInfo[], options: PlanOptions): 
   const plan: Plan = { runs: [], tooBig: 0 };
   let run: BlockInfo[] = [];
   let runEvents = 0;
+  let runOverlaps = false;
   const close = () => {
-    if (run.length >= Math.max(2, options.minBlocks)) plan.runs.push({ blocks: run, sliceMinutes: null });
+    if (run.length >= Math.max(2, options.minBlocks)) plan.runs.push({ blocks: run, sliceMinutes: null, overlaps: runOverlaps });
     run = [];
     runEvents = 0;
+    runOverlaps = false;
   };
   for (const segment of segments) {
     const events = segment.blocks.reduce((sum, block) => sum + block.n, 0);
@@ -116,6 +120,7 @@ export function planMerges(blocks: readonly BlockInfo[], options: PlanOptions): 
     if (runEvents + events > options.maxEvents) close();
     run.push(...segment.blocks);
     runEvents += events;
+    runOverlaps ||= segment.overlaps;
   }
   close();
   return plan;
@@ -144,13 +149,13 @@ function splitRuns(blocks: readonly BlockInfo[], events: number, maxEvents: numb
     const unitEvents = unit.reduce((sum, block) => sum + block.n, 0);
     if (unitEvents > maxEvents) continue;
     if (runEvents + unitEvents > maxEvents) {
-      runs.push({ blocks: run, sliceMinutes: width });
+      runs.push({ blocks: run, sliceMinutes: width, overlaps: true });
       run = [];
       runEvents = 0;
     }
     run.push(...unit);
     runEvents += unitEvents;
   }
-  if (run.length > 0) runs.push({ blocks: run, sliceMinutes: width });
+  if (run.length > 0) runs.push({ blocks: run, sliceMinutes: width, overlaps: true });
   return runs;
 }

@@ -46,11 +46,13 @@ export interface MergeStats {
   busy: number;
   /** Segments left alone: more than MERGE_MAX_EVENTS events of blocks overlapping in a chain. */
   tooBig: number;
+  /** Runs that would come out as many blocks as they are, none overlapping (blocks cut by BLOCK_MAX_BYTES: big events): left, and not tried again by this process. */
+  futile: number;
 }
 
 export type MergeSettings = Pick<Config, "mergeIntervalMs" | "mergeMaxEvents" | "mergeMinBlocks">;
 
-const newStats = (): MergeStats => ({ passes: 0, runs: 0, blocksMerged: 0, blocksWritten: 0, events: 0, busy: 0, tooBig: 0 });
+const newStats = (): MergeStats => ({ passes: 0, runs: 0, blocksMerged: 0, blocksWritten: 0, events: 0, busy: 0, tooBig: 0, futile: 0 });
 
 /**
  * One pass: the source-days that may need a merge (one query), each planned, its runs rewritten,
@@ -62,7 +64,7 @@ export async function mergePass(
   sql: Sql,
   settings: Pick<MergeSettings, "mergeMaxEvents" | "mergeMinBlocks">,
   build: (rows: MovedRow[]) => Promise<(Block | Filter)[]>,
-  options: { full: boolean; signal?: AbortSignal; now?: Date; stats?: MergeStats } = { full: true },
+  options: { full: boolean; signal?: AbortSignal; now?: Date; stats?: MergeStats; futile?: Set<string> } = { full: true },
 ): Promise<MergeStats> {
   const stats = options.stats ?? newStats();
   const now = options.now ?? new Date();
@@ -106,9 +108,16 @@ export async function mergePass(
     for (const run of plan.runs) {
       if (budget <= 0) break;
       options.signal?.throwIfAborted();
+      const key = `${source_id} ${run.blocks.map((block) => block.minId).join(",")}`;
+      if (options.futile?.has(key)) continue;
       const done = await mergeRun(sql, source_id, start, end, run, build);
       if (done === "busy") {
         stats.busy++;
+        continue;
+      }
+      if (done === "futile") {
+        stats.futile++;
+        options.futile?.add(key);
         continue;
       }
       budget -= done.events;
@@ -124,7 +133,9 @@ export async function mergePass(
 
 /**
  * One run rewritten in one transaction (the module's invariants). "busy": its source is deleted or
- * being deleted, or one of its blocks is locked elsewhere or gone: nothing changed.
+ * being deleted, or one of its blocks is locked elsewhere or gone: nothing changed. "futile": its
+ * blocks overlap nothing and would come out as many as they are (each cut at BLOCK_MAX_BYTES of
+ * big events, not at BLOCK_EVENTS): nothing changed.
  */
 export async function mergeRun(
   sql: Sql,
@@ -133,7 +144,7 @@ export async function mergeRun(
   end: string,
   run: Run,
   build: (rows: MovedRow[]) => Promise<(Block | Filter)[]>,
-): Promise<{ blocks: number; events: number } | "busy"> {
+): Promise<{ blocks: number; events: number } | "busy" | "futile"> {
   const ids = `{${run.blocks.map((block) => block.minId).join(",")}}`;
   // The run's blocks, found by the day's range on (source_id, max_dt) and named by their min_id.
   const where = `b.source_id = $1::bigint and b.generation is null and b.max_dt >= $2::text::timestamptz and b.max_dt < $3::text::timestamptz and b.min_id = any($4::bigint[])`;
@@ -158,6 +169,8 @@ export async function mergeRun(
       const events = locked.reduce((sum, block) => sum + block.n, 0);
       if (rows.length !== events) throw new Error(`merge: source ${sourceId} ${start}: the blocks hold ${rows.length} events, their n says ${events}`);
       const built = await buildRun(rows, run.sliceMinutes, build);
+      const blocks = built.filter((item) => item.kind === "block").length;
+      if (!run.overlaps && blocks >= run.blocks.length) return "futile" as const;
       const gone = await tx.unsafe<{ filter_id: string | null }[]>(`delete from log_blocks b where ${where} returning b.filter_id::text as filter_id`, params);
       if (gone.length !== run.blocks.length)
         throw new Error(`merge: source ${sourceId} ${start}: deleted ${gone.length} of the run's ${run.blocks.length} blocks`);
@@ -168,7 +181,7 @@ export async function mergeRun(
           `{${filters.join(",")}}`,
         ] as never[]);
       await writeBlocks(tx as unknown as Sql, built);
-      return { blocks: built.filter((item) => item.kind === "block").length, events };
+      return { blocks, events };
     });
   } catch (error) {
     if ((error as { code?: string }).code === LOCK_NOT_AVAILABLE) return "busy";
@@ -211,15 +224,18 @@ export function startMerger(settings: MergeSettings, options: { sql: Sql; log: (
   const build = (rows: MovedRow[]) => pool.build(rows, BLOCK_EVENTS);
   const totals = newStats();
   let fullOn = "";
+  /** Runs found futile (mergePass), forgotten at each UTC day's first pass. */
+  let futile = new Set<string>();
   /** mergeNow's pass looks at every day. */
   let fullNext = false;
   const pass = async (signal: AbortSignal): Promise<MergeStats> => {
     const today = new Date().toISOString().slice(0, 10);
     const full = fullNext || fullOn !== today;
     fullNext = false;
+    if (fullOn !== today) futile = new Set();
     const stats = newStats();
     try {
-      await mergePass(sql, settings, build, { full, signal, stats });
+      await mergePass(sql, settings, build, { full, signal, stats, futile });
       fullOn = today;
       if (stats.runs > 0) log(`merge: ${stats.blocksMerged} blocks (${stats.events} events) rewritten as ${stats.blocksWritten} in ${stats.runs} runs`);
       return stats;

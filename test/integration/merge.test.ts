@@ -165,6 +165,7 @@ test("a deleted source's blocks are never rewritten, nor a source's whose deleti
     const run = (rows: Row[]): Run => ({
       blocks: rows.map((row): BlockInfo => ({ minId: row.min_id, minDt: row.min_dt, maxDt: row.max_dt, n: row.n, filterId: row.filter_id })),
       sliceMinutes: null,
+      overlaps: true,
     });
     expect(await mergeRun(db.sql as never, gone.id, day.start, day.end, run(goneBefore), build)).toBe("busy");
     expect(await mergeRun(db.sql as never, deleting.id, day.start, day.end, run(deletingBefore), build)).toBe("busy");
@@ -289,3 +290,30 @@ test("a day whose blocks all overlap, past what one transaction may rewrite, is 
   expect(Math.max(...after.map((row) => row.n))).toBeLessThanOrEqual(1_000);
   expect(await observe(source, anchor!.id)).toEqual(seen);
 }, 180_000);
+
+test("a run that would come out as many blocks as it is, none overlapping (blocks cut by size), is left and not tried again", async () => {
+  const source = await lp.createSource({ logs_retention: 3652 });
+  // One request per seal: one small block each, in time order, none overlapping.
+  for (let g = 0; g < 4; g++) {
+    const events = Array.from({ length: 5 }, (_, i) => ({ dt: new Date(BASE + (g * 5 + i) * 1000).toISOString(), n: g * 5 + i }));
+    expect((await lp.ingest(source.token, JSON.stringify(events))).status).toBe(202);
+    await lp.flusher.flush();
+    await lp.sealer.sealNow();
+  }
+  const before = await blocks(source);
+  expect(before.map((row) => row.n)).toEqual([5, 5, 5, 5]);
+  expect(overlaps(before)).toBe(0);
+  // A builder that cuts every 5 events stands for events so big that BLOCK_MAX_BYTES cuts them.
+  const small = (rows: Parameters<typeof buildBlocks>[0]) => Promise.resolve(buildBlocks(rows, 5));
+  const futile = new Set<string>();
+  const settings = { mergeMaxEvents: 50_000, mergeMinBlocks: 16 };
+  const first = await mergePass(db.sql as never, settings, small, { full: true, futile });
+  expect([first.futile, first.runs]).toEqual([1, 0]);
+  expect(await blocks(source)).toEqual(before);
+  const second = await mergePass(db.sql as never, settings, small, { full: true, futile });
+  expect([second.futile, second.runs]).toEqual([0, 0]);
+  // Without the memory of it (another process), or with blocks that do merge: merged.
+  const merged = await mergePass(db.sql as never, settings, build, { full: true, futile: new Set() });
+  expect(merged.runs).toBeGreaterThanOrEqual(1);
+  expect((await blocks(source)).map((row) => row.n)).toEqual([20]);
+}, 120_000);
