@@ -9,10 +9,10 @@
 //   filter may take that id. So a run takes all of a filter's blocks, and its filters go with it.
 // Blocks at least half full that overlap nothing are left alone: buildBlocks never cuts smaller
 // than that from more than a block's events, so a merged day is not rewritten again.
-// A segment of more than maxEvents (blocks overlapping in a chain: a load that sends a whole day's
-// times at once, seal threads cutting blocks side by side) cannot be merged in one bounded
-// transaction. It is split instead: a run of its blocks that cross a slice of the day (SLICES_MINUTES,
-// the widest whose share of the segment's events fits maxEvents / 2) is rewritten as blocks that
+// A segment of more than maxEvents (or maxBytes: blocks overlapping in a chain, as when a load sends
+// a whole day's times at once and seal threads cut blocks side by side) cannot be merged in one
+// bounded transaction. It is split instead: a run of its blocks that cross a slice of the day
+// (SLICES_MINUTES, the widest whose share of the segment fits half a run) is rewritten as blocks that
 // each stay inside one slice. Once no block crosses a slice, the day falls apart into slice-sized
 // segments, merged as any other at the next passes.
 
@@ -24,13 +24,17 @@ export interface BlockInfo {
   maxDt: string;
   n: number;
   filterId: string | null;
+  /** What it takes in the table (its payload or v3 body, compressed): bounds a run's memory beside its events. */
+  bytes?: number;
 }
 
 export interface PlanOptions {
   /** Events per block (BLOCK_EVENTS). */
   blockEvents: number;
-  /** Events one run holds at most (the transaction's bound): a longer run is cut at a segment's end; a segment longer than this is left alone. */
+  /** Events one run holds at most (the transaction's bound): a longer run is cut at a segment's end; a longer segment is split. */
   maxEvents: number;
+  /** Stored bytes one run holds at most, the same way (none: no bound). */
+  maxBytes?: number;
   /** Blocks a run needs before it is merged (the current day's: 2 for a past day). */
   minBlocks: number;
 }
@@ -96,30 +100,33 @@ export function planMerges(blocks: readonly BlockInfo[], options: PlanOptions): 
   const settled = (segment: { blocks: BlockInfo[]; overlaps: boolean }) => !segment.overlaps && segment.blocks.every((block) => block.n >= half);
   const plan: Plan = { runs: [], tooBig: 0 };
   let run: BlockInfo[] = [];
-  let runEvents = 0;
+  let runShare = 0;
   let runOverlaps = false;
   const close = () => {
     if (run.length >= Math.max(2, options.minBlocks)) plan.runs.push({ blocks: run, sliceMinutes: null, overlaps: runOverlaps });
     run = [];
-    runEvents = 0;
+    runShare = 0;
     runOverlaps = false;
   };
+  // A block's share of what one run may hold: by its events or its stored bytes, whichever is more.
+  const weight = (blocks: readonly BlockInfo[]) =>
+    blocks.reduce((sum, block) => sum + Math.max(block.n / options.maxEvents, (block.bytes ?? 0) / (options.maxBytes ?? Infinity)), 0);
   for (const segment of segments) {
-    const events = segment.blocks.reduce((sum, block) => sum + block.n, 0);
+    const share = weight(segment.blocks);
     if (settled(segment)) {
       close();
       continue;
     }
-    if (events > options.maxEvents) {
+    if (share > 1) {
       close();
-      const split = splitRuns(segment.blocks, events, options.maxEvents);
+      const split = splitRuns(segment.blocks, share, weight);
       if (split.length === 0) plan.tooBig++;
       plan.runs.push(...split);
       continue;
     }
-    if (runEvents + events > options.maxEvents) close();
+    if (runShare + share > 1) close();
     run.push(...segment.blocks);
-    runEvents += events;
+    runShare += share;
     runOverlaps ||= segment.overlaps;
   }
   close();
@@ -131,8 +138,8 @@ export function planMerges(blocks: readonly BlockInfo[], options: PlanOptions): 
  * blocks together: they cross one when they are not all in one slice), in runs of at most maxEvents. None: no block crosses one
  * (one slice holds more than maxEvents: left alone).
  */
-function splitRuns(blocks: readonly BlockInfo[], events: number, maxEvents: number): Run[] {
-  const width = SLICES_MINUTES.find((minutes) => (events * minutes) / 1440 <= maxEvents / 2) ?? 1;
+function splitRuns(blocks: readonly BlockInfo[], share: number, weight: (blocks: readonly BlockInfo[]) => number): Run[] {
+  const width = SLICES_MINUTES.find((minutes) => (share * minutes) / 1440 <= 1 / 2) ?? 1;
   const units = new Map<string, BlockInfo[]>();
   for (const block of blocks) {
     const key = block.filterId ?? `block ${block.minId}`;
@@ -142,19 +149,19 @@ function splitRuns(blocks: readonly BlockInfo[], events: number, maxEvents: numb
   }
   const runs: Run[] = [];
   let run: BlockInfo[] = [];
-  let runEvents = 0;
+  let runShare = 0;
   for (const unit of units.values()) {
     const slices = new Set(unit.flatMap((block) => [sliceOf(block.minDt, width), sliceOf(block.maxDt, width)]));
     if (slices.size === 1) continue; // inside one slice already
-    const unitEvents = unit.reduce((sum, block) => sum + block.n, 0);
-    if (unitEvents > maxEvents) continue;
-    if (runEvents + unitEvents > maxEvents) {
+    const unitShare = weight(unit);
+    if (unitShare > 1) continue;
+    if (runShare + unitShare > 1) {
       runs.push({ blocks: run, sliceMinutes: width, overlaps: true });
       run = [];
-      runEvents = 0;
+      runShare = 0;
     }
     run.push(...unit);
-    runEvents += unitEvents;
+    runShare += unitShare;
   }
   if (run.length > 0) runs.push({ blocks: run, sliceMinutes: width, overlaps: true });
   return runs;

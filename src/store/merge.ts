@@ -24,6 +24,11 @@ import { DAY_MS, DDL_LOCK_TIMEOUT } from "./partitions";
 import { SealPool } from "./seal-pool";
 import { BLOCK_EVENTS } from "./sealer";
 
+/**
+ * Stored bytes (payloads, compressed) one run reads at most, beside MERGE_MAX_EVENTS: its text, 5–10
+ * times as much, is held here while its blocks are built (events run up to INGEST_MAX_EVENT_BYTES).
+ */
+const RUN_MAX_STORED_BYTES = 16 * 1024 * 1024;
 /** A pass rewrites at most this many times MERGE_MAX_EVENTS; the rest waits for the next pass. */
 const PASS_RUNS = 4;
 /** After its row locks: waits for other locks (a log_blocks partition being attached or detached). */
@@ -95,13 +100,15 @@ export async function mergePass(
     const start = `${day}T00:00:00Z`;
     const end = new Date(Date.parse(start) + DAY_MS).toISOString();
     const blocks = await sql.unsafe<BlockInfo[]>(
-      `select min_id::text as "minId", ${DT_TEXT("min_dt")} as "minDt", ${DT_TEXT("max_dt")} as "maxDt", n, filter_id::text as "filterId"
+      `select min_id::text as "minId", ${DT_TEXT("min_dt")} as "minDt", ${DT_TEXT("max_dt")} as "maxDt", n, filter_id::text as "filterId",
+         coalesce(pg_column_size(payload), pg_column_size(body), 0)::float8 as bytes
        from log_blocks where source_id = $1::bigint and generation is null and max_dt >= $2::text::timestamptz and max_dt < $3::text::timestamptz`,
       [source_id, start, end],
     );
     const plan = planMerges(blocks, {
       blockEvents: BLOCK_EVENTS,
       maxEvents: settings.mergeMaxEvents,
+      maxBytes: RUN_MAX_STORED_BYTES,
       minBlocks: day < today ? 2 : settings.mergeMinBlocks,
     });
     stats.tooBig += plan.tooBig;

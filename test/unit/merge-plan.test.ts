@@ -88,3 +88,15 @@ test("the current day waits for minBlocks blocks", () => {
   expect(planMerges(small, { ...options, minBlocks: 6 }).runs).toEqual([]);
   expect(planMerges(small, { ...options, minBlocks: 5 }).runs.length).toBe(1);
 });
+
+test("a run is bounded by its stored bytes as by its events: big events make shorter runs, and splits", () => {
+  const heavy = Array.from({ length: 6 }, (_, i) => ({ ...block(i * 2, i * 2 + 1, 10), bytes: 4_000_000 }));
+  const plan = planMerges(heavy, { ...options, maxBytes: 10_000_000 });
+  expect(plan.runs.map((run) => run.blocks.length)).toEqual([2, 2, 2]);
+  const spanning = Array.from({ length: 4 }, (_, i) => ({ ...block(i, 1400 - i, 10), bytes: 4_000_000 }));
+  const split = planMerges(spanning, { ...options, maxBytes: 10_000_000 });
+  expect(split.runs.map((run) => [run.blocks.length, run.sliceMinutes])).toEqual([
+    [2, 360], // 1.6 runs' worth: a 360-minute slice holds 0.4 of a run, under half
+    [2, 360],
+  ]);
+});
