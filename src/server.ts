@@ -93,7 +93,7 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
     settled: () => flusher.settled(),
     hold: (bytes) => memory.hold(bytes),
   });
-  const merger = startMerger(config, { sql: store.sql, log, metrics });
+  const merger = startMerger(config, { sql: store.sql, log, metrics, hold: (bytes) => memory.hold(bytes) });
   // /ready: the first reason a service gives, in the list's order (storage's, then the flusher's);
   // while the listeners start, before the list is whole, those two are asked.
   let services: Service[] = [store, flusher];

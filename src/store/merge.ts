@@ -28,7 +28,12 @@ import { BLOCK_EVENTS } from "./sealer";
  * Stored bytes (payloads, compressed) one run reads at most, beside MERGE_MAX_EVENTS: its text, 5–10
  * times as much, is held here while its blocks are built (events run up to INGEST_MAX_EVENT_BYTES).
  */
-const RUN_MAX_STORED_BYTES = 16 * 1024 * 1024;
+const RUN_MAX_STORED_BYTES = 4 * 1024 * 1024;
+/**
+ * What a run holds here per stored byte, about: its text (blocks compress 5–8×; JS strings of
+ * non-ASCII text take two bytes a character), the rows' copy for the seal thread, the new payloads.
+ */
+const HELD_PER_STORED_BYTE = 16;
 /** A pass rewrites at most this many times MERGE_MAX_EVENTS; the rest waits for the next pass. */
 const PASS_RUNS = 4;
 /** After its row locks: waits for other locks (a log_blocks partition being attached or detached). */
@@ -69,7 +74,15 @@ export async function mergePass(
   sql: Sql,
   settings: Pick<MergeSettings, "mergeMaxEvents" | "mergeMinBlocks">,
   build: (rows: MovedRow[]) => Promise<(Block | Filter)[]>,
-  options: { full: boolean; signal?: AbortSignal; now?: Date; stats?: MergeStats; futile?: Set<string> } = { full: true },
+  options: {
+    full: boolean;
+    signal?: AbortSignal;
+    now?: Date;
+    stats?: MergeStats;
+    futile?: Set<string>;
+    /** Keeps what a run holds here out of the requests' memory while it runs (memory/budget.ts): returns its release. */
+    hold?: (bytes: number) => () => void;
+  } = { full: true },
 ): Promise<MergeStats> {
   const stats = options.stats ?? newStats();
   const now = options.now ?? new Date();
@@ -117,7 +130,8 @@ export async function mergePass(
       options.signal?.throwIfAborted();
       const key = `${source_id} ${run.blocks.map((block) => block.minId).join(",")}`;
       if (options.futile?.has(key)) continue;
-      const done = await mergeRun(sql, source_id, start, end, run, build);
+      const release = options.hold?.(HELD_PER_STORED_BYTE * run.blocks.reduce((sum, block) => sum + (block.bytes ?? 0), 0));
+      const done = await mergeRun(sql, source_id, start, end, run, build).finally(() => release?.());
       if (done === "busy") {
         stats.busy++;
         continue;
@@ -225,7 +239,10 @@ export interface Merger {
  * yesterday and today. New blocks are built on a seal thread of the merge's own (store/seal-pool.ts),
  * never on the thread that answers HTTP.
  */
-export function startMerger(settings: MergeSettings, options: { sql: Sql; log: (line: string) => void; metrics?: Registry }): Merger {
+export function startMerger(
+  settings: MergeSettings,
+  options: { sql: Sql; log: (line: string) => void; metrics?: Registry; hold?: (bytes: number) => () => void },
+): Merger {
   const { sql, log } = options;
   const pool = new SealPool(1);
   const build = (rows: MovedRow[]) => pool.build(rows, BLOCK_EVENTS);
@@ -242,7 +259,7 @@ export function startMerger(settings: MergeSettings, options: { sql: Sql; log: (
     if (fullOn !== today) futile = new Set();
     const stats = newStats();
     try {
-      await mergePass(sql, settings, build, { full, signal, stats, futile });
+      await mergePass(sql, settings, build, { full, signal, stats, futile, hold: options.hold });
       fullOn = today;
       if (stats.runs > 0) log(`merge: ${stats.blocksMerged} blocks (${stats.events} events) rewritten as ${stats.blocksWritten} in ${stats.runs} runs`);
       return stats;
