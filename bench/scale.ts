@@ -65,6 +65,7 @@ import {
   waitForHotDropped,
   waitForSealed,
   waitForStored,
+  databaseNow,
   walBytesSince,
   walPosition,
 } from "./scale/storage";
@@ -119,10 +120,11 @@ async function ingest(service: Measured, file: string, p: Plan): Promise<Ingest>
   progress(
     `loading: ${SENDERS} senders, ${BATCH} events per request at most, ${ORDER} order${SUSTAIN ? `, ${fmt(SUSTAIN.rate)} events/s for ${SUSTAIN.seconds} s` : ""}`,
   );
+  const since = await databaseNow(service.sql);
   const cpuBefore = service.cpu();
   const startedAt = performance.now();
   const loaded = await load(service.logpond.ingestUrl, service.sources, file, p, { ...OPTIONS, rate: SUSTAIN?.rate });
-  const storedAt = await waitForStored(service.sql, service.logpond.apiUrl, service.sources, EVENTS);
+  const storedAt = await waitForStored(service.sql, service.sources, EVENTS, since);
   return { ...loaded, storedSeconds: (storedAt - startedAt) / 1000, cpu: cpuSince(cpuBefore, service.cpu()), cpuAtStart: cpuBefore, startedAt, storedAt };
 }
 

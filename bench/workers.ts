@@ -30,7 +30,7 @@ import { plan, type Plan, writeCorpus } from "./scale/corpus";
 import type { Load } from "./scale/load";
 import { NO_SEAL_INTERVAL_MS } from "./scale/options";
 import { Cleanups, startScaleService, type ScaleService, type Source } from "./scale/service";
-import { hotExact, stored } from "./scale/storage";
+import { committedSince, databaseNow, hotExact, stored } from "./scale/storage";
 import { run } from "./scale/reads";
 
 const argv = process.argv.slice(2);
@@ -121,12 +121,6 @@ async function send(
   return { seconds, requests: loads.reduce((s, l) => s + l.requests, 0), retries: loads.reduce((s, l) => s + l.retries, 0), cpu };
 }
 
-/** Events committed so far, from flush_batches (a few thousand rows; log_hot's count would scan millions). */
-async function committed(sql: postgres.Sql): Promise<number> {
-  const [row] = await sql`select coalesce(sum(last_id - first_id + 1), 0)::bigint as n from flush_batches where seq is not null`;
-  return Number(row!.n);
-}
-
 async function waitUntil(what: string, done: () => Promise<boolean>, timeoutMs: number): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   while (!(await done())) {
@@ -187,6 +181,7 @@ async function measure(n: number, file: string, p: Plan): Promise<Measured> {
   );
   try {
     const cpu = () => treeCpu(service.logpond.proc.pid);
+    const since = await databaseNow(service.sql);
     let before = cpu();
     let load0 = 0;
     let started = 0;
@@ -195,7 +190,7 @@ async function measure(n: number, file: string, p: Plan): Promise<Measured> {
       load0 = loadavg()[0]!;
       started = performance.now();
     });
-    const storedAt = await waitUntil("every event committed", async () => (await committed(service.sql)) >= p.n, 300_000);
+    const storedAt = await waitUntil("every event committed", async () => (await committedSince(service.sql, since)) >= p.n, 300_000);
     const used = cpuSince(before, cpu());
     const count = await stored(service.sql, service.sources);
     if (count !== p.n) throw new Error(`INGEST_WORKERS=${n}: ${count} events stored, ${p.n} sent`);

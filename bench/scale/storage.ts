@@ -28,11 +28,13 @@ export const counter = (text: string, name: string) => Number(new RegExp(`^${nam
  * Waits until logpond has committed all `n` events (its flushed count, cheap to poll) and returns
  * when it saw that (performance.now()), then checks that both tiers hold exactly `n`.
  */
-export async function waitForStored(sql: postgres.Sql, apiUrl: string, sources: Source[], n: number): Promise<number> {
+export async function waitForStored(sql: postgres.Sql, sources: Source[], n: number, since: Date): Promise<number> {
   let last = -1;
   let lastChange = Date.now();
   for (;;) {
-    const flushed = counter(await metrics(apiUrl), "logpond_flush_events_total");
+    // From flush_batches (a few thousand rows) rather than /metrics: with INGEST_WORKERS the
+    // flushes are the workers', not the scraped process's.
+    const flushed = await committedSince(sql, since);
     if (flushed !== last) [last, lastChange] = [flushed, Date.now()];
     if (flushed >= n) break;
     if (Date.now() - lastChange > 120_000) throw new Error(`storage stalled: ${flushed} of ${n} events flushed, no progress for 120 s`);
@@ -42,6 +44,17 @@ export async function waitForStored(sql: postgres.Sql, apiUrl: string, sources: 
   const count = await stored(sql, sources);
   if (count !== n) throw new Error(`log_hot and log_blocks hold ${count} events of the bench's sources, ${n} were sent`);
   return at;
+}
+
+/** PostgreSQL's clock: where a run's commits start (`committedSince`). */
+export async function databaseNow(sql: postgres.Sql): Promise<Date> {
+  return (await sql<{ now: Date }[]>`select now()`)[0]!.now;
+}
+
+/** Events of the batches committed since `since` (every writer's: the database must be the bench's alone). */
+export async function committedSince(sql: postgres.Sql, since: Date): Promise<number> {
+  const [row] = await sql`select coalesce(sum(last_id - first_id + 1), 0)::bigint as n from flush_batches where seq is not null and committed_at >= ${since}`;
+  return Number(row!.n);
 }
 
 /** Rows in log_hot as PostgreSQL's statistics count them (live rows; current within a second or so). */

@@ -13,7 +13,7 @@ import { BUCKETS_MAX, bucketSeconds } from "./histogram";
 import { aliasObject } from "./levels";
 import type { Node } from "./parse";
 import { tiers, timed } from "./read";
-import { listParam, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
+import { FIELD_PATH, FIELD_PATH_MAX_CHARS, listParam, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
 import { compileQuery } from "./sql";
 
 export const TOP_DEFAULT = 10;
@@ -21,9 +21,9 @@ export const TOP_MAX = 100;
 export const FACETS_MAX = 10;
 /** A value longer than this is cut before counting, so one odd event cannot make a huge key. */
 export const VALUE_MAX_CHARS = 200;
+/** The most a caller may cap the events counted at (`max_events`). */
+export const MAX_EVENTS_MAX = 100_000_000;
 export const PERCENTILES = [0.5, 0.9, 0.95, 0.99] as const;
-/** A field path as the query language reads one (query/parse.ts). */
-const PATH = /^[A-Za-z0-9_@$][A-Za-z0-9_@$-]*(\.[A-Za-z0-9_@$-]+)*$/;
 
 export interface AggregateRequest {
   sourceIds: number[];
@@ -37,19 +37,27 @@ export interface AggregateRequest {
   field: string | undefined;
   top: number;
   buckets: number | undefined;
+  /** Count at most this many matching events (the first read); past it the answer is marked partial. */
+  maxEvents: number | undefined;
+  /**
+   * Per bucket, also count apart the events that have none of the `by` fields and whose null is not
+   * in `by.top` (`missing`; they stay in `other` too). Not a parameter: the histogram by a field
+   * (query/histogram-by.ts) draws them in the bucket's count only.
+   */
+  missing?: boolean;
 }
 
 const bad = (message: string) => new AppError("bad_request", message);
 
 /** What the route takes: anything else is a 400 (query/request.ts, refuseUnknown). */
-const PARAMETERS = ["source_ids", "query", "from", "to", "by", "facets", "distinct", "field", "top", "buckets"] as const;
+const PARAMETERS = ["source_ids", "query", "from", "to", "by", "facets", "distinct", "field", "top", "buckets", "max_events"] as const;
 
 /** Field paths, comma-separated; `by` and `facets` over repeats too (`by=a&by=b` is `by=a,b`), `distinct` and `field` sent once. */
 function readPaths(url: URL, name: string, max: number): string[] {
   const raw = max === 1 ? single(url, name) : listParam(url, name);
   if (raw === null || raw === "") return [];
   const paths = raw.split(",").map((path) => path.trim());
-  const wrong = paths.filter((path) => path.length > VALUE_MAX_CHARS || !PATH.test(path));
+  const wrong = paths.filter((path) => path.length > FIELD_PATH_MAX_CHARS || !FIELD_PATH.test(path));
   if (wrong.length) throw bad(`${name} must be field paths such as level or http.status, comma-separated (got ${JSON.stringify(wrong[0]!.slice(0, 64))})`);
   if (paths.length > max) throw bad(`${name} takes at most ${max} field${max === 1 ? "" : "s"} (got ${paths.length})`);
   return paths;
@@ -74,6 +82,13 @@ export function readAggregateRequest(url: URL, now: () => Date = () => new Date(
   const topGiven = readWhole(url, "top", TOP_MAX);
   const top = topGiven ?? TOP_DEFAULT;
   const buckets = readWhole(url, "buckets", BUCKETS_MAX);
+  const rawMax = single(url, "max_events");
+  let maxEvents: number | undefined;
+  if (rawMax !== null && rawMax !== "") {
+    if (!/^[0-9]{1,9}$/.test(rawMax) || Number(rawMax) < 1 || Number(rawMax) > MAX_EVENTS_MAX)
+      throw bad(`max_events must be a whole number from 1 to ${MAX_EVENTS_MAX} (got ${JSON.stringify(rawMax.slice(0, 32))})`);
+    maxEvents = Number(rawMax);
+  }
   if (!by.length && !facets.length && !distinct && !field && !buckets) {
     throw bad(
       "say what to aggregate: by=<field>[,<field>] (top values), facets=<field>,… (top values of each), distinct=<field>, field=<numeric field> (min, max, avg, percentiles), or buckets=<n> (counts over time)",
@@ -82,7 +97,7 @@ export function readAggregateRequest(url: URL, now: () => Date = () => new Date(
   // A top that nothing lists would be silently dropped: the caller meant a ranking it did not ask for.
   if (topGiven !== undefined && !by.length && !facets.length) throw bad("top applies to by= and facets= (the values ranked); add one, or leave top out");
   const { from, to } = readWindow(url, now());
-  return { sourceIds: ids, malformed, query, from, to, by, facets, distinct, field, top, buckets };
+  return { sourceIds: ids, malformed, query, from, to, by, facets, distinct, field, top, buckets, maxEvents };
 }
 
 export interface Stats {
@@ -103,13 +118,20 @@ export interface Aggregate {
     facets?: { field: string; present: number; distinct: number; top: { value: string; count: number }[]; other: number }[];
     distinct?: { field: string; count: number };
     stats?: Stats & { field: string };
-    buckets?: { from: string; to: string; count: number; top?: number[]; other?: number; stats?: Stats }[];
+    buckets?: { from: string; to: string; count: number; top?: number[]; other?: number; missing?: number; stats?: Stats }[];
   };
-  meta: { from: string; to: string; bucket_seconds: number | null; complete: true };
+  meta: {
+    from: string;
+    to: string;
+    bucket_seconds: number | null;
+    /** false: not every matching event of the window was counted, and `partial` says why. */
+    complete: boolean;
+    partial?: { reason: "max_events"; max_events: number };
+  };
 }
 
 /** The statement's answer: one row of JSON texts (postgres.js would parse json; text keeps bigints exact). */
-type Row = { total: string; by: string | null; facets: string | null; distinct: string | null; stats: string | null; buckets: string | null };
+type Row = { more: boolean; total: string; by: string | null; facets: string | null; distinct: string | null; stats: string | null; buckets: string | null };
 
 export async function readAggregate(sql: Sql, request: AggregateRequest, timeoutMs: number): Promise<Aggregate> {
   const params: unknown[] = [request.from, request.to, request.sourceIds];
@@ -155,9 +177,16 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
     ...(request.field ? [`${number(request.field)} as x`] : []),
     ...(size ? [`floor(extract(epoch from dt) / ${size})::bigint as bucket`] : []),
   ];
-  const ctes = [
-    `e as materialized (select ${columns.join(", ")} from ${events} where dt >= $1::text::timestamptz and dt <= $2::text::timestamptz and source_id = any($3::bigint[])${filter})`,
-  ];
+  const read = `select ${columns.join(", ")} from ${events} where dt >= $1::text::timestamptz and dt <= $2::text::timestamptz and source_id = any($3::bigint[])${filter}`;
+  // With a cap, one event more than it is read, to tell "exactly the cap" from "more than it"; the
+  // counts are of the first `maxEvents` (storage order: no sort of the whole window first).
+  const ctes =
+    request.maxEvents === undefined
+      ? [`e as materialized (${read})`]
+      : [
+          `capped as materialized (${read} limit ${param(request.maxEvents + 1, "bigint")})`,
+          `e as materialized (select * from capped limit ${param(request.maxEvents, "bigint")})`,
+        ];
   const top = request.by.length || request.facets.length ? param(request.top, "int") : "";
   const byCols = request.by.map((_, i) => `b${i}`);
   const same = (a: string, b: string) => byCols.map((c) => `${a}.${c} is not distinct from ${b}.${c}`).join(" and ");
@@ -172,6 +201,7 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
     `(select json_build_object('count', count(x), 'min', min(x), 'max', max(x), 'avg', avg(x::numeric)::float8, ` +
     `'p', percentile_cont(array[${PERCENTILES.join(", ")}]::float8[]) within group (order by x)) from e where x is not null${where})::text`;
   const selects = [
+    `${request.maxEvents === undefined ? "false" : `(select count(*) from capped) > ${request.maxEvents}`} as more`,
     "(select count(*) from e)::text as total",
     request.by.length
       ? `(select json_build_object('top', (select coalesce(json_agg(json_build_array(json_build_array(${byCols.join(", ")}), n) order by rank), '[]') from t), ` +
@@ -192,7 +222,7 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
       ? `(select json_agg(json_build_array(bc.bucket, bc.n, ${request.by.length ? "bb.ranks" : "null"}, ${request.field ? "bs.stats" : "null"}) order by bc.bucket)::text ` +
         `from (select bucket, count(*) as n from e group by bucket) bc` +
         (request.by.length
-          ? ` left join (select gb.bucket, json_agg(json_build_array(coalesce(t.rank, -1), gb.c)) as ranks from ` +
+          ? ` left join (select gb.bucket, json_agg(json_build_array(coalesce(t.rank, case when ${byCols.map((c) => `gb.${c} is null`).join(" and ")} then -2 else -1 end), gb.c)) as ranks from ` +
             `(select bucket, ${byCols.join(", ")}, count(*) as c from e group by bucket, ${byCols.join(", ")}) gb left join t on ${same("gb", "t")} group by gb.bucket) bb using (bucket)`
           : "") +
         (request.field
@@ -249,14 +279,19 @@ function shape(request: AggregateRequest, row: Row, size: number | null): Aggreg
       if (data.by) {
         bucket.top = data.by.top.map(() => 0);
         bucket.other = 0;
+        if (request.missing) bucket.missing = 0;
+        // Rank -1: a value past the top; -2: no value at all (null), past the top too.
         for (const [rank, n] of b?.[2] ?? []) {
           if (rank >= 0) bucket.top[rank] = n;
           else bucket.other += n;
+          if (rank === -2 && bucket.missing !== undefined) bucket.missing += n;
         }
       }
       if (request.field) bucket.stats = stats(b?.[3] ?? empty);
       data.buckets.push(bucket);
     }
   }
-  return { data, meta: { from: request.from, to: request.to, bucket_seconds: size, complete: true } };
+  const meta: Aggregate["meta"] = { from: request.from, to: request.to, bucket_seconds: size, complete: !row.more };
+  if (row.more) meta.partial = { reason: "max_events", max_events: request.maxEvents! };
+  return { data, meta };
 }

@@ -8,7 +8,7 @@ import { AppError } from "../errors";
 import { LEVEL_MAX_CHARS } from "../store/blocks";
 import type { Sql } from "../store/db";
 import { queryTimeout, tiers, timed } from "./read";
-import { micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
+import { FIELD_PATH, FIELD_PATH_MAX_CHARS, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
 import { aliasObject } from "./levels";
 import type { Node } from "./parse";
 import { compileQuery } from "./sql";
@@ -19,7 +19,6 @@ export const BUCKETS_MAX = 500;
 export const BUCKET_SECONDS = [1, 5, 10, 30, 60, 300, 900, 1800, 3600, 10_800, 21_600, 43_200, 86_400] as const;
 /** Levels named in the answer (the most frequent in the window); the rest count as "other". */
 export const LEVELS_MAX = 6;
-/** A level longer than this is cut before counting, so one odd event cannot make a huge key. */
 
 export interface HistogramRequest {
   sourceIds: number[];
@@ -29,6 +28,8 @@ export interface HistogramRequest {
   to: string;
   /** Upper bound on the number of buckets answered. */
   buckets: number;
+  /** The field whose values are counted (query/histogram-by.ts); undefined: the level, by severity. */
+  by: string | undefined;
 }
 
 export interface Bucket {
@@ -45,7 +46,7 @@ export interface Histogram {
 }
 
 export function readHistogramRequest(url: URL, now: () => Date = () => new Date()): HistogramRequest {
-  refuseUnknown(url, "histogram", ["source_ids", "query", "from", "to", "buckets"], " (counts by another field than level: aggregate with buckets= and by=)");
+  refuseUnknown(url, "histogram", ["source_ids", "query", "from", "to", "buckets", "by"]);
   const { ids, malformed } = readSourceIds(url);
   const query = readQuery(url);
   const raw = single(url, "buckets");
@@ -56,8 +57,17 @@ export function readHistogramRequest(url: URL, now: () => Date = () => new Date(
     }
     buckets = Number(raw);
   }
+  const rawBy = single(url, "by");
+  let by: string | undefined;
+  if (rawBy !== null) {
+    if (rawBy.length > FIELD_PATH_MAX_CHARS || !FIELD_PATH.test(rawBy)) {
+      throw new AppError("bad_request", `by must be one field path such as service or http.status (got ${JSON.stringify(rawBy.slice(0, 64))})`);
+    }
+    // The level keeps its own count: by severity, from the blocks' per-minute summaries.
+    if (rawBy !== "level") by = rawBy;
+  }
   const { from, to } = readWindow(url, now());
-  return { sourceIds: ids, malformed, query, from, to, buckets };
+  return { sourceIds: ids, malformed, query, from, to, buckets, by };
 }
 
 const ms = (dt: string) => Date.parse(`${dt.slice(0, 23)}Z`);

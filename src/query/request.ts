@@ -57,6 +57,10 @@ export function listParam(url: URL, name: string): string | null {
   return values.length === 0 ? url.searchParams.get(name) : values.join(",");
 }
 
+/** A field path as the query language reads one (query/parse.ts): what by=, facets=… take. */
+export const FIELD_PATH_MAX_CHARS = 200;
+export const FIELD_PATH = /^[A-Za-z0-9_@$][A-Za-z0-9_@$-]*(\.[A-Za-z0-9_@$-]+)*$/;
+
 /**
  * 400 naming every parameter a route does not take: ignored, it would answer something other than
  * what was asked (`histogram?by=service` counting by level, `context?query=x` every event).

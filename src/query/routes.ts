@@ -13,6 +13,7 @@ import type { Sql } from "../store/db";
 import { readAggregate, readAggregateRequest } from "./aggregate";
 import { CONTEXT_DEFAULT, readContext, readContextRequest } from "./context";
 import { readHistogram, readHistogramRequest } from "./histogram";
+import { readHistogramBy } from "./histogram-by";
 import { newestBefore, readDeadLetters, readEvents } from "./read";
 import { checkSources, makeCursor, nextLink, readBatch, readOrder, readRequest, readSourceIds, refuseUnknown, single } from "./request";
 
@@ -77,7 +78,9 @@ export function queryRoutes({ sql, authenticate, queryTimeoutMs, metrics: regist
       timed(metrics, "/api/v2/query/histogram", async ({ request, access }) => {
         const read = readHistogramRequest(new URL(request.url));
         await checkSources(sql, read.sourceIds, read.malformed, access);
-        return new Response(JSON.stringify(await readHistogram(sql, read, queryTimeoutMs)), { headers: JSON_HEADERS });
+        const answer =
+          read.by === undefined ? await readHistogram(sql, read, queryTimeoutMs) : await readHistogramBy(sql, { ...read, by: read.by }, queryTimeoutMs);
+        return new Response(JSON.stringify(answer), { headers: JSON_HEADERS });
       }),
     )
     .get(

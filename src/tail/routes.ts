@@ -6,7 +6,7 @@ import { Elysia } from "elysia";
 import { AppError } from "../errors";
 import { compileMatcher } from "../query/match";
 import type { Authenticate } from "../http/auth";
-import { checkSources, readQuery, readSourceIds } from "../query/request";
+import { checkSources, readQuery, readSourceIds, refuseUnknown } from "../query/request";
 import type { Sql } from "../store/db";
 import { TailClient, type ClientLimits } from "./client";
 import type { TailHub } from "./hub";
@@ -22,6 +22,12 @@ export interface TailRoutesDeps {
 
 const CATCH_UP_PAGE = 1_000;
 const POSITION = /^([0-9]{1,18})-([0-9]{0,19})$/;
+/**
+ * What the stream takes; anything else is a 400 before it starts (query/request.ts, refuseUnknown):
+ * ignored, `from=` or `batch=` would stream something other than what was asked, silently. The
+ * page sends source_ids and query; EventSource adds nothing to the URL.
+ */
+const PARAMETERS = ["source_ids", "query", "cursor"];
 /** The largest bigint: as a position's id it means "after every row of that batch". */
 const AFTER_BATCH = "9223372036854775807";
 
@@ -29,6 +35,12 @@ export function tailRoutes({ sql, hub, authenticate, limits, log }: TailRoutesDe
   return new Elysia({ name: "logpond/tail", prefix: "/api/v2/query" }).get("/live-tail/stream", async ({ request, server }) => {
     const access = await authenticate(request);
     const url = new URL(request.url);
+    refuseUnknown(
+      url,
+      "live-tail/stream",
+      PARAMETERS,
+      " (rows from now on, or after Last-Event-ID / cursor; a window is the query API's /api/v2/query/live-tail)",
+    );
     const { ids, malformed } = readSourceIds(url);
     const query = readQuery(url);
     const resumeText = request.headers.get("last-event-id") ?? url.searchParams.get("cursor");

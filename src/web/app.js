@@ -224,17 +224,23 @@ function windowSpan(from, to) {
   return `${a} – ${dayA === dayB ? b.slice(b.lastIndexOf(" ") + 1) : b}${state.utc ? " UTC" : ""}`;
 }
 
+/** Bumped by every histogram request: an answer to an older one (another split) is dropped. */
+let histogramAsked = 0;
+
 async function loadHistogram(generation, window) {
+  const asked = ++histogramAsked;
   const width = $("rows").clientWidth || 1000;
   const buckets = String(Math.max(20, Math.min(240, Math.floor(width / 8))));
-  const extra = { buckets, from: window.from, ...(window.to ? { to: window.to } : {}) };
+  state.histogramWindow = window;
+  const by = state.histogramBy === "level" ? {} : { by: state.histogramBy };
+  const extra = { buckets, ...by, from: window.from, ...(window.to ? { to: window.to } : {}) };
   let response;
   try {
     response = await api(`/api/v2/query/histogram?${params(extra)}`);
   } catch {
     return;
   }
-  if (generation !== state.generation) return;
+  if (generation !== state.generation || asked !== histogramAsked) return;
   if (!response.ok) {
     const body = await response.json().catch(() => ({ errors: `HTTP ${response.status}` }));
     histogram.clear(true);
@@ -243,7 +249,9 @@ async function loadHistogram(generation, window) {
     if (response.status !== 400) showError(`histogram: ${body.errors}`);
     return;
   }
-  histogram.show(await response.json());
+  const answer = await response.json();
+  if (generation !== state.generation || asked !== histogramAsked) return;
+  histogram.show(answer);
   histogram.setUtc(state.utc);
 }
 
@@ -289,8 +297,34 @@ function handle({ id, event, data }) {
   if (id) state.lastEventId = id;
   if (event !== "message" || !data) return;
   const row = JSON.parse(data);
-  if (queueLive(row)) histogram.add(row.dt, row.level);
+  if (queueLive(row)) histogram.add(row.dt, state.histogramBy === "level" ? row.level : valueAt(row, state.histogramBy));
 }
+
+/** A row's value at a dotted path as the histogram by a field counts it (its text), or undefined. */
+function valueAt(row, path) {
+  let value = row;
+  for (const step of path.split(".")) {
+    if (value === null || typeof value !== "object") return undefined;
+    value = value[step];
+  }
+  if (value === null || value === undefined) return undefined;
+  return typeof value === "object" ? JSON.stringify(value) : String(value);
+}
+
+// The histogram's split: level, or one of the Fields sidebar's fields (offered when the list opens).
+$("histogram-by").addEventListener("focus", () => {
+  const select = $("histogram-by");
+  const paths = ["level", ...state.fieldPaths.filter((path) => path !== "level")];
+  if (!paths.includes(state.histogramBy)) paths.push(state.histogramBy);
+  select.replaceChildren(...paths.map((path) => Object.assign(document.createElement("option"), { value: path, textContent: path })));
+  select.value = state.histogramBy;
+});
+$("histogram-by").addEventListener("change", () => {
+  state.histogramBy = $("histogram-by").value;
+  if (!state.histogramWindow || !state.selected.size) return;
+  histogram.clear(true);
+  void loadHistogram(state.generation, state.histogramWindow);
+});
 
 // ── wiring ─────────────────────────────────────────────────────────────────────────────────────
 

@@ -1,5 +1,5 @@
-// The volume histogram of the window: the histogram endpoint's buckets as bars stacked by level
-// (SVG), a time axis under them, a legend with the totals. Drag across it to zoom to that time, or
+// The volume histogram of the window: the histogram endpoint's buckets as bars stacked by level,
+// or by the values of another field when it was asked with by= (SVG), a time axis under them, a legend with the totals. Drag across it to zoom to that time, or
 // click a bar for its bucket: both end in onZoom(fromMs, toMs), `to` excluded. Live rows add to the last bars.
 import { foldLevel } from "./levels.js";
 import { levelClass } from "./rows.js";
@@ -21,22 +21,29 @@ const number = (n) => NUMBER.format(n);
 const LIVE_DRAW_EVERY_MS = 1000;
 const pad = (n) => String(n).padStart(2, "0");
 
-/** The stack class of a level as the endpoint names it. */
-const classOf = (level) => (level === "other" ? "other" : levelClass(level));
-
 export function createHistogram({ box, plot, axis, total, legend, onZoom }) {
   let buckets = []; // { start, count, levels: Map(level → n) }
   let size = 0; // bucket width, ms
   let named = new Set();
+  /** The field the bars are split by (undefined: the level); `order`: its named values, v0… */
+  let by;
+  let order = [];
   let utc = false;
   let drawing = 0;
   let drawnAt = 0;
 
   function show(answer) {
     size = answer.meta.bucket_seconds * 1000;
-    named = new Set(answer.meta.levels.filter((level) => level !== "other"));
+    by = answer.meta.by;
+    named = new Set((by ? answer.meta.values : answer.meta.levels).filter((name) => name !== "other"));
+    order = [...named];
     // A null count: that stretch was not counted within the query timeout (meta.complete false).
-    buckets = answer.data.map((b) => ({ start: ms(b.from), count: b.count ?? 0, uncounted: b.count === null, levels: new Map(Object.entries(b.levels)) }));
+    buckets = answer.data.map((b) => ({
+      start: ms(b.from),
+      count: b.count ?? 0,
+      uncounted: b.count === null,
+      levels: new Map(Object.entries(by ? b.values : b.levels)),
+    }));
     box.hidden = false;
     draw();
   }
@@ -74,11 +81,14 @@ export function createHistogram({ box, plot, axis, total, legend, onZoom }) {
     const bucket = buckets[index];
     bucket.count++;
     if (level !== undefined && level !== null && level !== "") {
-      // Named as the endpoint names it: its severity, else its text lowered (ASCII) and cut to 40.
-      let name = foldLevel(String(level).slice(0, 40));
-      if (!named.has(name)) {
-        if (named.size < LEVELS_MAX) named.add(name);
-        else name = "other";
+      // Named as the endpoint names it: its severity, else its text lowered (ASCII) and cut to 40;
+      // a field's value as its text cut to 200.
+      let name = by ? String(level).slice(0, 200) : foldLevel(String(level).slice(0, 40));
+      if (!named.has(name) || name === "other") {
+        if (named.size < LEVELS_MAX && name !== "other") {
+          named.add(name);
+          order.push(name);
+        } else name = "other";
       }
       bucket.levels.set(name, (bucket.levels.get(name) ?? 0) + 1);
     }
@@ -95,6 +105,11 @@ export function createHistogram({ box, plot, axis, total, legend, onZoom }) {
     utc = value;
     if (buckets.length) draw();
   }
+
+  /** The stack class of a level or value as the endpoint names it. */
+  const classOf = (name) => (name === "other" ? "other" : by ? `v${order.indexOf(name)}` : levelClass(name));
+  const stackOrder = () => (by ? [...order.map((_, i) => `v${i}`), "other", "none"] : STACK);
+  const labelOf = (cls) => (!by ? LABEL[cls] : cls === "none" ? `no ${by}` : cls === "other" ? "other" : order[Number(cls.slice(1))]);
 
   /** Each bucket's counts per stack class, "none" being the events with no level. */
   function stacks(bucket) {
@@ -136,11 +151,11 @@ export function createHistogram({ box, plot, axis, total, legend, onZoom }) {
       let y = H;
       const byClass = stacks(bucket);
       const parts = [];
-      for (const cls of STACK) {
+      for (const cls of stackOrder()) {
         const n = byClass.get(cls);
         if (!n) continue;
         totals.set(cls, (totals.get(cls) ?? 0) + n);
-        parts.push(`${LABEL[cls]} ${number(n)}`);
+        parts.push(`${labelOf(cls)} ${number(n)}`);
         // At least one pixel's worth for a bar that has events, so a lone error is never invisible.
         const height = Math.max((n / max) * (H - 4), 1.5);
         y -= height;
@@ -164,11 +179,13 @@ export function createHistogram({ box, plot, axis, total, legend, onZoom }) {
     total.classList.toggle("partial", uncounted > 0);
     total.dataset.total = String(all);
     legend.replaceChildren(
-      ...STACK.filter((cls) => totals.get(cls)).map((cls) => {
-        const item = Object.assign(document.createElement("span"), { className: `key ${cls}` });
-        item.append(Object.assign(document.createElement("i"), { className: `swatch ${cls}` }), `${LABEL[cls]} ${number(totals.get(cls))}`);
-        return item;
-      }),
+      ...stackOrder()
+        .filter((cls) => totals.get(cls))
+        .map((cls) => {
+          const item = Object.assign(document.createElement("span"), { className: `key ${cls}` });
+          item.append(Object.assign(document.createElement("i"), { className: `swatch ${cls}` }), `${labelOf(cls)} ${number(totals.get(cls))}`);
+          return item;
+        }),
     );
     drawAxis();
   }

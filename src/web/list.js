@@ -303,6 +303,7 @@ function renderFields() {
   const started = performance.now();
   fieldsTimer = undefined;
   const fields = windowCounts(topFields(state.shown.values()));
+  state.fieldPaths = fields.map((field) => field.path);
   $("fields-box").hidden = fields.length === 0;
   $("fields").replaceChildren(
     ...fields.map(({ path, present, values }) => {
@@ -336,8 +337,11 @@ function renderFields() {
 // The sidebar's counts are the window's: the fields are chosen from the rows shown, their values
 // counted over the whole window and query by GET /api/v2/query/aggregate (facets=), once per view
 // and set of fields. Until that answers, or when it fails (a 503 past QUERY_TIMEOUT_MS), the rows'
-// own counts are shown, and the hint says so.
-const facets = { key: "", answer: undefined, error: undefined };
+// own counts are shown, and the hint says so. The count stops at SIDEBAR_MAX_EVENTS matching events
+// (max_events=): past it the answer says it is partial, and so does the hint, with how many were
+// counted — never a smaller number passed off as the window's.
+const SIDEBAR_MAX_EVENTS = 200_000;
+const facets = { key: "", answer: undefined, error: undefined, partial: undefined };
 
 function windowCounts(fields) {
   const paths = fields.map((field) => field.path);
@@ -345,17 +349,20 @@ function windowCounts(fields) {
   const hint = $("fields-hint");
   if (!paths.length) return fields;
   if (facets.key !== key) {
-    Object.assign(facets, { key, answer: undefined, error: undefined });
+    Object.assign(facets, { key, answer: undefined, error: undefined, partial: undefined });
     void countWindow(key, paths);
   }
-  hint.classList.toggle("partial", facets.error !== undefined);
+  hint.classList.toggle("partial", facets.error !== undefined || facets.partial !== undefined);
   if (!facets.answer) {
     hint.textContent = facets.error
       ? `in the rows shown: the window's counts failed (${facets.error}) · click to filter`
       : "in the rows shown · counting the window… · click to filter";
     return fields;
   }
-  hint.textContent = `in the ${state.range === "live" ? "last 30 minutes" : "window"} · click to filter`;
+  const where = state.range === "live" ? "last 30 minutes" : "window";
+  hint.textContent = facets.partial
+    ? `partial: in the first ${facets.partial.toLocaleString("en")} matching events read of the ${where} (it holds more) · click to filter`
+    : `in the ${where} · click to filter`;
   return fields.map((field, i) => {
     const counted = facets.answer[i];
     if (!counted || counted.field !== field.path) return field;
@@ -365,13 +372,21 @@ function windowCounts(fields) {
 
 async function countWindow(key, paths) {
   const window = state.window ?? { from: "now-30m" };
-  const search = params({ facets: paths.join(","), top: "5", from: window.from, ...(window.to ? { to: window.to } : {}) });
+  const search = params({
+    facets: paths.join(","),
+    top: "5",
+    max_events: String(SIDEBAR_MAX_EVENTS),
+    from: window.from,
+    ...(window.to ? { to: window.to } : {}),
+  });
   try {
     const response = await api(`/api/v2/query/aggregate?${search}`);
     const body = await response.json().catch(() => ({ errors: `HTTP ${response.status}` }));
     if (facets.key !== key) return;
-    if (response.ok) facets.answer = body.data.facets;
-    else facets.error = String(body.errors);
+    if (response.ok) {
+      facets.answer = body.data.facets;
+      if (body.meta.complete === false) facets.partial = body.data.count;
+    } else facets.error = String(body.errors);
   } catch (error) {
     if (facets.key !== key) return;
     facets.error = error.message;

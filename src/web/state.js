@@ -35,6 +35,12 @@ export const state = {
   columns: [],
   /** The opened event, { source_id, id, dt } (url.js keeps it in the address bar). */
   event: undefined,
+  /** What the histogram's bars are split by: "level" (severity), or a field path (histogram by=). */
+  histogramBy: "level",
+  /** The window the histogram was last asked for, to ask again by another field. */
+  histogramWindow: undefined,
+  /** The Fields sidebar's paths, offered as what the histogram is split by. */
+  fieldPaths: [],
 };
 // For the console and the browser test: the page's state, read-only by convention.
 globalThis.logpond = { state };

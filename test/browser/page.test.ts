@@ -425,6 +425,75 @@ describe("the explorer", () => {
     await pick("24h");
   }, 60_000);
 
+  test("sidebar counts cut at max_events are marked partial, with how many were counted, never passed off as the window's", async () => {
+    await apply("");
+    await pick("1h");
+    await pick("24h");
+    await page.waitForFunction(() => document.querySelector("#fields-hint").textContent.startsWith("in the window"), { timeout: 20_000 });
+    // The page's own cap is far above this day's 420 events: the server is asked for 7 instead,
+    // so its real partial answer (not a stub) reaches the page.
+    const sentCaps: string[] = [];
+    await page.setRequestInterception(true);
+    const tiny = (request: any) => {
+      if (request.isInterceptResolutionHandled()) return;
+      if (!request.url().includes("/api/v2/query/aggregate")) return request.continue();
+      const url = new URL(request.url());
+      sentCaps.push(url.searchParams.get("max_events") ?? "none");
+      url.searchParams.set("max_events", "7");
+      return request.continue({ url: url.toString() });
+    };
+    page.on("request", tiny);
+    try {
+      await pick("1h");
+      await pick("24h");
+      await page.waitForFunction(() => document.querySelector("#fields-hint.partial"), { timeout: 20_000 });
+      expect(await page.$eval("#fields-hint", (el) => el.textContent)).toStartWith(
+        "partial: in the first 7 matching events read of the window (it holds more)",
+      );
+      expect(sentCaps.length).toBeGreaterThan(0);
+      expect(new Set(sentCaps)).toEqual(new Set(["200000"]));
+      const services = await page.$$eval("#fields .field", (boxes) => {
+        const box = boxes.find((b: any) => b.querySelector(".field-name").textContent === "service") as any;
+        return [...box.querySelectorAll("button.facet .n")].map((n: any) => Number(n.textContent.replace(/,/g, "")));
+      });
+      expect(services.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(7);
+      await page.screenshot({ path: EXPLORER_SHOT("window-counts-partial") });
+    } finally {
+      page.off("request", tiny);
+      await page.setRequestInterception(false);
+    }
+    await pick("1h");
+    await pick("24h");
+    await page.waitForFunction(() => document.querySelector("#fields-hint").textContent.startsWith("in the window"), { timeout: 20_000 });
+  }, 60_000);
+
+  test("the histogram split by a field of the sidebar (histogram by=): its values' totals, the rest as no <field>; back to levels", async () => {
+    await apply("");
+    await pick("1h");
+    await pick("24h");
+    await page.waitForFunction(() => document.querySelector("#fields-hint").textContent.startsWith("in the window"), { timeout: 20_000 });
+    const legend = () => page.$$eval("#legend .key", (keys) => keys.map((k) => k.textContent));
+    const day = sent.events;
+    const withService = SERVICES.map((name) => [name, day.filter((e) => e.service === name).length] as const)
+      .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1))
+      .map(([name, n]) => `${name} ${n.toLocaleString("en-US")}`);
+    const none = day.filter((e) => e.service === undefined).length;
+    // The split offers the sidebar's fields: once the sidebar lists service, so does the list.
+    await page.waitForFunction(() => [...document.querySelectorAll("#fields .field-name")].some((n) => n.textContent === "service"), { timeout: 20_000 });
+    await page.focus("#histogram-by");
+    expect(await page.$$eval("#histogram-by option", (options) => options.map((o: any) => o.value))).toContain("service");
+    expect(await page.select("#histogram-by", "service")).toEqual(["service"]);
+    await page.waitForFunction(() => [...document.querySelectorAll("#legend .key")].some((k) => k.textContent!.startsWith("no service")), { timeout: 20_000 });
+    expect(await legend()).toEqual([...withService, ...(none ? [`no service ${none}`] : [])]);
+    expect(await histogramTotal()).toBe(day.length);
+    expect(await barsTotal()).toBe(day.length);
+    await page.screenshot({ path: EXPLORER_SHOT("histogram-by-service") });
+    await page.focus("#histogram-by");
+    expect(await page.select("#histogram-by", "level")).toEqual(["level"]);
+    await page.waitForFunction(() => [...document.querySelectorAll("#legend .key")].some((k) => k.textContent!.startsWith("error")), { timeout: 20_000 });
+    expect(await histogramTotal()).toBe(day.length);
+  }, 60_000);
+
   test("dragging across the histogram zooms the window to that stretch", async () => {
     await apply("");
     const box = (await (await page.$("#histogram-plot"))!.boundingBox())!;

@@ -219,3 +219,37 @@ test("buckets=1 over a window across 1970-01-01 answers (no epoch-aligned bucket
   expect(body.data.buckets.map((b: any) => b.from)).toEqual(["1969-12-30T00:00:00.000000Z", "1970-01-01T00:00:00.000000Z"]);
   expect(body.meta.bucket_seconds).toBe(2 * 86_400);
 });
+
+test("max_events: past it the answer is partial and says so (counts of that many events), never a silently smaller number", async () => {
+  // A cap below the window's 400 events (both tiers): the counts are those of the first events read.
+  const capped = await aggregate({ facets: "level,service", max_events: "150" });
+  expect(capped.status).toBe(200);
+  expect(capped.body.data.count).toBe(150);
+  expect(capped.body.meta).toMatchObject({ complete: false, partial: { reason: "max_events", max_events: 150 } });
+  const counted = capped.body.data.facets.map((f: any) => f.present);
+  expect(counted).toEqual([150, 150]);
+  // Each counted value is at most the window's: a subset, not another window.
+  const full = await aggregate({ facets: "level,service" });
+  for (const [i, facet] of capped.body.data.facets.entries()) {
+    for (const { value, count } of facet.top) {
+      expect(count).toBeLessThanOrEqual(full.body.data.facets[i].top.find((t: any) => t.value === value)?.count ?? 0);
+    }
+  }
+  // At or above the window's count: complete, the same answer as without a cap.
+  for (const cap of ["400", "100000"]) {
+    const whole = await aggregate({ facets: "level,service", max_events: cap });
+    expect(whole.body).toEqual(full.body);
+  }
+  expect(full.body.meta.complete).toBe(true);
+  expect(full.body.meta.partial).toBeUndefined();
+  // A query counts its matches only: the cap is on the events that match.
+  const matching = sent.filter((e) => e.message.includes("timeout")).length;
+  const query = await aggregate({ by: "level", query: "timeout", max_events: String(matching) });
+  expect(query.body.meta.complete).toBe(true);
+  expect(query.body.data.count).toBe(matching);
+});
+
+test.each(["0", "-1", "x", "100000001"])("max_events=%s: 400", async (cap) => {
+  const { status, body } = await aggregate({ by: "level", max_events: cap });
+  expect({ status, errors: body.errors }).toEqual({ status: 400, errors: expect.stringContaining("max_events must be a whole number from 1 to") });
+});

@@ -154,6 +154,78 @@ describe("counts", () => {
   });
 });
 
+describe("by a field", () => {
+  // Service names with falling counts, so the ranking is unambiguous; every seventh event has none,
+  // and one service is literally named "other" (it joins the rest, as a level of that name does).
+  const NAMES = ["api", "billing", "search", "auth", "mail", "cron", "queue", "other", "ws"];
+  let many: TestSource;
+  let sent: { dt: string; service?: string; level: string; message: string }[];
+  beforeAll(async () => {
+    many = await lp.createSource();
+    sent = [];
+    NAMES.forEach((name, i) => {
+      for (let k = 0; k < (NAMES.length - i) * 3; k++)
+        sent.push({ dt: iso(BASE + ((i * 37 + k * 101) % 3600) * 1000), service: name, level: "info", message: k % 2 ? "odd" : "even" });
+    });
+    for (let k = 0; k < 20; k++) sent.push({ dt: iso(BASE + k * 170_000), level: "error", message: "no service" });
+    expect((await lp.ingest(many.token, JSON.stringify(sent))).status).toBe(202);
+    await lp.flusher.flush();
+  });
+
+  /** The answer computed here: the LEVELS_MAX most frequent services named, the rest "other". */
+  function expectedBy(selected: typeof sent, bucketSeconds: number) {
+    const totals = new Map<string, number>();
+    for (const e of selected) if (e.service !== undefined) totals.set(e.service, (totals.get(e.service) ?? 0) + 1);
+    const named = [...totals]
+      .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1))
+      .slice(0, LEVELS_MAX)
+      .map(([name]) => name)
+      .filter((name) => name !== "other");
+    const data = Array.from({ length: 3600 / bucketSeconds }, (_, i) => ({
+      from: micro(BASE + i * bucketSeconds * 1000),
+      to: micro(BASE + (i + 1) * bucketSeconds * 1000),
+      count: 0,
+      values: {} as Record<string, number>,
+    }));
+    const seriesTotals = new Map<string, number>();
+    for (const e of selected) {
+      const bucket = data[Math.floor((ms(e.dt) - BASE) / 1000 / bucketSeconds)]!;
+      bucket.count++;
+      if (e.service === undefined) continue;
+      const series = named.includes(e.service) ? e.service : "other";
+      bucket.values[series] = (bucket.values[series] ?? 0) + 1;
+      seriesTotals.set(series, (seriesTotals.get(series) ?? 0) + 1);
+    }
+    const values = [...seriesTotals].sort(([a, x], [b, y]) => Number(a === "other") - Number(b === "other") || y - x || (a < b ? -1 : 1)).map(([v]) => v);
+    return { data, values, total: selected.length };
+  }
+
+  test.each(["", "even"])("by=service (query %p): top values per bucket, the rest as other, events without it in count only", async (query) => {
+    const response = await get(`source_ids=${many.id}&${window}&buckets=60&by=service${query ? `&query=${query}` : ""}`);
+    expect(response.status).toBe(200);
+    const body: any = await response.json();
+    const want = expectedBy(query ? sent.filter((e) => e.message === query) : sent, 60);
+    expect(body.meta).toEqual({ from: FROM, to: TO, bucket_seconds: 60, buckets: 60, total: want.total, by: "service", values: want.values, complete: true });
+    expect(body.data).toEqual(want.data);
+  });
+
+  test("by=level is the default answer (levels by severity, from the blocks' summaries)", async () => {
+    const byLevel: any = await (await get(`source_ids=${web.id}&${window}&buckets=60&by=level`)).json();
+    const plain: any = await (await get(`source_ids=${web.id}&${window}&buckets=60`)).json();
+    expect(byLevel).toEqual(plain);
+  });
+
+  test.each([
+    ["by=", "by must be one field path"],
+    ["by=a,b", "by must be one field path"],
+    ["by=a%20b", "by must be one field path"],
+    ["by=a&by=b", "by was sent 2 times"],
+  ])("%s → 400", async (params, fragment) => {
+    const response = await get(`source_ids=${many.id}&${params}`);
+    expect({ status: response.status, errors: ((await response.json()) as any).errors }).toEqual({ status: 400, errors: expect.stringContaining(fragment) });
+  });
+});
+
 describe("refusals", () => {
   const errorOf = async (response: Response) => ({ status: response.status, errors: ((await response.json()) as any).errors as string });
   test.each([

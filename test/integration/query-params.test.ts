@@ -120,13 +120,28 @@ describe("a parameter that takes one value, sent twice: 400", () => {
 
 describe("a parameter a route does not take: 400 naming it and what the route takes", () => {
   test.each([
-    ["/api/v2/query/histogram", "by=service", "histogram does not take by"],
+    ["/api/v2/query/histogram", "group_by=service", "histogram does not take group_by"],
     ["/api/v2/query/histogram", "q=error", "histogram does not take q"],
     ["/api/v2/query/aggregate", "by=level&group_by=host", "aggregate does not take group_by"],
     ["/api/v2/query/aggregate", "by=level&cursor=x", "aggregate does not take cursor"],
     ["/api/v2/query/dead-letters", "limit=5", "dead-letters does not take limit"],
   ])("%s?%s", async (route, params, message) => {
     await expectRefused(`${route}?source_ids=${web.id}&${params}`, message);
+  });
+
+  test.each(["from=now-1h", "batch=10", "q=error", "source_id=1"])("the live stream refuses %s before it starts, naming what it takes", async (params) => {
+    const name = params.slice(0, params.indexOf("="));
+    await expectRefused(
+      `/api/v2/query/live-tail/stream?source_ids=${web.id}&${params}`,
+      `live-tail/stream does not take ${name}: it takes source_ids, query, cursor`,
+    );
+  });
+
+  test("the live stream takes what the page sends (source_ids, query) and cursor", async () => {
+    const response = await lp.api("GET", `/api/v2/query/live-tail/stream?source_ids=${web.id}&query=level:error&cursor=`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toContain("text/event-stream");
+    await response.body?.cancel();
   });
 
   test("context takes no query", async () => {
