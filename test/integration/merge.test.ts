@@ -12,6 +12,7 @@ import type { BlockInfo, Run } from "../../src/store/merge-plan";
 import { BLOCK_EVENTS } from "../../src/store/sealer";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
+import { waitFor } from "../helpers/wait";
 
 let db: ScratchDatabase;
 let lp: TestLogpond;
@@ -19,7 +20,7 @@ beforeAll(async () => {
   db = await createScratchDatabase("merge");
   await runMigrations(db.url);
   // No timed seal nor merge: the tests run them when they choose.
-  lp = await startTestLogpond({ DATABASE_URL: db.url, SEAL_INTERVAL_MS: "600000", SEAL_FROM: "memory", SEAL_WORKERS: "2", MERGE_INTERVAL_MS: "0" });
+  lp = await startTestLogpond({ DATABASE_URL: db.url, SEAL_INTERVAL_MS: "600000", SEAL_FROM: "memory", SEAL_WORKERS: "2", MERGE_INTERVAL_MS: "100" });
 });
 afterAll(async () => {
   await lp.stop();
@@ -316,4 +317,20 @@ test("a run that would come out as many blocks as it is, none overlapping (block
   const merged = await mergePass(db.sql as never, settings, build, { full: true, futile: new Set() });
   expect(merged.runs).toBeGreaterThanOrEqual(1);
   expect((await blocks(source)).map((row) => row.n)).toEqual([20]);
+}, 120_000);
+
+test("with MERGE_INTERVAL_MS set, the timed passes merge on their own and /metrics counts them", async () => {
+  const source = await lp.createSource({ logs_retention: 3652 });
+  await sparse(source, 2, 10);
+  expect((await blocks(source)).length).toBeGreaterThanOrEqual(4);
+  const timed = await startTestLogpond({ DATABASE_URL: db.url, SEAL_INTERVAL_MS: "600000", MERGE_INTERVAL_MS: "100" });
+  try {
+    await waitFor("the timed merge to leave one block", () => blocks(source), { until: (rows) => rows.length === 1, timeoutMs: 60_000 });
+    const scrape = await (await timed.api("GET", "/metrics")).text();
+    const counter = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(scrape)?.[1] ?? "NaN");
+    expect(counter("logpond_merge_blocks_merged_total")).toBeGreaterThanOrEqual(4);
+    expect(counter("logpond_merge_passes_total")).toBeGreaterThanOrEqual(1);
+  } finally {
+    await timed.stop();
+  }
 }, 120_000);
