@@ -20,7 +20,7 @@ beforeAll(async () => {
   db = await createScratchDatabase("merge");
   await runMigrations(db.url);
   // No timed seal nor merge: the tests run them when they choose.
-  lp = await startTestLogpond({ DATABASE_URL: db.url, SEAL_INTERVAL_MS: "600000", SEAL_FROM: "memory", SEAL_WORKERS: "2", MERGE_INTERVAL_MS: "100" });
+  lp = await startTestLogpond({ DATABASE_URL: db.url, SEAL_INTERVAL_MS: "600000", SEAL_FROM: "memory", SEAL_WORKERS: "2", MERGE_INTERVAL_MS: "0" });
 });
 afterAll(async () => {
   await lp.stop();
