@@ -47,6 +47,12 @@ export interface Config {
   readonly sealWorkers: number;
   /** Where blocks are built from: what the flusher committed ("memory", store/staging.ts), or the hot rows read back ("rows"). */
   readonly sealFrom: "memory" | "rows";
+  /** Merges of small or overlapping blocks (store/merge.ts): a pass every this many ms; 0: none. */
+  readonly mergeIntervalMs: number;
+  /** Events one merge transaction rewrites at most. */
+  readonly mergeMaxEvents: number;
+  /** Blocks a run of the current UTC day needs before it is merged. */
+  readonly mergeMinBlocks: number;
   readonly logLevel: "info" | "silent";
   readonly queryTimeoutMs: number;
   readonly tailHeartbeatMs: number;
@@ -105,6 +111,9 @@ export const DEFAULTS = {
   SEAL_INTERVAL_MS: 60_000,
   SEAL_WORKERS: 0,
   SEAL_FROM: "rows",
+  MERGE_INTERVAL_MS: 300_000,
+  MERGE_MAX_EVENTS: 50_000,
+  MERGE_MIN_BLOCKS: 16,
   LOG_LEVEL: "info",
   QUERY_TIMEOUT_MS: 5_000,
   TAIL_HEARTBEAT_MS: 10_000,
@@ -191,6 +200,9 @@ export function loadConfig(env: Env = process.env): Config {
     sealIntervalMs: int("SEAL_INTERVAL_MS", 100, 600_000),
     sealWorkers: int("SEAL_WORKERS", 0, 64),
     sealFrom: oneOf("SEAL_FROM", ["memory", "rows"] as const),
+    mergeIntervalMs: int("MERGE_INTERVAL_MS", 0, 86_400_000),
+    mergeMaxEvents: int("MERGE_MAX_EVENTS", 1_000, 10_000_000),
+    mergeMinBlocks: int("MERGE_MIN_BLOCKS", 2, 100_000),
     logLevel: oneOf("LOG_LEVEL", ["info", "silent"] as const),
     queryTimeoutMs: int("QUERY_TIMEOUT_MS", 10, 600_000),
     tailHeartbeatMs: int("TAIL_HEARTBEAT_MS", 100, 15_000),

@@ -20,6 +20,7 @@ import { ensurePartitionsAhead, startRetention, type Retention } from "./retenti
 import { background, readiness, type Service } from "./service";
 import { startSources } from "./sources/cache";
 import { openStore, type Store } from "./store/db";
+import { type Merger, startMerger } from "./store/merge";
 import { type Sealer, startSealer } from "./store/sealer";
 import { stopAll } from "./stop";
 import { startTail, type TailHub } from "./tail/hub";
@@ -57,6 +58,8 @@ export interface Logpond extends IngestNode {
   readonly retention: Retention;
   /** Moves committed events into compressed blocks every SEAL_INTERVAL_MS. */
   readonly sealer: Sealer;
+  /** Merges a day's small or overlapping blocks every MERGE_INTERVAL_MS. */
+  readonly merger: Merger;
   /** The ingest workers, when INGEST_WORKERS > 1 made this process their supervisor. */
   readonly workers: Workers | undefined;
 }
@@ -138,6 +141,7 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
     settled: () => flusher.settled(),
     hold: (bytes) => memory.hold(bytes),
   });
+  const merger = startMerger(config, { sql: store.sql, log, metrics, hold: (bytes) => memory.hold(bytes) });
   // /ready: the first reason a service gives, in the list's order (storage's, then the flusher's);
   // while the listeners start, before the list is whole, those two are asked.
   let services: Service[] = [store, flusher];
@@ -164,6 +168,7 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
     tokens,
     // Halted at the stop's start (between two moves, a move being one statement), waited for once the drain is over.
     background("sealer", sealer),
+    background("merge", merger), // halted at the start: a running merge stops between two runs (a run is one transaction)
     background("retention", retention), // halted at the start: a running sweep stops between two statements
     management,
     tail,
@@ -174,7 +179,7 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
     ...(workers ? [workers] : []),
   ];
   return {
-    ...{ store, flusher, ring, metrics, uncaughtErrors, tail, retention, sealer, workers },
+    ...{ store, flusher, ring, metrics, uncaughtErrors, tail, retention, sealer, merger, workers },
     apiToken: tokens.apiToken,
     spilled: buffer.spilled,
     apiUrl: management.url,

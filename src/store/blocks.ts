@@ -3,7 +3,7 @@
 // A block holds up to `maxEvents` events (and BLOCK_MAX_BYTES of text) of one source and one UTC
 // day. Read back (buildBlocks), a source's day is cut into blocks in (dt, id) order, as evenly as
 // its count allows, so they do not overlap in time; built as events arrive (BlockBuilder, the
-// memory path), blocks of one day may overlap. A day's partition holds exactly that day. Times are compared
+// memory path), blocks of one day may overlap until a merge rewrites them (store/merge.ts). A day's partition holds exactly that day. Times are compared
 // as their fixed-width RFC 3339 text, exact to the microsecond for every year logpond accepts.
 // Inside a block the lines are ordered by event shape (the set of top-level keys), then (dt, id):
 // neighbours of one shape repeat most (docs/storage.md). The block's text — its events' ids and
