@@ -30,7 +30,7 @@ import { plan, type Plan, writeCorpus } from "./scale/corpus";
 import type { Load } from "./scale/load";
 import { NO_SEAL_INTERVAL_MS } from "./scale/options";
 import { Cleanups, startScaleService, type ScaleService, type Source } from "./scale/service";
-import { committedSince, databaseNow, hotExact, stored } from "./scale/storage";
+import { committedSince, counter, databaseNow, hotExact, stored } from "./scale/storage";
 import { run } from "./scale/reads";
 
 const argv = process.argv.slice(2);
@@ -136,6 +136,8 @@ interface Measured {
   seconds: number;
   acknowledgedSeconds: number;
   sealedAfterSeconds?: number;
+  /** Of the events sealed, those whose blocks the memory path built (SEAL_FROM=memory). */
+  fromMemory?: number;
   retries: number;
   cpu: Cpu;
   senderCpu: number;
@@ -197,12 +199,15 @@ async function measure(n: number, file: string, p: Plan): Promise<Measured> {
     let sealedAfterSeconds: number | undefined;
     if (SEAL_INTERVAL_MS < NO_SEAL_INTERVAL_MS)
       sealedAfterSeconds = ((await waitUntil("everything in blocks", async () => (await hotExact(service.sql)) === 0, 600_000)) - storedAt) / 1000;
+    const scraped = await (await fetch(`${service.logpond.apiUrl}/metrics`)).text();
+    const fromMemory = SEAL_INTERVAL_MS < NO_SEAL_INTERVAL_MS ? counter(scraped, "logpond_sealer_events_from_memory_total") : undefined;
     return {
       workers: n,
       bare: bareRun,
       seconds: (storedAt - started) / 1000,
       acknowledgedSeconds: sent.seconds,
       sealedAfterSeconds,
+      fromMemory,
       retries: sent.retries,
       cpu: used,
       senderCpu: sent.cpu,
@@ -301,7 +306,7 @@ async function main(): Promise<void> {
         .map((p) => us(p.seconds))
         .join(
           " + ",
-        )}) | ${us(r.cpu.postgres)} | ${us(r.senderCpu)} | ${fmt(r.load, 2)} | ${r.sealedAfterSeconds === undefined ? "—" : fmt(r.sealedAfterSeconds, 1)} |`;
+        )}) | ${us(r.cpu.postgres)} | ${us(r.senderCpu)} | ${fmt(r.load, 2)} | ${r.sealedAfterSeconds === undefined ? "—" : `${fmt(r.sealedAfterSeconds, 1)} (${fmt(r.fromMemory ?? 0)} built from memory)`} |`;
     }),
     "",
     `Retries after 503/429: ${runs.map((r) => `${r.workers} → ${r.retries}`).join(", ")}.`,

@@ -230,10 +230,6 @@ export function loadConfig(env: Env = process.env): Config {
   if (config.role === "ingest" && config.databaseUrl === undefined) {
     problems.push("ROLE=ingest needs DATABASE_URL: an ingest node writes to the PostgreSQL another logpond (ROLE=all) runs the maintenance of");
   }
-  // The memory path hands committed batches to seal threads in the process that committed them (store/staging.ts).
-  if (config.sealFrom === "memory" && config.ingestWorkers > 1) {
-    problems.push("SEAL_FROM=memory works in one process only: set INGEST_WORKERS=1, or SEAL_FROM=rows to use several ingest workers");
-  }
 
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
@@ -258,10 +254,10 @@ function workerIndex(raw: string | undefined, problems: string[]): number | unde
  * listeners cannot share a port (SO_REUSEPORT spreads connections on Linux only), and in an ingest
  * process itself.
  */
-export function ingestWorkers(config: Pick<Config, "ingestWorkers" | "role" | "workerIndex" | "sealFrom">, cores: number, platform: string): number {
+export function ingestWorkers(config: Pick<Config, "ingestWorkers" | "role" | "workerIndex">, cores: number, platform: string): number {
   if (config.role !== "all" || config.workerIndex !== undefined || platform !== "linux") return 1;
   if (config.ingestWorkers > 0) return config.ingestWorkers;
-  if (config.sealFrom === "memory" || cores <= 2) return 1;
+  if (cores <= 2) return 1;
   return Math.min(8, Math.floor(cores / 2));
 }
 

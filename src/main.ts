@@ -71,6 +71,7 @@ if (config.workerIndex !== undefined)
     () => forwardedText(logpond.metrics.render()),
     () => logpond.flusher.flush(),
     (why) => void shutdown(why, false),
+    logpond.staging,
   );
 else
   console.log(

@@ -21,7 +21,9 @@ import { background, readiness, type Service } from "./service";
 import { startSources } from "./sources/cache";
 import { openStore, type Store } from "./store/db";
 import { type Merger, startMerger } from "./store/merge";
-import { type Sealer, startSealer } from "./store/sealer";
+import { BLOCK_EVENTS, type Sealer, stageCommits, startSealer } from "./store/sealer";
+import { SealPool } from "./store/seal-pool";
+import { type HandedBatch, type Stager, stagerGroup, type Staging } from "./store/staging";
 import { stopAll } from "./stop";
 import { startTail, type TailHub } from "./tail/hub";
 import { startTokens } from "./tokens/service";
@@ -48,6 +50,8 @@ export interface IngestNode {
   readonly spilled: Spilled;
   /** Where this ingest node's listener counts requests and events (cluster/worker.ts reports them). */
   readonly ingested: () => { requests: number; events: number };
+  /** An ingest worker's memory path (SEAL_FROM=memory), which its supervisor asks (cluster/worker.ts). */
+  readonly staging?: Stager;
 }
 
 export interface Logpond extends IngestNode {
@@ -116,10 +120,14 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
   if (!plan.maintenance) {
     let services: Service[] = [store, flusher];
     const ready = readiness(() => services);
+    // An ingest worker with the memory path builds blocks of what it commits, for its supervisor's sealer (cluster/stagers.ts).
+    const staging =
+      config.sealFrom === "memory" && config.workerIndex !== undefined ? startWorkerStaging(config, { url: store.url, flusher, memory }) : undefined;
     const ingest = startIngestListener(config, { sources, ring, flusher, memory, decodeWorker, store, metrics, log, ready });
-    services = [store, flusher, sources, decodeWorker, buffer, ingest];
+    // Its seal threads stop after the buffer's drain, whose commits they are handed.
+    services = [store, flusher, ...(staging ? [staging] : []), sources, decodeWorker, buffer, ingest];
     return {
-      ...{ store, flusher, ring, metrics, uncaughtErrors, ingested: ingest.ingested },
+      ...{ store, flusher, ring, metrics, uncaughtErrors, ingested: ingest.ingested, staging: staging?.staging },
       spilled: buffer.spilled,
       ingestUrl: ingest.url,
       stop: () => stopAll(services, config.shutdownTimeoutMs).then(() => buffer.drained),
@@ -133,8 +141,12 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
   const tokens = await startTokens(config, { store, tail, log });
   const sealer = startSealer(config, {
     sql: store.sql,
-    // The memory path (store/staging.ts): its threads connect, and hear of each commit.
-    ...(config.sealFrom === "memory" && { url: store.url, subscribe: (listener) => flusher.subscribe(listener) }),
+    // The memory path (store/staging.ts): its threads connect, and hear of each commit; with
+    // workers, theirs do, and the sealer asks them (cluster/stagers.ts).
+    ...(config.sealFrom === "memory" &&
+      (plan.workers > 1
+        ? { stager: stagerGroup(() => workers?.stagers ?? []) }
+        : { url: store.url, subscribe: (listener: (batch: HandedBatch) => void) => flusher.subscribe(listener) })),
     log,
     metrics,
     handled: (bytes) => memory.gcPacer.handled(bytes),
@@ -187,5 +199,26 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
     ingested: ingest?.ingested ?? (() => ({ requests: 0, events: 0 })),
     // Exit 0 only when no worker left anything behind either (each says how many it spilled).
     stop: () => stopAll(services, config.shutdownTimeoutMs).then(() => buffer.drained && !workers?.leftBehind),
+  };
+}
+
+/** An ingest worker's memory path: its commits handed to seal threads of its own (SEAL_WORKERS of them), stopped as a service. */
+function startWorkerStaging(
+  config: Config,
+  { url, flusher, memory }: { url: string; flusher: Flusher; memory: { hold(bytes: number): () => void } },
+): Service & { staging: Staging } {
+  const pool = new SealPool(Math.max(1, config.sealWorkers), url, BLOCK_EVENTS);
+  const { staging, unsubscribe } = stageCommits(
+    pool,
+    (listener) => flusher.subscribe(listener),
+    (bytes) => memory.hold(bytes),
+  );
+  return {
+    name: "seal threads",
+    staging,
+    async stop() {
+      unsubscribe();
+      await pool.close();
+    },
   };
 }

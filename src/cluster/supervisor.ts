@@ -13,13 +13,16 @@
 // shows the last reports, the ingestion series summed over the workers (cluster/gather.ts).
 // The stop: SIGTERM to every worker, which drains its buffer (or spills it) and exits; one still
 // running at the deadline is killed.
+import { availableParallelism } from "node:os";
 import * as path from "node:path";
 import { type Config, SPILL_RESERVE_VARIABLE, WORKER_INDEX_VARIABLE } from "../config";
 import type { Metrics, Registry } from "../metrics";
 import { Gathered, gatherInto } from "./gather";
 import { type Service, timeLeft } from "../service";
 import { backoff } from "../timers";
-import type { SupervisorMessage, WorkerMessage } from "./worker";
+import type { Stager } from "../store/staging";
+import { workerStager } from "./stagers";
+import type { StageAnswer, StageCall, SupervisorMessage, WorkerMessage } from "./worker";
 
 const MAIN = path.join(import.meta.dir, "..", "main.ts");
 /** How long a worker may take from its spawn to its listener (a spill replay is part of it). */
@@ -41,6 +44,8 @@ export interface Workers extends Service {
   readonly leftBehind: boolean;
   /** Resolves once every listening worker wrote what its buffer held when asked (or exited). */
   flush(): Promise<void>;
+  /** Each slot's memory path (SEAL_FROM=memory), which the sealer asks as one (store/staging.ts stagerGroup). */
+  readonly stagers: readonly Stager[];
 }
 
 interface Slot {
@@ -58,6 +63,8 @@ interface Slot {
   gathered: Gathered;
   /** Flushes asked of its process, by id, resolved when it answers or exits. */
   flushes: Map<number, () => void>;
+  /** Its memory path's calls (cluster/stagers.ts), by id, resolved with the answer, or undefined when it exits. */
+  stages: Map<number, (answer: StageAnswer | undefined) => void>;
   restartTimer: Timer | undefined;
 }
 
@@ -79,6 +86,7 @@ export async function startWorkers(
     current: { requests: 0, events: 0 },
     gathered: new Gathered(),
     flushes: new Map(),
+    stages: new Map(),
     restartTimer: undefined,
   }));
   const declareGathered = gatherInto(
@@ -106,6 +114,9 @@ export async function startWorkers(
           } else if (message.type === "flushed") {
             slot.flushes.get(message.id)?.();
             slot.flushes.delete(message.id);
+          } else if (message.type === "staged") {
+            slot.stages.get(message.id)?.(message.value);
+            slot.stages.delete(message.id);
           }
         },
         onExit(_proc, code, signal) {
@@ -117,6 +128,8 @@ export async function startWorkers(
           slot.gathered.exited();
           for (const done of slot.flushes.values()) done();
           slot.flushes.clear();
+          for (const done of slot.stages.values()) done(undefined);
+          slot.stages.clear();
           if (!ready) reject(new Error(`ingest worker ${slot.index} exited before it listened (${signal ?? `exit ${code}`})`));
           else if (!stopping) restart(slot, signal ? String(signal) : `exit ${code}`);
         },
@@ -188,6 +201,35 @@ export async function startWorkers(
       }),
     ).then(() => {});
 
+  let calls = 0;
+  /** A call to the slot's memory path: its answer, or undefined when it exits or does not answer within `timeoutMs`. */
+  const ask = (slot: Slot, call: StageCall, timeoutMs: number): Promise<StageAnswer | undefined> => {
+    if (!slot.ready || slot.proc === undefined) return Promise.resolve(undefined);
+    const id = ++calls;
+    let timer: Timer | undefined;
+    const answered = new Promise<StageAnswer | undefined>((resolve) => {
+      slot.stages.set(id, resolve);
+      timer = setTimeout(() => {
+        slot.stages.delete(id);
+        resolve(undefined);
+      }, timeoutMs);
+    });
+    try {
+      slot.proc.send({ type: "stage", id, call } satisfies SupervisorMessage);
+    } catch {
+      slot.stages.get(id)?.(undefined);
+      slot.stages.delete(id);
+    }
+    return answered.finally(() => clearTimeout(timer));
+  };
+  const stagers = slots.map((slot) =>
+    workerStager({
+      index: slot.index,
+      pid: () => (slot.ready ? slot.proc?.pid : undefined),
+      ask: (call, timeoutMs) => ask(slot, call, timeoutMs),
+    }),
+  );
+
   try {
     // The first worker binds INGEST_PORT (0: a free one it is given), the others its port.
     port = await spawn(slots[0]!);
@@ -216,6 +258,7 @@ export async function startWorkers(
       return leftBehind;
     },
     flush,
+    stagers,
     halt() {
       stopping = true; // no restart from now on
     },
@@ -257,6 +300,8 @@ export function workerEnv(config: Config, count: number, url: string): Record<st
     BUFFER_MAX_BYTES: share(config.bufferMaxBytes, 1 << 20),
     BUFFER_MAX_EVENTS: share(config.bufferMaxEvents, 1),
     SHUTDOWN_TIMEOUT_MS: String(Math.max(100, Math.floor(config.shutdownTimeoutMs * WORKER_SHUTDOWN_SHARE))),
+    // The memory path's seal threads: each worker builds what it commits, the cores shared out.
+    SEAL_WORKERS: String(config.sealWorkers || Math.max(1, Math.min(4, Math.floor(availableParallelism() / count)))),
     // The embedded PostgreSQL shares the disk: each worker keeps room for its own spill file.
     [SPILL_RESERVE_VARIABLE]: config.databaseUrl === undefined ? "1" : "",
   };

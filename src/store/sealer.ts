@@ -168,7 +168,7 @@ export async function sealClosed(
     // the others: it is logged, the rest are sealed, and the pass fails at its end.
     try {
       // "busy": a batch is writing into it right now (a straggler); a few tries, then the next pass.
-      const seal = () => sealTable(sql, part.name, stats, signal, handled, pool, staging);
+      const seal = () => sealTable(sql, part.name, stats, signal, handled, pool, staging, log);
       for (let tries = 1; (await around(part.name, seal)) === "busy" && tries < BUSY_TRIES; tries++) await Bun.sleep(100);
       if (await dropIfEmpty(sql, part.name, signal)) stats.dropped++;
     } catch (error) {
@@ -210,11 +210,13 @@ async function sealTable(
   handled: ((bytes: number) => void) | undefined,
   pool: SealPool | undefined,
   staging: Stager | undefined,
+  log: (line: string) => void = () => {},
 ): Promise<"truncated" | "deleted" | "busy"> {
   const match = GENERATION.exec(table);
   const generation = match ? Number(match[1]) : undefined;
   // The memory path's blocks of this generation, written by now (a retry after "busy" finds none: sealed from its rows).
   const staged = generation !== undefined && staging ? await staging.finish(generation) : undefined;
+  if (typeof staged === "string") log(`sealer: ${table} read back from its rows (${staged})`);
   let done: { moved: number; sealed: number; blocks: number; truncated: boolean; fromMemory: number };
   try {
     done = await sql.begin(async (tx) => {

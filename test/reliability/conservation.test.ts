@@ -107,8 +107,8 @@ async function metric(service: Service, name: string): Promise<number | undefine
 
 const ended = (service: Service) => service.proc.exitCode !== null || service.proc.signalCode !== null;
 
-/** Three ingest workers; the memory path works in one process only, so blocks are built from rows. */
-const WORKERS_ENV = { INGEST_WORKERS: "3", SEAL_FROM: "rows" };
+/** Three ingest workers, each building blocks of what it commits for the supervisor's sealer (cluster/stagers.ts). */
+const WORKERS_ENV = { INGEST_WORKERS: "3", SEAL_FROM: "memory", SEAL_WORKERS: "1" };
 
 function alive(pid: number): boolean {
   try {
@@ -209,6 +209,8 @@ const scenarios: Scenario[] = [
     name: "3 ingest workers: one killed with SIGKILL under load (durable), replaced: nothing acknowledged is lost",
     env: { ...WORKERS_ENV, INGEST_ACK: "durable" },
     async fault(service) {
+      // The workers' blocks are published: the memory path runs across processes before the fault.
+      await waitFor("blocks built by the workers", async () => ((await metric(service, "logpond_sealer_events_from_memory_total")) ?? 0) > 0, POLL);
       const victim = runningWorkers(service)[0]!;
       const restarts = (await metric(service, "logpond_worker_restarts_total")) ?? 0;
       process.kill(victim, "SIGKILL");
