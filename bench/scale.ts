@@ -326,7 +326,7 @@ async function main(): Promise<void> {
   for (const read of reads) {
     const text = read.spec.grep;
     if (text === undefined) continue;
-    if (!greps.has(text)) greps.set(text, await grep(file, text));
+    if (!greps.has(text)) greps.set(text, await grep(file, text, read.spec.grepRegex ? ["-E"] : []));
     read.grep = greps.get(text);
   }
 

@@ -30,10 +30,10 @@ export interface Grep {
   count: number;
 }
 
-/** `grep -F -c [flags] text file`: one run to warm the page cache, then the median of 3. */
+/** `grep -F -c [flags] text file` (`-E` among the flags: a regex): one run to warm the page cache, then the median of 3. */
 export async function grep(file: string, text: string, flags: string[] = []): Promise<Grep> {
   const once = async () => {
-    const result = await run(["grep", "-F", ...flags, "-c", "--", text, file]);
+    const result = await run(["grep", ...(flags.includes("-E") ? [] : ["-F"]), ...flags, "-c", "--", text, file]);
     if (result.code > 1) throw new Error(`grep exited with ${result.code}`);
     return { ms: result.ms, count: Number(result.stdout.trim()) };
   };
@@ -64,6 +64,10 @@ export interface ReadSpec {
   from?: string;
   /** The same search over the NDJSON file, for the ratio. */
   grep?: string;
+  /** `grep` is an extended regex (grep -E), not a fixed string. */
+  grepRegex?: boolean;
+  /** GET /api/v2/query/aggregate with by=<this>&top=10 over the window instead of a page (rows: values in the top). */
+  aggregateBy?: string;
   /** Timed runs after the warm-up (the median is shown). */
   runs: number;
   /** GET /api/v2/query/histogram with this many buckets instead of a page (rows: buckets counted). */
@@ -92,8 +96,9 @@ async function timedRead(url: string): Promise<{ status: number | string; ms: nu
   const ms = performance.now() - started;
   if (response.status === 200) {
     // A histogram counted in part (QUERY_TIMEOUT_MS ran out): "200 partial", rows = buckets counted.
-    const body = JSON.parse(text) as { data: { count?: number | null }[]; meta?: { complete?: boolean } };
-    const rows = body.data.filter((row) => row.count !== null).length;
+    // An aggregation: rows = values in its top.
+    const body = JSON.parse(text) as { data: { count?: number | null }[] | { by?: { top: unknown[] } }; meta?: { complete?: boolean } };
+    const rows = Array.isArray(body.data) ? body.data.filter((row) => row.count !== null).length : (body.data.by?.top.length ?? 0);
     return { status: body.meta?.complete === false ? "200 partial" : 200, ms, rows };
   }
   if (response.status !== 503) throw new Error(`${url}: ${response.status} ${text.slice(0, 300)}`);
@@ -104,10 +109,13 @@ async function timedRead(url: string): Promise<{ status: number | string; ms: nu
 export async function measureRead(apiUrl: string, spec: ReadSpec): Promise<ReadResult> {
   const params = new URLSearchParams({ source_ids: spec.sources.map((s) => s.id).join(",") });
   if (spec.buckets) params.set("buckets", String(spec.buckets));
+  else if (spec.aggregateBy) params.set("by", spec.aggregateBy);
   else params.set("batch", "100");
+  if (spec.aggregateBy) params.set("top", "10");
   if (spec.query) params.set("query", spec.query);
   if (spec.from) params.set("from", spec.from);
-  const url = `${apiUrl}/api/v2/query/${spec.buckets ? "histogram" : "live-tail"}?${params}`;
+  const route = spec.buckets ? "histogram" : spec.aggregateBy ? "aggregate" : "live-tail";
+  const url = `${apiUrl}/api/v2/query/${route}?${params}`;
   await timedRead(url);
   const runs: Awaited<ReturnType<typeof timedRead>>[] = [];
   for (let i = 0; i < spec.runs; i++) runs.push(await timedRead(url));
@@ -141,6 +149,17 @@ export function readSpecs(sources: Source[], split: number[], p: Plan): ReadSpec
     { name: "frequent word, first page", sources, from, query: "timeout", grep: "timeout", runs: search },
     { name: "histogram of 24 h, 96 buckets", sources, from, buckets: 96, runs: search },
     { name: "histogram of 24 h, 96 buckets, with a query", sources, from, query: "timeout", grep: "timeout", buckets: 96, runs: search },
+    // A regex on a field that one event matches: every line is a candidate (grep -E over the NDJSON beside it).
+    {
+      name: "regex on a field (one event)",
+      sources,
+      from,
+      query: `request_id=~"^req-needle-${needle.slice(11, 15)}[0-9a-f]+$"`,
+      grep: `"request_id":"req-needle-${needle.slice(11, 15)}[0-9a-f]+"`,
+      grepRegex: true,
+      runs: search,
+    },
+    { name: "top-10 count by a field (http.status)", sources, from, aggregateBy: "http.status", runs: search },
   ];
 }
 
