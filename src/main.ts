@@ -25,6 +25,14 @@ try {
 const worker = config.workerIndex === undefined ? "" : ` [ingest worker ${config.workerIndex}]`;
 const log = config.logLevel === "silent" ? () => {} : (line: string) => console.log(`${new Date().toISOString()}${worker} ${line}`);
 
+// A signal while starting is kept and acted on once started: killed halfway, the start would leave
+// the embedded PostgreSQL (or ingest workers) running without their logpond.
+let signalledWhileStarting: string | undefined;
+const keepSignal = (signal: string) => {
+  signalledWhileStarting ??= signal;
+};
+for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, keepSignal);
+
 const started = performance.now();
 const starting: Promise<IngestNode & Partial<Logpond>> =
   config.role === "ingest" ? startIngestNode(config, log) : startLogpond(config, log, ingestWorkers(config, availableParallelism(), process.platform));
@@ -61,7 +69,11 @@ guardProcess({
 });
 
 // Signals before the banner: a supervisor may send SIGTERM as soon as it reads the banner.
-for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => void shutdown(signal, false));
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  process.off(signal, keepSignal);
+  process.on(signal, () => void shutdown(signal, false));
+}
+if (signalledWhileStarting) void shutdown(`${signalledWhileStarting} while starting`, false);
 
 const { apiUrl, apiToken, workers } = logpond;
 if (config.workerIndex !== undefined)

@@ -167,6 +167,8 @@ async function startOn(store: Store, config: Config, metrics: Metrics, log: (lin
     ingestingHost: () => publicIngestHost(config, ingestPort),
   });
   if (plan.workers > 1) workers = await startWorkers(config, { count: plan.workers, url: store.url, metrics, log });
+  // The generation open since the start was opened before any worker listened: theirs is the next.
+  if (workers && config.sealFrom === "memory") await sealer.openGeneration();
   if (workers) ingestPort = workers.port;
 
   // In the order each needs the ones before it; stop.ts halts them all, then stops them in reverse

@@ -24,22 +24,27 @@ export interface StageTarget {
 
 /** The Stager of one worker slot: its process's Staging, over IPC. */
 export function workerStager(target: StageTarget): Stager {
-  /** Generation → the PID of the process that heard of its opening before the close committed. */
-  const heard = new Map<number, number>();
+  /** Generation → the PID of the process that heard of its opening before the close committed, or why none did. */
+  const heard = new Map<number, number | string>();
   return {
     async opening(start) {
       const pid = target.pid();
-      if (pid === undefined) return;
-      if ((await target.ask({ kind: "opening", start }, OPENING_TIMEOUT_MS)) === null && target.pid() === pid) heard.set(start, pid);
+      if (pid === undefined) {
+        heard.set(start, "was not listening when the generation opened");
+        return;
+      }
+      const answer = await target.ask({ kind: "opening", start }, OPENING_TIMEOUT_MS);
+      if (answer !== null) heard.set(start, `did not answer the generation's opening within ${OPENING_TIMEOUT_MS} ms`);
+      else heard.set(start, target.pid() === pid ? pid : "was started again while the generation opened");
     },
     known(starts) {
       for (const generation of heard.keys()) if (!starts.includes(generation)) heard.delete(generation);
       if (target.pid() !== undefined) void target.ask({ kind: "known", starts: [...starts] }, OPENING_TIMEOUT_MS);
     },
     async finish(generation) {
-      const pid = heard.get(generation);
-      if (pid === undefined || target.pid() !== pid)
-        return `ingest worker ${target.index} did not hear of the generation's opening (it started since, or did not answer in time)`;
+      const pid = heard.get(generation) ?? "had not started when the generation opened";
+      if (typeof pid === "string") return `ingest worker ${target.index} ${pid}`;
+      if (target.pid() !== pid) return `ingest worker ${target.index} was started again since the generation opened`;
       const answer = await target.ask({ kind: "finish", generation }, FINISH_TIMEOUT_MS);
       if (answer === undefined || answer === null) return `ingest worker ${target.index} exited or did not answer for the generation`;
       return answer;

@@ -63,7 +63,7 @@ export function prepareBody(
   const cost = costLimits(limits);
   const measured = measureBody(body, format, cost);
   if (measured instanceof AppError) return measured;
-  if (measured !== undefined && measured > limits.bufferMaxEvents) return neverFits(`${measured} events`, "BUFFER_MAX_EVENTS");
+  if (measured !== undefined && measured > limits.bufferMaxEvents) return neverFits(`${measured} events`, `${limits.bufferMaxEvents} events: BUFFER_MAX_EVENTS`);
   if (measured !== undefined && decodedInSlices(body, format)) {
     const sliced = prepareSliced(body, format as SlicedFormat, measured, sourceId, reception, limits, afterSlice);
     if (sliced !== undefined) return sliced;
@@ -75,7 +75,7 @@ export function prepareBody(
   if (measured === undefined || events.length > measured) {
     const tooMany = checkEventCount(events.length, cost);
     if (tooMany) return tooMany;
-    if (events.length > limits.bufferMaxEvents) return neverFits(`${events.length} events`, "BUFFER_MAX_EVENTS");
+    if (events.length > limits.bufferMaxEvents) return neverFits(`${events.length} events`, `${limits.bufferMaxEvents} events: BUFFER_MAX_EVENTS`);
   }
   const encoded = encodeEvents(events, format, sourceId, reception, limits);
   if (encoded instanceof AppError) return encoded;

@@ -216,7 +216,6 @@ async function sealTable(
   const generation = match ? Number(match[1]) : undefined;
   // The memory path's blocks of this generation, written by now (a retry after "busy" finds none: sealed from its rows).
   const staged = generation !== undefined && staging ? await staging.finish(generation) : undefined;
-  if (typeof staged === "string") log(`sealer: ${table} read back from its rows (${staged})`);
   let done: { moved: number; sealed: number; blocks: number; truncated: boolean; fromMemory: number };
   try {
     done = await sql.begin(async (tx) => {
@@ -242,6 +241,8 @@ async function sealTable(
     if (code === UNDEFINED_TABLE) return "truncated"; // sealed and dropped by another instance
     throw error;
   }
+  // Why a generation with events was read back (the memory path could not vouch for it).
+  if (typeof staged === "string" && done.moved > 0) log(`sealer: ${table} read back from its rows (${staged})`);
   stats.moved += done.moved;
   stats.sealed += done.sealed;
   stats.blocks += done.blocks;
@@ -473,6 +474,11 @@ export interface Sealer {
   readonly pool: SealPoolStats;
   /** When the last pass finished (ms since epoch; 0: none yet). */
   readonly lastPassAt: number;
+  /**
+   * Opens a new generation now, told to the memory path's holders: with `stager` (the ingest
+   * workers), called once they listen, so the first generation after a start is theirs too.
+   */
+  openGeneration(): Promise<void>;
 }
 
 /**
@@ -515,10 +521,13 @@ export function startSealer(
   const local = !options.stager && options.url && options.subscribe ? stageCommits(pool, options.subscribe, options.hold) : undefined;
   const staging: Stager | undefined = options.stager ?? local?.staging;
   // The open generation holds batches from before this start: a new one takes the memory path's.
-  if (staging)
-    closeGeneration(sql, true, (start) => staging.opening(start)).catch((error: Error) =>
-      log(`sealer: could not open a generation for the memory path (${error.message}); the next pass does`),
+  const openGeneration = () =>
+    closeGeneration(sql, true, (start) => staging?.opening(start)).then(
+      () => {},
+      (error: Error) => log(`sealer: could not open a generation for the memory path (${error.message}); the next pass does`),
     );
+  // Another process's stager (the workers') is told when its holders listen (openGeneration).
+  if (local) void openGeneration();
   const totals: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0, fromMemory: 0 };
   let lastPassAt = 0;
   let busyInARow = 0;
@@ -577,6 +586,7 @@ export function startSealer(
 
   const sealer: Sealer = {
     sealNow: job.runNow,
+    openGeneration,
     halt: job.halt,
     async stop(deadline) {
       local?.unsubscribe();

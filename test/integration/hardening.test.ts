@@ -179,7 +179,7 @@ describe("requests that can never fit → 413, never 503", () => {
       const events = (n: number) => Array.from({ length: n }, (_, i) => ({ n: i }));
       const six = await small.ingest(source.token, JSON.stringify(events(6)));
       expect(six.status).toBe(413);
-      expect(await six.text()).toContain("BUFFER_MAX_EVENTS");
+      expect(await six.text()).toContain("(5 events: BUFFER_MAX_EVENTS)");
       const nine = await small.ingest(source.token, JSON.stringify(events(9)));
       expect(nine.status).toBe(413);
       expect(await nine.text()).toContain("INGEST_MAX_EVENTS_PER_REQUEST");

@@ -3,10 +3,12 @@
 // a second logpond on ports in use, or a HOST it cannot listen on, stops with a clear message; the
 // embedded PostgreSQL keeps data across restarts and survives a logpond killed with SIGKILL.
 import { expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
+import { embeddedCluster } from "../helpers/faults";
 import { MAIN, SERVICE_API_TOKEN, spawnService } from "../helpers/service";
+import { waitFor } from "../helpers/wait";
 
 const API_TOKEN = SERVICE_API_TOKEN;
 const start = spawnService;
@@ -85,6 +87,28 @@ test("embedded PostgreSQL: data survives a restart and a SIGKILLed logpond; SIGT
 
     const ps = Bun.spawnSync(["ps", "-eo", "args"]).stdout.toString();
     expect(ps).not.toContain(dataDir);
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}, 120_000);
+
+test("SIGTERM while starting (its embedded PostgreSQL being made or started): it stops once started, exit 0, nothing left running", async () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-early-term-"));
+  try {
+    const proc = Bun.spawn([process.execPath, MAIN], {
+      env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "", API_PORT: "0", INGEST_PORT: "0", EMBEDDED_PG_PORT: "0", API_TOKEN },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    // initdb's bootstrap, then the postmaster, hold this file: logpond is still starting then.
+    await waitFor("the embedded cluster's lock file", () => existsSync(path.join(embeddedCluster(dataDir), "postmaster.pid")), { timeoutMs: 60_000 });
+    proc.kill("SIGTERM");
+    expect(await proc.exited).toBe(0);
+    const left = Bun.spawnSync(["ps", "-eo", "pid,args"])
+      .stdout.toString()
+      .split("\n")
+      .filter((line) => line.includes(dataDir));
+    expect(left).toEqual([]);
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }

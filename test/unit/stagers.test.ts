@@ -31,14 +31,14 @@ test("a worker replaced since the opening, or not listening then, cannot vouch f
   const replaced = slot();
   await replaced.stager.opening(1_000);
   replaced.state.pid = 101; // started again: its predecessor's staged blocks are nobody's
-  expect(await replaced.stager.finish(1_000)).toContain("did not hear of the generation's opening");
+  expect(await replaced.stager.finish(1_000)).toBe("ingest worker 2 was started again since the generation opened");
   expect(replaced.state.calls.map((c) => c.kind)).toEqual(["opening"]);
 
   const away = slot();
   away.state.pid = undefined;
   await away.stager.opening(2_000);
   away.state.pid = 100;
-  expect(await away.stager.finish(2_000)).toContain("did not hear of the generation's opening");
+  expect(await away.stager.finish(2_000)).toBe("ingest worker 2 was not listening when the generation opened");
 });
 
 test("no answer to the opening (in time), or none to the finish: read back", async () => {
@@ -46,7 +46,7 @@ test("no answer to the opening (in time), or none to the finish: read back", asy
   silentOpening.state.silent = true;
   await silentOpening.stager.opening(1_000);
   silentOpening.state.silent = false;
-  expect(await silentOpening.stager.finish(1_000)).toContain("did not hear of the generation's opening");
+  expect(await silentOpening.stager.finish(1_000)).toBe("ingest worker 2 did not answer the generation's opening within 2000 ms");
 
   const silentFinish = slot();
   await silentFinish.stager.opening(1_000);
@@ -60,5 +60,5 @@ test("a worker's own refusal is passed on; generations no longer hot are forgott
   await stager.opening(2_000);
   expect(await stager.finish(1_000)).toBe("a seal thread failed: boom");
   stager.known([2_000]);
-  expect(await stager.finish(1_000)).toContain("did not hear of the generation's opening");
+  expect(await stager.finish(1_000)).toBe("ingest worker 2 had not started when the generation opened");
 });
