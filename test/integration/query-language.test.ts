@@ -385,9 +385,7 @@ test(`SQL and the live matcher agree on random events and queries (seed ${SEED},
     }),
     { seed: SEED, numRuns: RUNS },
   );
-  // 3–15 s alone, 22–34 s inside the full suite (its database holds every other file's blocks),
-  // past 120 s twice inside the suite on a 2-core box loaded with other runs.
-}, 300_000);
+}, 120_000);
 
 test("SQL and the live matcher agree on each new form, on events chosen to tell them apart", async () => {
   const events = [
