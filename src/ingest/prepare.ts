@@ -63,7 +63,8 @@ export function prepareBody(
   const cost = costLimits(limits);
   const measured = measureBody(body, format, cost);
   if (measured instanceof AppError) return measured;
-  if (measured !== undefined && measured > limits.bufferMaxEvents) return neverFits(`${measured} events`, `${limits.bufferMaxEvents} events: BUFFER_MAX_EVENTS`);
+  if (measured !== undefined && measured > limits.bufferMaxEvents)
+    return neverFits(`${measured} events`, `${limits.bufferMaxEvents} events: BUFFER_MAX_EVENTS`);
   if (measured !== undefined && decodedInSlices(body, format)) {
     const sliced = prepareSliced(body, format as SlicedFormat, measured, sourceId, reception, limits, afterSlice);
     if (sliced !== undefined) return sliced;
