@@ -73,7 +73,8 @@ function childrenOf(parent: number): number[] {
   return children;
 }
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this PID runs (signal 0). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

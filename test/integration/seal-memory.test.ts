@@ -51,6 +51,21 @@ async function ingest(source: TestSource, lines: string[]): Promise<void> {
   expect(response.status).toBe(202);
 }
 
+/** Three events committed as another process would (ids, rows, a flush_batches row committed `ago`): the memory path never saw them. Their first id. */
+async function otherProcessBatch(source: TestSource, ago: string): Promise<number> {
+  return db.sql.begin(async (tx) => {
+    const [counter] = await tx<{ first: string }[]>`
+      update logpond_counters set value = value + 3 where name = 'event_id' returning (value - 3)::text as first`;
+    const first = Number(counter!.first);
+    await tx`insert into log_hot (id, source_id, dt, raw) select ${first}::bigint + i, ${Number(source.id)}, now(), jsonb_build_object('other', i) from generate_series(0, 2) i`;
+    await tx`
+      with next as (update logpond_counters set value = value + 1 where name = 'commit_seq' returning value)
+      insert into flush_batches (id, seq, first_id, last_id, committed_at)
+      select gen_random_uuid(), next.value, ${first}, ${first + 2}, now() - ${ago}::interval from next`;
+    return first;
+  });
+}
+
 const staged = async () => Number((await db.sql<{ n: string }[]>`select count(*)::text as n from log_blocks where generation is not null`)[0]!.n);
 
 async function hotTexts(source: TestSource) {
@@ -110,15 +125,7 @@ test("a batch the memory path did not see (another process's) is read back alone
   await ingest(source, texts(300, Date.now()));
   await lp.flusher.flush();
   // Another process's batch in the same generation: its ids, its rows, its flush_batches row.
-  await db.sql.begin(async (tx) => {
-    const [counter] = await tx<{ first: string }[]>`
-      update logpond_counters set value = value + 3 where name = 'event_id' returning (value - 3)::text as first`;
-    const first = Number(counter!.first);
-    await tx`insert into log_hot (id, source_id, dt, raw) select ${first}::bigint + i, ${Number(source.id)}, now(), jsonb_build_object('other', i) from generate_series(0, 2) i`;
-    await tx`
-      with next as (update logpond_counters set value = value + 1 where name = 'commit_seq' returning value)
-      insert into flush_batches (id, seq, first_id, last_id) select gen_random_uuid(), next.value, ${first}, ${first + 2} from next`;
-  });
+  await otherProcessBatch(source, "0 hours");
   const stats = await lp.sealer.sealNow();
   expect(stats.sealed).toBeGreaterThanOrEqual(303);
   expect(stats.fromMemory).toBe(300);
@@ -194,17 +201,7 @@ test("a day-old batch of a generation not sealed yet is not forgotten (the seal 
   await lp.flusher.flush();
   await lp.sealer.sealNow();
   // Another process's batch committed 30 h ago into the open generation (a seal failing that long).
-  const first = await db.sql.begin(async (tx) => {
-    const [counter] = await tx<{ first: string }[]>`
-      update logpond_counters set value = value + 3 where name = 'event_id' returning (value - 3)::text as first`;
-    const first = Number(counter!.first);
-    await tx`insert into log_hot (id, source_id, dt, raw) select ${first}::bigint + i, ${Number(source.id)}, now(), jsonb_build_object('old', i) from generate_series(0, 2) i`;
-    await tx`
-      with next as (update logpond_counters set value = value + 1 where name = 'commit_seq' returning value)
-      insert into flush_batches (id, seq, first_id, last_id, committed_at)
-      select gen_random_uuid(), next.value, ${first}, ${first + 2}, now() - interval '30 hours' from next`;
-    return first;
-  });
+  const first = await otherProcessBatch(source, "30 hours");
   // And a day-old batch below every hot generation (already sealed): that one may go.
   await db.sql`insert into flush_batches (id, seq, first_id, last_id, committed_at) values (gen_random_uuid(), null, 1, 2, now() - interval '30 hours')`;
   const connection = openFlushConnection(db.url, 10_000);

@@ -12,6 +12,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { Generator, verify } from "../helpers/conservation";
+import { isAlive } from "../helpers/faults";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
 import { createSource, SERVICE_API_TOKEN, spawnService, type Service } from "../helpers/service";
 import { SseReader } from "../helpers/sse";
@@ -45,15 +46,6 @@ afterAll(async () => {
   await db.drop();
   rmSync(dataDir, { recursive: true, force: true });
 });
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** The worker PIDs the supervisor logged at its start. */
 function workerPids(output: string): number[] {
@@ -184,7 +176,7 @@ test("a worker killed with SIGKILL under durable load is replaced; what it ackno
   const acked = generator.ackedEvents;
   await waitFor("load after the replacement", () => generator.ackedEvents >= acked + 300, { timeoutMs: 60_000 });
   await generator.stop();
-  expect(alive(victim!)).toBe(false);
+  expect(isAlive(victim!)).toBe(false);
   expect(service.output()).toMatch(/ingest worker 1 exited \(SIGKILL\)/);
   const verdict = await verify(db.sql, source.id, generator.acked);
   console.log(`workers: kill -9 of a worker: ${JSON.stringify({ ...verdict, statuses: Object.fromEntries(generator.statuses) })}`);
@@ -217,11 +209,11 @@ test("a second logpond on the same ports exits with the message, and takes no tr
 test("SIGTERM to the supervisor: every worker drains and exits, then the supervisor, exit 0", async () => {
   const running = () => {
     const restarted = [...service.output().matchAll(/ingest worker \d+ started again \(pid (\d+)\)/g)].map((m) => Number(m[1]));
-    return [...workerPids(service.output()), ...restarted].filter(alive);
+    return [...workerPids(service.output()), ...restarted].filter(isAlive);
   };
   const pids = await waitFor("every worker's PID in the log", running, { until: (found) => found.length === WORKERS });
   expect(await service.stop()).toBe(0);
-  expect(pids.filter(alive)).toEqual([]);
+  expect(pids.filter(isAlive)).toEqual([]);
   expect(service.output()).toContain("stopped; nothing left behind");
 });
 
@@ -230,5 +222,5 @@ test("workers whose supervisor is killed outright exit too", async () => {
   const pids = workerPids(again.output());
   again.proc.kill("SIGKILL");
   await again.proc.exited;
-  await waitFor("the orphaned workers to exit", () => pids.filter(alive), { until: (left) => left.length === 0, timeoutMs: 30_000 });
+  await waitFor("the orphaned workers to exit", () => pids.filter(isAlive), { until: (left) => left.length === 0, timeoutMs: 30_000 });
 });

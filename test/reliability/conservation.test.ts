@@ -20,7 +20,7 @@ import * as path from "node:path";
 import postgres from "postgres";
 import { sealAll } from "../../src/store/sealer";
 import { Generator, verify } from "../helpers/conservation";
-import { embeddedPostmaster, embeddedUrl, mountSmallDisk, startFaultyPostgres, tmpfsRefusal, type FaultyPostgres } from "../helpers/faults";
+import { embeddedPostmaster, embeddedUrl, isAlive, mountSmallDisk, startFaultyPostgres, tmpfsRefusal, type FaultyPostgres } from "../helpers/faults";
 import { backendGone, copiesOf, holdBlockWrites, tiers, type BlockWrites, type StalledMove } from "../helpers/sealing";
 import { createSource, SERVICE_API_TOKEN, spawnService, type Service } from "../helpers/service";
 import { SseReader } from "../helpers/sse";
@@ -110,21 +110,12 @@ const ended = (service: Service) => service.proc.exitCode !== null || service.pr
 /** Three ingest workers, each building blocks of what it commits for the supervisor's sealer (cluster/stagers.ts). */
 const WORKERS_ENV = { INGEST_WORKERS: "3", SEAL_FROM: "memory", SEAL_WORKERS: "1" };
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** The PIDs of a supervisor's workers running now, from its log (at start, and each one started again). */
 function runningWorkers(service: Service): number[] {
   const output = service.output();
   const first = /ingest workers: \d+ processes share INGEST_PORT \d+ \(pids ([\d, ]+)\)/.exec(output)?.[1]?.split(", ").map(Number) ?? [];
   const again = [...output.matchAll(/ingest worker \d+ started again \(pid (\d+)\)/g)].map((m) => Number(m[1]));
-  return [...first, ...again].filter(alive);
+  return [...first, ...again].filter(isAlive);
 }
 
 /**
@@ -237,7 +228,7 @@ const scenarios: Scenario[] = [
       const workers = runningWorkers(service);
       expect(workers.length).toBe(3);
       expect(await service.stop()).toBe(0);
-      expect(workers.filter(alive)).toEqual([]);
+      expect(workers.filter(isAlive)).toEqual([]);
     },
   },
 ];
