@@ -25,11 +25,14 @@ try {
 const worker = config.workerIndex === undefined ? "" : ` [ingest worker ${config.workerIndex}]`;
 const log = config.logLevel === "silent" ? () => {} : (line: string) => console.log(`${new Date().toISOString()}${worker} ${line}`);
 
-// A signal while starting is kept and acted on once started: killed halfway, the start would leave
-// the embedded PostgreSQL (or ingest workers) running without their logpond.
+// A signal while starting the embedded PostgreSQL is kept and acted on once started: killed halfway,
+// the start would leave it running without its logpond. Elsewhere (DATABASE_URL, an ingest node
+// waiting for its schema) nothing of this process's outlives it: it exits at once, as a second
+// signal does.
 let signalledWhileStarting: string | undefined;
 const keepSignal = (signal: string) => {
-  signalledWhileStarting ??= signal;
+  if (signalledWhileStarting !== undefined || config.databaseUrl !== undefined) process.exit(signal === "SIGINT" ? 130 : 143);
+  signalledWhileStarting = signal;
 };
 for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, keepSignal);
 

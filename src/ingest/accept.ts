@@ -11,7 +11,7 @@ import type { AckMode, Config } from "../config";
 import { AppError, errorResponse } from "../errors";
 import { bearerToken } from "../http/auth";
 import type { IngestRequest, IngestSeries, Protocol as ProtocolName } from "./series";
-import type { SourceCache } from "../sources/cache";
+import type { SourceCache, SourceContext } from "../sources/cache";
 import { declaredLength, decompress, gzipSizeHint, identityBody, parseEncoding, readBody, type BodyLimits } from "./body";
 import { DecodeWorker, headerRefusal } from "./offload";
 import { decodedInSlices, mayDecodeInSlices, prepareBody, type PrepareLimits } from "./prepare";
@@ -125,7 +125,17 @@ export async function ingest(request: Request, deps: IngestDeps, protocol: Proto
 
   const token = protocol.token(request.headers);
   if (token === undefined) return refuse(new AppError("missing_token", "Unauthorized"), metrics);
-  const source = cache.lookup(token) ?? (await cache.lookupMissing(token));
+  let source: SourceContext | null | undefined = cache.lookup(token);
+  // A token an ingest process does not know yet is read from PostgreSQL: away, it cannot tell (503, never a 500).
+  if (source === undefined) source = await cache.lookupMissing(token).catch(() => null);
+  if (source === null)
+    return refuse(
+      new AppError(
+        "storage_unavailable",
+        "This token cannot be checked now: PostgreSQL does not answer; nothing of this request was stored, retry after the time in Retry-After",
+      ),
+      metrics,
+    );
   if (source === undefined) return refuse(new AppError("invalid_token", "Unauthorized"), metrics);
   metrics.sourceId = source.id;
   if (!deps.accepting()) return refuse(new AppError("shutting_down", "Service is shutting down; retry on another instance or later"), metrics);

@@ -260,3 +260,21 @@ test("the reserve holds the spill of a full buffer: its rows, and a head line pe
   const file = writeSpill(dataDir, flusher.handOver())!;
   expect(statSync(file).size).toBeLessThanOrEqual(spillReserveBytes(config));
 });
+
+test("a token an ingest process must read from PostgreSQL while PostgreSQL is away: 503 storage_unavailable, not a 500, nothing buffered", async () => {
+  const d = deps("buffered", () => false);
+  // The database read of a token the cache does not know fails (PostgreSQL away).
+  d.cache.readMissing({
+    select: () => ({ from: () => ({ where: () => Promise.reject(new Error("connect ECONNREFUSED")) }) }),
+  } as unknown as Parameters<SourceCache["readMissing"]>[0]);
+  const request = new Request("http://logpond/", {
+    method: "POST",
+    headers: { authorization: "Bearer unknown-token", "content-type": "application/json" },
+    body: '{"a":1}',
+  });
+  const refused = await acceptRequest(request, d);
+  expect(refused.status).toBe(503);
+  expect(refused.headers.get("retry-after")).not.toBeNull();
+  expect(await refused.text()).toContain("cannot be checked now");
+  expect(d.ring.heldEvents).toBe(0);
+});
