@@ -828,6 +828,13 @@ describe("the explorer", () => {
     expect(await legend()).toEqual(byServiceLegend());
     expect(await page.$eval("#histogram-by", (el) => el.value)).toBe("service");
     expect(await search()).toEqual({ sources: explorer.id, range: "24h", by: "service" });
+    // Away and Back: the page comes back with the same split.
+    await page.goto("about:blank");
+    await page.goBack({ waitUntil: "domcontentloaded" });
+    await page.waitForSelector(`input[data-source-id="${explorer.id}"]:checked`);
+    await settled();
+    expect(await legend()).toEqual(byServiceLegend());
+    expect(await search()).toEqual({ sources: explorer.id, range: "24h", by: "service" });
     // A new search keeps the split and the parameter.
     await apply("host:web-3");
     expect(await search()).toEqual({ sources: explorer.id, q: "host:web-3", range: "24h", by: "service" });
