@@ -134,6 +134,8 @@ export interface Aggregate {
 type Row = { more: boolean; total: string; by: string | null; facets: string | null; distinct: string | null; stats: string | null; buckets: string | null };
 
 export async function readAggregate(sql: Sql, request: AggregateRequest, timeoutMs: number): Promise<Aggregate> {
+  const paths = countedPaths(request);
+  if (paths) return readCounted(sql, request, paths, timeoutMs);
   const params: unknown[] = [request.from, request.to, request.sourceIds];
   let filter = "";
   if (request.query) {
@@ -142,26 +144,7 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
     filter = ` and ${condition.text}`;
   }
   const events = tiers(params, "$3::bigint[]", "$1::text::timestamptz", "$2::text::timestamptz", request.query);
-  const param = (value: unknown, cast: string) => {
-    params.push(value);
-    return `$${params.length}::${cast}`;
-  };
-  // Parameters are added when a part uses them: PostgreSQL refuses one it cannot type.
-  let aliasParam: string | undefined;
-  const aliases = () => (aliasParam ??= param(JSON.stringify(aliasObject()), "jsonb"));
-  // A field's value as text: `level` by severity (as search and the histogram count it), others as
-  // PostgreSQL prints them (objects and arrays as JSON), cut to VALUE_MAX_CHARS.
-  const value = (path: string) => {
-    if (path === "level") {
-      const lowered = `nullif(lower(left(raw->>'level', ${LEVEL_MAX_CHARS})), '')`;
-      return `coalesce(${aliases()} ->> ${lowered}, ${lowered})`;
-    }
-    // A row's source_id, id and dt are logpond's (they replace sent fields of those names in the
-    // query API's rows), so they are counted from the columns, as the rows show them.
-    if (path === "source_id" || path === "id") return `${path}::text`;
-    if (path === "dt") return `to_char(dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-    return `left(raw #>> ${param(path.split("."), "text[]")}, ${VALUE_MAX_CHARS})`;
-  };
+  const { param, value } = expressions(params);
   // An integer past a double's range (kept exact as numeric) is left out, as a non-number is:
   // casting it would fail the whole statement.
   const number = (path: string) => {
@@ -228,6 +211,115 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
         (request.field
           ? ` left join (select bucket, json_build_object('count', count(x), 'min', min(x), 'max', max(x), 'avg', avg(x::numeric)::float8, ` +
             `'p', percentile_cont(array[${PERCENTILES.join(", ")}]::float8[]) within group (order by x)) as stats from e where x is not null group by bucket) bs using (bucket)`
+          : "") +
+        ") as buckets"
+      : "null as buckets",
+  ];
+  const text = `with ${ctes.join(", ")} select ${selects.join(", ")}`;
+  const [row] = await timed(sql, timeoutMs, (tx) => tx.unsafe<Row[]>(text, params as never[]));
+  return shape(request, row!, size);
+}
+
+/** Parameters added as a part uses them (PostgreSQL refuses one it cannot type), and a field's value as text. */
+function expressions(params: unknown[]) {
+  const param = (value: unknown, cast: string) => {
+    params.push(value);
+    return `$${params.length}::${cast}`;
+  };
+  let aliasParam: string | undefined;
+  const aliases = () => (aliasParam ??= param(JSON.stringify(aliasObject()), "jsonb"));
+  // A field's value from its text (`raw #>> path`): `level` by severity (as search and the
+  // histogram count it), others as PostgreSQL prints them (objects and arrays as JSON), cut to
+  // VALUE_MAX_CHARS. A block summary's values are that text too (store/summary.ts).
+  const fromText = (path: string, text: string) => {
+    if (path === "level") {
+      const lowered = `nullif(lower(left(${text}, ${LEVEL_MAX_CHARS})), '')`;
+      return `coalesce(${aliases()} ->> ${lowered}, ${lowered})`;
+    }
+    return `left(${text}, ${VALUE_MAX_CHARS})`;
+  };
+  const value = (path: string) => {
+    // A row's source_id, id and dt are logpond's (they replace sent fields of those names in the
+    // query API's rows), so they are counted from the columns, as the rows show them.
+    if (path === "source_id" || path === "id") return `${path}::text`;
+    if (path === "dt") return `to_char(dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+    return fromText(path, path === "level" ? "raw->>'level'" : `raw #>> ${param(path.split("."), "text[]")}`);
+  };
+  return { param, value, fromText };
+}
+
+/**
+ * The fields an aggregation can count from block summaries (store/summary.ts), or undefined when
+ * it must read every event: a query (its matches are per event), a cap (the first events in
+ * storage order), a pair (summaries count each field alone), distinct values or statistics.
+ */
+function countedPaths(request: AggregateRequest): string[] | undefined {
+  if (request.query || request.maxEvents !== undefined || request.distinct || request.field || request.by.length > 1) return undefined;
+  const paths = [...new Set([...request.by, ...request.facets])];
+  if (paths.length === 0 || paths.some((path) => path === "source_id" || path === "id" || path === "dt")) return undefined;
+  return paths;
+}
+
+/**
+ * readAggregate without a query: a block that lies inside the window (and one bucket) and whose
+ * summary knows every field asked is counted from its summary; the rest — hot rows, the window's
+ * edges, blocks whose values are too many — is read as readAggregate reads it. Each field's counts
+ * are one weighted stream (value, events, bucket) of both, so the answer is the one reading every
+ * event would give.
+ */
+async function readCounted(sql: Sql, request: AggregateRequest, paths: string[], timeoutMs: number): Promise<Aggregate> {
+  const params: unknown[] = [request.from, request.to, request.sourceIds];
+  const { param, fromText, value } = expressions(params);
+  const size = request.buckets ? bucketSeconds(request.from, request.to, request.buckets) : null;
+  const prefixes = [...new Set(paths.flatMap((path) => path.split(".").map((_, i, parts) => parts.slice(0, i + 1).join("."))))];
+  const args = `$3::bigint[], $1::text::timestamptz, $2::text::timestamptz, ${param(paths, "text[]")}, ${param(prefixes, "text[]")}, ${size ? param(size, "numeric") : "null::numeric"}`;
+  const bucketOf = (dt: string) => (size ? `floor(extract(epoch from ${dt}) / ${size})::bigint` : "null::bigint");
+  const dims = [...request.by.map((path, i) => ({ path, col: `b${i}` })), ...request.facets.map((path, i) => ({ path, col: `f${i}` }))];
+  const ctes = [
+    `e as materialized (select ${["dt", ...dims.map((d) => `${value(d.path)} as ${d.col}`), `${bucketOf("dt")} as bucket`].join(", ")} ` +
+      `from logpond_events_uncounted(${args}) where dt >= $1::text::timestamptz and dt <= $2::text::timestamptz and source_id = any($3::bigint[]))`,
+    `s as materialized (select n, counts, ${bucketOf("min_dt")} as bucket from logpond_block_summaries(${args}))`,
+    // Per field: each event read (weight 1), each summarised value (its count) and each block's
+    // events without the field (null: what its counts leave of n).
+    ...dims.map(({ path, col }) => {
+      const at = param(path, "text");
+      return (
+        `w_${col} as (select ${col} as v, 1::bigint as n, bucket from e union all select x.v, x.n, s.bucket from s cross join lateral (` +
+        `select ${fromText(path, "k.key")} as v, k.value::bigint as n from jsonb_each_text(s.counts -> ${at}) k ` +
+        `union all select null, s.n - coalesce((select sum(k.value::bigint) from jsonb_each_text(s.counts -> ${at}) k), 0)) x where x.n > 0)`
+      );
+    }),
+  ];
+  const total = "((select count(*) from e) + (select coalesce(sum(n), 0) from s))";
+  const top = param(request.top, "int");
+  if (request.by.length) {
+    ctes.push("g as (select v as b0, sum(n) as n from w_b0 group by v)");
+    ctes.push("t as (select b0, n, row_number() over (order by n desc, b0 nulls last) - 1 as rank from g order by n desc, b0 nulls last limit " + top + ")");
+  }
+  const selects = [
+    "false as more",
+    `${total}::text as total`,
+    request.by.length
+      ? `(select json_build_object('top', (select coalesce(json_agg(json_build_array(json_build_array(b0), n) order by rank), '[]') from t), ` +
+        `'total', ${total}, 'groups', (select count(*) from g))::text) as by`
+      : "null as by",
+    request.facets.length
+      ? `(select json_agg(json_build_object('i', i, 'present', present, 'distinct', distinct_n, 'top', top) order by i)::text from (${request.facets
+          .map(
+            (_, i) =>
+              `select ${i} as i, (select coalesce(sum(n), 0) from w_f${i} where v is not null) as present, (select count(distinct v) from w_f${i}) as distinct_n, ` +
+              `(select coalesce(json_agg(json_build_array(v, n) order by n desc, v), '[]') from (select v, sum(n) as n from w_f${i} where v is not null group by 1 order by 2 desc, 1 limit ${top}) s) as top`,
+          )
+          .join(" union all ")}) f) as facets`
+      : "null as facets",
+    "null as distinct",
+    "null as stats",
+    size
+      ? `(select json_agg(json_build_array(bc.bucket, bc.n, ${request.by.length ? "bb.ranks" : "null"}, null) order by bc.bucket)::text ` +
+        "from (select bucket, sum(n) as n from (select bucket, count(*) as n from e group by bucket union all select bucket, sum(n) from s group by bucket) u group by bucket) bc" +
+        (request.by.length
+          ? " left join (select gb.bucket, json_agg(json_build_array(coalesce(t.rank, case when gb.b0 is null then -2 else -1 end), gb.c)) as ranks from " +
+            "(select bucket, v as b0, sum(n) as c from w_b0 group by bucket, v) gb left join t on gb.b0 is not distinct from t.b0 group by gb.bucket) bb using (bucket)"
           : "") +
         ") as buckets"
       : "null as buckets",

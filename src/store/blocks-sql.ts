@@ -29,9 +29,9 @@ export async function writeBlocks(sql: Sql, items: readonly (Block | Filter)[], 
     }
     const block = item;
     await sql.unsafe(
-      `insert into log_blocks (source_id, min_dt, max_dt, min_id, max_id, n, payload, filter_id, filter_slot, hist_minutes, hist_levels, hist_counts, generation)
+      `insert into log_blocks (source_id, min_dt, max_dt, min_id, max_id, n, payload, filter_id, filter_slot, hist_minutes, hist_levels, hist_counts, generation, fields)
        values ($1::bigint, $2::text::timestamptz, $3::text::timestamptz, $4::bigint, $5::bigint, $6::int, $7::bytea, $8::bigint, $9::int,
-         $10::text::bigint[], $11::text::text[], $12::text::int[], $13::bigint)`,
+         $10::text::bigint[], $11::text::text[], $12::text::int[], $13::bigint, $14::text::jsonb)`,
       [
         block.sourceId,
         block.minDt,
@@ -46,6 +46,7 @@ export async function writeBlocks(sql: Sql, items: readonly (Block | Filter)[], 
         textArray(block.histLevels),
         `{${block.histCounts.join(",")}}`,
         generation,
+        block.fields,
       ] as never[],
     );
   }

@@ -12,9 +12,12 @@
 // events per minute and level (the histogram's input). Each block's Bloom filter (its grams and numbers,
 // codec/grams.ts) is stored bit-sliced with its neighbours': consecutive blocks of one source and
 // day whose filters need about the same size (within FILTER_SPREAD) share one log_filters row, a
-// block its slot in it (drizzle/0007), so a search reads a few bytes per group, not per block.
+// block its slot in it (drizzle/0007), so a search reads a few bytes per group, not per block. And
+// the counts of its few-valued fields' values (store/summary.ts, drizzle/0012): what an
+// aggregation counts without opening the block.
 import { blockHashes, filterBits, sliced } from "../codec/grams";
 import { sealPayload } from "../codec/pgp";
+import { summarize } from "./summary";
 
 /** One row as the sealer reads it from a hot table. */
 export interface MovedRow {
@@ -51,6 +54,8 @@ export interface Block {
   histMinutes: number[];
   histLevels: (string | null)[];
   histCounts: number[];
+  /** The field summary (store/summary.ts) as JSON text: values of few-valued fields, counted. */
+  fields: string;
 }
 
 /** The bit-sliced filters of consecutive blocks (a log_filters row): position p of slot k's filter is bit p × blocks + k. */
@@ -270,6 +275,7 @@ function block(timeOrdered: Item[]): { block: Block; hashes: Uint32Array; bits: 
     histMinutes: summary.map((s) => s.minute),
     histLevels: summary.map((s) => s.level),
     histCounts: summary.map((s) => s.n),
+    fields: summarize(texts),
   };
   return { block: built, hashes, bits: filterBits(hashes) };
 }

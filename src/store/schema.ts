@@ -77,6 +77,11 @@ export const logBlocks = pgTable(
      * null and empties that partition in one transaction (a reader of both would see them twice).
      */
     generation: bigint("generation", { mode: "number" }),
+    /**
+     * Since drizzle/0012: the counts of the block's few-valued fields' values (store/summary.ts), so
+     * an aggregation counts a field without opening the block; null: sealed before, always opened.
+     */
+    fields: jsonb("fields"),
   },
   (table) => [
     index("log_blocks_source_id_max_dt_idx").on(table.sourceId, table.maxDt),

@@ -1,0 +1,146 @@
+// GET /api/v2/query/aggregate counted from block summaries (store/summary.ts) against reading every
+// event: a request without a query (or a cap, a pair, distinct, statistics) counts whole blocks from
+// their summaries and reads the rest. Its answer must be the one reading every event gives; here
+// that answer is asked with max_events far past the window's count (a cap turns summaries off).
+// The events are sent as hand-written JSON text with what a summary must not get wrong: numbers
+// PostgreSQL prints otherwise than a double (200.0, 99.999…), arrays indexed by a path, keys with
+// dots, long and many values, nesting past the summary's depth, level by severity.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
+import { tiers } from "../helpers/sealing";
+
+const BASE = Date.parse("2025-10-01T00:00:00.000Z");
+const DAY = 86_400_000;
+const SEALED = 2_600; // over two days: 3 blocks a day, cut in (dt, id) order
+const HOT = 300;
+
+let lp: TestLogpond;
+let source: TestSource;
+
+/** A deterministic generator (mulberry32). */
+function rng(seed: number) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const LEVELS = ['"info"', '"INFO"', '"Err"', '"error"', '"warn"', '""', '"debug"', "3", '"' + "E".repeat(50) + '"'];
+const STATUS = ["200", "200.0", "404", "500", "99.99999999999999999999", "1e2", '"200"', "true", "null", "[200]", '{"code": 200}', "-0", "1.5"];
+
+function event(r: () => number, n: number, dt: number): string {
+  const pick = <T>(items: T[]) => items[Math.floor(r() * items.length)]!;
+  const members: string[] = [`"dt": "${new Date(dt).toISOString()}"`, `"n": ${n}`];
+  if (r() < 0.9) members.push(`"level": ${pick(LEVELS)}`);
+  members.push(`"http": {"status": ${pick(STATUS)}, "method": ${pick(['"GET"', '"POST"', '"PUT"'])}}`);
+  // Few values in the first day's blocks, past VALUES_MAX in the second day's.
+  members.push(`"region": "r${Math.floor(r() * (dt < BASE + DAY ? 4 : 40))}"`);
+  if (r() < 0.5) members.push(r() < 0.5 ? `"tags": ["a", "b"]` : `"tags": {"0": "zero", "1": 1}`);
+  if (r() < 0.3) members.push(`"a.b": "dotted"`);
+  if (r() < 0.5) members.push(`"a": {"b": ${pick(['"x"', '"y"', "7"])}}`);
+  if (r() < 0.2) members.push(`"__proto__": "p${Math.floor(r() * 3)}"`);
+  members.push(`"d1": {"d2": {"d3": {"d4": {"d5": "${pick(["deep", "deeper"])}"}}}}`);
+  if (r() < 0.3) members.push(`"note": "${pick(["x".repeat(80), "short", 'with \\"quotes\\" and \\n', "ünïcödé ✓"])}"`);
+  members.push(`"user": "u${Math.floor(r() * 500)}"`);
+  // Numbers' texts (ingestion stores each as a double prints it: 200.0 as 200) and a string of one.
+  members.push(`"st": ${pick(["200", "200.0", "404", "1e2", "-0", "100", '"100"', "1E3", "99.99999999999999999999"])}`);
+  if (r() < 0.1) members.push(`"flag": ${pick(["true", "false", "null"])}`);
+  return `{${members.join(", ")}}`;
+}
+
+beforeAll(async () => {
+  lp = await startTestLogpond({ SEAL_INTERVAL_MS: "600000" });
+  source = await lp.createSource({ logs_retention: 3652 });
+  const r = rng(7);
+  const lines = (from: number, count: number, span: number) =>
+    Array.from({ length: count }, (_, i) => event(r, from + i, BASE + Math.floor(((from + i) * span) / (SEALED + HOT))));
+  const post = async (body: string[]) => expect((await lp.ingest(source.token, body.join("\n"), { "content-type": "application/x-ndjson" })).status).toBe(202);
+  const sealed = lines(0, SEALED, 2 * DAY);
+  for (let i = 0; i < sealed.length; i += 500) await post(sealed.slice(i, i + 500));
+  await lp.flusher.flush();
+  await lp.sealer.sealNow();
+  await post(lines(SEALED, HOT, 2 * DAY));
+  await lp.flusher.flush();
+  expect(await tiers(lp.sql, Number(source.id))).toMatchObject({ hot: HOT, sealed: SEALED });
+});
+
+afterAll(async () => {
+  await lp?.stop();
+});
+
+const aggregate = async (params: Record<string, string>) => {
+  const search = new URLSearchParams({ source_ids: source.id, ...params });
+  const response = await lp.api("GET", `/api/v2/query/aggregate?${search}`);
+  const body = (await response.json()) as any;
+  expect({ status: response.status, errors: body.errors }).toEqual({ status: 200, errors: undefined });
+  return body;
+};
+
+/** Events the summaries count for `paths` in the window: how much of the answer did not read events. */
+async function counted(paths: string[], from: string, to: string, bucketSeconds: number | null): Promise<number> {
+  const prefixes = [...new Set(paths.flatMap((path) => path.split(".").map((_, i, parts) => parts.slice(0, i + 1).join("."))))];
+  const [row] = await lp.sql<{ n: string }[]>`
+    select coalesce(sum(n), 0)::text as n
+    from logpond_block_summaries(${[Number(source.id)]}::bigint[], ${from}::timestamptz, ${to}::timestamptz, ${paths}::text[], ${prefixes}::text[], ${bucketSeconds}::numeric)`;
+  return Number(row!.n);
+}
+
+const WHOLE = { from: new Date(BASE - 1000).toISOString(), to: new Date(BASE + 2 * DAY).toISOString() };
+// Cuts the first day's middle block and the second day's last one.
+const CUT = { from: new Date(BASE + DAY / 2).toISOString(), to: new Date(BASE + DAY + DAY * 0.9).toISOString() };
+const PATHS = [
+  "st",
+  "level",
+  "http.status",
+  "http.method",
+  "http",
+  "region",
+  "tags",
+  "tags.0",
+  "a.b",
+  "a",
+  "__proto__",
+  "d1.d2.d3",
+  "d1.d2.d3.d4.d5",
+  "note",
+  "user",
+  "flag",
+  "missing.field",
+];
+
+test.each(PATHS)("by=%s: the same answer as reading every event, over whole blocks and cut ones, with and without buckets", async (path) => {
+  for (const window of [WHOLE, CUT]) {
+    for (const buckets of [undefined, "24"]) {
+      const params: Record<string, string> = { ...window, by: path, top: "100", ...(buckets ? { buckets } : {}) };
+      const summed = await aggregate(params);
+      const read = await aggregate({ ...params, max_events: "100000000" });
+      expect(summed).toEqual(read);
+      expect(summed.meta.complete).toBe(true);
+    }
+  }
+});
+
+test("facets: every field's top values, present and distinct counts as reading every event gives them", async () => {
+  for (const window of [WHOLE, CUT]) {
+    const params = { ...window, facets: "level,http.method,region,a.b,tags.1,flag", top: "5" };
+    expect(await aggregate(params)).toEqual(await aggregate({ ...params, max_events: "100000000" }));
+  }
+});
+
+test("the summaries do the counting: whole blocks are counted without being opened", async () => {
+  // Every sealed block lies inside WHOLE and knows level, http.method and a.b.
+  for (const path of ["level", "st", "http.method", "a.b", "flag", "missing.field"]) expect(await counted([path], WHOLE.from, WHOLE.to, null)).toBe(SEALED);
+  // region has too many values on the second day; anything at or under an array is never summarised.
+  const region = await counted(["region"], WHOLE.from, WHOLE.to, null);
+  expect(region).toBeGreaterThan(0);
+  expect(region).toBeLessThan(SEALED);
+  for (const path of ["tags", "tags.0", "http.status", "http", "user", "note", "d1.d2.d3.d4.d5"])
+    expect(await counted([path], WHOLE.from, WHOLE.to, null)).toBe(0);
+  // A window that cuts blocks counts fewer of them; so do buckets narrower than a block.
+  const cut = await counted(["level"], CUT.from, CUT.to, null);
+  expect(cut).toBeGreaterThan(0);
+  expect(cut).toBeLessThan(SEALED);
+  expect(await counted(["level"], WHOLE.from, WHOLE.to, 60)).toBe(0);
+});
