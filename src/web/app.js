@@ -311,16 +311,20 @@ function valueAt(row, path) {
   return typeof value === "object" ? JSON.stringify(value) : String(value);
 }
 
-// The histogram's split: level, or one of the Fields sidebar's fields (offered when the list opens).
-$("histogram-by").addEventListener("focus", () => {
+/** The histogram's "by" list: level, the Fields sidebar's fields, and the split shown (one from the URL may be neither yet). */
+function fillHistogramBy() {
   const select = $("histogram-by");
   const paths = ["level", ...state.fieldPaths.filter((path) => path !== "level")];
   if (!paths.includes(state.histogramBy)) paths.push(state.histogramBy);
   select.replaceChildren(...paths.map((path) => Object.assign(document.createElement("option"), { value: path, textContent: path })));
   select.value = state.histogramBy;
-});
+}
+
+// The histogram's split: level, or one of the Fields sidebar's fields (offered when the list opens).
+$("histogram-by").addEventListener("focus", fillHistogramBy);
 $("histogram-by").addEventListener("change", () => {
   state.histogramBy = $("histogram-by").value;
+  writeUrl();
   if (!state.histogramWindow || !state.selected.size) return;
   histogram.clear(true);
   void loadHistogram(state.generation, state.histogramWindow);
@@ -402,6 +406,7 @@ let linkedEvent = linked.event;
 delete linked.event;
 Object.assign(state, linked);
 $("query").value = state.query;
+fillHistogramBy();
 showRange(state.range);
 if (state.range === "custom") fillCustom(state.custom);
 updateWindowText();

@@ -86,3 +86,8 @@ export function withTerm(query, term) {
   if (!q) return term;
   return /\bor\b/i.test(q) ? `(${q}) ${term}` : `${q} ${term}`;
 }
+
+/** A field path as the query API takes one in by= (FIELD_PATH and FIELD_PATH_MAX_CHARS in src/query/request.ts). */
+export function isFieldPath(path) {
+  return typeof path === "string" && path.length <= 200 && /^[A-Za-z0-9_@$][A-Za-z0-9_@$-]*(\.[A-Za-z0-9_@$-]+)*$/.test(path);
+}

@@ -227,6 +227,16 @@ describe("the explorer", () => {
     );
   const histogramTotal = () => page.$eval("#histogram-total", (el) => Number((el as any).dataset.total));
   const barsTotal = () => page.$$eval("#histogram-plot g", (groups) => groups.reduce((sum, g) => sum + Number((g as any).dataset.count), 0));
+  const legend = () => page.$$eval("#legend .key", (keys) => keys.map((k) => k.textContent));
+  /** The legend of a histogram of `events` split by service: each service's total, most first, then the events without one. */
+  const byServiceLegend = (events = sent.events) => {
+    const counts = SERVICES.map((name) => [name, events.filter((e) => e.service === name).length] as const);
+    const none = events.filter((e) => e.service === undefined).length;
+    return [
+      ...counts.sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1)).map(([name, n]) => `${name} ${n.toLocaleString("en-US")}`),
+      ...(none ? [`no service ${none}`] : []),
+    ];
+  };
   const shownIds = () => page.$$eval("#list li[data-id]", (items) => items.map((item) => (item as any).dataset.id as string));
   const pick = async (range: string) => {
     await page.click(`#ranges button[data-range="${range}"]`);
@@ -472,19 +482,14 @@ describe("the explorer", () => {
     await pick("1h");
     await pick("24h");
     await page.waitForFunction(() => document.querySelector("#fields-hint").textContent.startsWith("in the window"), { timeout: 20_000 });
-    const legend = () => page.$$eval("#legend .key", (keys) => keys.map((k) => k.textContent));
     const day = sent.events;
-    const withService = SERVICES.map((name) => [name, day.filter((e) => e.service === name).length] as const)
-      .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1))
-      .map(([name, n]) => `${name} ${n.toLocaleString("en-US")}`);
-    const none = day.filter((e) => e.service === undefined).length;
     // The split offers the sidebar's fields: once the sidebar lists service, so does the list.
     await page.waitForFunction(() => [...document.querySelectorAll("#fields .field-name")].some((n) => n.textContent === "service"), { timeout: 20_000 });
     await page.focus("#histogram-by");
     expect(await page.$$eval("#histogram-by option", (options) => options.map((o: any) => o.value))).toContain("service");
     expect(await page.select("#histogram-by", "service")).toEqual(["service"]);
     await page.waitForFunction(() => [...document.querySelectorAll("#legend .key")].some((k) => k.textContent!.startsWith("no service")), { timeout: 20_000 });
-    expect(await legend()).toEqual([...withService, ...(none ? [`no service ${none}`] : [])]);
+    expect(await legend()).toEqual(byServiceLegend());
     expect(await histogramTotal()).toBe(day.length);
     expect(await barsTotal()).toBe(day.length);
     await page.screenshot({ path: EXPLORER_SHOT("histogram-by-service") });
@@ -805,6 +810,64 @@ describe("the explorer", () => {
     await apply("");
     await pick("24h");
   }, 60_000);
+
+  test("the histogram's by field is kept in the address bar: a reload keeps the split; a malformed by in a written URL falls back to level", async () => {
+    await apply("");
+    await pick("24h");
+    await page.waitForFunction(() => [...document.querySelectorAll("#fields .field-name")].some((n) => n.textContent === "service"), { timeout: 20_000 });
+    await page.focus("#histogram-by");
+    await page.select("#histogram-by", "service");
+    await page.waitForFunction(() => [...document.querySelectorAll("#legend .key")].some((k) => k.textContent!.startsWith("no service")), { timeout: 20_000 });
+    const search = () => page.evaluate(() => Object.fromEntries(new URLSearchParams(location.search)));
+    expect(await search()).toEqual({ sources: explorer.id, range: "24h", by: "service" });
+
+    // A reload (and so a shared link) splits by the same field from the start.
+    await page.reload({ waitUntil: "domcontentloaded" });
+    await page.waitForSelector(`input[data-source-id="${explorer.id}"]:checked`);
+    await settled();
+    expect(await legend()).toEqual(byServiceLegend());
+    expect(await page.$eval("#histogram-by", (el) => el.value)).toBe("service");
+    expect(await search()).toEqual({ sources: explorer.id, range: "24h", by: "service" });
+    // Away and Back: the page comes back with the same split.
+    await page.goto("about:blank");
+    await page.goBack({ waitUntil: "domcontentloaded" });
+    await page.waitForSelector(`input[data-source-id="${explorer.id}"]:checked`);
+    await settled();
+    expect(await legend()).toEqual(byServiceLegend());
+    expect(await search()).toEqual({ sources: explorer.id, range: "24h", by: "service" });
+    // A new search keeps the split and the parameter.
+    await apply("host:web-3");
+    expect(await search()).toEqual({ sources: explorer.id, q: "host:web-3", range: "24h", by: "service" });
+    expect(await legend()).toEqual(byServiceLegend(sent.events.filter((e) => e.host === "web-3")));
+    await page.screenshot({ path: EXPLORER_SHOT("histogram-by-reloaded") });
+
+    // Written by hand: a by that is no field path is left out; the sources, query and range stay.
+    const web3 = sent.events.filter((e) => e.host === "web-3").length;
+    for (const by of ["http..status", "", "a b", "x".repeat(201)]) {
+      await page.goto(`${lp.apiUrl}/?sources=${explorer.id}&q=host%3Aweb-3&range=24h&by=${encodeURIComponent(by)}`, { waitUntil: "domcontentloaded" });
+      await page.waitForSelector(`input[data-source-id="${explorer.id}"]:checked`);
+      await settled();
+      expect(await page.evaluate(() => (globalThis as any).logpond.state.histogramBy)).toBe("level");
+      expect(await page.$eval("#histogram-by", (el) => el.value)).toBe("level");
+      expect(await legend()).toContainEqual(expect.stringMatching(/^error \d/));
+      expect(await histogramTotal()).toBe(web3);
+      expect(await page.$eval("#query", (el) => el.value)).toBe("host:web-3");
+      expect(await page.$eval('#ranges button[aria-checked="true"]', (el) => el.dataset.range)).toBe("24h");
+      expect(await search()).toEqual({ sources: explorer.id, q: "host:web-3", range: "24h" });
+    }
+
+    // A field path no event holds is kept as asked: every bar is "no <field>", nothing else breaks.
+    await page.goto(`${lp.apiUrl}/?sources=${explorer.id}&q=host%3Aweb-3&range=24h&by=no_such.field`, { waitUntil: "domcontentloaded" });
+    await page.waitForSelector(`input[data-source-id="${explorer.id}"]:checked`);
+    await settled();
+    expect(await legend()).toEqual([`no no_such.field ${web3}`]);
+    expect((await shownIds()).length).toBe(Math.min(200, web3));
+    await page.focus("#histogram-by");
+    await page.select("#histogram-by", "level");
+    await page.waitForFunction(() => [...document.querySelectorAll("#legend .key")].some((k) => k.textContent!.startsWith("error")), { timeout: 20_000 });
+    expect(await search()).toEqual({ sources: explorer.id, q: "host:web-3", range: "24h" });
+    await apply("");
+  }, 90_000);
 
   test("a phone with no source picked says the sources are above", async () => {
     await page.setViewport({ width: 390, height: 844 });

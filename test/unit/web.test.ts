@@ -1,18 +1,20 @@
 // The page's pure helpers against the query language they stand beside: the words it marks are
 // the searched text terms the parser finds (not field terms, not negated ones); a facet's term
 // parses back to that field and value; a term added to a query with OR keeps the query's meaning;
-// the sidebar offers fields with few values and skips identifiers.
+// the sidebar offers fields with few values and skips identifiers; a histogram by= the page reads
+// from its URL is a field path as the endpoint reads one.
 import { expect, test } from "bun:test";
 import fc from "fast-check";
 import { LEVEL_ALIASES, levelOf } from "../../src/query/levels";
 import { parseQuery, type Node } from "../../src/query/parse";
+import { FIELD_PATH, FIELD_PATH_MAX_CHARS } from "../../src/query/request";
 import { levelsModule } from "../../src/web/routes";
 
 // Plain browser modules (no types): loaded by path so tsc does not look for declarations.
 const RowsModule = "../../src/web/rows.js";
 const FieldsModule = "../../src/web/fields.js";
 const { searchedWords, levelClass } = await import(RowsModule);
-const { filterTerm, topFields, withTerm } = await import(FieldsModule);
+const { filterTerm, isFieldPath, topFields, withTerm } = await import(FieldsModule);
 
 /** The text terms of a tree that an even number of NOTs stand over: what a match contains. */
 function searched(node: Node | undefined, negated = false, out: string[] = []): string[] {
@@ -179,5 +181,18 @@ test("marked words agree with the parser on random queries (seeded)", () => {
       expect(searchedWords(query)).toEqual(searched(tree));
     }),
     { seed: 20261124, numRuns: 2000 },
+  );
+});
+
+test("a histogram by= the page takes from its URL is one the histogram endpoint takes (seeded)", () => {
+  expect(["service", "http.status", "@timestamp", "k8s.pod-name", "x".repeat(FIELD_PATH_MAX_CHARS)].map(isFieldPath)).toEqual([true, true, true, true, true]);
+  expect(["", "http..status", ".a", "a.", "a b", "-a", "x".repeat(FIELD_PATH_MAX_CHARS + 1), undefined].map(isFieldPath)).toEqual(Array(8).fill(false));
+  const char = fc.constantFrom("a", "Z", "0", "_", "@", "$", "-", ".", " ", "é", ":", "/");
+  fc.assert(
+    fc.property(fc.array(char, { maxLength: 12 }), fc.boolean(), (chars, long) => {
+      const path = chars.join("") + (long ? "x".repeat(FIELD_PATH_MAX_CHARS - 4) : "");
+      expect(isFieldPath(path)).toBe(path.length <= FIELD_PATH_MAX_CHARS && FIELD_PATH.test(path));
+    }),
+    { seed: 20261128, numRuns: 3000 },
   );
 });
