@@ -141,3 +141,11 @@ test("past VALUES_MAX values a path is opaque; past PATHS_MAX paths the summary 
     known: PATHS_MAX,
   });
 });
+
+test("a negative number too small for a double (-1e-400: JSON.parse gives -0) is not counted as 0", async () => {
+  // PostgreSQL prints it in full ("-0.000…1"); a double reads it as -0, whose String() is "0".
+  for (const odd of ["-1e-400", "-1e-330", `-0.${"0".repeat(330)}1`]) {
+    const texts = [`{"s": ${odd}}`, `{"s": 0}`, `{"s": -0}`];
+    expect(await check(texts)).toMatchObject({ known: expect.any(Number) });
+  }
+});
