@@ -149,6 +149,9 @@ export class SummaryBuilder {
    */
   private integerText(value: number): string | undefined {
     if (!Number.isInteger(value) || Math.abs(value) > INTEGER_MAX || this.nines) return undefined;
+    // -0 is no jsonb text of zero (numeric prints no sign on it): it is a negative number too small
+    // for a double, which PostgreSQL prints in full ("-0.000…1").
+    if (Object.is(value, -0)) return undefined;
     const text = String(value);
     return this.line.includes(`": ${text}.0`) ? undefined : text;
   }
