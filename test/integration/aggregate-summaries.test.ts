@@ -144,3 +144,19 @@ test("the summaries do the counting: whole blocks are counted without being open
   expect(cut).toBeLessThan(SEALED);
   expect(await counted(["level"], WHOLE.from, WHOLE.to, 60)).toBe(0);
 });
+
+test("logpond_block_counted is inlined into the functions that read blocks, not called once per block", async () => {
+  // A SQL function is inlined only when its body's functions are no more volatile than it says it
+  // is: extract(epoch from timestamptz) is STABLE, so an IMMUTABLE logpond_block_counted is called
+  // (an executor call per block) and its conditions cannot be planned with the caller's.
+  const args = `${"$"}1::bigint[], ${"$"}2::timestamptz, ${"$"}3::timestamptz, array['level'], array['level'], 60::numeric`;
+  for (const fn of ["logpond_block_summaries", "logpond_events_uncounted"]) {
+    const plan = await lp.sql.unsafe<{ "QUERY PLAN": string }[]>(`explain verbose select count(*) from ${fn}(${args})`, [
+      `{${source.id}}`,
+      WHOLE.from,
+      WHOLE.to,
+    ] as never[]);
+    const text = plan.map((row) => row["QUERY PLAN"]).join("\n");
+    expect({ fn, called: text.includes("logpond_block_counted(") }).toEqual({ fn, called: false });
+  }
+});
