@@ -55,10 +55,11 @@ $$;
 -- opened: it lies inside the window (and inside one bucket of `bucket_seconds`, when given), and its
 -- summary knows every one of `paths` — none is opaque, none is at or below an array (`prefixes`:
 -- every path's prefixes and itself), and each is counted or the summary tracked every path. Null
--- (no summary): opened. IMMUTABLE, one expression: inlined into its callers.
+-- (no summary): opened. One expression, STABLE as extract(epoch FROM timestamptz) is: inlined into
+-- its callers (declared IMMUTABLE, it would be called once per block instead).
 CREATE OR REPLACE FUNCTION "logpond_block_counted"(fields jsonb, min_dt timestamptz, max_dt timestamptz, from_dt timestamptz, to_dt timestamptz, paths text[], prefixes text[], bucket_seconds numeric)
 RETURNS boolean
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	SELECT min_dt >= from_dt AND max_dt <= to_dt
 		AND (bucket_seconds IS NULL OR floor(extract(epoch FROM min_dt) / bucket_seconds) = floor(extract(epoch FROM max_dt) / bucket_seconds))
 		AND NOT (fields->'a' ?| prefixes) AND NOT (fields->'o' ?| paths) AND (fields->'c' ?& paths OR NOT fields ? 'x')
