@@ -160,3 +160,20 @@ test("logpond_block_counted is inlined into the functions that read blocks, not 
     expect({ fn, called: text.includes("logpond_block_counted(") }).toEqual({ fn, called: false });
   }
 });
+
+test("a number PostgreSQL keeps that a double reads as -0 (-1e-400, written by SQL) is counted as reading every event counts it", async () => {
+  // Ingestion stores numbers as doubles print them; a row written or changed by SQL keeps any
+  // numeric, and the block sealed from it holds jsonb's text ("-0.000…1").
+  const other = await lp.createSource({ logs_retention: 3652 });
+  const lines = Array.from({ length: 40 }, (_, i) => JSON.stringify({ dt: new Date(BASE + i * 1000).toISOString(), s: 0 }));
+  expect((await lp.ingest(other.token, lines.join("\n"), { "content-type": "application/x-ndjson" })).status).toBe(202);
+  await lp.flusher.flush();
+  await lp.sql`update log_hot set raw = jsonb_set(raw, '{s}', '-1e-400'::jsonb) where source_id = ${Number(other.id)} and (raw->>'dt') < ${new Date(BASE + 10_000).toISOString()}`;
+  await lp.sealer.sealNow();
+  expect(await tiers(lp.sql, Number(other.id))).toMatchObject({ hot: 0, sealed: 40 });
+  const search = (extra: Record<string, string>) => new URLSearchParams({ source_ids: other.id, ...WHOLE, by: "s", ...extra });
+  const summed = (await (await lp.api("GET", `/api/v2/query/aggregate?${search({})}`)).json()) as any;
+  const read = (await (await lp.api("GET", `/api/v2/query/aggregate?${search({ max_events: "100000000" })}`)).json()) as any;
+  expect(read.data.by.top).toHaveLength(2);
+  expect(summed).toEqual(read);
+});
