@@ -118,7 +118,8 @@ export class Metrics implements Registry {
 
   /**
    * A family whose samples are written whole, their names included (a histogram's `_bucket`,
-   * `_sum`, `_count`): series gathered from other processes (cluster/gather.ts).
+   * `_sum`, `_count`): series gathered from other processes (cluster/gather.ts). Gathered into a
+   * family this process declared too, each sample is the sum of both.
    */
   gathered(
     name: string,
@@ -126,7 +127,32 @@ export class Metrics implements Registry {
     help: string,
     write: (sample: (sampleName: string, labels: string, value: number) => void) => void,
   ): void {
-    this.families.set(name, { type, help, write: (out) => write((sampleName, labels, value) => out.sample(sampleName, labels, value)) });
+    const own = this.families.get(name);
+    if (own === undefined) {
+      this.families.set(name, { type, help, write: (out) => write((sampleName, labels, value) => out.sample(sampleName, labels, value)) });
+      return;
+    }
+    // This process counts the family too: each sample is its own value plus the gathered ones.
+    this.families.set(name, {
+      ...own,
+      write: (out) => {
+        const mine = new Exposition();
+        own.write(mine, name);
+        const sums = new Map<string, number>();
+        for (const line of mine.text().split("\n")) {
+          const match = /^([A-Za-z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+          if (match) sums.set(`${match[1]}\u0000${match[2] ?? ""}`, Number(match[3]));
+        }
+        write((sampleName, labels, value) => {
+          const key = `${sampleName}\u0000${labels}`;
+          sums.set(key, (sums.get(key) ?? 0) + value);
+        });
+        for (const [key, value] of sums) {
+          const at = key.indexOf("\u0000");
+          out.sample(key.slice(0, at), key.slice(at + 1), value);
+        }
+      },
+    });
   }
 
   /** The exposition: every declared family, in the order declared, then process_*. */

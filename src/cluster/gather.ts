@@ -1,14 +1,25 @@
-// The ingestion series (`logpond_ingest_*`: per protocol and source, the request durations, the
-// in-flight bytes) are counted where requests are answered: with ingest workers, in the workers.
-// Each worker sends those families of its own scrape with its counters every second
-// (cluster/worker.ts); the supervisor's /metrics shows each family once, every sample summed over
-// the workers (a histogram's buckets too), so a dashboard reads the same names as with one
-// process. A worker that exits leaves its counters and histograms behind, added to its
-// successor's, so no series goes back; its gauges go with it.
+// The series counted where events are taken in and written are counted, with ingest workers, in
+// the workers: the ingestion series (`logpond_ingest_*`: per protocol and source, the request
+// durations, the in-flight bytes), the buffer's and the flushes' (`logpond_buffer_*`,
+// `logpond_flush*`) and what they lose or set aside. Each worker sends those families of its own
+// scrape with its counters every second (cluster/worker.ts); the supervisor's /metrics shows each
+// family once, every sample summed over the workers (a histogram's buckets too) and added to the
+// supervisor's own where it counts the same (its buffer takes a spill replay's events), so a
+// dashboard reads the same names as with one process. A worker that exits leaves its counters and
+// histograms behind, added to its successor's, so no series goes back; its gauges go with it.
 import type { Metrics } from "../metrics";
 
-/** The families forwarded: those only an ingest process counts. */
-const FORWARDED = "logpond_ingest_";
+/** The families forwarded (names or prefixes): what an ingest process counts. */
+const FORWARDED = [
+  "logpond_ingest_",
+  "logpond_buffer_",
+  "logpond_flush",
+  "logpond_events_lost_total",
+  "logpond_dead_letter_events_total",
+  "logpond_durable_timeouts_total",
+] as const;
+
+const forwarded = (name: string) => FORWARDED.some((prefix) => name.startsWith(prefix));
 
 type Type = "counter" | "gauge" | "histogram";
 
@@ -23,7 +34,7 @@ interface Family {
 export function forwardedText(exposition: string): string {
   return exposition
     .split("\n")
-    .filter((line) => line.startsWith(FORWARDED) || line.startsWith(`# HELP ${FORWARDED}`) || line.startsWith(`# TYPE ${FORWARDED}`))
+    .filter((line) => forwarded(line.startsWith("# HELP ") || line.startsWith("# TYPE ") ? line.slice(7) : line))
     .join("\n");
 }
 

@@ -220,8 +220,8 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
   return shape(request, row!, size);
 }
 
-/** Parameters added as a part uses them (PostgreSQL refuses one it cannot type), and a field's value as text. */
-function expressions(params: unknown[]) {
+/** Parameters added as a part uses them (PostgreSQL refuses one it cannot type), and a field's value as text (also query/histogram-by.ts). */
+export function expressions(params: unknown[]) {
   const param = (value: unknown, cast: string) => {
     params.push(value);
     return `$${params.length}::${cast}`;

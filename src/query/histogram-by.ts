@@ -1,22 +1,27 @@
 // GET /api/v2/query/histogram?by=<field>: the histogram's buckets split by the values of any field
-// instead of the level. Blocks' per-minute summaries know levels only, so every event of the window
-// is read: the counting is the aggregations' (query/aggregate.ts, `by` with `buckets`), one
-// statement within QUERY_TIMEOUT_MS; this file only reshapes its answer into the histogram's.
-import { readAggregate } from "./aggregate";
-import { LEVELS_MAX, type HistogramRequest } from "./histogram";
+// instead of the level. Without a query the counting is the aggregations' (query/aggregate.ts, `by`
+// with `buckets`: whole blocks from their field summaries, the rest read), one statement within
+// QUERY_TIMEOUT_MS, reshaped here into the histogram's answer. With one, every matching event is
+// read, so the window is counted as the level histogram counts it (query/histogram.ts histogramOf:
+// slices from the newest, what is counted in time answered, `meta.complete` false past it).
+import { expressions, readAggregate } from "./aggregate";
+import { type Counted, histogramOf, LEVELS_MAX, type HistogramRequest, type Slice } from "./histogram";
+import { tiers, timed } from "./read";
+import { compileQuery } from "./sql";
 import type { Sql } from "../store/db";
 
 export interface ValueBucket {
   from: string;
   to: string;
-  count: number;
+  /** null: not counted within QUERY_TIMEOUT_MS (meta.complete is false). */
+  count: number | null;
   /** Events per value of the field: the window's LEVELS_MAX most frequent, the rest as "other". */
   values: Record<string, number>;
 }
 
 export interface ValueHistogram {
   data: ValueBucket[];
-  meta: { from: string; to: string; bucket_seconds: number; buckets: number; total: number; by: string; values: string[]; complete: true };
+  meta: { from: string; to: string; bucket_seconds: number; buckets: number; total: number; by: string; values: string[]; complete: boolean };
 }
 
 /**
@@ -24,7 +29,21 @@ export interface ValueHistogram {
  * ranks them); the others are summed as "other", which a value named "other" joins. An event without
  * the field (or with null) is in `count` only, as an event without a level is.
  */
-export async function readHistogramBy(sql: Sql, request: HistogramRequest & { by: string }, timeoutMs: number): Promise<ValueHistogram> {
+export async function readHistogramBy(
+  sql: Sql,
+  request: HistogramRequest & { by: string },
+  timeoutMs: number,
+  /** What counts a slice under a query (a test's stand-in for the statement). */
+  count: (slice: Slice, timeoutMs: number) => Promise<Counted> = (slice, left) => countSlice(sql, request, slice, left),
+): Promise<ValueHistogram> {
+  if (request.query) {
+    const histogram = await histogramOf(request, timeoutMs, count);
+    const { from, to, bucket_seconds, buckets, total, levels, complete } = histogram.meta;
+    return {
+      data: histogram.data.map((bucket) => ({ from: bucket.from, to: bucket.to, count: bucket.count, values: bucket.levels })),
+      meta: { from, to, bucket_seconds, buckets, total, by: request.by, values: levels, complete },
+    };
+  }
   // One more than shown: null may hold a place in the ranking, and it is no series.
   const answer = await readAggregate(
     sql,
@@ -79,4 +98,27 @@ export async function readHistogramBy(sql: Sql, request: HistogramRequest & { by
       complete: true,
     },
   };
+}
+
+/** Values each slice names before folding the rest into "other" (the answer keeps LEVELS_MAX). */
+const VALUES_PER_STATEMENT = 32;
+
+/**
+ * Counts per (bucket, value of `by`) of the slice's matching events, as query/histogram.ts's
+ * countSlice counts levels: the slice's VALUES_PER_STATEMENT most frequent values named, the rest
+ * as "other", an event without the field under null (in the bucket's count only).
+ */
+function countSlice(sql: Sql, request: HistogramRequest & { by: string }, slice: Slice, timeoutMs: number): Promise<Counted> {
+  const params: unknown[] = [slice.from, slice.to, slice.bucketSeconds, request.sourceIds];
+  const condition = compileQuery(request.query!, params.length + 1, "line");
+  params.push(...condition.params);
+  const events = tiers(params, "$4::bigint[]", "$1::text::timestamptz", "$2::text::timestamptz", request.query);
+  const { value } = expressions(params);
+  const text =
+    `with counted as (select floor(extract(epoch from dt) / $3::bigint)::bigint as bucket, ${value(request.by)} as level, count(*) as n from ${events} ` +
+    `where dt >= $1::text::timestamptz and dt ${slice.last ? "<=" : "<"} $2::text::timestamptz and source_id = any($4::bigint[]) and ${condition.text} group by 1, 2), ` +
+    `top as (select level from counted where level is not null group by level order by sum(n) desc, level limit ${VALUES_PER_STATEMENT}) ` +
+    `select bucket::text as bucket, case when counted.level is null then null when counted.level in (select level from top) then counted.level else 'other' end as level, ` +
+    `sum(n)::text as n from counted group by 1, 2`;
+  return timed(sql, timeoutMs, (tx) => tx.unsafe<Counted>(text, params as never[]));
 }

@@ -136,6 +136,14 @@ test("events from many connections: each stored once, all queried back, tailed w
   const timed = scrape.split("\n").find((line) => line.startsWith(`logpond_ingest_request_duration_seconds_count{protocol="better_stack"} `));
   expect(Number(timed?.split(" ")[1])).toBe(generator.statuses.get("202")!); // every request so far was this test's, all answered 202
   expect(scrape.match(/^# TYPE logpond_ingest_request_duration_seconds histogram$/gm)).toHaveLength(1);
+  // The flushes are the workers' too: every event acknowledged was written once, by one of them,
+  // and the supervisor's own series (its buffer takes only a spill replay) is added to theirs.
+  const flushed = await waitFor("the workers' flush counts", () => metrics("logpond_flush_events_total"), { until: (m) => sum(m) >= verdict.acked });
+  expect(sum(flushed)).toBe(verdict.acked);
+  const again = await (await fetch(`${service.apiUrl}/metrics`)).text();
+  expect(again.match(/^# TYPE logpond_flush_events_total counter$/gm)).toHaveLength(1);
+  expect(again.match(/^# TYPE logpond_buffer_events gauge$/gm)).toHaveLength(1);
+  expect(again.match(/^logpond_flush_events_total /gm)).toHaveLength(1);
 });
 
 test("a keep-alive connection is closed after INGEST_CONNECTION_MAX_REQUESTS answers", async () => {

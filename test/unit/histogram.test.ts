@@ -14,6 +14,7 @@ import {
   readHistogramRequest,
   type Slice,
 } from "../../src/query/histogram";
+import { readHistogramBy } from "../../src/query/histogram-by";
 import { queryTimeout } from "../../src/query/read";
 
 const T = "2026-11-24T12:00:00.000000Z";
@@ -138,6 +139,25 @@ describe("slices", () => {
     expect(counted.every((b) => b.count === 1)).toBe(true);
     expect(answer.meta.total).toBe(counted.length);
     expect(answer.data.at(-1)!.count).toBe(1); // the newest bucket is counted
+  });
+
+  test("by a field under a query: slices too, and what was counted in time is answered with its values", async () => {
+    const req = { ...request(62), by: "service" };
+    const cut = ms(req.from) + 10 * 3_600_000;
+    const levelsCounter = counter((slice) => ms(slice.from) < cut);
+    // The same counter's rows, each bucket's event a service named after its bucket's parity.
+    const answer = await readHistogramBy(undefined as never, req, 5000, async (slice) =>
+      (await levelsCounter(slice)).map((row) => ({ ...row, level: Number(row.bucket) % 2 ? "odd" : "even" })),
+    );
+    expect(answer.meta).toMatchObject({ by: "service", complete: false, bucket_seconds: 3600 });
+    expect([...answer.meta.values].sort()).toEqual(["even", "odd"]);
+    const counted = answer.data.filter((b) => b.count !== null);
+    const uncounted = answer.data.filter((b) => b.count === null);
+    expect(counted.length).toBeGreaterThan(0);
+    expect(uncounted.length).toBeGreaterThan(0);
+    expect(uncounted.every((b) => b.from < counted[0]!.from && Object.keys(b.values).length === 0)).toBe(true);
+    expect(counted.every((b) => b.count === 1 && Object.values(b.values).reduce((sum, n) => sum + n, 0) === 1)).toBe(true);
+    expect(answer.meta.total).toBe(counted.length);
   });
 
   test("nothing counted in time → the 503 (query_timeout); another error is not hidden", async () => {
