@@ -177,3 +177,22 @@ test("a number PostgreSQL keeps that a double reads as -0 (-1e-400, written by S
   expect(read.data.by.top).toHaveLength(2);
   expect(summed).toEqual(read);
 });
+
+test("an event that is a JSON array (written by SQL) is counted as reading every event counts it: `raw #>> '{0}'` is its first element", async () => {
+  // Ingestion takes objects only; a row written or changed by SQL may hold any JSON value, and
+  // #>> indexes a top-level array by a path whose first key is a number.
+  const other = await lp.createSource({ logs_retention: 3652 });
+  const lines = Array.from({ length: 40 }, (_, i) => JSON.stringify({ dt: new Date(BASE + i * 1000).toISOString(), 0: "key" }));
+  expect((await lp.ingest(other.token, lines.join("\n"), { "content-type": "application/x-ndjson" })).status).toBe(202);
+  await lp.flusher.flush();
+  await lp.sql`update log_hot set raw = '["first", "second"]'::jsonb where source_id = ${Number(other.id)} and (raw->>'dt') < ${new Date(BASE + 10_000).toISOString()}`;
+  await lp.sql`update log_hot set raw = '"a string"'::jsonb where source_id = ${Number(other.id)} and (raw->>'dt') >= ${new Date(BASE + 30_000).toISOString()}`;
+  await lp.sealer.sealNow();
+  expect(await tiers(lp.sql, Number(other.id))).toMatchObject({ hot: 0, sealed: 40 });
+  for (const by of ["0", "1", "0.x"]) {
+    const search = (extra: Record<string, string>) => new URLSearchParams({ source_ids: other.id, ...WHOLE, by, ...extra });
+    const summed = (await (await lp.api("GET", `/api/v2/query/aggregate?${search({})}`)).json()) as any;
+    const read = (await (await lp.api("GET", `/api/v2/query/aggregate?${search({ max_events: "100000000" })}`)).json()) as any;
+    expect({ by, answer: summed }).toEqual({ by, answer: read });
+  }
+});
