@@ -54,8 +54,8 @@ export interface Block {
   histMinutes: number[];
   histLevels: (string | null)[];
   histCounts: number[];
-  /** The field summary (store/summary.ts) as JSON text: values of few-valued fields, counted. */
-  fields: string;
+  /** The field summary (store/summary.ts) as JSON text: values of few-valued fields, counted; null: none (always opened). */
+  fields: string | null;
 }
 
 /** The bit-sliced filters of consecutive blocks (a log_filters row): position p of slot k's filter is bit p × blocks + k. */

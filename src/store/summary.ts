@@ -58,14 +58,29 @@ export class SummaryBuilder {
   private overflow = false;
   private line = "";
   private nines = false;
+  /** An event that is an array: `#>>` indexes it by a path's first key, which no summary vouches for. */
+  private indexed = false;
 
   /** One event's line (jsonb's text of a JSON value). */
   add(line: string): void {
-    if (line.charCodeAt(0) !== 0x7b) return; // not an object: no field has a value
+    if (line.charCodeAt(0) !== 0x7b) {
+      // A scalar: no field has a value (`#>>` gives null). An array: see `known`.
+      if (line.charCodeAt(0) === 0x5b) this.indexed = true;
+      return;
+    }
     this.line = line;
     // Near an integer from below (99.9999999…), a longer text parses to that integer.
     this.nines = line.includes(".999999");
     this.walk(JSON.parse(line) as Record<string, unknown>, this.root, 1);
+  }
+
+  /**
+   * Whether the block can have a summary: not when one of its events is an array (ingestion takes
+   * objects only, but a row written by SQL may hold any JSON), whose elements `#>>` reads at a path
+   * such as `0` or `1.level`.
+   */
+  get known(): boolean {
+    return !this.indexed;
   }
 
   finish(): FieldSummary {
@@ -157,9 +172,9 @@ export class SummaryBuilder {
   }
 }
 
-/** The summary of `lines` as the text log_blocks.fields stores. */
-export function summarize(lines: Iterable<string>): string {
+/** The summary of `lines` as the text log_blocks.fields stores, or null where there can be none (the block is always opened). */
+export function summarize(lines: Iterable<string>): string | null {
   const builder = new SummaryBuilder();
   for (const line of lines) builder.add(line);
-  return JSON.stringify(builder.finish());
+  return builder.known ? JSON.stringify(builder.finish()) : null;
 }
