@@ -68,7 +68,9 @@ import {
   waitForSealed,
   waitForStored,
   databaseNow,
+  walBreakdown,
   walBytesSince,
+  walFullPages,
   walPosition,
 } from "./scale/storage";
 
@@ -186,6 +188,7 @@ async function main(): Promise<void> {
   const blocksBefore = await tierSize(sql, "log_blocks");
   const hotBefore = await tierSize(sql, "log_hot");
   const walBefore = await walPosition(sql);
+  const fullPagesBefore = await walFullPages(sql);
   const sampler = startSampler(sql);
   cleanups.push(sampler.stop);
   const backlog = startBacklog(sql, logpond.apiUrl, sources);
@@ -265,7 +268,8 @@ async function main(): Promise<void> {
   }
   if (sealed !== EVENTS) throw new Error(`the sealer sealed ${sealed} events, ${EVENTS} were sent`);
 
-  // 4. Sizes, everything sealed.
+  // 4. Sizes, everything sealed. The WAL's make-up first: a checkpoint recycles its segments.
+  const walKinds = await walBreakdown(sql, walBefore);
   await sql`checkpoint`;
   const growth = (await databaseSize(sql)) - sizeBefore;
   const wal = await walBytesSince(sql, walBefore);
@@ -293,6 +297,10 @@ async function main(): Promise<void> {
   say(
     "WAL bytes/event",
     `**${perEvent(wal)}** = ${fmt(wal / corpus.bytes, 2)} × NDJSON (${bytes(wal)} written from before the first request until everything was sealed and checkpointed)`,
+  );
+  say(
+    "WAL full-page images",
+    `${(((await walFullPages(sql)) - fullPagesBefore) / EVENTS).toFixed(3)} per event (pg_stat_wal, the whole server); by record type, until everything was sealed: ${walKinds ?? "not available (pg_walinspect missing, or the segments recycled)"}`,
   );
 
   // 5. Reads, before the peers: the default 30-minute window should still hold the newest events.

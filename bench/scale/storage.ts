@@ -177,6 +177,33 @@ export async function walBytesSince(sql: postgres.Sql, from: string): Promise<nu
   return Number((await sql`select pg_wal_lsn_diff(pg_current_wal_lsn(), ${from}::pg_lsn)::bigint as b`)[0]!.b);
 }
 
+/** Full-page images written since the server's statistics were reset (pg_stat_wal). */
+export async function walFullPages(sql: postgres.Sql): Promise<number> {
+  return Number((await sql`select wal_fpi::bigint as n from pg_stat_wal`)[0]!.n);
+}
+
+/**
+ * What the WAL since `from` is made of, by record type (pg_walinspect's pg_get_wal_stats: records,
+ * their bytes, the full-page images' bytes), the largest first; null when the extension cannot be
+ * created or the segments are already recycled (a long run past max_wal_size).
+ */
+export async function walBreakdown(sql: postgres.Sql, from: string, top = 8): Promise<string | null> {
+  try {
+    await sql`create extension if not exists pg_walinspect`;
+    const rows = await sql<{ kind: string; n: string; records: string; fpi: string }[]>`
+      select "resource_manager/record_type" as kind, count::text as n, record_size::text as records, fpi_size::text as fpi
+      from pg_get_wal_stats(${from}::pg_lsn, pg_current_wal_lsn(), true) order by combined_size desc limit ${top}`;
+    return rows
+      .map(
+        (row) =>
+          `${row.kind} ${Number(row.n).toLocaleString("en-US")} records, ${Math.round(Number(row.records) / 1048576)} MiB + full pages ${Math.round(Number(row.fpi) / 1048576)} MiB`,
+      )
+      .join("; ");
+  } catch (error) {
+    return null;
+  }
+}
+
 export interface TierSize {
   /** pg_table_size without TOAST: main fork, free space map, visibility map. */
   heap: number;
