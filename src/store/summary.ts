@@ -58,6 +58,8 @@ export class SummaryBuilder {
   private overflow = false;
   private line = "";
   private nines = false;
+  private readonly fractions = new Set<string>();
+  private fractionsOf: string | undefined;
   /** An event that is an array: `#>>` indexes it by a path's first key, which no summary vouches for. */
   private indexed = false;
 
@@ -168,7 +170,17 @@ export class SummaryBuilder {
     // for a double, which PostgreSQL prints in full ("-0.000…1").
     if (Object.is(value, -0)) return undefined;
     const text = String(value);
-    return this.line.includes(`": ${text}.0`) ? undefined : text;
+    return this.zeroFractions().has(text) ? undefined : text;
+  }
+
+  /** The integer parts of the line's member values with a zero fraction (`": 200.0`), found once per line. */
+  private zeroFractions(): Set<string> {
+    if (this.fractionsOf !== this.line) {
+      this.fractions.clear();
+      for (const match of this.line.matchAll(/": (-?\d+)\.0/g)) this.fractions.add(match[1]!);
+      this.fractionsOf = this.line;
+    }
+    return this.fractions;
   }
 }
 
