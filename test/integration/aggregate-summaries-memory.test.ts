@@ -9,6 +9,7 @@ import { readAggregate, type AggregateRequest } from "../../src/query/aggregate"
 import { runMigrations } from "../../src/store/db";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
+import { aggregator, countedBySummaries } from "../helpers/summaries";
 
 let db: ScratchDatabase;
 let lp: TestLogpond;
@@ -58,21 +59,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const aggregate = async (params: Record<string, string>) => {
-  const search = new URLSearchParams({ source_ids: source.id, ...params });
-  const response = await lp.api("GET", `/api/v2/query/aggregate?${search}`);
-  const body = (await response.json()) as any;
-  expect({ status: response.status, errors: body.errors }).toEqual({ status: 200, errors: undefined });
-  return body;
-};
-
-async function counted(path: string): Promise<number> {
-  const prefixes = path.split(".").map((_, i, parts) => parts.slice(0, i + 1).join("."));
-  const [row] = await db.sql<{ n: string }[]>`
-    select coalesce(sum(n), 0)::text as n
-    from logpond_block_summaries(${[Number(source.id)]}::bigint[], ${WHOLE.from}::timestamptz, ${WHOLE.to}::timestamptz, ${[path]}::text[], ${prefixes}::text[], null::numeric)`;
-  return Number(row!.n);
-}
+const aggregate = (params: Record<string, string>) => aggregator(lp, source.id)(params);
+const counted = (path: string) => countedBySummaries(db.sql, source.id, [path], WHOLE.from, WHOLE.to);
 
 const REQUESTS: Record<string, string>[] = [
   { by: "tie", top: "2" },

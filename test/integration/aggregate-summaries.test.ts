@@ -8,6 +8,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 import { tiers } from "../helpers/sealing";
+import { aggregator, countedBySummaries } from "../helpers/summaries";
+import { rng } from "../../bench/corpus";
 
 const BASE = Date.parse("2025-10-01T00:00:00.000Z");
 const DAY = 86_400_000;
@@ -16,16 +18,6 @@ const HOT = 300;
 
 let lp: TestLogpond;
 let source: TestSource;
-
-/** A deterministic generator (mulberry32). */
-function rng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const LEVELS = ['"info"', '"INFO"', '"Err"', '"error"', '"warn"', '""', '"debug"', "3", '"' + "E".repeat(50) + '"'];
 const STATUS = ["200", "200.0", "404", "500", "99.99999999999999999999", "1e2", '"200"', "true", "null", "[200]", '{"code": 200}', "-0", "1.5"];
@@ -70,22 +62,9 @@ afterAll(async () => {
   await lp?.stop();
 });
 
-const aggregate = async (params: Record<string, string>) => {
-  const search = new URLSearchParams({ source_ids: source.id, ...params });
-  const response = await lp.api("GET", `/api/v2/query/aggregate?${search}`);
-  const body = (await response.json()) as any;
-  expect({ status: response.status, errors: body.errors }).toEqual({ status: 200, errors: undefined });
-  return body;
-};
-
-/** Events the summaries count for `paths` in the window: how much of the answer did not read events. */
-async function counted(paths: string[], from: string, to: string, bucketSeconds: number | null): Promise<number> {
-  const prefixes = [...new Set(paths.flatMap((path) => path.split(".").map((_, i, parts) => parts.slice(0, i + 1).join("."))))];
-  const [row] = await lp.sql<{ n: string }[]>`
-    select coalesce(sum(n), 0)::text as n
-    from logpond_block_summaries(${[Number(source.id)]}::bigint[], ${from}::timestamptz, ${to}::timestamptz, ${paths}::text[], ${prefixes}::text[], ${bucketSeconds}::numeric)`;
-  return Number(row!.n);
-}
+const aggregate = (params: Record<string, string>) => aggregator(lp, source.id)(params);
+const counted = (paths: string[], from: string, to: string, bucketSeconds: number | null) =>
+  countedBySummaries(lp.sql, source.id, paths, from, to, bucketSeconds);
 
 const WHOLE = { from: new Date(BASE - 1000).toISOString(), to: new Date(BASE + 2 * DAY).toISOString() };
 // Cuts the first day's middle block and the second day's last one.
@@ -159,6 +138,17 @@ test("logpond_block_counted is inlined into the functions that read blocks, not 
     const text = plan.map((row) => row["QUERY PLAN"]).join("\n");
     expect({ fn, called: text.includes("logpond_block_counted(") }).toEqual({ fn, called: false });
   }
+  // The query API's reads go through logpond_events_uncounted too (null paths): inlined as well,
+  // so their WHERE, ORDER BY and LIMIT apply inside it.
+  const plan = await lp.sql.unsafe<{ "QUERY PLAN": string }[]>(
+    `explain verbose select id from logpond_events_between(${"$"}1::bigint[], ${"$"}2::timestamptz, ${"$"}3::timestamptz) order by dt desc limit 10`,
+    [`{${source.id}}`, WHOLE.from, WHOLE.to] as never[],
+  );
+  const text = plan.map((row) => row["QUERY PLAN"]).join("\n");
+  expect({ functionScan: /Function Scan on (public\.)?logpond_events_/.test(text), called: text.includes("logpond_block_counted(") }).toEqual({
+    functionScan: false,
+    called: false,
+  });
 });
 
 test("a number PostgreSQL keeps that a double reads as -0 (-1e-400, written by SQL) is counted as reading every event counts it", async () => {

@@ -5,6 +5,7 @@
 // jsonb's text, as a block holds them.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import postgres from "postgres";
+import { rng } from "../../bench/corpus";
 import { DEPTH_MAX, type FieldSummary, PATHS_MAX, SummaryBuilder, VALUES_MAX } from "../../src/store/summary";
 
 let sql: postgres.Sql;
@@ -14,15 +15,6 @@ beforeAll(() => {
 afterAll(async () => {
   await sql.end({ timeout: 5 });
 });
-
-function rng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const SCALARS = [
   "200",

@@ -31,26 +31,6 @@ CREATE OR REPLACE VIEW "log_events" AS
 	FROM "log_blocks" b CROSS JOIN LATERAL "logpond_block_events"(b."min_id", b."min_dt", b."ids", b."dts", b."body", b."payload") e
 	WHERE b."generation" IS NULL;
 
--- The events of some sources with from_dt <= dt <= to_dt, from both tiers. A block is opened when
--- its time range is inside the window, or a v3 block's dts has an event in it, or a v4 block's
--- minutes (its histogram: its exact times are in the payload) meet the window's (blocks overlap in
--- time after a backfill sent out of order); each event's dt is compared after. Besides raw, `line`
--- is the event's JSON text: the query API sorts and limits on (dt, id, line) and parses only the
--- lines of its page (PostgreSQL computes only the columns a caller uses). Inlined by the planner
--- (one SELECT, STABLE), so a caller's WHERE, ORDER BY and LIMIT apply inside it.
-CREATE OR REPLACE FUNCTION "logpond_events_between"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz)
-RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb, "line" text)
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
-	SELECT h."id", h."source_id", h."dt", h."raw", h."raw"::text FROM "log_hot" h
-	WHERE h."source_id" = ANY(source_ids) AND h."dt" >= from_dt AND h."dt" <= to_dt
-	UNION ALL
-	SELECT e."id", b."source_id", e."dt", e."line"::jsonb, e."line"
-	FROM "log_blocks" b CROSS JOIN LATERAL "logpond_block_events"(b."min_id", b."min_dt", b."ids", b."dts", b."body", b."payload") e
-	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt AND b."generation" IS NULL
-		AND (b."min_dt" >= from_dt AND b."max_dt" <= to_dt OR EXISTS (SELECT 1 FROM unnest(b."dts") d WHERE d >= from_dt AND d <= to_dt)
-			OR b."dts" IS NULL AND EXISTS (SELECT 1 FROM unnest(b."hist_minutes") m WHERE m >= floor(extract(epoch FROM from_dt) / 60) AND m <= floor(extract(epoch FROM to_dt) / 60)))
-		AND e."dt" >= from_dt AND e."dt" <= to_dt
-$$;
 -- Whether a block is counted from its field summary (drizzle/0012, src/store/summary.ts) rather than
 -- opened: it lies inside the window (and inside one bucket of `bucket_seconds`, when given), and its
 -- summary knows every one of `paths` — none is opaque, none is at or below an array (`prefixes`:
@@ -64,8 +44,15 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 		AND (bucket_seconds IS NULL OR floor(extract(epoch FROM min_dt) / bucket_seconds) = floor(extract(epoch FROM max_dt) / bucket_seconds))
 		AND NOT (fields->'a' ?| prefixes) AND NOT (fields->'o' ?| paths) AND (fields->'c' ?& paths OR NOT fields ? 'x')
 $$;
--- logpond_events_between without the blocks logpond_block_counted counts (query/aggregate.ts
--- counts those from their summaries): the events an aggregation still has to read.
+-- The events of some sources with from_dt <= dt <= to_dt, from both tiers, but for the blocks
+-- logpond_block_counted counts for `paths` (query/aggregate.ts counts those from their summaries;
+-- null paths: none, every event: logpond_events_between). A block is opened when its time range is
+-- inside the window, or a v3 block's dts has an event in it, or a v4 block's minutes (its
+-- histogram: its exact times are in the payload) meet the window's (blocks overlap in time after a
+-- backfill sent out of order); each event's dt is compared after. Besides raw, `line` is the
+-- event's JSON text: the query API sorts and limits on (dt, id, line) and parses only the lines of
+-- its page (PostgreSQL computes only the columns a caller uses). Inlined by the planner (one
+-- SELECT, STABLE), so a caller's WHERE, ORDER BY and LIMIT apply inside it.
 CREATE OR REPLACE FUNCTION "logpond_events_uncounted"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz, paths text[], prefixes text[], bucket_seconds numeric)
 RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb, "line" text)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
@@ -79,6 +66,12 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 			OR b."dts" IS NULL AND EXISTS (SELECT 1 FROM unnest(b."hist_minutes") m WHERE m >= floor(extract(epoch FROM from_dt) / 60) AND m <= floor(extract(epoch FROM to_dt) / 60)))
 		AND NOT coalesce("logpond_block_counted"(b."fields", b."min_dt", b."max_dt", from_dt, to_dt, paths, prefixes, bucket_seconds), false)
 		AND e."dt" >= from_dt AND e."dt" <= to_dt
+$$;
+-- Every event of some sources with from_dt <= dt <= to_dt, from both tiers (the query API's reads).
+CREATE OR REPLACE FUNCTION "logpond_events_between"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz)
+RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb, "line" text)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+	SELECT * FROM "logpond_events_uncounted"(source_ids, from_dt, to_dt, NULL, NULL, NULL)
 $$;
 -- The blocks logpond_events_uncounted leaves out: their event count, the counts of `paths`' values
 -- (the summary's `c`, only those paths) and their first event's time.
