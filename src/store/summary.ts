@@ -31,6 +31,9 @@ export const PATHS_MAX = 128;
 /** Objects nested deeper than this are not walked (their path goes into `a`). */
 export const DEPTH_MAX = 4;
 
+/** Keys left out that an object's node remembers, at most (each is tested again past it). */
+const SKIPPED_KEYS_MAX = 1024;
+
 /** A key a field path can name (query/request.ts FIELD_PATH's segments). */
 const SEGMENT = /^[A-Za-z0-9_@$-]+$/;
 
@@ -110,7 +113,9 @@ export class SummaryBuilder {
       let node = parent.children.get(key);
       if (node === undefined) {
         node = SEGMENT.test(key) ? this.node(parent, key) : null;
-        parent.children.set(key, node);
+        // A key left out is remembered (not tested again) only up to a bound: a block of events
+        // with a million distinct keys would otherwise hold them all.
+        if (node !== null || parent.children.size < SKIPPED_KEYS_MAX) parent.children.set(key, node);
       }
       if (node === null || node.array) continue;
       const value = object[key];
