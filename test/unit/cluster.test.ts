@@ -86,6 +86,8 @@ test("connections idle past five minutes are forgotten by a later request (no ti
 
 test("the ingestion series gathered from workers: each sample summed, a histogram's lines too; an exited worker's counters stay, its gauges go", () => {
   const metrics = new Metrics();
+  // The supervisor's own buffer (a spill replay's events) is counted beside the workers'.
+  metrics.gauge("logpond_buffer_events", "Events held in memory.", () => 1);
   const workers = [new Gathered(), new Gathered()];
   const declare = gatherInto(metrics, workers);
   const report = (requests: number, inflight: number, count: number) =>
@@ -103,9 +105,12 @@ test("the ingestion series gathered from workers: each sample summed, a histogra
         `logpond_ingest_request_duration_seconds_bucket{protocol="otlp",le="+Inf"} ${count}`,
         `logpond_ingest_request_duration_seconds_sum{protocol="otlp"} 0.5`,
         `logpond_ingest_request_duration_seconds_count{protocol="otlp"} ${count}`,
-        "# HELP logpond_buffer_events Not forwarded.",
+        "# HELP logpond_buffer_events Events held in memory.",
         "# TYPE logpond_buffer_events gauge",
         "logpond_buffer_events 9",
+        "# HELP logpond_sources Not forwarded.",
+        "# TYPE logpond_sources gauge",
+        "logpond_sources 4",
       ].join("\n"),
     );
   workers[0]!.report(report(3, 100, 2));
@@ -114,7 +119,9 @@ test("the ingestion series gathered from workers: each sample summed, a histogra
   expect(metrics.value("logpond_ingest_requests_accepted_total", { source_id: 7 })).toBe(7);
   expect(metrics.value("logpond_ingest_inflight_bytes")).toBe(150);
   expect(metrics.value("logpond_ingest_request_duration_seconds_count", { protocol: "otlp" })).toBe(7);
-  expect(metrics.value("logpond_buffer_events")).toBe(0);
+  expect(metrics.value("logpond_buffer_events")).toBe(1 + 9 + 9);
+  expect(metrics.render().match(/^# TYPE logpond_buffer_events gauge$/gm)).toHaveLength(1);
+  expect(metrics.value("logpond_sources")).toBe(0); // the supervisor counts its sources itself
   expect(metrics.render().match(/^# TYPE logpond_ingest_request_duration_seconds histogram$/gm)).toHaveLength(1);
   // Worker 1 exits; its successor starts from zero: the counters go on from the sum, its gauge is gone.
   workers[0]!.exited();
