@@ -1,17 +1,17 @@
 // The query API's context read: one source's events around one event (the anchor), in (dt, id)
-// order, whichever tier holds them. First the anchor's dt is found from its id alone: a hot row
-// through log_hot's id partitions and BRIN on id, a sealed one through the blocks' GiST index on
-// their id range, then only the ids array of the blocks of this source that cover it (never a
-// body); with the row's `dt` given too, the blocks are the few of that source and day that span it.
-// Then each side is read outwards from the anchor in time slices (the first sized from the
-// anchor's block's events per second, then 10 s, 1 min, 5 min, …), both sides at once, one
-// statement per slice over both tiers of this one source, keyset on (dt, id): slices are
-// contiguous and each is one snapshot, so an event the sealer moves meanwhile is read once. A
-// slice's blocks are found by (source_id, max_dt) between the slice's start and the end of its
-// last UTC day (a block holds one source and one UTC day, store/blocks.ts), so the index range is
-// at most a day of this source's blocks however old the anchor is. An empty slice is followed by a
-// probe for the nearest event time beyond it, so a gap of days costs one statement, not a scan of
-// what lies past it.
+// order, whichever tier holds them. First the anchor: from its id alone, a hot row through log_hot's
+// id partitions and BRIN on id, a sealed one through the blocks' GiST index on their id range, then
+// only the ids array of the blocks of this source that cover it (a block is opened to learn the
+// dt); with the row's `dt` given too, the hot row by id, or for a sealed one only the blocks' rows
+// that span that dt (none is opened: the anchor is checked in the answer, below). Then each side is
+// read outwards from the anchor in time slices (the first sized from the events per second of the
+// anchor's blocks, then 10 s, 1 min, 5 min, …), one statement per slice over both tiers of this one
+// source, keyset on (dt, id): slices are contiguous and each is one snapshot, so an event the
+// sealer moves meanwhile is read once. The first slices of both sides are one statement, so a block
+// that spans the anchor (the first slices always open it) is opened once. A slice's blocks are found
+// by the GiST index on (source_id, their time range) (drizzle/0013): the few that meet the slice,
+// however many blocks the day holds. An empty slice is followed by a probe for the nearest event time
+// beyond it, so a gap of days costs one statement, not a scan of what lies past it.
 import { eventTime } from "../codec/time";
 import { AppError } from "../errors";
 import type { Sql } from "../store/db";
@@ -63,61 +63,101 @@ const textOf = (ms: number) => micros(new Date(ms).toISOString());
 const dayEnd = (at: string) => `(date_trunc('day', ${at}::text::timestamptz, 'UTC') + interval '1 day')`;
 
 /**
+ * Blocks of the source whose time range meets [`lower`, `upper`] (SQL texts), found by the GiST
+ * index on (source_id, tstzrange(min_dt, max_dt)) (drizzle/0013). The plain bounds beside it let
+ * PostgreSQL skip the other days' partitions (log_blocks is partitioned by max_dt; a block holds
+ * one UTC day, store/blocks.ts).
+ */
+const meets = (lower: string, upper: string) =>
+  `tstzrange(b.min_dt, b.max_dt, '[]') && tstzrange(${lower}::text::timestamptz, ${upper}::text::timestamptz, '[]') ` +
+  `and b.max_dt >= ${lower}::text::timestamptz and b.max_dt < ${dayEnd(upper)} and b.min_dt <= ${upper}::text::timestamptz`;
+
+/** A block's events per millisecond. */
+const DENSITY = "b.n / greatest(extract(epoch from b.max_dt - b.min_dt)::float8 * 1000, 1)";
+
+/**
  * The anchor's dt (none: no event of this source has that id, and that dt when given), and for a
- * sealed one its block's events per millisecond: how wide a first slice holds the neighbours.
- * Here and below a staged block (generation not null, drizzle/0011) is skipped: its events are
- * still hot rows.
+ * sealed one the events per millisecond around it: how wide a first slice holds the neighbours.
+ * With the dt given, a sealed anchor is not looked for inside its block: the blocks that span the
+ * dt and whose ids may hold it (their range, and a v3 block's ids array) say it may be there, and
+ * the answer's first row after it is the anchor or the read is a 404 (readContext). Their densities
+ * add up: blocks may overlap in time. Here and below a staged block (generation not null,
+ * drizzle/0011) is skipped: its events are still hot rows.
  */
 const LOOKUP = (withDt: boolean) =>
-  `select ${DT_TEXT} as dt, density from (` +
-  `select h.dt, null::float8 as density from log_hot h where h.id = $1::bigint and h.source_id = $2::bigint${withDt ? " and h.dt = $3::text::timestamptz" : ""} ` +
+  withDt
+    ? `select ${DT_TEXT} as dt, density from (` +
+      "select h.dt, null::float8 as density, 0 as tier from log_hot h where h.id = $1::bigint and h.source_id = $2::bigint and h.dt = $3::text::timestamptz " +
+      "union all " +
+      `select $3::text::timestamptz, sum(${DENSITY}), 1 from log_blocks b where b.source_id = $2::bigint and b.generation is null and ${meets("$3", "$3")} ` +
+      "having bool_or(int8range(b.min_id, b.max_id, '[]') @> $1::bigint and (b.ids is null or $1::bigint = any(b.ids)))" +
+      ") anchor order by tier limit 1"
+    : `select ${DT_TEXT} as dt, density from (` +
+      "select h.dt, null::float8 as density from log_hot h where h.id = $1::bigint and h.source_id = $2::bigint " +
+      "union all " +
+      `select u.dt, ${DENSITY} from log_blocks b ` +
+      "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as u " +
+      "where b.source_id = $2::bigint and b.generation is null and (b.ids is null or $1::bigint = any(b.ids)) and int8range(b.min_id, b.max_id, '[]') @> $1::bigint and u.id = $1::bigint" +
+      ") anchor limit 1";
+
+/**
+ * The source's events with `lower` <= dt <= `upper` (SQL texts; $1 the source): hot rows, and the
+ * lines of the blocks that hold an event in that stretch (their exact times are inside them: a v3
+ * block's dts, a v4 block's minutes say whether to open it).
+ */
+const EVENTS = (lower: string, upper: string) =>
+  "select h.id, h.source_id, h.dt, h.raw::text as line from log_hot h " +
+  `where h.source_id = $1::bigint and h.dt >= ${lower}::text::timestamptz and h.dt <= ${upper}::text::timestamptz ` +
   "union all " +
-  "select u.dt, b.n / greatest(extract(epoch from b.max_dt - b.min_dt)::float8 * 1000, 1) from log_blocks b " +
-  "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as u " +
-  "where b.source_id = $2::bigint and b.generation is null and (b.ids is null or $1::bigint = any(b.ids)) and int8range(b.min_id, b.max_id, '[]') @> $1::bigint and u.id = $1::bigint" +
-  (withDt
-    ? ` and b.max_dt >= $3::text::timestamptz and b.min_dt <= $3::text::timestamptz and b.max_dt < ${dayEnd("$3")} and u.dt = $3::text::timestamptz`
-    : "") +
-  ") anchor limit 1";
+  "select e.id, b.source_id, e.dt, e.line from log_blocks b " +
+  "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as e " +
+  `where b.source_id = $1::bigint and b.generation is null and ${meets(lower, upper)} ` +
+  `and (b.min_dt >= ${lower}::text::timestamptz and b.max_dt <= ${upper}::text::timestamptz or exists (select 1 from unnest(b.dts) d where d >= ${lower}::text::timestamptz and d <= ${upper}::text::timestamptz) ` +
+  `or b.dts is null and exists (select 1 from unnest(b.hist_minutes) m where m >= floor(extract(epoch from ${lower}::text::timestamptz) / 60) and m <= floor(extract(epoch from ${upper}::text::timestamptz) / 60))) ` +
+  `and e.dt >= ${lower}::text::timestamptz and e.dt <= ${upper}::text::timestamptz`;
+
+/** The page's columns of `relation`'s rows: the row text is built for the page only, after the sort. */
+const ROW = `id::text as id, ${DT_TEXT} as dt, (line::jsonb || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', source_id::text, 'id', id::text))::text as row`;
 
 /**
  * One slice of one side: $1 source, $2/$3 the slice's bounds (compared with `lowerOp`/`upperOp`),
- * $4/$5 the anchor's (dt, id), $6 the limit. Hot rows and the lines of the blocks that hold an
- * event in the slice; the row text is built for the page only, after the sort.
+ * $4/$5 the anchor's (dt, id), $6 the limit.
  */
 const SLICE = (side: "before" | "after", lowerOp: string, upperOp: string) => {
   const direction = side === "before" ? "desc" : "asc";
   const keyset = side === "before" ? "<" : ">=";
   return (
-    `select id::text as id, ${DT_TEXT} as dt, (line::jsonb || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', source_id::text, 'id', id::text))::text as row from (` +
-    "select id, source_id, dt, line from (" +
-    "select h.id, h.source_id, h.dt, h.raw::text as line from log_hot h " +
-    "where h.source_id = $1::bigint and h.dt >= $2::text::timestamptz and h.dt <= $3::text::timestamptz " +
-    "union all " +
-    "select e.id, b.source_id, e.dt, e.line from log_blocks b " +
-    "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as e " +
-    `where b.source_id = $1::bigint and b.generation is null and b.max_dt >= $2::text::timestamptz and b.max_dt < ${dayEnd("$3")} and b.min_dt <= $3::text::timestamptz ` +
-    "and (b.min_dt >= $2::text::timestamptz and b.max_dt <= $3::text::timestamptz or exists (select 1 from unnest(b.dts) d where d >= $2::text::timestamptz and d <= $3::text::timestamptz) " +
-    "or b.dts is null and exists (select 1 from unnest(b.hist_minutes) m where m >= floor(extract(epoch from $2::text::timestamptz) / 60) and m <= floor(extract(epoch from $3::text::timestamptz) / 60))) " +
-    "and e.dt >= $2::text::timestamptz and e.dt <= $3::text::timestamptz" +
-    `) events where dt ${lowerOp} $2::text::timestamptz and dt ${upperOp} $3::text::timestamptz and (dt, id) ${keyset} ($4::text::timestamptz, $5::bigint) ` +
-    `order by dt ${direction}, id ${direction} limit $6` +
-    `) page order by page.dt ${direction}, page.id ${direction}`
+    `select ${ROW} from (select id, source_id, dt, line from (${EVENTS("$2", "$3")}) events ` +
+    `where dt ${lowerOp} $2::text::timestamptz and dt ${upperOp} $3::text::timestamptz and (dt, id) ${keyset} ($4::text::timestamptz, $5::bigint) ` +
+    `order by dt ${direction}, id ${direction} limit $6) page order by page.dt ${direction}, page.id ${direction}`
   );
 };
 
 /**
+ * The first slice of both sides in one statement, each block that meets them opened once: $1
+ * source, $2 the before side's far bound (compared with `farOp`), $3 the after side's (<=), $4/$5
+ * the anchor's (dt, id), $6/$7 the limits. `side` 0 is before (newest first), 1 after (oldest first).
+ */
+const FIRST = (farOp: string) =>
+  `with events as materialized (${EVENTS("$2", "$3")}) ` +
+  `select side, ${ROW} from (` +
+  `(select 0 as side, id, source_id, dt, line from events where dt ${farOp} $2::text::timestamptz and dt <= $4::text::timestamptz and (dt, id) < ($4::text::timestamptz, $5::bigint) order by dt desc, id desc limit $6) ` +
+  "union all " +
+  "(select 1, id, source_id, dt, line from events where dt >= $4::text::timestamptz and dt <= $3::text::timestamptz and (dt, id) >= ($4::text::timestamptz, $5::bigint) order by dt, id limit $7)" +
+  ") page order by side, case when side = 0 then page.dt end desc, case when side = 0 then page.id end desc, page.dt, page.id";
+
+/**
  * Past an unfilled slice, a time the next event beyond `$2` may have, nearest first (null: none):
  * before the anchor, the latest end of a block or hot row at or before it, or `$2` itself while a
- * block of its day spans it; after it, the earliest end of a block or hot row past it (the next
- * event is at or before that end).
+ * block spans it; after it, the earliest end of a block or hot row past it (the next event is at or
+ * before that end).
  */
 const PROBE = {
   before:
     "select to_char(greatest(" +
     "(select max(b.max_dt) from log_blocks b where b.source_id = $1::bigint and b.generation is null and b.max_dt <= $2::text::timestamptz), " +
     "(select max(h.dt) from log_hot h where h.source_id = $1::bigint and h.dt <= $2::text::timestamptz), " +
-    `(select $2::text::timestamptz where exists (select 1 from log_blocks b where b.source_id = $1::bigint and b.generation is null and b.max_dt > $2::text::timestamptz and b.max_dt < ${dayEnd("$2")} and b.min_dt <= $2::text::timestamptz))` +
+    `(select $2::text::timestamptz where exists (select 1 from log_blocks b where b.source_id = $1::bigint and b.generation is null and ${meets("$2", "$2")} and b.max_dt > $2::text::timestamptz))` +
     `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`,
   after:
     "select to_char(least(" +
@@ -145,41 +185,58 @@ export async function readContext(sql: Sql, request: ContextRequest, timeoutMs: 
     if (!found) return undefined;
     const anchor = { dt: found.dt, id: request.id };
 
-    const side = async (which: "before" | "after", wanted: number): Promise<Row[]> => {
-      const rows: Row[] = [];
-      // A sealed anchor's block tells how many events a millisecond holds around it: the first slice
-      // is sized to hold the side (most reads are one slice a side); a hot one starts at 10 s.
-      const first = found.density ? Math.min(Math.max(Math.ceil((wanted * FIRST_SLACK) / found.density), FIRST_MIN_MS), SLICE_MS[5]!) : SLICE_MS[0]!;
-      const widths = [first, ...SLICE_MS.filter((width) => width > first)];
+    // The density around a sealed anchor tells how wide a first slice holds a side (most reads are
+    // that one slice a side); around a hot one the first is 10 s.
+    const firstWidth = (wanted: number) =>
+      found.density ? Math.min(Math.max(Math.ceil((wanted * FIRST_SLACK) / found.density), FIRST_MIN_MS), SLICE_MS[5]!) : SLICE_MS[0]!;
+    /** The far end of the slice `width` away from `from`, as its text; whether it is the end of time. */
+    const farFrom = (which: "before" | "after", from: string, width: number) => {
+      const farMs = which === "before" ? msOf(from) - width : msOf(from) + width;
+      const far = which === "before" ? (farMs <= msOf(EARLIEST) ? EARLIEST : textOf(farMs)) : farMs >= msOf(LATEST) ? LATEST : textOf(farMs);
+      return { far, last: far === EARLIEST || far === LATEST };
+    };
+    const wanted = { before: request.before + 1, after: request.after + 2 }; // after: the anchor, `after` rows, one more to tell
+    const width = Math.max(firstWidth(wanted.before), firstWidth(wanted.after));
+    const firstFar = { before: farFrom("before", anchor.dt, width), after: farFrom("after", anchor.dt, width) };
+    const firstRows = await run<Row & { side: number }>(FIRST(firstFar.before.last ? ">=" : ">"), [
+      request.sourceId,
+      firstFar.before.far,
+      firstFar.after.far,
+      anchor.dt,
+      anchor.id,
+      wanted.before,
+      wanted.after,
+    ]);
+
+    const side = async (which: "before" | "after"): Promise<Row[]> => {
+      const rows: Row[] = firstRows.filter((row) => row.side === (which === "before" ? 0 : 1));
+      const widths = [width, ...SLICE_MS.filter((w) => w > width)];
       // Before: slices (lower, upper] stepping back from the anchor's dt; after: [lower, upper], then (lower, upper].
-      let near = anchor.dt;
-      let nearOp = which === "before" ? "<=" : ">=";
-      let from = anchor.dt; // where the next slice's width is measured from
-      for (let k = 0; rows.length < wanted; k++) {
-        const width = widths[Math.min(k, widths.length - 1)]!;
-        const farMs = which === "before" ? msOf(from) - width : msOf(from) + width;
-        const far = which === "before" ? (farMs <= msOf(EARLIEST) ? EARLIEST : textOf(farMs)) : farMs >= msOf(LATEST) ? LATEST : textOf(farMs);
-        const last = far === EARLIEST || far === LATEST;
+      let { far, last } = firstFar[which];
+      let got = rows.length; // the last slice's rows
+      for (let k = 1; rows.length < wanted[which] && !last; k++) {
+        let from = far; // where the next slice's width is measured from
+        const [near, nearOp] = [far, which === "before" ? "<=" : ">"];
+        if (got === 0) {
+          // An empty slice may be the start of a gap: go on from the nearest event time beyond it.
+          const [probe] = await run<{ dt: string | null }>(PROBE[which], [request.sourceId, far]);
+          if (!probe?.dt) break; // nothing beyond
+          from = probe.dt;
+        }
+        ({ far, last } = farFrom(which, from, widths[Math.min(k, widths.length - 1)]!));
         const farOp = which === "before" ? (last ? ">=" : ">") : "<=";
         const [lower, lowerOp, upper, upperOp] = which === "before" ? [far, farOp, near, nearOp] : [near, nearOp, far, farOp];
-        const slice = await run<Row>(SLICE(which, lowerOp, upperOp), [request.sourceId, lower, upper, anchor.dt, anchor.id, wanted - rows.length]);
+        const slice = await run<Row>(SLICE(which, lowerOp, upperOp), [request.sourceId, lower, upper, anchor.dt, anchor.id, wanted[which] - rows.length]);
         rows.push(...slice);
-        if (rows.length >= wanted || last) break;
-        [near, nearOp, from] = [far, which === "before" ? "<=" : ">", far];
-        if (slice.length > 0) continue;
-        // An empty slice may be the start of a gap: go on from the nearest event time beyond it.
-        const [probe] = await run<{ dt: string | null }>(PROBE[which], [request.sourceId, far]);
-        if (!probe?.dt) break; // nothing beyond
-        from = probe.dt;
+        got = slice.length;
       }
       return rows;
     };
     // Both sides at once, on this transaction's one connection: their statements are pipelined.
-    const [older, newer] = await Promise.all([
-      side("before", request.before + 1),
-      side("after", request.after + 2), // the anchor, `after` rows, one more to tell
-    ]);
-    if (newer[0]?.id !== anchor.id) return undefined; // removed (retention, a deleted source) since it was found
+    const [older, newer] = await Promise.all([side("before"), side("after")]);
+    // Removed (retention, a deleted source) since it was found, or (with the dt given) not in the
+    // blocks that may hold it, or there at another dt.
+    if (newer[0]?.id !== anchor.id || newer[0].dt !== anchor.dt) return undefined;
     const moreBefore = older.length > request.before;
     const moreAfter = newer.length > request.after + 1;
     const rows = [...older.slice(0, request.before).reverse(), ...newer.slice(0, request.after + 1)];

@@ -85,6 +85,9 @@ export const logBlocks = pgTable(
   },
   (table) => [
     index("log_blocks_source_id_max_dt_idx").on(table.sourceId, table.maxDt),
+    // Context finds the few blocks of a source that meet a stretch of time (query/context.ts),
+    // however many blocks its day holds: btree_gist gives GiST the source_id (drizzle/0013).
+    index("log_blocks_source_span_idx").using("gist", table.sourceId, sql`tstzrange(${table.minDt}, ${table.maxDt}, '[]')`),
     // The live tail's resume reads blocks by id range (log_events_by_id).
     index("log_blocks_ids_idx").using("gist", sql`int8range(${table.minId}, ${table.maxId}, '[]')`),
     index("log_blocks_filter_idx").on(table.filterId, table.filterSlot),

@@ -144,6 +144,10 @@ describe("around hot rows and sealed blocks", () => {
       [{ source_id: source.id, id: "9223372036854775807" }, 404, /Event 9223372036854775807 was not found in source/],
       [{ source_id: other.id, id }, 404, /was not found in source/],
       [{ source_id: source.id, id, dt: at(BASE + 11_000) }, 404, /at dt/],
+      // Half a second before its own dt, nothing between: the block that spans it may hold the id,
+      // and the first row at or after (dt, id) is the event itself, but at another dt.
+      [{ source_id: source.id, id, dt: at(BASE + 9_500) }, 404, /at dt/],
+      [{ source_id: source.id, id: all[250]!.id, dt: at(BASE + 249_500) }, 404, /at dt/],
       [{ source_id: "999999999", id }, 404, /Source 999999999 was not found/],
       [{ source_id: "twelve", id }, 404, /Source twelve was not found/],
     ];
