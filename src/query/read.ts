@@ -259,6 +259,24 @@ export async function readDeadLetters(
 const OLDER_SLICE_MS = [3_600_000, 86_400_000, 604_800_000, 2_592_000_000];
 
 /**
+ * Without a query, the newest event before $1 of the sources $2 from the blocks' rows, opening only
+ * the blocks that span $1 (the GiST on (source_id, time range), drizzle/0013): the latest end of a
+ * source's blocks that end before it (the (source_id, max_dt) B-tree, backwards, one entry per
+ * source), the events before it in a block that spans it, and the hot rows. Opening every block of
+ * the hour before `from` to find its newest event took 4.4 s at 20 M events (docs/storage.md).
+ */
+const NEWEST_BEFORE =
+  "select to_char(greatest(" +
+  "(select max(newest) from unnest($2::bigint[]) s(id), lateral (select max(b.max_dt) as newest from log_blocks b " +
+  "where b.source_id = s.id and b.generation is null and b.max_dt < $1::text::timestamptz) n), " +
+  "(select max(e.dt) from unnest($2::bigint[]) s(id), lateral (select b.* from log_blocks b where b.source_id = s.id and b.generation is null " +
+  "and tstzrange(b.min_dt, b.max_dt, '[]') @> $1::text::timestamptz and b.max_dt < (date_trunc('day', $1::text::timestamptz, 'UTC') + interval '1 day') " +
+  "and b.min_dt < $1::text::timestamptz offset 0) b " +
+  "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) e where e.dt < $1::text::timestamptz), " +
+  "(select max(h.dt) from log_hot h where h.source_id = any($2::bigint[]) and h.dt < $1::text::timestamptz)" +
+  `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`;
+
+/**
  * An empty page's "is there older data?": the dt of the newest event before `from` that the
  * request would match, or null when there is none. Slices step back from `from` (1 h, 1 d, 7 d,
  * 30 d, then the rest), so the common case scans one short slice; the worst case (nothing older
@@ -266,6 +284,17 @@ const OLDER_SLICE_MS = [3_600_000, 86_400_000, 604_800_000, 2_592_000_000];
  */
 export async function newestBefore(sql: Sql, request: ReadRequest, timeoutMs: number): Promise<string | null | undefined> {
   if (timeoutMs < 1) return undefined; // statement_timeout 0 would mean none
+  if (!request.query) {
+    try {
+      return await timed(sql, timeoutMs, async (tx) => {
+        const [row] = await tx.unsafe<{ dt: string | null }[]>(NEWEST_BEFORE, [request.from, request.sourceIds] as never[]);
+        return row?.dt ?? null;
+      });
+    } catch (error) {
+      if (error instanceof AppError && error.reason === "query_timeout") return undefined;
+      throw error;
+    }
+  }
   const params: unknown[] = ["", "", request.sourceIds];
   const conditions = ["source_id = any($3::bigint[])"];
   if (request.query) {
