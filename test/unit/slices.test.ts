@@ -2,7 +2,7 @@
 // page's order, with or without an anchor (the newest block's end) and a cursor; and so do they
 // with every long slice cut into the two halves readEvents reads at once.
 import { expect, test } from "bun:test";
-import { slices, split, SPLIT_FROM_MS } from "../../src/query/read";
+import { shiftMicros, slices, split, SPLIT_FROM_MS } from "../../src/query/read";
 
 const iso = (ms: number) => new Date(ms).toISOString().replace("Z", "000Z");
 const T = Date.parse("2026-11-25T12:00:00Z");
@@ -51,3 +51,22 @@ function checkSlices(
   // In the page's order: each slice lies wholly past the previous one.
   for (let i = 1; i < all.length; i++) expect(newest ? all[i]!.upper <= all[i - 1]!.lower : all[i]!.lower >= all[i - 1]!.upper).toBe(true);
 }
+
+test("an open bound read closed: shiftMicros is the next and the previous microsecond, across seconds, days and years", () => {
+  const cases: [string, 1 | -1, string][] = [
+    ["2026-11-25T12:00:00.000000Z", 1, "2026-11-25T12:00:00.000001Z"],
+    ["2026-11-25T12:00:00.000000Z", -1, "2026-11-25T11:59:59.999999Z"],
+    ["2026-11-25T12:00:00.123456Z", -1, "2026-11-25T12:00:00.123455Z"],
+    ["2026-12-31T23:59:59.999999Z", 1, "2027-01-01T00:00:00.000000Z"],
+    ["2027-01-01T00:00:00.000000Z", -1, "2026-12-31T23:59:59.999999Z"],
+    ["0001-01-01T00:00:00.000001Z", -1, "0001-01-01T00:00:00.000000Z"],
+    ["2024-02-28T23:59:59.999999Z", 1, "2024-02-29T00:00:00.000000Z"],
+  ];
+  for (const [dt, delta, shifted] of cases) expect([dt, delta, shiftMicros(dt, delta)]).toEqual([dt, delta, shifted]);
+  // Against microseconds counted: 2,000 random instants each way.
+  const micro = (dt: string) => BigInt(Date.parse(`${dt.slice(0, 19)}Z`)) * 1000n + BigInt(dt.slice(20, 26));
+  for (let i = 0; i < 2_000; i++) {
+    const dt = `${new Date(T + Math.floor(Math.random() * 1e10) - 5e9).toISOString().slice(0, 20)}${String(Math.floor(Math.random() * 1e6)).padStart(6, "0")}Z`;
+    for (const delta of [1, -1] as const) expect([dt, micro(shiftMicros(dt, delta)) - micro(dt)]).toEqual([dt, BigInt(delta)]);
+  }
+});
