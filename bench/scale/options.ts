@@ -25,6 +25,8 @@ export interface Options {
   compare: boolean;
   /** logpond's QUERY_TIMEOUT_MS; "" = its default (5 s). Raise it to see what a 503 read would have taken. */
   queryTimeoutMs: string;
+  /** PostgreSQL logs each statement slower than this (log_min_duration_statement, with its parameters) to its log in DATA_DIR; 0: none. */
+  logSlowMs: number;
   /** `--sustain RATE SECONDS`: load at RATE events/s for SECONDS (events = their product; no run without the sealer). */
   sustain?: { rate: number; seconds: number };
 }
@@ -45,6 +47,8 @@ export function readOptions(): Options {
   if (split.length < 1 || split.some((p) => !(p > 0))) throw new Error("--sources-split must be positive numbers, e.g. 90,9,1");
   if (!(senders >= 1) || !(batch >= 1)) throw new Error("--senders and --batch must be ≥ 1");
   if (order !== "time" && order !== "random") throw new Error("--order must be time or random");
+  const logSlowMs = Number(option("log-slow-ms", "0"));
+  if (!Number.isInteger(logSlowMs) || logSlowMs < 0) throw new Error("--log-slow-ms must be a whole number of ms (0: none)");
   if (!Number.isInteger(sealIntervalMs) || sealIntervalMs < 100 || sealIntervalMs > 600_000)
     throw new Error("--seal-interval-ms must be 100 to 600000 (config.ts's range)");
   return {
@@ -58,6 +62,7 @@ export function readOptions(): Options {
     sealIntervalMs,
     compare: !argv.includes("--no-compare") && !process.env.DATABASE_URL && !sustain,
     queryTimeoutMs: option("query-timeout-ms", process.env.QUERY_TIMEOUT_MS ?? ""),
+    logSlowMs,
     sustain,
   };
 }

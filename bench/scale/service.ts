@@ -49,6 +49,8 @@ export interface ServiceSettings {
   keep: boolean;
   keepSources: boolean;
   queryTimeoutMs: string;
+  /** PostgreSQL logs statements slower than this to its log (bench/scale/options.ts); 0: none. */
+  logSlowMs?: number;
   /** Shares of the sources: one source each. */
   split: number[];
   /** Names the sources (a run's stamp). */
@@ -87,6 +89,13 @@ export async function startScaleService(settings: ServiceSettings, cleanups: Cle
   cleanups.push(stopLogpond);
   const sql = postgres(logpond.databaseUrl, { max: 4, onnotice: () => {} });
   const end = () => sql.end({ timeout: 5 });
+  if (settings.logSlowMs) {
+    // A reload reaches every backend, logpond's pooled ones too; the text goes with its parameters.
+    await sql.unsafe(`alter system set log_min_duration_statement = ${settings.logSlowMs}`);
+    await sql.unsafe("alter system set log_parameter_max_length = -1");
+    await sql.unsafe("select pg_reload_conf()");
+    progress(`PostgreSQL logs statements slower than ${settings.logSlowMs} ms to ${process.env.DATABASE_URL ? "its log" : `${work}/data/pg/postgres.log`}`);
+  }
   cleanups.push(end);
   const sources: Source[] = [];
   for (const [i, share] of settings.split.entries()) {
