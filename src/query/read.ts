@@ -86,8 +86,10 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   if (newest) {
     const [newestBlock] = await within((tx) =>
       tx.unsafe<{ dt: string | null }[]>(
-        `select to_char(max(max_dt) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt from log_blocks
-         where source_id = any($1::bigint[]) and generation is null and max_dt >= $2::text::timestamptz and max_dt <= $3::text::timestamptz`,
+        // Per source, so each is one entry of the (source_id, max_dt) index read backwards: over
+        // `= any(…)` PostgreSQL read every block of the window (25-44 ms at 20 M events).
+        `select to_char(max(newest) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt from unnest($1::bigint[]) s(id), lateral (
+         select max(max_dt) as newest from log_blocks where source_id = s.id and generation is null and max_dt >= $2::text::timestamptz and max_dt <= $3::text::timestamptz) n`,
         [request.sourceIds, request.from, request.after && request.after.dt < request.to ? request.after.dt : request.to] as never[],
       ),
     );
