@@ -369,6 +369,10 @@ async function sealRows(
   const from = merged
     ? `unnest('{${merged.first.join(",")}}'::bigint[], '{${merged.last.join(",")}}'::bigint[]) r(f, l) join ${table} m on m.id between r.f and r.l`
     : `${table} m`;
+  // In the table's own order: PostgreSQL would start a sequential scan of a big table where another
+  // backend's scan of it is and wrap around at the end, and the chunk holding the end and the start
+  // would make a block spanning hours (test/integration/seal-order.test.ts).
+  await tx.unsafe("set local synchronize_seqscans = off");
   await tx.unsafe(
     `declare seal_rows no scroll cursor for
      select m.id::text as id, m.source_id::text as source_id, ${DT_TEXT} as dt, m.raw::text as line,

@@ -1,0 +1,68 @@
+// A seal reads a hot partition in its physical order (store/sealer.ts sealRows: one cursor, chunk
+// by chunk, each chunk's events sorted by time and cut into blocks). PostgreSQL lets a sequential
+// scan of a table bigger than a quarter of shared_buffers start where another backend's scan of it
+// is (synchronize_seqscans) and wrap around at the end: a chunk then held the partition's last and
+// first rows, hours apart, and the block between them spanned them all. In the 20 M bench run 21
+// blocks of the dense source spanned 15 minutes to 7 hours (the bench's count(*) of log_hot ran
+// beside the seal), so its whole day overlapped and merges rewrote all of it.
+// Here: a partition past that size, a scan of it held open halfway by another connection, then a
+// seal; the events were sent in time order, one every 100 ms, so no block may span hours.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import postgres from "postgres";
+import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
+
+/** Events of a fixed stretch of 2025, one every 100 ms. */
+const BASE = Date.parse("2025-06-02T01:00:00.000Z");
+const PAD = "x".repeat(700);
+
+let lp: TestLogpond;
+let source: TestSource;
+beforeAll(async () => {
+  lp = await startTestLogpond({ SEAL_INTERVAL_MS: "600000" });
+  source = await lp.createSource({ logs_retention: 3652 });
+});
+
+afterAll(async () => {
+  await lp?.stop();
+});
+
+test("a seal beside another scan of the partition builds no block spanning hours", async () => {
+  const [setting] = await lp.sql<{ bytes: string }[]>`select (current_setting('shared_buffers')::text) as bytes`;
+  const [{ quarter }] = (await lp.sql`select pg_size_bytes(current_setting('shared_buffers')) / 4 as quarter`) as unknown as [{ quarter: string }];
+  // Past a quarter of shared_buffers (where scans synchronise), with room to spare.
+  const total = Math.ceil((Number(quarter) * 1.5) / (PAD.length + 120));
+  for (let from = 0; from < total; from += 5_000) {
+    const events = [];
+    for (let n = from; n < Math.min(total, from + 5_000); n++) events.push({ dt: new Date(BASE + n * 100).toISOString(), n, pad: PAD });
+    expect((await lp.ingest(source.token, JSON.stringify(events))).status).toBe(202);
+  }
+  await lp.flusher.flush();
+  const [{ table, bytes }] = (await lp.sql`
+    select tableoid::regclass::text as table, pg_relation_size(tableoid) as bytes from log_hot where source_id = ${Number(source.id)} limit 1`) as unknown as [
+    { table: string; bytes: string },
+  ];
+  expect([setting!.bytes, Number(bytes) > Number(quarter)]).toEqual([setting!.bytes, true]);
+
+  // Another connection's scan of the partition, halfway through and held there.
+  const other = postgres(process.env.LOGPOND_TEST_DATABASE_URL!, { max: 1, onnotice: () => {} });
+  try {
+    await other.begin(async (tx) => {
+      await tx.unsafe(`declare beside no scroll cursor for select id from ${table}`);
+      await tx.unsafe(`fetch ${Math.floor(total / 2)} from beside`);
+      await lp.sealer.sealNow();
+    });
+  } finally {
+    await other.end();
+  }
+
+  const blocks = await lp.sql<{ min_dt: string; max_dt: string; n: number }[]>`
+    select to_char(min_dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as min_dt, to_char(max_dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as max_dt, n
+    from log_blocks where source_id = ${Number(source.id)} and generation is null order by min_dt`;
+  expect(blocks.reduce((sum, block) => sum + block.n, 0)).toBe(total);
+  // A block of up to 1,000 of these events spans 100 s; flushes writing at once put their batches'
+  // rows side by side in the table, so a chunk (and a block) may take events some minutes apart
+  // (up to 555 s seen), never the hours between the partition's end and its start (11,000 s seen
+  // with the other scan's position taken).
+  const span = (block: { min_dt: string; max_dt: string }) => Date.parse(`${block.max_dt.slice(0, 23)}Z`) - Date.parse(`${block.min_dt.slice(0, 23)}Z`);
+  expect(blocks.filter((block) => span(block) > 1_800_000)).toEqual([]);
+}, 240_000);
