@@ -229,8 +229,9 @@ export function* slices(request: Pick<ReadRequest, "from" | "to" | "after">, new
       [upper, upperOp] = [anchor, "<="];
     }
     for (const width of SLICE_MS) {
+      // Compared as milliseconds: past years 0001–9999 an ISO text no longer sorts as its time.
+      if (ms(upper) - width <= ms(request.from)) break;
       const lower = at(ms(upper) - width);
-      if (lower <= request.from) break;
       yield { lower, lowerOp: ">", upper, upperOp };
       [upper, upperOp] = [lower, "<="];
     }
@@ -239,8 +240,10 @@ export function* slices(request: Pick<ReadRequest, "from" | "to" | "after">, new
     let lower = request.after && request.after.dt > request.from ? request.after.dt : request.from;
     let lowerOp: ">=" | ">" = ">=";
     for (const width of SLICE_MS) {
+      // Compared as milliseconds: a slice past 9999-12-31 ("+010000-…" sorts before "9999-…" as
+      // text) is no time PostgreSQL reads.
+      if (ms(lower) + width >= ms(request.to)) break;
       const upper = at(ms(lower) + width);
-      if (upper >= request.to) break;
       yield { lower, lowerOp, upper, upperOp: "<" };
       [lower, lowerOp] = [upper, ">="];
     }
@@ -269,6 +272,9 @@ export async function readDeadLetters(
   const kept = more ? rows.slice(0, request.batch) : rows;
   return { rows: kept.map((r) => r.row), nextId: more ? kept[kept.length - 1]?.id : undefined };
 }
+
+/** The earliest time an event may have (codec/time.ts reads years 0001–9999). */
+const EARLIEST_EVENT_MS = Date.parse("0001-01-01T00:00:00.000Z");
 
 /** Probed before `from`, nearest first: most windows with older data find it in the first slice. */
 const OLDER_SLICE_MS = [3_600_000, 86_400_000, 604_800_000, 2_592_000_000];
@@ -319,7 +325,11 @@ export async function newestBefore(sql: Sql, request: ReadRequest, timeoutMs: nu
   }
   const events = tiers(params, "$3::bigint[]", "$2::text::timestamptz", "$1::text::timestamptz", request.query);
   const from = Date.parse(`${request.from.slice(0, 23)}Z`);
-  const bounds = [...OLDER_SLICE_MS.map((width) => micros(new Date(from - width).toISOString())), undefined];
+  // None before year 0001: PostgreSQL reads no year 0 (what toISOString writes there).
+  const bounds = [
+    ...OLDER_SLICE_MS.filter((width) => from - width > EARLIEST_EVENT_MS).map((width) => micros(new Date(from - width).toISOString())),
+    undefined,
+  ];
   try {
     const deadline = performance.now() + timeoutMs;
     return await timed(sql, timeoutMs, async (tx) => {

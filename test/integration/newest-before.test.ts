@@ -3,6 +3,7 @@
 // the same days), span `from` at random, sit beside hot rows that came late and another source's
 // events; at 200 random times the answer must be the newest dt before it that PostgreSQL holds.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { parseQuery } from "../../src/query/parse";
 import { newestBefore } from "../../src/query/read";
 import type { ReadRequest } from "../../src/query/request";
 import { rng } from "../../bench/corpus";
@@ -78,5 +79,24 @@ test("without a query, the newest dt before `from` is what log_events holds, at 
       [sources, from] as never[],
     );
     expect([from, sources, await newestBefore(lp.sql, request(sources, from), 60_000)]).toEqual([from, sources, expected!.dt]);
+  }
+});
+
+test("with and without a query, a `from` in the first month of year 0001: nothing older, not an error", async () => {
+  for (const query of [undefined, parseQuery("n:1")]) {
+    for (const from of ["0001-01-01T00:30:00.000000Z", "0001-01-20T00:00:00.000000Z"]) {
+      const request: ReadRequest = {
+        sourceIds: [Number(source.id)],
+        given: new URLSearchParams(),
+        query,
+        batch: 100,
+        order: "newest_first",
+        from,
+        to: "0001-02-01T00:00:00.000000Z",
+        after: undefined,
+        binding: "",
+      };
+      expect([from, query === undefined, await newestBefore(lp.sql, request, 60_000)]).toEqual([from, query === undefined, null]);
+    }
   }
 });

@@ -72,6 +72,14 @@ async function observe() {
   const window = { source_ids: source.id, from: FROM, to: TO };
   const [anchor] = await lp.sql<{ id: string }[]>`
     select id::text as id from log_events where source_id = ${sourceId} and raw->>'n' = '60'`;
+  // With the dt given, a sealed anchor (60) is looked for in its blocks' rows only, a hot one (130) by its row.
+  const withDt = async (n: number) => {
+    const [row] = await lp.sql<{ id: string; dt: string }[]>`
+      select id::text as id, to_char(dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt from log_events
+      where source_id = ${sourceId} and raw->>'n' = ${String(n)}`;
+    const body = await get("/api/v2/query/context", { source_id: source.id, id: row!.id, dt: row!.dt, before: "70", after: "70" });
+    return body.data.map((event: { n: number }) => event.n);
+  };
   const histogram = async (query?: string) => {
     const body = await get("/api/v2/query/histogram", { ...window, buckets: "24", ...(query ? { query } : {}) });
     return body.data.map((bucket: { count: number; levels: Record<string, number> }) => [bucket.count, bucket.levels]);
@@ -90,6 +98,8 @@ async function observe() {
     histogram: await histogram(),
     histogramQuery: await histogram("word4"),
     context: (await get("/api/v2/query/context", { source_id: source.id, id: anchor!.id, before: "70", after: "70" })).data.map((row: { n: number }) => row.n),
+    contextDt: await withDt(60),
+    contextHotDt: await withDt(130),
     aggregate: await aggregate(),
     aggregateQuery: await aggregate("word1"),
     tail: tail.map((row) => row.id),
@@ -109,6 +119,8 @@ test("blocks staged for a generation are read by no reader until it is sealed", 
   expect(before.needle).toEqual(all.filter((n) => n % 7 === 3).toReversed());
   expect(before.pattern).toEqual(all.filter((n) => n % 7 === 2 || n % 7 === 5).toReversed());
   expect(before.context).toEqual(all.slice(60 - 60, 60 + 71));
+  expect(before.contextDt).toEqual(before.context);
+  expect(before.contextHotDt).toEqual(all.slice(130 - 70, 130 + 71));
   expect(before.aggregate.count).toBe(SEALED + HOT);
   expect(before.aggregateQuery.count).toBe(all.filter((n) => n % 7 === 1).length);
   expect(before.tail).toHaveLength(SEALED + HOT);

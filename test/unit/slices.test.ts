@@ -70,3 +70,20 @@ test("an open bound read closed: shiftMicros is the next and the previous micros
     for (const delta of [1, -1] as const) expect([dt, micro(shiftMicros(dt, delta)) - micro(dt)]).toEqual([dt, BigInt(delta)]);
   }
 });
+
+test.each([
+  ["oldest first, the last hours of 9999", false, "9999-12-31T12:00:00.000000Z", "9999-12-31T23:59:59.999999Z"],
+  ["newest first, the last hours of 9999", true, "9999-12-31T12:00:00.000000Z", "9999-12-31T23:59:59.999999Z"],
+  ["oldest first, the first hours of 0001", false, "0001-01-01T00:00:00.000000Z", "0001-01-01T12:00:00.000000Z"],
+  ["newest first, the first hours of 0001", true, "0001-01-01T00:00:00.000000Z", "0001-01-01T12:00:00.000000Z"],
+])("%s: every bound, and every open bound read closed, is a time of the window PostgreSQL reads", (_name, newest, from, to) => {
+  const all = [...slices({ from, to, after: undefined }, newest)].flatMap((slice) => split(slice, newest) ?? [slice]);
+  const closed = all.flatMap((s) => [s.lowerOp === ">" ? shiftMicros(s.lower, 1) : s.lower, s.upperOp === "<" ? shiftMicros(s.upper, -1) : s.upper]);
+  for (const at of [...all.flatMap((s) => [s.lower, s.upper]), ...closed]) {
+    expect([at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/.test(at), at >= from && at <= to]).toEqual([at, true, true]);
+  }
+  // Contiguous from one end of the window to the other.
+  const ends = newest ? [all[0]!.upper, all.at(-1)!.lower] : [all[0]!.lower, all.at(-1)!.upper];
+  expect(ends).toEqual(newest ? [to, from] : [from, to]);
+  for (let i = 1; i < all.length; i++) expect(newest ? all[i]!.upper === all[i - 1]!.lower : all[i]!.lower === all[i - 1]!.upper).toBe(true);
+});
