@@ -114,6 +114,16 @@ export async function tiers(sql: postgres.Sql, sourceId: number): Promise<Tiers>
   return row!;
 }
 
+/** One source's visible blocks, how many of them overlap another in time, and its hot rows. */
+export async function blockLayout(sql: postgres.Sql, sourceId: number): Promise<{ blocks: number; overlapping: number; hot: number }> {
+  const [row] = await sql<{ blocks: number; overlapping: number; hot: number }[]>`
+    select (select count(*)::int from log_blocks where source_id = ${sourceId} and generation is null) as blocks,
+      (select count(*)::int from log_blocks a join log_blocks b on a.source_id = b.source_id and a.min_id < b.min_id
+        and a.min_dt < b.max_dt and b.min_dt < a.max_dt where a.source_id = ${sourceId} and a.generation is null and b.generation is null) as overlapping,
+      (select count(*)::int from log_hot where source_id = ${sourceId}) as hot`;
+  return row!;
+}
+
 /** How many times each of these ids is stored, in either tier (log_events_by_id over their range). */
 export async function copiesOf(sql: postgres.Sql, ids: string[]): Promise<Map<string, number>> {
   const sorted = [...ids].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));

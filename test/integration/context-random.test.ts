@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { rng } from "../../bench/corpus";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
+import { blockLayout } from "../helpers/sealing";
 
 /** Events of a fixed stretch of 2025: the longest retention keeps their time as sent (codec/reception.ts). */
 const BASE = Date.parse("2025-10-10T00:00:00.000Z");
@@ -67,14 +68,10 @@ async function contextOf(params: Record<string, string | number>) {
 }
 
 test("the tiers are as the test means them: overlapping blocks, shared dts, hot rows", async () => {
-  const [row] = await lp.sql<{ blocks: number; overlapping: number; hot: number }[]>`
-    select (select count(*)::int from log_blocks where source_id = ${Number(source.id)} and generation is null) as blocks,
-      (select count(*)::int from log_blocks a join log_blocks b on a.source_id = b.source_id and a.min_id < b.min_id
-        and a.min_dt < b.max_dt and b.min_dt < a.max_dt where a.source_id = ${Number(source.id)}) as overlapping,
-      (select count(*)::int from log_hot where source_id = ${Number(source.id)}) as hot`;
-  expect(row!.blocks).toBeGreaterThanOrEqual(4);
-  expect(row!.overlapping).toBeGreaterThan(0);
-  expect(row!.hot).toBe(60);
+  const row = await blockLayout(lp.sql, Number(source.id));
+  expect(row.blocks).toBeGreaterThanOrEqual(4);
+  expect(row.overlapping).toBeGreaterThan(0);
+  expect(row.hot).toBe(60);
   expect(all).toHaveLength(1460);
   expect(new Set(all.map((e) => e.dt)).size).toBeLessThan(1400);
 });

@@ -8,6 +8,7 @@ import { newestBefore } from "../../src/query/read";
 import type { ReadRequest } from "../../src/query/request";
 import { rng } from "../../bench/corpus";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
+import { blockLayout } from "../helpers/sealing";
 
 /** Events of a fixed stretch of 2025: the longest retention keeps their time as sent (codec/reception.ts). */
 const BASE = Date.parse("2025-09-01T00:00:00.000Z");
@@ -41,14 +42,10 @@ afterAll(async () => {
 });
 
 test("the tiers are as the test means them: overlapping blocks and hot rows", async () => {
-  const [row] = await lp.sql<{ blocks: number; overlapping: number; hot: number }[]>`
-    select (select count(*)::int from log_blocks where source_id = ${Number(source.id)} and generation is null) as blocks,
-      (select count(*)::int from log_blocks a join log_blocks b on a.source_id = b.source_id and a.min_id < b.min_id
-        and a.min_dt < b.max_dt and b.min_dt < a.max_dt where a.source_id = ${Number(source.id)}) as overlapping,
-      (select count(*)::int from log_hot where source_id = ${Number(source.id)}) as hot`;
-  expect(row!.blocks).toBeGreaterThanOrEqual(6);
-  expect(row!.overlapping).toBeGreaterThan(0);
-  expect(row!.hot).toBe(40);
+  const row = await blockLayout(lp.sql, Number(source.id));
+  expect(row.blocks).toBeGreaterThanOrEqual(6);
+  expect(row.overlapping).toBeGreaterThan(0);
+  expect(row.hot).toBe(40);
 });
 
 test("without a query, the newest dt before `from` is what log_events holds, at 200 random times", async () => {
