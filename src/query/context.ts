@@ -15,7 +15,7 @@
 import { eventTime } from "../codec/time";
 import { AppError } from "../errors";
 import type { Sql } from "../store/db";
-import { DT_TEXT, queryTimeout, timed } from "./read";
+import { DT_TEXT, meets, queryTimeout, timed } from "./read";
 import { micros, refuseUnknown, single } from "./request";
 
 /** Neighbours per side when not asked for, and at most. */
@@ -59,19 +59,6 @@ const EARLIEST = "0001-01-01T00:00:00.000000Z";
 const LATEST = "9999-12-31T23:59:59.999999Z";
 const msOf = (dt: string) => Date.parse(`${dt.slice(0, 23)}Z`);
 const textOf = (ms: number) => micros(new Date(ms).toISOString());
-/** The end of a UTC day as SQL: no block that starts by `at` ends at or after it. */
-const dayEnd = (at: string) => `(date_trunc('day', ${at}::text::timestamptz, 'UTC') + interval '1 day')`;
-
-/**
- * Blocks of the source whose time range meets [`lower`, `upper`] (SQL texts), found by the GiST
- * index on (source_id, tstzrange(min_dt, max_dt)) (drizzle/0013). The plain bounds beside it let
- * PostgreSQL skip the other days' partitions (log_blocks is partitioned by max_dt; a block holds
- * one UTC day, store/blocks.ts).
- */
-const meets = (lower: string, upper: string) =>
-  `tstzrange(b.min_dt, b.max_dt, '[]') && tstzrange(${lower}::text::timestamptz, ${upper}::text::timestamptz, '[]') ` +
-  `and b.max_dt >= ${lower}::text::timestamptz and b.max_dt < ${dayEnd(upper)} and b.min_dt <= ${upper}::text::timestamptz`;
-
 /** A block's events per millisecond. */
 const DENSITY = "b.n / greatest(extract(epoch from b.max_dt - b.min_dt)::float8 * 1000, 1)";
 
@@ -116,7 +103,7 @@ const EVENTS = (lower: string, upper: string) =>
   `or b.dts is null and exists (select 1 from unnest(b.hist_minutes) m where m >= floor(extract(epoch from ${lower}::text::timestamptz) / 60) and m <= floor(extract(epoch from ${upper}::text::timestamptz) / 60))) ` +
   `and e.dt >= ${lower}::text::timestamptz and e.dt <= ${upper}::text::timestamptz`;
 
-/** The page's columns of `relation`'s rows: the row text is built for the page only, after the sort. */
+/** A page's columns of the rows of EVENTS: the row text is built for the page only, after the sort. */
 const ROW = `id::text as id, ${DT_TEXT} as dt, (line::jsonb || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', source_id::text, 'id', id::text))::text as row`;
 
 /**

@@ -175,6 +175,17 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   return { rows: kept.map((r) => r.row), next: more && last ? { dt: last.dt, id: last.id } : undefined };
 }
 
+/**
+ * A condition on block `b`: its time range meets [`lower`, `upper`] (SQL texts), found by the GiST
+ * index on (source_id, tstzrange(min_dt, max_dt)) (drizzle/0013). The plain bounds beside it let
+ * PostgreSQL skip the other days' partitions (log_blocks is partitioned by max_dt; a block holds
+ * one UTC day, store/blocks.ts, so it ends before the day after `upper` begins).
+ */
+export const meets = (lower: string, upper: string) =>
+  `tstzrange(b.min_dt, b.max_dt, '[]') && tstzrange(${lower}::text::timestamptz, ${upper}::text::timestamptz, '[]') ` +
+  `and b.max_dt >= ${lower}::text::timestamptz and b.max_dt < (date_trunc('day', ${upper}::text::timestamptz, 'UTC') + interval '1 day') ` +
+  `and b.min_dt <= ${upper}::text::timestamptz`;
+
 /** `dt` (YYYY-MM-DDTHH:MM:SS.ffffffZ) `delta` (±1) microseconds later. */
 export function shiftMicros(dt: string, delta: 1 | -1): string {
   const micro = Number(dt.slice(20, 26)) + delta;
@@ -291,8 +302,7 @@ const NEWEST_BEFORE =
   "(select max(newest) from unnest($2::bigint[]) s(id), lateral (select max(b.max_dt) as newest from log_blocks b " +
   "where b.source_id = s.id and b.generation is null and b.max_dt < $1::text::timestamptz) n), " +
   "(select max(e.dt) from unnest($2::bigint[]) s(id), lateral (select b.* from log_blocks b where b.source_id = s.id and b.generation is null " +
-  "and tstzrange(b.min_dt, b.max_dt, '[]') @> $1::text::timestamptz and b.max_dt < (date_trunc('day', $1::text::timestamptz, 'UTC') + interval '1 day') " +
-  "and b.min_dt < $1::text::timestamptz offset 0) b " +
+  `and ${meets("$1", "$1")} and b.min_dt < $1::text::timestamptz offset 0) b ` +
   "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) e where e.dt < $1::text::timestamptz), " +
   "(select max(h.dt) from log_hot h where h.source_id = any($2::bigint[]) and h.dt < $1::text::timestamptz)" +
   `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`;
