@@ -207,6 +207,11 @@ export function makeCursor(request: ReadRequest, last: Position): string {
 }
 
 const DT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+/** A DT text that names a time (not February 30th or 24:61), as every bound given out does. */
+const realTime = (t: string) => {
+  const ms = Date.parse(`${t.slice(0, 19)}Z`);
+  return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 19) === t.slice(0, 19);
+};
 
 function openCursor(cursor: string, binding: string): { from: string; to: string; after: Position } {
   let body: Partial<CursorBody> | undefined;
@@ -219,7 +224,7 @@ function openCursor(cursor: string, binding: string): { from: string; to: string
     typeof body === "object" &&
     body !== null &&
     body.v === 1 &&
-    [body.f, body.t, body.d].every((t) => typeof t === "string" && DT.test(t)) &&
+    [body.f, body.t, body.d].every((t) => typeof t === "string" && DT.test(t) && realTime(t)) &&
     typeof body.i === "string" &&
     /^-?[0-9]{1,19}$/.test(body.i);
   if (!valid) throw badRequest("cursor is not one this API gave out; take it from pagination.next");

@@ -86,12 +86,20 @@ describe("parameters", () => {
   test("a query that does not parse → 400 naming the position", async () => {
     await expectError(await get(`source_ids=${source.id}&query=${encodeURIComponent("level:error AND (a OR")}`), 400, "position 22");
   });
-  test.each(["garbage", "eyJ2IjoxfQ", Buffer.from('{"v":1,"h":"x","f":"a","t":"b","d":"c","i":"1"}').toString("base64url")])(
-    "cursor %s → 400",
-    async (cursor) => {
-      await expectError(await get(`source_ids=${source.id}&cursor=${cursor}`), 400, "cursor is not one this API gave out");
-    },
-  );
+  test.each([
+    "garbage",
+    "eyJ2IjoxfQ",
+    Buffer.from('{"v":1,"h":"x","f":"a","t":"b","d":"c","i":"1"}').toString("base64url"),
+    // Shaped as a time but none (a 500 from PostgreSQL before): February 30th, 24:61.
+    Buffer.from('{"v":1,"h":"x","f":"2025-01-01T00:00:00.000000Z","t":"2025-02-01T00:00:00.000000Z","d":"2025-02-30T00:00:00.999999Z","i":"1"}').toString(
+      "base64url",
+    ),
+    Buffer.from('{"v":1,"h":"x","f":"2025-01-01T00:00:00.000000Z","t":"2025-02-01T24:61:00.000000Z","d":"2025-01-10T00:00:00.000000Z","i":"1"}').toString(
+      "base64url",
+    ),
+  ])("cursor %s → 400", async (cursor) => {
+    await expectError(await get(`source_ids=${source.id}&cursor=${cursor}`), 400, "cursor is not one this API gave out");
+  });
 });
 
 describe("rows and defaults", () => {
