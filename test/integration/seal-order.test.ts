@@ -66,9 +66,9 @@ test("a seal beside another scan of the partition builds no block spanning hours
     from log_blocks where source_id = ${Number(source.id)} and generation is null order by min_dt`;
   expect(blocks.reduce((sum, block) => sum + block.n, 0)).toBe(total);
   // A block of up to 1,000 of these events spans 100 s; flushes writing at once put their batches'
-  // rows side by side in the table, so a chunk (and a block) may take events some minutes apart
-  // (up to 555 s seen), never the hours between the partition's end and its start (11,000 s seen
-  // with the other scan's position taken).
+  // rows side by side in the table, so a chunk (and a block) may take events tens of minutes apart
+  // (up to 1,981 s seen in CI), never the span between the partition's end and its start (10,990 s
+  // seen with the other scan's position taken; the events span 12,000 s).
   const span = (block: { min_dt: string; max_dt: string }) => Date.parse(`${block.max_dt.slice(0, 23)}Z`) - Date.parse(`${block.min_dt.slice(0, 23)}Z`);
-  expect(blocks.filter((block) => span(block) > 1_800_000)).toEqual([]);
+  expect(blocks.filter((block) => span(block) > 7_200_000)).toEqual([]);
 }, 240_000);
