@@ -20,6 +20,7 @@
 // - DDL waits at most DDL_LOCK_TIMEOUT for a lock (and so holds up a COPY at most that long).
 import { type Block, buildBlocks, type Filter, LEVEL_MAX_CHARS, type MovedRow } from "./blocks";
 import { writeBlocks } from "./blocks-sql";
+import { splitCarry } from "./seal-carry";
 import type { Config } from "../config";
 import type { Sql } from "./db";
 import { DDL_LOCK_TIMEOUT } from "./partitions";
@@ -50,6 +51,15 @@ const GARBAGE_PER_TEXT_BYTE = 3;
  * 3 of 10 runs, each time in the seconds the first seal ran beside a full gate.
  */
 export const SEAL_HELD_BYTES = CHUNK_BYTES * (1 + GARBAGE_PER_TEXT_BYTE);
+/**
+ * Text a seal carries from one chunk into the next, at most (store/seal-carry.ts): past it, groups
+ * are built though the next chunk may still hold older events of theirs.
+ */
+const CARRY_BYTES = CHUNK_BYTES / 2;
+/** Besides the chunks in flight, a seal holds the chunk read before the one it reads, and what that carried (not yet built: no garbage yet). */
+const SEAL_PENDING_BYTES = CHUNK_BYTES + CARRY_BYTES;
+/** What a seal holds here at its peak with `threads` seal threads: kept out of the requests' memory while it runs. */
+export const sealHeldBytes = (threads: number) => SEAL_HELD_BYTES * sealDepth(threads) + SEAL_PENDING_BYTES;
 /** Text one FETCH brings, about (by the average row so far); the first FETCH takes FIRST_FETCH rows. */
 const FETCH_BYTES = 2 * 1024 * 1024;
 const FIRST_FETCH = 64;
@@ -352,6 +362,8 @@ export function mergeRanges(ranges: Ranges): Ranges {
  * chunks of about CHUNK_BYTES of text — the rows' text is held here while their blocks are built —
  * each made into blocks on a seal thread (store/seal-pool.ts; without a pool, here) while the next
  * ones are fetched, up to one chunk per thread in flight, and written in the order they were read.
+ * A chunk is built once the next one has been read, less the events it carries into that one
+ * (store/seal-carry.ts): a source-day's blocks then do not overlap at the chunks' edges.
  * Rows of deleted sources and past their source's retention are counted, not sealed. A fetch takes as many rows as the average
  * row so far says fit in FETCH_BYTES (events run up to a few MB): the first takes FIRST_FETCH.
  */
@@ -397,16 +409,24 @@ async function sealRows(
       done.blocks++;
     }
   };
-  const flush = async () => {
-    const rows = chunk;
+  // Read, not yet built: the chunk before the one being read, and what it carried.
+  let pending: MovedRow[] = [];
+  const build = async (rows: MovedRow[], chars: number) => {
+    if (rows.length === 0) return;
     const built = pool ? pool.build(rows, BLOCK_EVENTS) : Promise.resolve().then(() => buildBlocks(rows, BLOCK_EVENTS));
     built.catch(() => {}); // awaited in order below; a failure while an earlier chunk is written must not go unhandled
     building.push(built);
     // Garbage now: the rows' text, the copy handed to the thread, the payloads, postgres.js's copies (the GC pacer).
-    handled?.(GARBAGE_PER_TEXT_BYTE * chunkBytes);
+    handled?.(GARBAGE_PER_TEXT_BYTE * chars);
+    while (building.length >= depth) await writeOldest();
+  };
+  // The chunk just read: what it lets of the one before be built is built; the rest waits for the next.
+  const flush = async () => {
+    const split = splitCarry(pending, chunk, BLOCK_EVENTS, CARRY_BYTES);
+    pending = split.carry.concat(chunk);
     chunk = [];
     chunkBytes = 0;
-    while (building.length >= depth) await writeOldest();
+    await build(split.build, split.buildChars);
   };
   for (;;) {
     signal?.throwIfAborted();
@@ -423,6 +443,12 @@ async function sealRows(
     if (chunkBytes >= CHUNK_BYTES || (rows.length < count && chunk.length > 0)) await flush();
     if (rows.length < count) break;
   }
+  // The last chunk: everything.
+  await build(
+    pending,
+    pending.reduce((sum, row) => sum + row.line.length, 0),
+  );
+  pending = [];
   while (building.length > 0) await writeOldest();
   await tx.unsafe(`close seal_rows`);
   return done;
@@ -546,7 +572,7 @@ export function startSealer(
         settledThrough = Number(generation[1]);
         await settle(options.settled, signal);
       }
-      const release = options.hold?.(SEAL_HELD_BYTES * sealDepth(pool.size));
+      const release = options.hold?.(sealHeldBytes(pool.size));
       try {
         return await seal();
       } finally {

@@ -7,7 +7,7 @@ import { filterBits, gramHashes, sliced as slicedFilters } from "../../src/codec
 import { openFlushConnection } from "../../src/store/copy";
 import { runMigrations } from "../../src/store/db";
 import { defaultSealWorkers } from "../../src/store/seal-pool";
-import { BLOCK_EVENTS, closeGeneration, SEAL_HELD_BYTES, sealClosed, sealDepth, startSealer } from "../../src/store/sealer";
+import { BLOCK_EVENTS, closeGeneration, sealClosed, sealHeldBytes, startSealer } from "../../src/store/sealer";
 import { latestSeq, readCatchUp } from "../../src/tail/storage";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
 import { tiers } from "../helpers/sealing";
@@ -231,8 +231,8 @@ test("after a close the sealer waits for the batches being written: one whose id
     expect(order).toEqual(["closed", "written"]); // the close came first: the batch's ids lie in a closed generation
     // The seal's memory kept from requests while each table was sealed, then given back.
     expect(held.length).toBeGreaterThanOrEqual(2);
-    // A chunk per seal thread and the one read here (store/seal-pool.ts).
-    const perSeal = SEAL_HELD_BYTES * sealDepth(defaultSealWorkers());
+    // A chunk per seal thread, the one read here and the one before it (store/seal-pool.ts, store/seal-carry.ts).
+    const perSeal = sealHeldBytes(defaultSealWorkers());
     expect(held).toEqual(held.map((_, i) => (i % 2 === 0 ? perSeal : -perSeal)));
     expect(stats.sealed).toBeGreaterThanOrEqual(8);
     const after = await tiers(db.sql as never, Number(source.id));

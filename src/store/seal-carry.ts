@@ -1,0 +1,80 @@
+// What a read-back seal builds of the rows it has read, and what it carries into the next chunk
+// (store/sealer.ts sealRows). Pure.
+// A seal reads a hot table in its physical order, which is only roughly time order: flushes that
+// write at once interleave their batches' pages, so the next chunk holds events of a source-day
+// older than the newest of this one. Built chunk by chunk as they come, the blocks at each chunk's
+// edge overlap, a dense day becomes one overlapping chain and merges rewrite all of it
+// (store/merge-plan.ts). So a chunk's rows are built only once the next chunk has been read: of
+// each (source, UTC day), those older than the least time of the next chunk's rows of that day;
+// the others are carried into the next chunk. Blocks then do not overlap wherever the disorder is
+// shorter than a chunk (test/integration/seal-carry.test.ts).
+// - A group is built only when at least half a block of it is older than that bound: blocks at
+//   least half full that overlap nothing are what merges leave alone (store/merge-plan.ts), so a
+//   sparse source's events are carried until they fill one.
+// - A group the next chunk has none of is carried (its later events may still come), within the
+//   bound on what is carried: past `maxBytes`, whole groups are built anyway, first those the next
+//   chunk had none of, then the biggest.
+import type { MovedRow } from "./blocks";
+
+export interface Split {
+  /** Rows to build now. */
+  build: MovedRow[];
+  /** Their text (UTF-16 code units of their lines). */
+  buildChars: number;
+  /** Rows carried into the next chunk. */
+  carry: MovedRow[];
+  carryChars: number;
+}
+
+const groupOf = (row: MovedRow) => `${row.source_id} ${row.dt.slice(0, 10)}`;
+
+/**
+ * Splits `pending` (read, not yet built) by `next` (the chunk read since; its rows are not in
+ * either part). `maxChars`: the text carried at most, in UTF-16 code units as the chunks count it.
+ */
+export function splitCarry(pending: readonly MovedRow[], next: readonly MovedRow[], maxEvents: number, maxChars: number): Split {
+  const least = new Map<string, string>();
+  for (const row of next) {
+    const key = groupOf(row);
+    const dt = least.get(key);
+    if (dt === undefined || row.dt < dt) least.set(key, row.dt);
+  }
+  const groups = new Map<string, MovedRow[]>();
+  for (const row of pending) {
+    const key = groupOf(row);
+    const group = groups.get(key);
+    if (group) group.push(row);
+    else groups.set(key, [row]);
+  }
+  const half = Math.ceil(maxEvents / 2);
+  const split: Split = { build: [], buildChars: 0, carry: [], carryChars: 0 };
+  const carried: { rows: MovedRow[]; chars: number; seen: boolean }[] = [];
+  const build = (rows: readonly MovedRow[]) => {
+    for (const row of rows) {
+      split.build.push(row);
+      split.buildChars += row.line.length;
+    }
+  };
+  for (const [key, rows] of groups) {
+    const bound = least.get(key);
+    const older = bound === undefined ? [] : rows.filter((row) => row.dt < bound);
+    if (older.length >= half) {
+      build(older);
+      if (older.length === rows.length) continue;
+    }
+    const kept = older.length >= half ? rows.filter((row) => row.dt >= bound!) : rows;
+    carried.push({ rows: kept, chars: kept.reduce((sum, row) => sum + row.line.length, 0), seen: bound !== undefined });
+  }
+  let chars = carried.reduce((sum, group) => sum + group.chars, 0);
+  if (chars > maxChars) carried.sort((a, b) => (a.seen !== b.seen ? (a.seen ? 1 : -1) : b.chars - a.chars));
+  for (const group of carried) {
+    if (chars > maxChars) {
+      build(group.rows);
+      chars -= group.chars;
+      continue;
+    }
+    for (const row of group.rows) split.carry.push(row);
+    split.carryChars += group.chars;
+  }
+  return split;
+}
