@@ -12,8 +12,11 @@
 //   least half full that overlap nothing are what merges leave alone (store/merge-plan.ts), so a
 //   sparse source's events are carried until they fill one.
 // - A group the next chunk has none of is carried (its later events may still come), within the
-//   bound on what is carried: past `maxBytes`, whole groups are built anyway, first those the next
-//   chunk had none of, then the biggest.
+//   bound on what is carried (`maxChars`). Past it, what is carried is built down to half the
+//   bound: first the groups the next chunk had none of, whole, then the oldest events of the
+//   biggest groups (a straggler, an event far older than its neighbours in the table, lowers its
+//   group's bound and so makes the whole group carried: only its block then overlaps the ones
+//   built so, not the group's whole day).
 import type { MovedRow } from "./blocks";
 
 export interface Split {
@@ -66,13 +69,30 @@ export function splitCarry(pending: readonly MovedRow[], next: readonly MovedRow
     carried.push({ rows: kept, chars: kept.reduce((sum, row) => sum + row.line.length, 0), seen: bound !== undefined });
   }
   let chars = carried.reduce((sum, group) => sum + group.chars, 0);
-  if (chars > maxChars) carried.sort((a, b) => (a.seen !== b.seen ? (a.seen ? 1 : -1) : b.chars - a.chars));
-  for (const group of carried) {
-    if (chars > maxChars) {
-      build(group.rows);
-      chars -= group.chars;
-      continue;
+  if (chars > maxChars) {
+    // Down to half the bound, so that the next chunks do not each build a sliver.
+    carried.sort((a, b) => (a.seen !== b.seen ? (a.seen ? 1 : -1) : b.chars - a.chars));
+    for (const group of carried) {
+      if (chars <= maxChars / 2) break;
+      if (!group.seen) {
+        build(group.rows);
+        chars -= group.chars;
+        group.rows = [];
+        group.chars = 0;
+        continue;
+      }
+      // Its oldest events: only an event of the next chunks older than them (a straggler) overlaps their blocks.
+      group.rows.sort((a, b) => (a.dt < b.dt ? -1 : a.dt > b.dt ? 1 : 0));
+      let taken = 0;
+      let takenChars = 0;
+      while (taken < group.rows.length && (taken < half || chars - takenChars > maxChars / 2)) takenChars += group.rows[taken++]!.line.length;
+      build(group.rows.slice(0, taken));
+      group.rows = group.rows.slice(taken);
+      group.chars -= takenChars;
+      chars -= takenChars;
     }
+  }
+  for (const group of carried) {
     for (const row of group.rows) split.carry.push(row);
     split.carryChars += group.chars;
   }

@@ -29,21 +29,22 @@ test("less than half a block older than the bound is carried whole; a group the 
   expect(days.build).toEqual([]);
 });
 
-test("past the bound on what is carried, whole groups are built: first those the next chunk lacks, then the biggest", () => {
-  const a = at("1", [10, 11, 12], "x".repeat(100)); // in the next chunk, carried whole (bound 0)
+test("past the bound on what is carried, it is built down to half the bound: first the groups the next chunk lacks, then the biggest's oldest events", () => {
+  const a = at("1", [15, 10, 11, 12, 13, 14], "x".repeat(100)); // in the next chunk, carried whole (bound 0)
   const b = at("2", [10, 11], "y".repeat(10)); // not in the next chunk
   const c = at("3", [10, 11, 12, 13], "z".repeat(50)); // in the next chunk
   const next = [...at("1", [0]), ...at("3", [0])];
-  // 300 + 20 + 200 carried: within 600 all stay.
-  expect(splitCarry([...a, ...b, ...c], next, 4, 600).carry).toHaveLength(9);
-  // Within 500: the absent group goes first (still 500), then nothing more.
-  const first = splitCarry([...a, ...b, ...c], next, 4, 500);
-  expect(first.build.map((r) => r.source_id)).toEqual(["2", "2"]);
-  expect(first.carryChars).toBe(500);
-  // Within 250: then the biggest (source 1), and the rest fits.
-  const second = splitCarry([...a, ...b, ...c], next, 4, 250);
-  expect(new Set(second.build.map((r) => r.source_id))).toEqual(new Set(["1", "2"]));
-  expect(second.carry.map((r) => r.source_id)).toEqual(["3", "3", "3", "3"]);
+  // 600 + 20 + 200 carried: within 900 all stay.
+  expect(splitCarry([...a, ...b, ...c], next, 4, 900).carry).toHaveLength(12);
+  // Past 700: down to 350. Source 2 whole (800 left), then source 1's oldest five (300 left).
+  const split = splitCarry([...a, ...b, ...c], next, 4, 700);
+  expect(split.build.map((r) => r.source_id)).toEqual(["2", "2", "1", "1", "1", "1", "1"]);
+  expect(seconds(split.build.filter((r) => r.source_id === "1"))).toEqual([10, 11, 12, 13, 14]);
+  expect(split.carry.map((r) => r.source_id).sort()).toEqual(["1", "3", "3", "3", "3"]);
+  expect([split.buildChars, split.carryChars]).toEqual([520, 300]);
+  // At least half a block is built of a group (maxEvents 10: five), though fewer would do.
+  const least = splitCarry(at("1", [0, 1, 2, 3, 4, 5, 6], "x".repeat(10)), at("1", [0]), 10, 60);
+  expect(seconds(least.build)).toEqual([0, 1, 2, 3, 4]);
 });
 
 test("every row is in exactly one part", () => {
