@@ -534,7 +534,7 @@ export function startSealer(
      */
     settled?: () => Promise<void>;
     /**
-     * Keeps what a table's seal holds here (SEAL_HELD_BYTES) out of the requests' memory while it
+     * Keeps what a table's seal holds here (sealHeldBytes) out of the requests' memory while it
      * runs (memory/budget.ts): returns its release.
      */
     hold?: (bytes: number) => () => void;
