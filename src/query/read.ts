@@ -126,7 +126,7 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
     own[0] = slice.lowerOp === ">" ? shiftMicros(slice.lower, 1) : slice.lower;
     own[1] = slice.upperOp === "<" ? shiftMicros(slice.upper, -1) : slice.upper;
     own[2] = limit;
-    if (decoded) return readDecoded(tx, decoded, own, newest, request.after, () => performance.now() > deadline && queryTimeout(timeoutMs));
+    if (decoded) return readDecoded(tx, decoded, own, newest, request.after);
     return tx.unsafe<PageRow[]>(query, own as never[]);
   };
   // Slices from the page's start outwards (10 s, 1 min, 5 min, …): the next page is found in the
@@ -246,7 +246,7 @@ const OPEN_AT_ONCE = 4;
  * caller's repeatable-read transaction, so every statement sees one snapshot. The same rows as
  * the page's statement over logpond_events_between, in its order.
  */
-function readDecoded(tx: Sql, statement: string, params: unknown[], newest: boolean, after: Position | undefined, late: () => AppError | false): Reading {
+function readDecoded(tx: Sql, statement: string, params: unknown[], newest: boolean, after: Position | undefined): Reading {
   let running: { cancel(): unknown } | undefined;
   let stopped = false;
   const run = <T extends readonly unknown[]>(text: string, values: unknown[]): Promise<T> => {
@@ -273,9 +273,6 @@ function readDecoded(tx: Sql, statement: string, params: unknown[], newest: bool
     const candidates: (PageRow | { id: string; dt: string; line: string; sourceId: string })[] = [...rows];
     const inSlice = (dt: string, id: string) => dt >= lower && dt <= upper && (!after || before(after, { dt, id }) < 0);
     for (let next = 0; next < blocks.length; ) {
-      // Opening blocks here is no statement: QUERY_TIMEOUT_MS is checked between them.
-      const overdue = late();
-      if (overdue) throw overdue;
       candidates.sort(before);
       candidates.length = Math.min(candidates.length, limit);
       // The limit-th row so far is nearer than anything of the next block: the page is found.
