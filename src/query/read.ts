@@ -71,17 +71,19 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   // (readDecoded); with one, PostgreSQL opens the blocks the filters pass and tests every line.
   const decoded = request.query
     ? undefined
-    : // One statement, one plan: the page's hot rows and v3 lines (kind 'r', ordered and limited
-      // here), then every v4 block meeting the slice (kind 'b'; its min_dt as `dt`).
-      `(select 'r' as kind, id::text as id, ${DT_TEXT} as dt, ` +
-      `(line::jsonb || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', source_id::text, 'id', id::text))::text as row, null as source_id, null as max_dt ` +
-      `from (select id, source_id, dt, line from logpond_events_unopened(${sources}, $1::text::timestamptz, $2::text::timestamptz) ` +
-      `where ${conditions.join(" and ")} order by dt ${direction}, id ${direction} limit $3) page) union all ` +
-      `(select 'b', b.min_id::text, ${blockTime("b.min_dt")}, null, b.source_id::text, ${blockTime("b.max_dt")} ` +
-      `from log_blocks b where b.source_id = any(${sources}) and b.generation is null and b.payload is not null and ${meets("$1", "$2")} ` +
-      // A block whose time range meets the slice but none of whose minutes do (blocks overlap after a backfill) holds nothing of it.
-      `and (b.min_dt >= $1::text::timestamptz and b.max_dt <= $2::text::timestamptz or exists (select 1 from unnest(b.hist_minutes) m ` +
-      `where m >= floor(extract(epoch from $1::text::timestamptz) / 60) and m <= floor(extract(epoch from $2::text::timestamptz) / 60))))`;
+    : {
+        page:
+          `select id::text as id, ${DT_TEXT} as dt, (line::jsonb || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', source_id::text, 'id', id::text))::text as row ` +
+          `from (select id, source_id, dt, line from logpond_events_unopened(${sources}, $1::text::timestamptz, $2::text::timestamptz) ` +
+          `where ${conditions.join(" and ")} order by dt ${direction}, id ${direction} limit $3) page`,
+        blocks:
+          `select b.source_id::text as source_id, b.min_id::text as min_id, ${blockTime("b.min_dt")} as min_dt, ${blockTime("b.max_dt")} as max_dt ` +
+          `from log_blocks b where b.source_id = any($3::bigint[]) and b.generation is null and b.payload is not null and ${meets("$1", "$2")} ` +
+          // A block whose time range meets the slice but none of whose minutes do (blocks overlap after a backfill) holds nothing of it.
+          `and (b.min_dt >= $1::text::timestamptz and b.max_dt <= $2::text::timestamptz or exists (select 1 from unnest(b.hist_minutes) m ` +
+          `where m >= floor(extract(epoch from $1::text::timestamptz) / 60) and m <= floor(extract(epoch from $2::text::timestamptz) / 60)))`,
+        sources: request.sourceIds,
+      };
 
   const wanted = request.batch + 1;
   const rows: PageRow[] = [];
@@ -228,8 +230,20 @@ interface PageRow {
 /** A slice's read in progress: its rows, and a cancel of the statement it runs (postgres.js's, or readDecoded's). */
 type Reading = Promise<PageRow[]> & { cancel(): unknown };
 
-/** A row of a decoded read's first statement: a page's row ('r') or a v4 block meeting the slice ('b': id its min_id, dt its min_dt). */
-type Listed = { kind: "r"; id: string; dt: string; row: string } | { kind: "b"; id: string; dt: string; source_id: string; max_dt: string };
+/** What readEvents reads with PostgreSQL for a page without a query: the slice's hot rows and v3 lines, and its v4 blocks. */
+interface DecodedStatements {
+  page: string;
+  blocks: string;
+  sources: number[];
+}
+
+/** A block as readDecoded lists it. */
+interface ListedBlock {
+  source_id: string;
+  min_id: string;
+  min_dt: string;
+  max_dt: string;
+}
 
 /** A timestamptz column as DT_TEXT prints it. */
 const blockTime = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
@@ -246,10 +260,10 @@ const OPEN_AT_ONCE = 4;
  * caller's repeatable-read transaction, so every statement sees one snapshot. The same rows as
  * the page's statement over logpond_events_between, in its order.
  */
-function readDecoded(tx: Sql, statement: string, params: unknown[], newest: boolean, after: Position | undefined): Reading {
+function readDecoded(tx: Sql, statements: DecodedStatements, params: unknown[], newest: boolean, after: Position | undefined): Reading {
   let running: { cancel(): unknown } | undefined;
   let stopped = false;
-  const run = <T extends readonly unknown[]>(text: string, values: unknown[]): Promise<T> => {
+  const statement = <T extends readonly unknown[]>(text: string, values: unknown[]): Promise<T> => {
     if (stopped) return Promise.reject(new Error("the read was cancelled"));
     const query = tx.unsafe(text, values as never[]);
     running = query;
@@ -257,15 +271,10 @@ function readDecoded(tx: Sql, statement: string, params: unknown[], newest: bool
   };
   const work = (async () => {
     const [lower, upper, limit] = params as [string, string, number];
-    const listed = await run<Listed[]>(statement, params);
-    const rows: PageRow[] = [];
-    const blocks: { source_id: string; min_id: string; min_dt: string; max_dt: string }[] = [];
-    for (const item of listed) {
-      if (item.kind === "r") rows.push({ id: item.id, dt: item.dt, row: item.row });
-      else blocks.push({ source_id: item.source_id, min_id: item.id, min_dt: item.dt, max_dt: item.max_dt });
-    }
+    const rows = await statement<PageRow[]>(statements.page, params);
+    const listed = await statement<ListedBlock[]>(statements.blocks, [lower, upper, statements.sources]);
     // Nearest first: newest first by their ends, oldest first by their starts.
-    blocks.sort((a, b) => (newest ? compareText(b.max_dt, a.max_dt) : compareText(a.min_dt, b.min_dt)));
+    const blocks = listed.sort((a, b) => (newest ? compareText(b.max_dt, a.max_dt) : compareText(a.min_dt, b.min_dt)));
     const before = (a: { dt: string; id: string }, b: { dt: string; id: string }) => {
       const order = compareText(a.dt, b.dt) || compareIds(a.id, b.id);
       return newest ? -order : order;
@@ -281,7 +290,7 @@ function readDecoded(tx: Sql, statement: string, params: unknown[], newest: bool
       if (last && (newest ? last.dt > block.max_dt : last.dt < block.min_dt)) break;
       const opening = blocks.slice(next, next + OPEN_AT_ONCE);
       next += opening.length;
-      const payloads = await run<{ min_id: string; payload: Uint8Array }[]>(
+      const payloads = await statement<{ min_id: string; payload: Uint8Array }[]>(
         `select k.min_id::text as min_id, p.payload from unnest($1::bigint[], $2::text[], $3::bigint[]) k(source_id, max_dt, min_id),
          lateral (select b.payload from log_blocks b where b.source_id = k.source_id and b.max_dt = k.max_dt::timestamptz and b.min_id = k.min_id offset 0) p`,
         [opening.map((b) => b.source_id), opening.map((b) => b.max_dt), opening.map((b) => b.min_id)],
@@ -518,7 +527,8 @@ export async function timed<T>(sql: Sql, timeoutMs: number, work: (tx: Sql) => P
         // Neither takes a snapshot: the transaction's one is taken by its first query, after the
         // lock, so a seal's TRUNCATE of a hot partition (not MVCC-safe) either committed before it
         // or waits for this transaction's end.
-        await tx.unsafe(`set local statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}; lock table log_hot in access share mode`).simple();
+        await tx.unsafe(`set local statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+        await tx.unsafe("lock table log_hot in access share mode");
       } else await tx`select set_config('statement_timeout', ${String(timeoutMs)}, true)`;
       return work(tx);
     };
