@@ -65,6 +65,7 @@ import {
   tierSize,
   tierTotal,
   waitForHotDropped,
+  waitForMerges,
   waitForSealed,
   waitForStored,
   databaseNow,
@@ -210,6 +211,12 @@ async function main(): Promise<void> {
   await backlog.stop();
   const hotLeft = await hotExact(sql);
   if (hotLeft !== 0) throw new Error(`the sealer's counters show every event sealed, but log_hot holds ${hotLeft} rows`);
+  // Then until the merges have nothing left to do: what they rewrite is part of keeping the events.
+  if (OPTIONS.mergeIntervalMs > 0)
+    progress(`waiting for the merges to settle (MERGE_INTERVAL_MS=${OPTIONS.mergeIntervalMs}, at most ${fmt(OPTIONS.mergeWaitMs / 1000, 0)} s)`);
+  const merges = OPTIONS.mergeIntervalMs > 0 ? await waitForMerges(logpond.apiUrl, OPTIONS.mergeWaitMs) : undefined;
+  const cpuAtMerged = service.cpu();
+  const mergedAt = performance.now();
   const afterDrops = await metrics(logpond.apiUrl);
   const samples = sampler.samples;
   const during = samples.filter((s) => s.at <= loaded.storedAt);
@@ -258,6 +265,17 @@ async function main(): Promise<void> {
   say(
     "total CPU per event kept (load + sealing, this run)",
     `**${fmt((cpuTotal(wholeCpu) * 1e6) / EVENTS, 1)} µs**: ${cpuPerEvent(wholeCpu, EVENTS)}, from the first request until log_hot was empty (PostgreSQL: ${process.env.DATABASE_URL ? "the postmaster's tree on this machine, other clients' work included" : "the embedded postmaster and its backends, those that exited included"}); of it the sealer's backend(s) running the moves ${fmt((sealerCpu * 1e6) / EVENTS, 1)} µs/event (${fmt(EVENTS / Math.max(0.01, sealerCpu))} events per CPU-second)`,
+  );
+  const settledCpu = cpuSince(loaded.cpuAtStart, cpuAtMerged);
+  say(
+    "merges after the seal",
+    merges === undefined
+      ? "none (MERGE_INTERVAL_MS=0)"
+      : `${merges.settledAt === undefined ? `**not settled after ${fmt((mergedAt - sealedAt) / 1000, 0)} s**` : `settled ${fmt((merges.settledAt - sealedAt) / 1000, 1)} s after everything was sealed`}: ${fmt(merges.events)} events moved (${fmt(merges.blocksMerged)} blocks rewritten as ${fmt(merges.blocksWritten)}) in ${fmt(merges.passes)} passes (MERGE_INTERVAL_MS=${OPTIONS.mergeIntervalMs}); ${cpuPerEvent(cpuSince(cpuAtSealed, cpuAtMerged), EVENTS)} kept, from the seal's end until then`,
+  );
+  say(
+    "total CPU per event kept, merges included",
+    `**${fmt((cpuTotal(settledCpu) * 1e6) / EVENTS, 1)} µs**: ${cpuPerEvent(settledCpu, EVENTS)}, from the first request until the merges had nothing left to do`,
   );
   if (without) {
     const extra = cpuTotal(wholeCpu) - cpuTotal(without.cpu);

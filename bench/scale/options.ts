@@ -27,6 +27,10 @@ export interface Options {
   queryTimeoutMs: string;
   /** PostgreSQL logs each statement slower than this (log_min_duration_statement, with its parameters) to its log in DATA_DIR; 0: none. */
   logSlowMs: number;
+  /** The main run's MERGE_INTERVAL_MS (the environment's, else 30 s); 0: no merges, none waited for. */
+  mergeIntervalMs: number;
+  /** How long to wait after the seal for the merges to have nothing left to do (`--merge-wait-ms`, default 2 h). */
+  mergeWaitMs: number;
   /** `--sustain RATE SECONDS`: load at RATE events/s for SECONDS (events = their product; no run without the sealer). */
   sustain?: { rate: number; seconds: number };
 }
@@ -48,6 +52,9 @@ export function readOptions(): Options {
   if (!(senders >= 1) || !(batch >= 1)) throw new Error("--senders and --batch must be ≥ 1");
   if (order !== "time" && order !== "random") throw new Error("--order must be time or random");
   const logSlowMs = Number(option("log-slow-ms", "0"));
+  const mergeIntervalMs = Number(process.env.MERGE_INTERVAL_MS ?? "30000");
+  const mergeWaitMs = Number(option("merge-wait-ms", "7200000"));
+  if (!Number.isInteger(mergeWaitMs) || mergeWaitMs < 0) throw new Error("--merge-wait-ms must be a whole number of ms");
   if (!Number.isInteger(logSlowMs) || logSlowMs < 0) throw new Error("--log-slow-ms must be a whole number of ms (0: none)");
   if (!Number.isInteger(sealIntervalMs) || sealIntervalMs < 100 || sealIntervalMs > 600_000)
     throw new Error("--seal-interval-ms must be 100 to 600000 (config.ts's range)");
@@ -56,6 +63,8 @@ export function readOptions(): Options {
     split,
     senders,
     batch,
+    mergeIntervalMs,
+    mergeWaitMs,
     keep: argv.includes("--keep"),
     keepSources: argv.includes("--keep-sources"),
     order,

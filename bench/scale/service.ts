@@ -74,6 +74,9 @@ export async function startScaleService(settings: ServiceSettings, cleanups: Cle
     // No sweep during the run: it would read the partitions being measured.
     RETENTION_SWEEP_INTERVAL_MS: String(DAY_MS),
     SEAL_INTERVAL_MS: String(settings.sealIntervalMs),
+    // Merges every 30 s unless the environment says otherwise: the bench waits for them to settle
+    // after the seal (bench/scale.ts), and 5 minutes between passes would be most of a small run.
+    MERGE_INTERVAL_MS: process.env.MERGE_INTERVAL_MS ?? "30000",
     LOG_LEVEL: process.env.LOG_LEVEL ?? "info",
     ...settings.env,
   };

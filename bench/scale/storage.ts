@@ -139,6 +139,57 @@ export async function waitForSealed(apiUrl: string, n: number, sealIntervalMs: n
   return { at, text };
 }
 
+/** What the merges did after the seal (store/merge.ts's counters), and when they settled. */
+export interface Merges {
+  /** performance.now() when a whole pass that began after the seal merged nothing; undefined: not within the wait. */
+  settledAt: number | undefined;
+  events: number;
+  blocksMerged: number;
+  blocksWritten: number;
+  passes: number;
+}
+
+/**
+ * Waits until the background merges have nothing left to do: a merge pass that began after the
+ * call (two passes counted since) ended without merging a block. At most `waitMs`.
+ */
+export async function waitForMerges(apiUrl: string, waitMs: number): Promise<Merges> {
+  const read = async () => {
+    const text = await metrics(apiUrl);
+    return {
+      passes: counter(text, "logpond_merge_passes_total"),
+      merged: counter(text, "logpond_merge_blocks_merged_total"),
+      written: counter(text, "logpond_merge_blocks_written_total"),
+      events: counter(text, "logpond_merge_events_total"),
+    };
+  };
+  const first = await read();
+  let last = first;
+  let mergedAtLastPass = first.merged;
+  const deadline = performance.now() + waitMs;
+  let settledAt: number | undefined;
+  while (performance.now() < deadline) {
+    await Bun.sleep(1_000);
+    const now = await read();
+    if (now.passes > last.passes) {
+      if (now.passes >= first.passes + 2 && now.merged === mergedAtLastPass) {
+        settledAt = performance.now();
+        last = now;
+        break;
+      }
+      mergedAtLastPass = now.merged;
+    }
+    last = now;
+  }
+  return {
+    settledAt,
+    events: last.events - first.events,
+    blocksMerged: last.merged - first.merged,
+    blocksWritten: last.written - first.written,
+    passes: last.passes - first.passes,
+  };
+}
+
 /**
  * log_hot's partitions besides the open generation and the default one: 0 once every sealed
  * partition is dropped. Catalog only (a vacuum may have cut an emptied one to 0 bytes meanwhile).

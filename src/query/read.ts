@@ -1,8 +1,7 @@
 // Reads pages of stored events and dead letters for the query API. Keyset paging on (dt, id), so
 // a page costs the same however deep the cursor is and equal dts are ordered by id.
-// Rows are built as JSON text (by PostgreSQL, or here for the lines of blocks a page without a
-// query opens in logpond: readDecoded) and spliced into the body unparsed. Every statement runs
-// under its own statement_timeout; only the management pool is used, never a flush connection.
+// Rows are built as JSON text by PostgreSQL and spliced into the body unparsed. Every statement
+// runs under its own statement_timeout; only the management pool is used, never a flush connection.
 import { AppError } from "../errors";
 import type { Sql } from "../store/db";
 import { micros, type Position, type ReadRequest } from "./request";
@@ -10,9 +9,6 @@ import type { Node } from "./parse";
 import { prefilter } from "./prefilter";
 import { compileQuery } from "./sql";
 import { within as atMost } from "../timers";
-import { jsonbText } from "../codec/jsonb-text";
-import { blockLines } from "../store/block-lines";
-import { compareIds } from "../tail/rows";
 
 /** Event time as rows show it: RFC 3339 UTC, six fraction digits. */
 export const DT_TEXT = `to_char(dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
@@ -67,36 +63,17 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
     `from (select id, source_id, dt, line from ${events} where dt >= $1::text::timestamptz and dt <= $2::text::timestamptz and ${conditions.join(" and ")} ` +
     `order by dt ${direction}, id ${direction} limit $3) page order by page.dt ${direction}, page.id ${direction}`;
 
-  // Without a query, a page's v4 blocks are opened here, nearest first, until the page is full
-  // (readDecoded); with one, PostgreSQL opens the blocks the filters pass and tests every line.
-  const decoded = request.query
-    ? undefined
-    : // One statement, one plan: the page's hot rows and v3 lines (kind 'r', ordered and limited
-      // here), then every v4 block meeting the slice (kind 'b'; its min_dt as `dt`).
-      `(select 'r' as kind, id::text as id, ${DT_TEXT} as dt, ` +
-      `(line::jsonb || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', source_id::text, 'id', id::text))::text as row, null as source_id, null as max_dt ` +
-      `from (select id, source_id, dt, line from logpond_events_unopened(${sources}, $1::text::timestamptz, $2::text::timestamptz) ` +
-      `where ${conditions.join(" and ")} order by dt ${direction}, id ${direction} limit $3) page) union all ` +
-      `(select 'b', b.min_id::text, ${blockTime("b.min_dt")}, null, b.source_id::text, ${blockTime("b.max_dt")} ` +
-      `from log_blocks b where b.source_id = any(${sources}) and b.generation is null and b.payload is not null and ${meets("$1", "$2")} ` +
-      // A block whose time range meets the slice but none of whose minutes do (blocks overlap after a backfill) holds nothing of it.
-      `and (b.min_dt >= $1::text::timestamptz and b.max_dt <= $2::text::timestamptz or exists (select 1 from unnest(b.hist_minutes) m ` +
-      `where m >= floor(extract(epoch from $1::text::timestamptz) / 60) and m <= floor(extract(epoch from $2::text::timestamptz) / 60))))`;
-
   const wanted = request.batch + 1;
-  const rows: PageRow[] = [];
+  const rows: { id: string; dt: string; row: string }[] = [];
   // Each statement in a transaction of its own, under what is left of one QUERY_TIMEOUT_MS, and
   // holding no connection while it waits for another (two halves at once, below: a transaction
   // waiting for a second connection could wait for ever once every pooled one did the same).
   const deadline = performance.now() + timeoutMs;
-  // A decoded read is several statements (readDecoded): one snapshot, or a seal or merge between
-  // them would move an event out of what it has read into what it has not, or the reverse.
-  const snapshot = decoded ? "after hot lock" : undefined;
   const within = async <T>(work: (tx: Sql) => Promise<T>): Promise<T> => {
     const left = Math.floor(deadline - performance.now());
     if (left <= 0) throw queryTimeout(timeoutMs);
     try {
-      return await timed(sql, left, work, snapshot);
+      return await timed(sql, left, work);
     } catch (error) {
       throw error instanceof AppError && error.reason === "query_timeout" ? queryTimeout(timeoutMs) : error;
     }
@@ -121,13 +98,12 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   // An open bound is passed closed, a microsecond in (dt has microseconds): the tiers' function
   // then leaves out a block that only touches it, as the newest block does the slice above the
   // anchor (opened for nothing: 25 ms of a 2 M database's newest page).
-  const read = (tx: Sql, slice: Slice, limit: number): Reading => {
+  const read = (tx: Sql, slice: Slice, limit: number) => {
     const own = [...params];
     own[0] = slice.lowerOp === ">" ? shiftMicros(slice.lower, 1) : slice.lower;
     own[1] = slice.upperOp === "<" ? shiftMicros(slice.upper, -1) : slice.upper;
     own[2] = limit;
-    if (decoded) return readDecoded(tx, decoded, own, newest, request.after, () => performance.now() > deadline && queryTimeout(timeoutMs));
-    return tx.unsafe<PageRow[]>(query, own as never[]);
+    return tx.unsafe<{ id: string; dt: string; row: string }[]>(query, own as never[]);
   };
   // Slices from the page's start outwards (10 s, 1 min, 5 min, …): the next page is found in the
   // newest (or oldest) slice without sorting the whole window, which a dt-ordered index cannot
@@ -218,117 +194,8 @@ export function shiftMicros(dt: string, delta: 1 | -1): string {
   return `${second}.${delta > 0 ? "000000" : "999999"}Z`;
 }
 
-/** A row of a page: its position and its JSON text as the API shows it. */
-interface PageRow {
-  id: string;
-  dt: string;
-  row: string;
-}
-
-/** A slice's read in progress: its rows, and a cancel of the statement it runs (postgres.js's, or readDecoded's). */
-type Reading = Promise<PageRow[]> & { cancel(): unknown };
-
-/** A row of a decoded read's first statement: a page's row ('r') or a v4 block meeting the slice ('b': id its min_id, dt its min_dt). */
-type Listed = { kind: "r"; id: string; dt: string; row: string } | { kind: "b"; id: string; dt: string; source_id: string; max_dt: string };
-
-/** A timestamptz column as DT_TEXT prints it. */
-const blockTime = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-
-/** Blocks whose payloads one statement fetches. */
-const OPEN_AT_ONCE = 4;
-
-/**
- * A slice of a page without a query, `params` as the page's statement takes them ($1/$2 the
- * slice's closed bounds, $3 the rows wanted, the cursor's dt and id next when there is one): the
- * hot rows and v3 lines from PostgreSQL (limited and ordered there), then the v4 blocks meeting
- * the slice, nearest first, opened here (store/block-lines.ts: 3–4 ms a block against 16–22 in
- * PostgreSQL) until the rows wanted are nearer than anything the next block holds. In the
- * caller's repeatable-read transaction, so every statement sees one snapshot. The same rows as
- * the page's statement over logpond_events_between, in its order.
- */
-function readDecoded(tx: Sql, statement: string, params: unknown[], newest: boolean, after: Position | undefined, late: () => AppError | false): Reading {
-  let running: { cancel(): unknown } | undefined;
-  let stopped = false;
-  const run = <T extends readonly unknown[]>(text: string, values: unknown[]): Promise<T> => {
-    if (stopped) return Promise.reject(new Error("the read was cancelled"));
-    const query = tx.unsafe(text, values as never[]);
-    running = query;
-    return (query as unknown as Promise<T>).finally(() => (running = undefined));
-  };
-  const work = (async () => {
-    const [lower, upper, limit] = params as [string, string, number];
-    const listed = await run<Listed[]>(statement, params);
-    const rows: PageRow[] = [];
-    const blocks: { source_id: string; min_id: string; min_dt: string; max_dt: string }[] = [];
-    for (const item of listed) {
-      if (item.kind === "r") rows.push({ id: item.id, dt: item.dt, row: item.row });
-      else blocks.push({ source_id: item.source_id, min_id: item.id, min_dt: item.dt, max_dt: item.max_dt });
-    }
-    // Nearest first: newest first by their ends, oldest first by their starts.
-    blocks.sort((a, b) => (newest ? compareText(b.max_dt, a.max_dt) : compareText(a.min_dt, b.min_dt)));
-    const before = (a: { dt: string; id: string }, b: { dt: string; id: string }) => {
-      const order = compareText(a.dt, b.dt) || compareIds(a.id, b.id);
-      return newest ? -order : order;
-    };
-    const candidates: (PageRow | { id: string; dt: string; line: string; sourceId: string })[] = [...rows];
-    const inSlice = (dt: string, id: string) => dt >= lower && dt <= upper && (!after || before(after, { dt, id }) < 0);
-    for (let next = 0; next < blocks.length; ) {
-      // Opening blocks here is no statement: QUERY_TIMEOUT_MS is checked between them.
-      const overdue = late();
-      if (overdue) throw overdue;
-      candidates.sort(before);
-      candidates.length = Math.min(candidates.length, limit);
-      // The limit-th row so far is nearer than anything of the next block: the page is found.
-      const last = candidates.length >= limit ? candidates[limit - 1]! : undefined;
-      const block = blocks[next]!;
-      if (last && (newest ? last.dt > block.max_dt : last.dt < block.min_dt)) break;
-      const opening = blocks.slice(next, next + OPEN_AT_ONCE);
-      next += opening.length;
-      const payloads = await run<{ min_id: string; payload: Uint8Array }[]>(
-        `select k.min_id::text as min_id, p.payload from unnest($1::bigint[], $2::text[], $3::bigint[]) k(source_id, max_dt, min_id),
-         lateral (select b.payload from log_blocks b where b.source_id = k.source_id and b.max_dt = k.max_dt::timestamptz and b.min_id = k.min_id offset 0) p`,
-        [opening.map((b) => b.source_id), opening.map((b) => b.max_dt), opening.map((b) => b.min_id)],
-      );
-      const byId = new Map(payloads.map((p) => [p.min_id, p.payload]));
-      for (const listedBlock of opening) {
-        const payload = byId.get(listedBlock.min_id);
-        if (!payload) throw new Error(`block ${listedBlock.min_id} listed but not found in the same snapshot`);
-        for (const event of blockLines(payload, listedBlock.min_id, listedBlock.min_dt)) {
-          if (inSlice(event.dt, event.id)) candidates.push({ ...event, sourceId: listedBlock.source_id });
-        }
-      }
-    }
-    candidates.sort(before);
-    return candidates.slice(0, limit).map((c) => ("row" in c ? c : { id: c.id, dt: c.dt, row: pageRow(c.line, c.dt, c.sourceId, c.id) }));
-  })();
-  return Object.assign(work, {
-    cancel: () => {
-      stopped = true;
-      return running?.cancel();
-    },
-  });
-}
-
-const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
-/**
- * A page's row from a block's line, as PostgreSQL builds it for the others:
- * `(line::jsonb || jsonb_build_object('dt', dt, 'source_id', source_id::text, 'id', id::text))::text`
- * — the event's own dt, source_id and id replaced by logpond's (a later key wins), keys in jsonb's
- * order; an event that is not an object becomes an array with logpond's object after it.
- */
-export function pageRow(line: string, dt: string, sourceId: string, id: string): string {
-  const ours = `"dt": "${dt}", "source_id": "${sourceId}", "id": "${id}"`;
-  const open = line.charCodeAt(0);
-  let text: string;
-  if (open === 123 /* { */) text = line === "{}" ? `{${ours}}` : `${line.slice(0, -1)}, ${ours}}`;
-  else if (open === 91 /* [ */) text = line === "[]" ? `[{${ours}}]` : `${line.slice(0, -1)}, {${ours}}]`;
-  else text = `[${line}, {${ours}}]`;
-  return jsonbText(text).line;
-}
-
 /** A half's rows, or what it failed with. */
-type Half = { found: PageRow[] } | { error: unknown };
+type Half = { found: { id: string; dt: string; row: string }[] } | { error: unknown };
 
 /** How long a cancelled half keeps its connection for PostgreSQL to take the cancel (a connect and one message). */
 const CANCEL_DELIVERY_MS = 1_000;
@@ -514,18 +381,12 @@ export function tiers(params: unknown[], sources: string, from: string, to: stri
 }
 
 /** Runs `work` in a transaction whose statements are cancelled after `timeoutMs`. */
-export async function timed<T>(sql: Sql, timeoutMs: number, work: (tx: Sql) => Promise<T>, snapshot?: "after hot lock"): Promise<T> {
+export async function timed<T>(sql: Sql, timeoutMs: number, work: (tx: Sql) => Promise<T>): Promise<T> {
   try {
-    const body = async (tx: Sql) => {
-      if (snapshot) {
-        // Neither takes a snapshot: the transaction's one is taken by its first query, after the
-        // lock, so a seal's TRUNCATE of a hot partition (not MVCC-safe) either committed before it
-        // or waits for this transaction's end.
-        await tx.unsafe(`set local statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}; lock table log_hot in access share mode`).simple();
-      } else await tx`select set_config('statement_timeout', ${String(timeoutMs)}, true)`;
-      return work(tx);
-    };
-    return (await (snapshot ? sql.begin("isolation level repeatable read", body as never) : sql.begin(body as never))) as T;
+    return (await sql.begin(async (tx) => {
+      await tx`select set_config('statement_timeout', ${String(timeoutMs)}, true)`;
+      return work(tx as unknown as Sql);
+    })) as T;
   } catch (error) {
     if ((error as { code?: string }).code === "57014") throw queryTimeout(timeoutMs);
     throw error;

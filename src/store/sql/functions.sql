@@ -83,21 +83,6 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt AND b."generation" IS NULL
 		AND "logpond_block_counted"(b."fields", b."min_dt", b."max_dt", from_dt, to_dt, paths, prefixes, bucket_seconds)
 $$;
--- What the query API's pages read in PostgreSQL (query/read.ts): hot rows and v3 blocks' events
--- with from_dt <= dt <= to_dt; a v4 block's payload is opened by logpond instead
--- (store/block-lines.ts), so its lines are not read here. Inlined (one SELECT, STABLE).
-CREATE OR REPLACE FUNCTION "logpond_events_unopened"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz)
-RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "line" text)
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
-	SELECT h."id", h."source_id", h."dt", h."raw"::text FROM "log_hot" h
-	WHERE h."source_id" = ANY(source_ids) AND h."dt" >= from_dt AND h."dt" <= to_dt
-	UNION ALL
-	SELECT e."id", b."source_id", e."dt", e."line"
-	FROM "log_blocks" b CROSS JOIN LATERAL "logpond_block_events"(b."min_id", b."min_dt", b."ids", b."dts", b."body", NULL) e
-	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt AND b."generation" IS NULL AND b."payload" IS NULL
-		AND (b."min_dt" >= from_dt AND b."max_dt" <= to_dt OR EXISTS (SELECT 1 FROM unnest(b."dts") d WHERE d >= from_dt AND d <= to_dt))
-		AND e."dt" >= from_dt AND e."dt" <= to_dt
-$$;
 -- For SQL users: the same as log_events' columns.
 CREATE OR REPLACE FUNCTION "log_events_between"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz)
 RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb)
