@@ -3,8 +3,7 @@
 // A block holds up to `maxEvents` events (and BLOCK_MAX_BYTES of text) of one source and one UTC
 // day. Read back (buildBlocks), a source's day is cut into blocks in (dt, id) order, as evenly as
 // its count allows, so they do not overlap in time; built as events arrive (BlockBuilder, the
-// memory path), blocks of one day may overlap (events later than its margin, other threads'
-// blocks) until a merge rewrites them (store/merge.ts). A day's partition holds exactly that day. Times are compared
+// memory path), blocks of one day may overlap until a merge rewrites them (store/merge.ts). A day's partition holds exactly that day. Times are compared
 // as their fixed-width RFC 3339 text, exact to the microsecond for every year logpond accepts.
 // Inside a block the lines are ordered by event shape (the set of top-level keys), then (dt, id):
 // neighbours of one shape repeat most (docs/storage.md). The block's text — its events' ids and
@@ -134,23 +133,17 @@ export function* blocksOf(rows: readonly MovedRow[], maxEvents: number): Generat
 
 /**
  * One (source, UTC day)'s blocks built as its events arrive (the sealer's memory path,
- * store/sealer.ts): once `maxEvents` and half as many again are held, the oldest `maxEvents` in
- * (dt, id) order are cut as a block, so an event that comes a little late (up to half a block of
- * events after its place in time) still finds its block and consecutive blocks do not overlap;
- * what is left at the end of a generation makes one or two last blocks, cut evenly. Events later
- * than that, and the blocks of other threads and generations, may overlap (reads compare each
- * event's dt; a merge rewrites them: store/merge.ts); each builder's filters group its own blocks.
+ * store/sealer.ts): a block of `maxEvents` is cut, in (dt, id) order, each time that many are
+ * held, and what is left at the end of a generation is one last, smaller block. Events that come
+ * late go into a later block, so blocks of one day may overlap in time (reads compare each event's
+ * dt); each builder's filters group its own blocks.
  */
 export class BlockBuilder {
   private items: Item[] = [];
   private bytes = 0;
   private readonly filters = new FilterGroup();
-  /** Events held past maxEvents before a block is cut. */
-  private readonly margin: number;
 
-  constructor(private readonly maxEvents: number) {
-    this.margin = Math.ceil(maxEvents / 2);
-  }
+  constructor(private readonly maxEvents: number) {}
 
   get held(): number {
     return this.items.length;
@@ -161,44 +154,32 @@ export class BlockBuilder {
     return this.bytes;
   }
 
-  /** What it holds as blocks now (smaller than the others: the thread's memory bound), its filter group left open. */
+  /** What it holds as a block now (smaller than the others: the thread's memory bound), its filter group left open. */
   flush(): (Block | Filter)[] {
-    return this.cutAll();
+    return this.items.length > 0 ? this.cut() : [];
   }
 
   /** Takes one event; returns the blocks (and filters) it completed, in the order they are written. */
   add(row: MovedRow): (Block | Filter)[] {
     this.items.push({ row, id: Number(row.id) });
     this.bytes += row.line.length * 3; // UTF-8 bytes, at most
-    if (this.bytes >= BLOCK_MAX_BYTES) return this.cutAll();
-    if (this.items.length < this.maxEvents + this.margin) return [];
-    const items = this.items.sort(byTime);
-    this.items = items.slice(this.maxEvents);
-    this.bytes = this.items.reduce((sum, item) => sum + item.row.line.length * 3, 0);
-    return this.cut(items.slice(0, this.maxEvents));
+    if (this.items.length < this.maxEvents && this.bytes < BLOCK_MAX_BYTES) return [];
+    return this.cut();
   }
 
-  /** Whatever it holds as last blocks, and the last filter. */
+  /** Whatever it holds as a last block, and the last filter. */
   close(): (Block | Filter)[] {
-    const out = this.cutAll();
+    const out = this.items.length > 0 ? this.cut() : [];
     const last = this.filters.close();
     if (last) out.push(last);
     return out;
   }
 
-  /** Everything held, in blocks of at most maxEvents cut as evenly as the count allows. */
-  private cutAll(): (Block | Filter)[] {
+  private cut(): (Block | Filter)[] {
     const items = this.items.sort(byTime);
     this.items = [];
     this.bytes = 0;
-    const out: (Block | Filter)[] = [];
-    const count = Math.ceil(items.length / this.maxEvents);
-    for (let k = 0; k < count; k++) out.push(...this.cut(items.slice(Math.floor((k * items.length) / count), Math.floor(((k + 1) * items.length) / count))));
-    return out;
-  }
-
-  private cut(timeOrdered: Item[]): (Block | Filter)[] {
-    const built = block(timeOrdered);
+    const built = block(items);
     const closed = this.filters.add(built);
     return closed ? [closed, built.block] : [built.block];
   }
