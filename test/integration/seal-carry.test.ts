@@ -7,6 +7,7 @@
 // chunks; after the seal no block of the day may overlap another, each event is in one block, and
 // the first merge pass finds nothing to rewrite.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { rng } from "../../bench/corpus";
 import { type BlockInfo, planMerges } from "../../src/store/merge-plan";
 import { BLOCK_EVENTS } from "../../src/store/sealer";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
@@ -30,17 +31,8 @@ afterAll(async () => {
   await lp?.stop();
 });
 
-/** A fixed sequence of numbers in [0, 1): the same shuffle every run. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
-    return state / 2 ** 32;
-  };
-}
-
 test("a seal of events slightly out of time order builds blocks of the day that do not overlap", async () => {
-  const next = random(32);
+  const next = rng(32); // the same shuffle every run
   for (let from = 0; from < TOTAL; from += 4_000) {
     const events = [];
     for (let n = from; n < Math.min(TOTAL, from + 4_000); n++) {
