@@ -7,7 +7,7 @@
 // resynchronisation) holding a compressed-data packet (ZIP: raw deflate) of one literal-data packet
 // ('u': UTF-8 text, converted to the database's encoding by pgcrypto), and the MDC (SHA-1).
 // Pure: no I/O; runs on the seal threads (store/seal-worker.ts).
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHash, randomFillSync } from "node:crypto";
 import { inflateRawSync } from "node:zlib";
 
 /** The passphrase of every payload: framing, not secrecy (README: SQL). */
@@ -38,19 +38,93 @@ const SKESK = packet(TAG_SKESK, Buffer.from([4, AES_128, 0, SHA_1]));
 const LITERAL_HEAD = Buffer.from([0x75, 0, 0, 0, 0, 0]);
 const MDC_HEAD = Buffer.from([0xc0 | TAG_MDC, 20]);
 
-/** A new-format packet header for a body of `length` bytes (one-, two- or five-byte length). */
-function header(tag: number, length: number): Buffer {
-  if (length < 192) return Buffer.from([0xc0 | tag, length]);
-  if (length < 8384) return Buffer.from([0xc0 | tag, ((length - 192) >> 8) + 192, (length - 192) & 0xff]);
-  const head = Buffer.alloc(6);
-  head[0] = 0xc0 | tag;
-  head[1] = 255;
-  head.writeUInt32BE(length, 2);
-  return head;
+/** The bytes of a new-format packet header for a body of `length` bytes (one-, two- or five-byte length). */
+function headerSize(length: number): number {
+  return length < 192 ? 2 : length < 8384 ? 3 : 6;
+}
+
+/** Writes the header headerSize(length) counts into `into` at `at`. */
+function writeHeader(into: Uint8Array, at: number, tag: number, length: number): void {
+  into[at] = 0xc0 | tag;
+  if (length < 192) into[at + 1] = length;
+  else if (length < 8384) {
+    into[at + 1] = ((length - 192) >> 8) + 192;
+    into[at + 2] = (length - 192) & 0xff;
+  } else {
+    into[at + 1] = 255;
+    into[at + 2] = length >>> 24;
+    into[at + 3] = (length >>> 16) & 0xff;
+    into[at + 4] = (length >>> 8) & 0xff;
+    into[at + 5] = length & 0xff;
+  }
 }
 
 function packet(tag: number, body: Buffer): Buffer {
-  return Buffer.concat([header(tag, body.length), body]);
+  const out = Buffer.alloc(headerSize(body.length) + body.length);
+  writeHeader(out, 0, tag, body.length);
+  out.set(body, out.length - body.length);
+  return out;
+}
+
+/** Where a literal packet's text starts in PayloadText's buffer: room for the longest header, then LITERAL_HEAD. */
+const TEXT_START = 6 + LITERAL_HEAD.length;
+/** A buffer grown past this for a big block is let go after it. */
+const TEXT_KEEP_BYTES = 4 << 20;
+
+/**
+ * A payload's text written as UTF-8 straight into the literal packet's body, in one buffer that
+ * is reused (one per thread: the module is synchronous), then sealed. Each string is encoded on
+ * its own, so an 8-bit (Latin-1) one costs a copy; joining the lines first and encoding the whole
+ * cost about three times as much (a single non-Latin-1 line makes a joined string 16-bit).
+ */
+export class PayloadText {
+  private buffer = Buffer.allocUnsafe(1 << 16);
+  private at = TEXT_START;
+
+  /** Appends `text` as UTF-8. */
+  text(text: string): void {
+    this.room(text.length * 3); // UTF-8 bytes per UTF-16 unit, at most
+    this.at += this.buffer.write(text, this.at, "utf8");
+  }
+
+  /** Appends one ASCII byte. */
+  byte(code: number): void {
+    this.room(1);
+    this.buffer[this.at++] = code;
+  }
+
+  /** Appends `value` (an integer of at most 2^53) as String(value) writes it. */
+  integer(value: number): void {
+    this.room(17);
+    const buffer = this.buffer;
+    if (value < 0) {
+      buffer[this.at++] = 0x2d;
+      value = -value;
+    }
+    let digits = 1;
+    for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) digits++;
+    this.at += digits;
+    for (let i = this.at - 1, rest = value; i >= this.at - digits; i--, rest = Math.floor(rest / 10)) buffer[i] = 48 + (rest % 10);
+  }
+
+  /** The text so far as a sealed message (sealPayload's), and a fresh start. */
+  seal(level: number = DEFLATE_LEVEL): Uint8Array {
+    const length = LITERAL_HEAD.length + this.at - TEXT_START;
+    const start = 6 - headerSize(length);
+    writeHeader(this.buffer, start, TAG_LITERAL, length);
+    this.buffer.set(LITERAL_HEAD, 6);
+    const literal = this.buffer.subarray(start, this.at);
+    this.at = TEXT_START;
+    if (this.buffer.length > TEXT_KEEP_BYTES) this.buffer = Buffer.allocUnsafe(1 << 16);
+    return sealLiteral(literal, level);
+  }
+
+  private room(bytes: number): void {
+    if (this.at + bytes <= this.buffer.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.at + bytes, this.buffer.length * 2));
+    grown.set(this.buffer.subarray(0, this.at));
+    this.buffer = grown;
+  }
 }
 
 /**
@@ -58,24 +132,39 @@ function packet(tag: number, body: Buffer): Buffer {
  * ArrayBuffer of its own (a seal thread transfers it).
  */
 export function sealPayload(text: string, level: number = DEFLATE_LEVEL): Uint8Array {
-  const data = Buffer.from(text, "utf8");
-  const literal = Buffer.concat([header(TAG_LITERAL, LITERAL_HEAD.length + data.length), LITERAL_HEAD, data]);
+  const payload = new PayloadText();
+  payload.text(text);
+  return payload.seal(level);
+}
+
+/** A literal-data packet (header and all) deflated, then encrypted with its MDC; the message written once. */
+function sealLiteral(literal: Uint8Array<ArrayBuffer>, level: number): Uint8Array {
   const deflated = Bun.deflateSync(literal, { level: level as 6, library: "libdeflate" }); // raw DEFLATE
-  const compressed = Buffer.concat([header(TAG_COMPRESSED, 1 + deflated.length), Buffer.from([ZIP]), deflated]);
-  const prefix = randomBytes(BLOCK + 2);
-  prefix[BLOCK] = prefix[BLOCK - 2]!;
-  prefix[BLOCK + 1] = prefix[BLOCK - 1]!;
-  const mdc = createHash("sha1").update(prefix).update(compressed).update(MDC_HEAD).digest();
+  // The plaintext of the SEIPD packet: the random prefix, the compressed packet's header and ZIP's
+  // byte, the deflated bytes, then the MDC's packet.
+  const compressedLength = 1 + deflated.length;
+  const head = Buffer.allocUnsafe(BLOCK + 2 + headerSize(compressedLength) + 1);
+  randomFillSync(head, 0, BLOCK);
+  head[BLOCK] = head[BLOCK - 2]!;
+  head[BLOCK + 1] = head[BLOCK - 1]!;
+  writeHeader(head, BLOCK + 2, TAG_COMPRESSED, compressedLength);
+  head[head.length - 1] = ZIP;
+  const mdc = createHash("sha1").update(head).update(deflated).update(MDC_HEAD).digest();
+  const sealedLength = head.length + deflated.length + MDC_HEAD.length + mdc.length;
+  const seipdLength = 1 + sealedLength;
+  const message = new Uint8Array(SKESK.length + headerSize(seipdLength) + seipdLength);
+  message.set(SKESK, 0);
+  let at = SKESK.length;
+  writeHeader(message, at, TAG_SEIPD, seipdLength);
+  at += headerSize(seipdLength);
+  message[at++] = 1;
   const cipher = createCipheriv("aes-128-cfb", KEY, ZERO_IV);
-  const parts = [SKESK, header(TAG_SEIPD, 1 + prefix.length + compressed.length + MDC_HEAD.length + mdc.length), Buffer.from([1])];
-  for (const plain of [prefix, compressed, MDC_HEAD, mdc]) parts.push(cipher.update(plain));
-  parts.push(cipher.final());
-  const message = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    message.set(part, at);
-    at += part.length;
+  for (const plain of [head, deflated, MDC_HEAD, mdc]) {
+    const sealed = cipher.update(plain);
+    message.set(sealed, at);
+    at += sealed.length;
   }
+  message.set(cipher.final(), at);
   return message;
 }
 

@@ -16,7 +16,7 @@
 // the counts of its few-valued fields' values (store/summary.ts, drizzle/0012): what an
 // aggregation counts without opening the block.
 import { blockHashes, filterBits, sliced } from "../codec/grams";
-import { sealPayload } from "../codec/pgp";
+import { PayloadText } from "../codec/pgp";
 import { summarize } from "./summary";
 
 /** One row as the sealer reads it from a hot table. */
@@ -233,34 +233,72 @@ class FilterGroup {
   }
 }
 
+/** The payload's text is written here, block after block (one per thread: the module is synchronous). */
+const payloadText = new PayloadText();
+
 function block(timeOrdered: Item[]): { block: Block; hashes: Uint32Array; bits: number } {
   const first = timeOrdered[0]!;
   const last = timeOrdered[timeOrdered.length - 1]!;
   let minId = first.id;
   let maxId = first.id;
-  const hist = new Map<string, { minute: number; level: string | null; n: number }>();
-  // Time order: a minute's events are neighbours, so its number is parsed once per run of them.
+  const histMinutes: number[] = [];
+  const histLevels: (string | null)[] = [];
+  const histCounts: number[] = [];
+  // Time order: a minute's events are neighbours, so its number is parsed once per run of them,
+  // and its (minute, level) counts are found among that minute's only (a minute never comes back).
   let minuteText = "";
   let minute = 0;
+  const ofMinute = new Map<string | null, number>();
+  // Lines of one shape, in time order; the shapes are sorted below (sorting all the lines by
+  // shape, then time, orders them the same: they are in time order already).
+  const byShape = new Map<string, Item[]>();
   for (const item of timeOrdered) {
+    const row = item.row;
     if (item.id < minId) minId = item.id;
     if (item.id > maxId) maxId = item.id;
-    if (!item.row.dt.startsWith(minuteText) || minuteText === "") {
-      minuteText = item.row.dt.slice(0, 16);
+    if (!row.dt.startsWith(minuteText) || minuteText === "") {
+      minuteText = row.dt.slice(0, 16);
       minute = Date.parse(`${minuteText}:00Z`) / 60_000;
+      ofMinute.clear();
     }
-    const key = `${minute} ${item.row.level ?? "\u0000"}`;
-    const bucket = hist.get(key);
-    if (bucket) bucket.n++;
-    else hist.set(key, { minute, level: item.row.level, n: 1 });
+    const bucket = ofMinute.get(row.level);
+    if (bucket !== undefined) histCounts[bucket]!++;
+    else {
+      ofMinute.set(row.level, histCounts.length);
+      histMinutes.push(minute);
+      histLevels.push(row.level);
+      histCounts.push(1);
+    }
+    const shaped = byShape.get(row.shape);
+    if (shaped) shaped.push(item);
+    else byShape.set(row.shape, [item]);
   }
-  const lines = [...timeOrdered].sort((a, b) => (a.row.shape < b.row.shape ? -1 : a.row.shape > b.row.shape ? 1 : byTime(a, b)));
-  const texts = lines.map((item) => item.row.line);
-  const summary = [...hist.values()];
-  const hashes = blockHashes(texts);
+  const shapes = [...byShape.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const lines: Item[] = shapes.length === 1 ? byShape.get(shapes[0]!)! : [];
+  if (shapes.length > 1) for (const shape of shapes) for (const item of byShape.get(shape)!) lines.push(item);
+  const texts: string[] = new Array(lines.length);
   const firstMicros = microsOfDay(first.row.dt);
-  const idOffsets = lines.map((item) => item.id - minId);
-  const dtOffsets = lines.map((item) => microsOfDay(item.row.dt) - firstMicros);
+  const text = payloadText;
+  text.byte(0x7b);
+  for (let i = 0; i < lines.length; i++) {
+    if (i > 0) text.byte(0x2c);
+    text.integer(lines[i]!.id - minId);
+  }
+  text.byte(0x7d);
+  text.byte(0x0a);
+  text.byte(0x7b);
+  for (let i = 0; i < lines.length; i++) {
+    if (i > 0) text.byte(0x2c);
+    text.integer(microsOfDay(lines[i]!.row.dt) - firstMicros);
+  }
+  text.byte(0x7d);
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.row.line;
+    texts[i] = line;
+    text.byte(0x0a);
+    text.text(line);
+  }
+  const hashes = blockHashes(texts);
   const built: Block = {
     kind: "block",
     sourceId: first.row.source_id,
@@ -269,12 +307,12 @@ function block(timeOrdered: Item[]): { block: Block; hashes: Uint32Array; bits: 
     minId: String(minId),
     maxId: String(maxId),
     n: lines.length,
-    payload: sealPayload(`{${idOffsets.join(",")}}\n{${dtOffsets.join(",")}}\n${texts.join("\n")}`),
+    payload: text.seal(),
     filterId: null,
     filterSlot: null,
-    histMinutes: summary.map((s) => s.minute),
-    histLevels: summary.map((s) => s.level),
-    histCounts: summary.map((s) => s.n),
+    histMinutes,
+    histLevels,
+    histCounts,
     fields: summarize(texts),
   };
   return { block: built, hashes, bits: filterBits(hashes) };

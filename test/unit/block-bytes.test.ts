@@ -64,7 +64,7 @@ function digest(items: (Block | Filter)[]): string[] {
   });
 }
 
-function built(): Record<string, string[]> {
+function built(): { memory: string[]; readBack: string[] } {
   const all = rows();
   const builders = new Map<string, BlockBuilder>();
   const memory: (Block | Filter)[] = [];
