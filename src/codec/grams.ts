@@ -27,7 +27,7 @@ export function gramHashes(text: string, out: (hash: number) => void): void {
  * the caller's; a text has fewer grams than characters); returns where they end. No call per
  * gram: this is the sealer's hot loop.
  */
-export function gramHashesInto(text: string, into: Uint32Array, at: number): number {
+export function gramHashesInto(text: string, into: Uint32Array, at: number, seen?: Uint32Array): number {
   let run = 0;
   let h = 0;
   const n = text.length;
@@ -45,10 +45,28 @@ export function gramHashesInto(text: string, into: Uint32Array, at: number): num
     }
     // Rolling polynomial hash of the last GRAM code units: h = Σ c[i]·B^(GRAM-1-i) mod 2^32.
     h = (Math.imul(h, BASE) + c) | 0;
-    if (++run >= GRAM) into[at++] = mix(h);
+    if (++run >= GRAM) {
+      const hash = mix(h);
+      if (seen === undefined) into[at++] = hash;
+      else if (seen[hash & SEEN_MASK] !== hash) into[at++] = seen[hash & SEEN_MASK] = hash;
+      else repeats++;
+    }
   }
   return at;
 }
+
+/**
+ * What blockItems left out as repeats: a hash is written only when it is not the last one that
+ * fell in its slot of `seen` (a direct-mapped table, SEEN_SLOTS of them). The filter is a set, so
+ * a repeat sets no bit; leaving them out halves what a block's hashes take while its filter group
+ * is open (a log line repeats its keys and most of its words).
+ */
+let repeats = 0;
+const SEEN_SLOTS = 1 << 12;
+const SEEN_MASK = SEEN_SLOTS - 1;
+/** Slot i holds i + 1 when empty: a value no hash of that slot has. */
+const SEEN_EMPTY = Uint32Array.from({ length: SEEN_SLOTS }, (_, i) => i + 1);
+const seenScratch = new Uint32Array(SEEN_SLOTS);
 
 /**
  * ASCII letters lowered, and the two capitals whose lowercase is ASCII in Unicode (KELVIN SIGN → k,
@@ -175,38 +193,88 @@ export function canonicalNumber(text: string): string | undefined {
 
 /** Every item position hash of a block's lines: grams, then numbers (a fresh array). */
 export function blockHashes(lines: readonly string[]): Uint32Array {
-  let chars = 0;
-  for (const line of lines) chars += line.length;
-  if (buffer.length < chars + 1024) buffer = new Uint32Array(Math.max(chars + 1024, buffer.length * 2));
-  let n = 0;
-  for (const line of lines) n = gramHashesInto(line, buffer, n);
-  const push = (h: number) => {
-    if (n === buffer.length) {
-      const grown = new Uint32Array(Math.max(1024, buffer.length * 2));
-      grown.set(buffer);
-      buffer = grown;
-    }
-    buffer[n++] = h;
-  };
-  for (const line of lines) numberItems(line, push);
-  return buffer.slice(0, n);
+  return hashLines(lines, undefined).slice();
 }
 
-/** Filter bits for a block's hashes: BITS_PER_ITEM per distinct one (estimated by linear counting), a multiple of 8, at least 64. */
-export function filterBits(hashes: Uint32Array): number {
-  const n = hashes.length;
+/** A block's item hashes, most repeats left out, and how many items it has with them (filterBits' count). */
+export interface BlockItems {
+  hashes: Uint32Array;
+  count: number;
+}
+
+/**
+ * The item hashes of a block's lines as blockHashes gives them, but that most repeats are left out
+ * (gramHashesInto's `seen`): the same filter bits, filterBits(hashes, count) the same size.
+ */
+export function blockItems(lines: readonly string[]): BlockItems {
+  seenScratch.set(SEEN_EMPTY);
+  repeats = 0;
+  const found = hashLines(lines, seenScratch);
+  // A copy of its size: the scratch is reused, and stays in memory and cache from block to block.
+  const bytes = Buffer.allocUnsafeSlow(found.length * 4);
+  const hashes = new Uint32Array(bytes.buffer, bytes.byteOffset, found.length);
+  hashes.set(found);
+  return { hashes, count: found.length + repeats };
+}
+
+/** The hashes of `lines` in the scratch (valid until the next call). */
+function hashLines(lines: readonly string[], seen: Uint32Array | undefined): Uint32Array {
+  let chars = 0;
+  for (const line of lines) chars += line.length;
+  if (scratch.length < chars + 1024) scratch = new Uint32Array(Math.max(chars + 1024, scratch.length * 2));
+  let n = 0;
+  for (const line of lines) n = gramHashesInto(line, scratch, n, seen);
+  const push = (h: number) => {
+    if (seen !== undefined) {
+      if (seen[h & SEEN_MASK] === h) {
+        repeats++;
+        return;
+      }
+      seen[h & SEEN_MASK] = h;
+    }
+    if (n === scratch.length) {
+      const grown = new Uint32Array(Math.max(1024, scratch.length * 2));
+      grown.set(scratch);
+      scratch = grown;
+    }
+    scratch[n++] = h;
+  };
+  for (const line of lines) numberItems(line, push);
+  const found = scratch.subarray(0, n);
+  if (scratch.length > SCRATCH_KEEP) scratch = new Uint32Array(0);
+  return found;
+}
+
+/** hashLines' scratch, grown as needed and reused up to SCRATCH_KEEP hashes (a 1,000-event block needs about 300,000). */
+let scratch = new Uint32Array(0);
+const SCRATCH_KEEP = 4 << 20;
+
+/**
+ * Filter bits for a block's hashes: BITS_PER_ITEM per distinct one (estimated by linear counting), a
+ * multiple of 8, at least 64. `count`: the items with their repeats (blockItems leaves most out; a
+ * repeat sets no probe bit, and the estimate is made from the count with them).
+ */
+export function filterBits(hashes: Uint32Array, count: number = hashes.length): number {
+  const n = count;
   if (n === 0) return 0;
   const probeBits = Math.max(64, 2 ** Math.ceil(Math.log2(n * 8)));
-  const probe = new Uint32Array(probeBits / 32);
-  for (let i = 0; i < n; i++) {
+  const words = probeBits / 32;
+  if (probe.length < words) probe = new Uint32Array(words);
+  else probe.fill(0, 0, words);
+  for (let i = 0; i < hashes.length; i++) {
     const bit = hashes[i]! & (probeBits - 1);
     probe[bit >>> 5]! |= 1 << (bit & 31);
   }
   let zeros = 0;
-  for (const word of probe) zeros += 32 - popcount(word);
+  for (let i = 0; i < words; i++) zeros += 32 - popcount(probe[i]!);
+  if (probe.length > PROBE_KEEP_WORDS) probe = new Uint32Array(0);
   const distinct = zeros === 0 ? n : Math.min(n, -probeBits * Math.log(zeros / probeBits));
   return Math.max(64, Math.ceil((distinct * BITS_PER_ITEM) / 8) * 8);
 }
+
+/** filterBits' scratch, kept between blocks up to PROBE_KEEP_WORDS (a 1,000-event block needs 1 MiB). */
+let probe = new Uint32Array(0);
+const PROBE_KEEP_WORDS = 1 << 20;
 
 /**
  * The Bloom filters of a group of blocks, `bits` positions each, bit-sliced: bit (p × blocks + k)
@@ -227,9 +295,6 @@ export function sliced(hashLists: readonly Uint32Array[], bits: number): Uint8Ar
   }
   return out;
 }
-
-/** Scratch for blockHashes, grown as needed and reused. */
-let buffer = new Uint32Array(0);
 
 function popcount(x: number): number {
   x -= (x >>> 1) & 0x55555555;

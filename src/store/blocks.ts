@@ -15,7 +15,7 @@
 // block its slot in it (drizzle/0007), so a search reads a few bytes per group, not per block. And
 // the counts of its few-valued fields' values (store/summary.ts, drizzle/0012): what an
 // aggregation counts without opening the block.
-import { blockHashes, filterBits, sliced } from "../codec/grams";
+import { blockItems, filterBits, sliced } from "../codec/grams";
 import { PayloadText } from "../codec/pgp";
 import { summarize } from "./summary";
 
@@ -298,7 +298,7 @@ function block(timeOrdered: Item[]): { block: Block; hashes: Uint32Array; bits: 
     text.byte(0x0a);
     text.text(line);
   }
-  const hashes = blockHashes(texts);
+  const { hashes, count } = blockItems(texts);
   const built: Block = {
     kind: "block",
     sourceId: first.row.source_id,
@@ -315,7 +315,7 @@ function block(timeOrdered: Item[]): { block: Block; hashes: Uint32Array; bits: 
     histCounts,
     fields: summarize(texts),
   };
-  return { block: built, hashes, bits: filterBits(hashes) };
+  return { block: built, hashes, bits: filterBits(hashes, count) };
 }
 
 /** Microseconds since midnight of a MovedRow's dt ("YYYY-MM-DDTHH:MM:SS.ffffffZ"): a block holds one UTC day. */
