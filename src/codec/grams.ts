@@ -210,11 +210,43 @@ export function blockItems(lines: readonly string[]): BlockItems {
   seenScratch.set(SEEN_EMPTY);
   repeats = 0;
   const found = hashLines(lines, seenScratch);
-  // A copy of its size: the scratch is reused, and stays in memory and cache from block to block.
-  const bytes = Buffer.allocUnsafeSlow(found.length * 4);
-  const hashes = new Uint32Array(bytes.buffer, bytes.byteOffset, found.length);
+  // A copy of its size (the scratch is reused), where a block's whose filter group is sliced was.
+  const hashes = spareHashes(found.length);
   hashes.set(found);
   return { hashes, count: found.length + repeats };
+}
+
+/**
+ * Arrays blockItems' hashes were in, given back by releaseHashes, up to SPARE_BYTES: fresh memory
+ * of a block's hashes' size (faulted in page by page) cost more than the hashes' copy into it.
+ */
+const spare: Uint32Array[] = [];
+let spareBytes = 0;
+const SPARE_BYTES = 8 << 20;
+
+/** `length` hashes' room: in the smallest spare array that holds them, else in a new one with some more. */
+function spareHashes(length: number): Uint32Array {
+  let best = -1;
+  for (let i = 0; i < spare.length; i++) if (spare[i]!.length >= length && (best < 0 || spare[i]!.length < spare[best]!.length)) best = i;
+  if (best < 0) {
+    const bytes = Buffer.allocUnsafeSlow(Math.ceil(length * 1.25) * 4);
+    return new Uint32Array(bytes.buffer, bytes.byteOffset, length);
+  }
+  const array = spare[best]!;
+  spare[best] = spare[spare.length - 1]!;
+  spare.pop();
+  spareBytes -= array.byteLength;
+  return array.subarray(0, length);
+}
+
+/** Gives blockItems' arrays back once nothing reads them (their group's filter is sliced). */
+export function releaseHashes(lists: readonly Uint32Array[]): void {
+  for (const list of lists) {
+    const whole = new Uint32Array(list.buffer, list.byteOffset, (list.buffer.byteLength - list.byteOffset) >>> 2);
+    if (spareBytes + whole.byteLength > SPARE_BYTES) continue;
+    spare.push(whole);
+    spareBytes += whole.byteLength;
+  }
 }
 
 /** The hashes of `lines` in the scratch (valid until the next call). */

@@ -15,7 +15,7 @@
 // block its slot in it (drizzle/0007), so a search reads a few bytes per group, not per block. And
 // the counts of its few-valued fields' values (store/summary.ts, drizzle/0012): what an
 // aggregation counts without opening the block.
-import { blockItems, filterBits, sliced } from "../codec/grams";
+import { blockItems, filterBits, releaseHashes, sliced } from "../codec/grams";
 import { PayloadText } from "../codec/pgp";
 import { summarize } from "./summary";
 
@@ -226,6 +226,7 @@ class FilterGroup {
       bits: this.bits,
       slices: sliced(this.hashes, this.bits),
     };
+    releaseHashes(this.hashes);
     this.hashes = [];
     this.bits = 0;
     this.first = undefined;
