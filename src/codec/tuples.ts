@@ -94,6 +94,59 @@ export function sourceOf(tuple: Uint8Array): number {
   return readInt64(asBuffer(tuple), SOURCE_AT);
 }
 
+const DAY_MICROS = 86_400_000_000;
+
+/**
+ * Which of `ways` builders a tuple goes to: a stable mix of its source and its UTC day (dt's
+ * microseconds since 2000-01-01, a UTC midnight), so every event of one (source, day) goes to the
+ * same one whatever batch brings it.
+ */
+function wayOf(bytes: Buffer, at: number, ways: number): number {
+  const day = Math.floor((bytes.readInt32BE(at + DT_AT) * TWO_32 + bytes.readUInt32BE(at + DT_AT + 4)) / DAY_MICROS);
+  let hash = Math.imul(bytes.readUInt32BE(at + SOURCE_AT + 4) ^ Math.imul(day | 0, 0x9e3779b1), 0x85ebca6b);
+  hash ^= hash >>> 15;
+  return (hash >>> 0) % ways;
+}
+
+/**
+ * The tuples of `parts` split into `ways` new buffers by (source, UTC day) (wayOf), each in the
+ * order they came; a way none goes to is empty. Runs of neighbours bound for one way (a request's
+ * events of one source) are copied at once.
+ */
+export function routeTuples(parts: readonly Uint8Array[], ways: number): Uint8Array[] {
+  const sizes = new Float64Array(ways);
+  /** Quadruples: part, start, end, way. */
+  const runs: number[] = [];
+  for (let p = 0; p < parts.length; p++) {
+    const bytes = asBuffer(parts[p]!);
+    let from = 0;
+    let way = -1;
+    for (let at = 0; at < bytes.length; ) {
+      const to = wayOf(bytes, at, ways);
+      if (to !== way) {
+        if (way >= 0) runs.push(p, from, at, way);
+        from = at;
+        way = to;
+      }
+      at = next(bytes, at);
+    }
+    if (way >= 0) runs.push(p, from, bytes.length, way);
+  }
+  for (let i = 0; i < runs.length; i += 4) {
+    const way = runs[i + 3]!;
+    sizes[way] = sizes[way]! + runs[i + 2]! - runs[i + 1]!;
+  }
+  const out = Array.from(sizes, (size) => new Uint8Array(size));
+  const filled = new Float64Array(ways);
+  for (let i = 0; i < runs.length; i += 4) {
+    const way = runs[i + 3]!;
+    const at = filled[way]!;
+    out[way]!.set(parts[runs[i]!]!.subarray(runs[i + 1]!, runs[i + 2]!), at);
+    filled[way] = at + runs[i + 2]! - runs[i + 1]!;
+  }
+  return out;
+}
+
 export interface Fields {
   id: number;
   sourceId: number;

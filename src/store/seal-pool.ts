@@ -2,14 +2,17 @@
 // and more per event) are made on SEAL_WORKERS threads, never on the thread that answers HTTP.
 // - A chunk of hot rows a seal read back goes to the thread with the fewest calls waiting; its
 //   blocks come back and the sealer INSERTs them in its transaction (store/sealer.ts).
-// - A committed batch's tuples (the memory path) go to the threads in turn; each thread keeps its
-//   own builders and INSERTs staged blocks over its own connection (store/seal-worker.ts), and
-//   finish() asks every thread what it covered of a generation.
+// - A committed batch's tuples (the memory path) are split by (source, UTC day) over the threads
+//   (codec/tuples.ts routeTuples), so each source-day of a generation is built by one thread and its
+//   blocks follow one another in time; each thread keeps its own builders and INSERTs staged blocks
+//   over its own connection (store/seal-worker.ts), and finish() asks every thread what it covered
+//   of a generation.
 // A thread that fails fails only its own calls and the next call starts a new one: a chunk's seal
 // rolls back (the rows stay hot), a generation whose batches a thread lost is sealed from its rows.
 import { availableParallelism } from "node:os";
 import type { Block, Filter, MovedRow } from "./blocks";
 import { ThreadClient } from "../rpc";
+import { routeTuples } from "../codec/tuples";
 
 /**
  * A chunk of rows for a thread, packed: every field of every row concatenated into one string,
@@ -65,12 +68,21 @@ export function unpackRows(chunk: Chunk): MovedRow[] {
 /** What a seal thread is asked (store/seal-worker.ts). */
 export type SealCall =
   | { kind: "chunk"; chunk: Chunk }
-  | { kind: "open"; url: string; maxEvents: number }
+  | { kind: "open"; url: string; maxEvents: number; maxHeldBytes: number }
   | { kind: "batch"; generation: number; seq: number; rows: Uint8Array }
   | { kind: "finish"; generation: number }
   | { kind: "close" };
 
-/** What the threads made of one generation's batches: the batches (commit seq) their staged blocks cover. */
+/** What a thread answers a batch with: the text its builders hold after it (their `heldBytes`, all generations). */
+export interface Handed {
+  held: number;
+}
+
+/**
+ * What the threads made of one generation's batches: the batches (commit seq) their staged blocks
+ * cover. From the pool, a batch split over several threads is there once per thread that built a
+ * part of it (store/staging.ts counts the parts).
+ */
 export interface Finished {
   seqs: number[];
   events: number;
@@ -79,6 +91,8 @@ export interface Finished {
   failed?: string;
   /** The thread (worker threadId) that answered; none for a pool's sum. */
   thread?: number;
+  /** What the thread's builders hold after it (Handed.held). */
+  held?: number;
 }
 
 /** What a thread sends back: the items in the order they are written, and the thread that built them. */
@@ -98,6 +112,16 @@ export function defaultSealWorkers(): number {
   return Math.min(4, Math.max(1, availableParallelism() - 1));
 }
 
+/**
+ * Text the memory path's builders hold, all seal threads of a process together, at most (the
+ * builders' `heldBytes`: 3 bytes per UTF-16 unit, above what the rows' strings and objects take in
+ * the thread's heap); past its share a thread cuts its biggest builders early (store/seal-worker.ts).
+ * A thousand sparse sources each kept a generation's events in a thread without it (791 MiB peak
+ * in `npm run bench -- --quick`'s sources-1000); the sealer keeps what they hold out of the
+ * requests' memory (store/staging.ts).
+ */
+export const SEAL_BUILDERS_MAX_BYTES = 32 * 1024 * 1024;
+
 export interface SealPoolStats {
   /** Chunks of rows read back built on the threads; events built on them, read back or from the memory path. */
   chunks: number;
@@ -109,18 +133,28 @@ export interface SealPoolStats {
 export class SealPool {
   private readonly threads: ThreadClient<SealCall, unknown, string>[] = [];
   readonly stats: SealPoolStats = { chunks: 0, events: 0, threads: new Set() };
-  /** The next thread a batch goes to. */
-  private turn = 0;
+  /** What each thread's builders hold (Handed.held), as it last answered. */
+  private readonly held: number[] = [];
 
-  /** `url`: the memory path's connections (none: chunks only). */
+  /**
+   * `url`: the memory path's connections (none: chunks only). `maxHeldBytes`: the text the memory
+   * path's builders hold, all threads together, at most (each thread its share).
+   */
   constructor(
     readonly size: number,
     private readonly url?: string,
     private readonly maxEvents = 1000,
+    private readonly maxHeldBytes = SEAL_BUILDERS_MAX_BYTES,
   ) {}
+
+  /** The text the memory path's builders hold now, all threads together (as each last said). */
+  get heldBytes(): number {
+    return this.held.reduce((sum, bytes) => sum + bytes, 0);
+  }
 
   private all(): ThreadClient<SealCall, unknown, string>[] {
     while (this.threads.length < this.size) {
+      const index = this.threads.length;
       const thread: ThreadClient<SealCall, unknown, string> = new ThreadClient<SealCall, unknown, string>({
         url: new URL("./seal-worker.ts", import.meta.url).href,
         name: "seal thread",
@@ -129,7 +163,10 @@ export class SealPool {
         unsent: (reason) => new Error(reason),
         // A new thread (after one died) opens its connection before any other call reaches it.
         started: () => {
-          if (this.url) thread.send({ kind: "open", url: this.url, maxEvents: this.maxEvents });
+          if (this.url) {
+            this.held[index] = 0; // a new thread holds nothing (its predecessor's builders are gone)
+            thread.send({ kind: "open", url: this.url, maxEvents: this.maxEvents, maxHeldBytes: Math.ceil(this.maxHeldBytes / this.size) });
+          }
         },
       });
       thread.start();
@@ -154,23 +191,44 @@ export class SealPool {
     return this.threads.reduce((sum, thread) => sum + thread.waiting, 0);
   }
 
-  /** A committed batch's tuples (`rows`: the pool's own buffer, transferred) for `generation`'s staged blocks; settles when its blocks so far are written. */
-  handOff(generation: number, seq: number, rows: Uint8Array): Promise<unknown> {
-    const threads = this.all();
-    const thread = threads[this.turn++ % threads.length]!;
-    return thread.call({ kind: "batch", generation, seq, rows }, [rows.buffer as ArrayBuffer]);
+  /**
+   * A committed batch's tuples split by (source, UTC day) over the threads (routeTuples): a new
+   * buffer per thread, the ring's slabs left as they were; empty where no tuple goes.
+   */
+  route(rows: readonly Uint8Array[]): Uint8Array[] {
+    if (this.size > 1) return routeTuples(rows, this.size);
+    let bytes = 0;
+    for (const part of rows) bytes += part.byteLength;
+    const copy = new Uint8Array(bytes);
+    let at = 0;
+    for (const part of rows) {
+      copy.set(part, at);
+      at += part.byteLength;
+    }
+    return [copy];
+  }
+
+  /**
+   * Thread `index`'s part of a committed batch (`rows`: from route(), transferred) for
+   * `generation`'s staged blocks; settles when its blocks so far are written.
+   */
+  async handOff(generation: number, seq: number, index: number, rows: Uint8Array): Promise<void> {
+    const thread = this.all()[index]!;
+    const answer = (await thread.call({ kind: "batch", generation, seq, rows }, [rows.buffer as ArrayBuffer])) as Handed;
+    this.held[index] = answer.held;
   }
 
   /** Every thread's last blocks of `generation` written; what they cover together. A thread that fails makes it `failed`. */
   async finish(generation: number): Promise<Finished> {
     const answers = await Promise.allSettled(this.all().map((thread) => thread.call({ kind: "finish", generation }) as Promise<Finished>));
     const whole: Finished = { seqs: [], events: 0, blocks: 0 };
-    for (const answer of answers) {
+    for (const [index, answer] of answers.entries()) {
+      if (answer.status === "fulfilled" && answer.value.held !== undefined) this.held[index] = answer.value.held;
       if (answer.status === "rejected") {
         whole.failed ??= (answer.reason as Error).message;
         continue;
       }
-      whole.seqs.push(...answer.value.seqs);
+      for (const seq of answer.value.seqs) whole.seqs.push(seq);
       whole.events += answer.value.events;
       whole.blocks += answer.value.blocks;
       if (answer.value.events > 0) {

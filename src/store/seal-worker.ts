@@ -10,7 +10,7 @@
 import { threadId } from "node:worker_threads";
 import postgres from "postgres";
 import { BlockBuilder, buildBlocks, type Block, type Filter, type MovedRow } from "./blocks";
-import { unpackRows, type SealCall, type Finished } from "./seal-pool";
+import { unpackRows, type SealCall, type Finished, type Handed } from "./seal-pool";
 import { writeBlocks } from "./blocks-sql";
 import { fieldsOf, tuplesOf } from "../codec/tuples";
 import { microsText } from "../codec/time";
@@ -27,14 +27,14 @@ interface Generation {
   failed?: string;
 }
 
-/**
- * Text a thread's builders hold together, at most (UTF-8 bytes): past it the fullest builders are
- * cut into blocks early, so a thousand sparse sources do not keep a generation's events here.
- */
-const MAX_HELD_BYTES = 32 * 1024 * 1024;
-
 let sql: postgres.Sql | undefined;
 let maxEvents = 1000;
+/**
+ * Text this thread's builders hold together, at most (their heldBytes): past it the biggest
+ * builders are cut into blocks early, so a thousand sparse sources do not keep a generation's
+ * events here (store/seal-pool.ts SEAL_BUILDERS_MAX_BYTES: this thread's share).
+ */
+let maxHeldBytes = 32 * 1024 * 1024;
 const generations = new Map<number, Generation>();
 
 let handled = 0;
@@ -56,11 +56,11 @@ async function write(generation: Generation, id: number, items: (Block | Filter)
   }
 }
 
-async function batch(id: number, seq: number, rows: Uint8Array): Promise<void> {
+async function batch(id: number, seq: number, rows: Uint8Array): Promise<Handed> {
   let generation = generations.get(id);
   if (!generation) generations.set(id, (generation = { builders: new Map(), seqs: [], events: 0, blocks: 0 }));
   generation.seqs.push(seq);
-  if (generation.failed) return;
+  if (generation.failed) return { held: heldNow() };
   const done: (Block | Filter)[] = [];
   for (const tuple of tuplesOf(rows)) {
     const fields = fieldsOf(tuple);
@@ -75,11 +75,11 @@ async function batch(id: number, seq: number, rows: Uint8Array): Promise<void> {
   }
   collectAfter(rows.byteLength * 3);
   await write(generation, id, done);
-  await bound();
+  return { held: await bound() };
 }
 
-/** Past MAX_HELD_BYTES, the fullest builders (of any generation) are cut until half of it is held. */
-async function bound(): Promise<void> {
+/** Past maxHeldBytes, the biggest builders (of any generation) are cut until half of it is held; what they hold then. */
+async function bound(): Promise<number> {
   const all: { builder: BlockBuilder; generation: Generation; id: number }[] = [];
   let held = 0;
   for (const [id, generation] of generations)
@@ -87,21 +87,29 @@ async function bound(): Promise<void> {
       held += builder.heldBytes;
       all.push({ builder, generation, id });
     }
-  if (held <= MAX_HELD_BYTES) return;
+  if (held <= maxHeldBytes) return held;
   all.sort((a, b) => b.builder.heldBytes - a.builder.heldBytes);
   for (const { builder, generation, id } of all) {
-    if (held <= MAX_HELD_BYTES / 2) break;
+    if (held <= maxHeldBytes / 2) break;
     held -= builder.heldBytes;
     await write(generation, id, builder.flush());
   }
+  return held;
+}
+
+/** What every generation's builders hold. */
+function heldNow(): number {
+  let held = 0;
+  for (const generation of generations.values()) for (const builder of generation.builders.values()) held += builder.heldBytes;
+  return held;
 }
 
 async function finish(id: number): Promise<Finished> {
   const generation = generations.get(id);
   generations.delete(id);
-  if (!generation) return { seqs: [], events: 0, blocks: 0, thread: threadId };
+  if (!generation) return { seqs: [], events: 0, blocks: 0, thread: threadId, held: heldNow() };
   for (const builder of generation.builders.values()) await write(generation, id, builder.close());
-  return { seqs: generation.seqs, events: generation.events, blocks: generation.blocks, failed: generation.failed, thread: threadId };
+  return { seqs: generation.seqs, events: generation.events, blocks: generation.blocks, failed: generation.failed, thread: threadId, held: heldNow() };
 }
 
 let queue: Promise<unknown> = Promise.resolve();
@@ -115,6 +123,7 @@ serve<SealCall, unknown, string>(
         case "open":
           sql ??= postgres(call.url, { max: 1, onnotice: () => {}, connection: { application_name: "logpond-seal" } });
           maxEvents = call.maxEvents;
+          maxHeldBytes = call.maxHeldBytes;
           return undefined;
         case "batch":
           return batch(call.generation, call.seq, call.rows);

@@ -62,7 +62,7 @@ export interface HandedBatch {
 export const MAX_PENDING_BYTES = 64 * 1024 * 1024;
 
 interface State {
-  /** Batches handed to the threads. */
+  /** Parts of batches handed to the threads (a batch is split by source-day over them: SealPool.route). */
   handed: number;
   /** Why this generation's staged blocks cannot be made visible; set once. */
   givenUp?: string;
@@ -82,6 +82,8 @@ export class Staging implements Stager {
   /** What finish() answered, kept while the generation exists (a seal retried after "busy" asks again). */
   private readonly results = new Map<number, Promise<Finished | string>>();
   private pending = 0;
+  /** What the threads' builders hold, as last told (SealPool.heldBytes), and its hold's release. */
+  private builders: { bytes: number; release: () => void } | undefined;
   /** Batches handed and events in them, in all (the sealer's metrics). */
   readonly totals = { batches: 0, bytes: 0, skipped: 0 };
 
@@ -132,25 +134,36 @@ export class Staging implements Stager {
       this.totals.skipped++;
       return;
     }
-    const copy = new Uint8Array(bytes);
-    let at = 0;
-    for (const rows of batch.rows) {
-      copy.set(rows, at);
-      at += rows.byteLength;
-    }
-    this.pending += bytes;
+    // Each (source, UTC day) to one thread, so its blocks of a generation come from one builder;
+    // the batch is covered only if every part of it is (end()).
+    const parts = this.pool.route(batch.rows);
     this.totals.batches++;
     this.totals.bytes += bytes;
-    const release = this.hold?.(bytes);
-    state.handed++;
-    const done = () => {
-      this.pending -= bytes;
-      release?.();
-    };
-    this.pool.handOff(generation, batch.seq, copy).then(done, (error: Error) => {
-      done();
-      state.givenUp ??= `a seal thread failed: ${error.message}`;
-    });
+    for (const [index, part] of parts.entries()) {
+      const size = part.byteLength;
+      if (size === 0) continue;
+      this.pending += size;
+      const release = this.hold?.(size);
+      state.handed++;
+      const done = () => {
+        this.pending -= size;
+        release?.();
+        this.holdBuilders();
+      };
+      this.pool.handOff(generation, batch.seq, index, part).then(done, (error: Error) => {
+        done();
+        state.givenUp ??= `a seal thread failed: ${error.message}`;
+      });
+    }
+  }
+
+  /** Keeps what the threads' builders hold out of the requests' memory, as they last said (their bound: SealPool). */
+  private holdBuilders(): void {
+    if (!this.hold) return;
+    const bytes = this.pool.heldBytes;
+    if ((this.builders?.bytes ?? 0) === bytes) return;
+    this.builders?.release();
+    this.builders = bytes > 0 ? { bytes, release: this.hold(bytes) } : undefined;
   }
 
   /**
@@ -171,9 +184,11 @@ export class Staging implements Stager {
     // Nothing handed here: nothing of it is staged by this process (its batches, if any, are read back).
     if (!state) return { seqs: [], events: 0, blocks: 0 };
     const finished = await this.pool.finish(generation);
+    this.holdBuilders();
     if (state.givenUp) return state.givenUp;
     if (finished.failed) return finished.failed;
-    if (finished.seqs.length !== state.handed) return `the seal threads built ${finished.seqs.length} of ${state.handed} batches`;
-    return finished;
+    // One seq per part a thread built: a thread started again since knows none of its predecessor's parts.
+    if (finished.seqs.length !== state.handed) return `the seal threads built ${finished.seqs.length} of ${state.handed} parts of batches`;
+    return { ...finished, seqs: [...new Set(finished.seqs)] };
   }
 }

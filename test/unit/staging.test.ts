@@ -8,12 +8,20 @@ import { MAX_PENDING_BYTES, Staging, stagerGroup, type Stager } from "../../src/
 
 const GENERATION_IDS = 1_000;
 
-/** A pool whose threads answer when told: handed batches are kept per generation. */
-function fakePool() {
+/**
+ * A pool whose threads answer when told: handed parts are kept per generation (their seqs, one per
+ * part). `ways` threads; route() gives each thread a slice of `parts`' lengths (none: one part, all of it).
+ */
+function fakePool(parts?: number[]) {
   const handed = new Map<number, number[]>();
   const answers: { settle: () => void; fail: (error: Error) => void }[] = [];
   const pool = {
-    handOff(generation: number, seq: number, rows: Uint8Array) {
+    heldBytes: 0,
+    route(rows: readonly Uint8Array[]) {
+      const bytes = rows.reduce((sum, part) => sum + part.byteLength, 0);
+      return (parts ?? [bytes]).map((size) => new Uint8Array(size));
+    },
+    handOff(generation: number, seq: number, _index: number, rows: Uint8Array) {
       handed.set(generation, [...(handed.get(generation) ?? []), seq]);
       expect(rows.byteLength).toBeGreaterThan(0);
       return new Promise<void>((resolve, reject) => answers.push({ settle: resolve, fail: reject }));
@@ -95,7 +103,68 @@ test("the threads covering fewer batches than were handed (one was replaced) mak
   staging.committed(batch(1, 1));
   staging.committed(batch(2, 2));
   handed.set(1, [2]); // the thread that had batch 1 died and its replacement never saw it
-  expect(await staging.finish(1)).toBe("the seal threads built 1 of 2 batches");
+  expect(await staging.finish(1)).toBe("the seal threads built 1 of 2 parts of batches");
+});
+
+test("a batch split over three threads: each part held and handed on its own, covered once every part is built", async () => {
+  const { pool, handed, answers } = fakePool([60, 0, 40]); // no tuple of it goes to the second thread
+  const held: number[] = [];
+  const staging = new Staging(pool, GENERATION_IDS, (bytes) => {
+    held.push(bytes);
+    return () => held.push(-bytes);
+  });
+  staging.opening(1);
+  staging.committed(batch(1, 1, 100));
+  staging.committed(batch(2, 2, 100));
+  expect(handed.get(1)).toEqual([1, 1, 2, 2]);
+  expect(staging.pendingBytes).toBe(200);
+  expect(held).toEqual([60, 40, 60, 40]);
+  answers[1]!.settle();
+  await Bun.sleep(0);
+  expect(staging.pendingBytes).toBe(160);
+  expect(held).toEqual([60, 40, 60, 40, -40]);
+  for (const answer of answers) answer.settle();
+  await Bun.sleep(0);
+  expect(staging.pendingBytes).toBe(0);
+  expect(await staging.finish(1)).toEqual({ seqs: [1, 2], events: 4, blocks: 1 });
+});
+
+test("what the threads' builders hold, as they last answered, is kept out of the requests' memory", async () => {
+  const { pool, answers } = fakePool();
+  const held: number[] = [];
+  const staging = new Staging(pool, GENERATION_IDS, (bytes) => {
+    held.push(bytes);
+    return () => held.push(-bytes);
+  });
+  staging.opening(1);
+  staging.committed(batch(1, 1, 100));
+  (pool as unknown as { heldBytes: number }).heldBytes = 700;
+  answers[0]!.settle();
+  await Bun.sleep(0);
+  expect(held).toEqual([100, -100, 700]);
+  (pool as unknown as { heldBytes: number }).heldBytes = 0; // the seal wrote the generation's last blocks
+  await staging.finish(1);
+  expect(held).toEqual([100, -100, 700, -700]);
+});
+
+test("a split batch one of whose parts was lost (its thread replaced) or failed makes the generation read back", async () => {
+  const lost = fakePool([50, 50]);
+  const staging = new Staging(lost.pool, GENERATION_IDS);
+  staging.opening(1);
+  staging.committed(batch(1, 1, 100));
+  staging.committed(batch(2, 2, 100));
+  lost.handed.set(1, [1, 2, 2]); // batch 1's second part died with its thread
+  expect(await staging.finish(1)).toBe("the seal threads built 3 of 4 parts of batches");
+
+  const failed = fakePool([50, 50]);
+  const other = new Staging(failed.pool, GENERATION_IDS);
+  other.opening(1);
+  other.committed(batch(1, 1, 100));
+  failed.answers[0]!.settle();
+  failed.answers[1]!.fail(new Error("thread died"));
+  await Bun.sleep(0);
+  expect(other.pendingBytes).toBe(0);
+  expect(await other.finish(1)).toBe("a seal thread failed: thread died");
 });
 
 test("the id ranges of batches read back are sorted and merged where they touch or overlap", () => {

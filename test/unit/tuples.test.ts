@@ -5,6 +5,7 @@ import { eventMicros } from "../../src/codec/time";
 import {
   fieldsOf,
   fromText,
+  routeTuples,
   idOf,
   setIds,
   sourceOf,
@@ -58,4 +59,58 @@ test("the COPY header and trailer are PostgreSQL's binary signature and end mark
   expect(Buffer.from(COPY_HEADER).toString("latin1", 0, 11)).toBe("PGCOPY\n\xff\r\n\0");
   expect(COPY_HEADER.length).toBe(19);
   expect([...COPY_TRAILER]).toEqual([0xff, 0xff]);
+});
+
+test("routeTuples: every (source, UTC day) goes to one way whatever batch brings it, each way's tuples in the order they came, none lost", () => {
+  const events = [];
+  for (let i = 0; i < 400; i++) {
+    const source = 1 + (i % 7);
+    const day = ["2026-11-20", "2026-11-21", "2026-11-22"][(i >> 2) % 3]!;
+    const time = `${day}T${String(i % 24).padStart(2, "0")}:00:00.000001Z`;
+    events.push({ source, dt: i % 5 === 0 ? `${day}T23:59:59.999999Z` : i % 11 === 0 ? `${day}T00:00:00Z` : time, json: `{"i":${i}}` });
+  }
+  const whole = tuples(...events);
+  const ways = 3;
+  const wayOf = new Map<string, number>();
+  // Two batches of different cuts: the same (source, day) lands in the same way in both.
+  for (const batch of [
+    [whole],
+    [
+      whole.subarray(
+        0,
+        tuplesOf(whole)
+          .slice(0, 150)
+          .reduce((sum, t) => sum + t.byteLength, 0),
+      ),
+      whole.subarray(
+        tuplesOf(whole)
+          .slice(0, 150)
+          .reduce((sum, t) => sum + t.byteLength, 0),
+      ),
+    ],
+  ]) {
+    const parts = routeTuples(batch, ways);
+    expect(parts.length).toBe(ways);
+    expect(parts.reduce((sum, part) => sum + part.byteLength, 0)).toBe(whole.byteLength);
+    const seen: number[] = [];
+    for (const [way, part] of parts.entries()) {
+      let last = -1;
+      for (const tuple of tuplesOf(part)) {
+        const { sourceId, dt, raw } = fieldsOf(tuple);
+        const key = `${sourceId} ${toText(tuple).split("\t")[2]!.slice(0, 10)}`;
+        expect(wayOf.get(key) ?? way).toBe(way);
+        wayOf.set(key, way);
+        const i = JSON.parse(raw).i as number;
+        expect(i).toBeGreaterThan(last);
+        last = i;
+        seen.push(i);
+        expect(typeof dt).toBe("number");
+      }
+    }
+    expect(seen.sort((a, b) => a - b)).toEqual(events.map((_, i) => i));
+  }
+  expect(wayOf.size).toBe(21);
+  // The 21 source-days are spread, not all on one way.
+  expect(new Set(wayOf.values()).size).toBe(ways);
+  expect(routeTuples([whole], 1)[0]).toEqual(new Uint8Array(whole));
 });
