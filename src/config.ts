@@ -47,6 +47,8 @@ export interface Config {
   readonly sealWorkers: number;
   /** Where blocks are built from: what the flusher committed ("memory", store/staging.ts), or the hot rows read back ("rows"). */
   readonly sealFrom: "memory" | "rows";
+  /** SEAL_FROM=memory: text the seal threads' block builders hold, all together, before the biggest are cut early (store/seal-pool.ts). */
+  readonly sealBuildersMaxBytes: number;
   /** Merges of small or overlapping blocks (store/merge.ts): a pass every this many ms; 0: none. */
   readonly mergeIntervalMs: number;
   /** Events one merge transaction rewrites at most. */
@@ -111,6 +113,7 @@ export const DEFAULTS = {
   SEAL_INTERVAL_MS: 60_000,
   SEAL_WORKERS: 0,
   SEAL_FROM: "rows",
+  SEAL_BUILDERS_MAX_BYTES: 32 * MIB,
   MERGE_INTERVAL_MS: 300_000,
   MERGE_MAX_EVENTS: 50_000,
   MERGE_MIN_BLOCKS: 16,
@@ -200,6 +203,7 @@ export function loadConfig(env: Env = process.env): Config {
     sealIntervalMs: int("SEAL_INTERVAL_MS", 100, 600_000),
     sealWorkers: int("SEAL_WORKERS", 0, 64),
     sealFrom: oneOf("SEAL_FROM", ["memory", "rows"] as const),
+    sealBuildersMaxBytes: int("SEAL_BUILDERS_MAX_BYTES", 64 * 1024, 4 * 1024 * MIB),
     mergeIntervalMs: int("MERGE_INTERVAL_MS", 0, 86_400_000),
     mergeMaxEvents: int("MERGE_MAX_EVENTS", 1_000, 10_000_000),
     mergeMinBlocks: int("MERGE_MIN_BLOCKS", 2, 100_000),

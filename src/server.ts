@@ -209,7 +209,7 @@ function startWorkerStaging(
   config: Config,
   { url, flusher, memory }: { url: string; flusher: Flusher; memory: { hold(bytes: number): () => void } },
 ): Service & { staging: Staging } {
-  const pool = new SealPool(Math.max(1, config.sealWorkers), url, BLOCK_EVENTS);
+  const pool = new SealPool(Math.max(1, config.sealWorkers), url, BLOCK_EVENTS, config.sealBuildersMaxBytes);
   const { staging, unsubscribe } = stageCommits(
     pool,
     (listener) => flusher.subscribe(listener),

@@ -516,7 +516,7 @@ export interface Sealer {
  * are sealed at once. An event is in a block about SEAL_INTERVAL_MS plus one pass after its commit.
  */
 export function startSealer(
-  config: Pick<Config, "sealIntervalMs"> & Partial<Pick<Config, "sealWorkers">>,
+  config: Pick<Config, "sealIntervalMs"> & Partial<Pick<Config, "sealWorkers" | "sealBuildersMaxBytes">>,
   options: {
     sql: Sql;
     /** The memory path (store/staging.ts): the seal threads' connections, and this process's commits. Without them every generation is read back. */
@@ -547,7 +547,7 @@ export function startSealer(
 ): Sealer {
   const { sql, log } = options;
   const intervalMs = config.sealIntervalMs;
-  const pool = new SealPool(config.sealWorkers || defaultSealWorkers(), options.url, BLOCK_EVENTS);
+  const pool = new SealPool(config.sealWorkers || defaultSealWorkers(), options.url, BLOCK_EVENTS, config.sealBuildersMaxBytes);
   const local = !options.stager && options.url && options.subscribe ? stageCommits(pool, options.subscribe, options.hold) : undefined;
   const staging: Stager | undefined = options.stager ?? local?.staging;
   // The open generation holds batches from before this start: a new one takes the memory path's.
