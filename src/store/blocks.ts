@@ -133,17 +133,25 @@ export function* blocksOf(rows: readonly MovedRow[], maxEvents: number): Generat
 
 /**
  * One (source, UTC day)'s blocks built as its events arrive (the sealer's memory path,
- * store/sealer.ts): a block of `maxEvents` is cut, in (dt, id) order, each time that many are
- * held, and what is left at the end of a generation is one last, smaller block. Events that come
- * late go into a later block, so blocks of one day may overlap in time (reads compare each event's
- * dt); each builder's filters group its own blocks.
+ * store/sealer.ts). It holds up to `holdEvents` events (≥ maxEvents); past that (or past
+ * BLOCK_MAX_BYTES of text) the oldest maxEvents, in (dt, id) order, are cut into a block and the
+ * rest kept, so an event that comes a little late (requests committed out of their order) still
+ * lands in its place: blocks of one day overlap in time only where an event comes later than
+ * `holdEvents − maxEvents` newer ones. What is left at the end of a generation is cut as evenly as
+ * its count allows (as buildBlocks cuts a day). Reads compare each event's dt, so overlapping
+ * blocks are correct, only slower; each builder's filters group its own blocks.
  */
 export class BlockBuilder {
   private items: Item[] = [];
+  /** items[0, sorted) are in (dt, id) order. */
+  private sorted = 0;
   private bytes = 0;
   private readonly filters = new FilterGroup();
 
-  constructor(private readonly maxEvents: number) {}
+  constructor(
+    private readonly maxEvents: number,
+    private readonly holdEvents = maxEvents,
+  ) {}
 
   get held(): number {
     return this.items.length;
@@ -154,34 +162,104 @@ export class BlockBuilder {
     return this.bytes;
   }
 
-  /** What it holds as a block now (smaller than the others: the thread's memory bound), its filter group left open. */
+  /** What it holds as blocks now (smaller than the others: the thread's memory bound), its filter group left open. */
   flush(): (Block | Filter)[] {
-    return this.items.length > 0 ? this.cut() : [];
+    return this.cutAll();
   }
 
   /** Takes one event; returns the blocks (and filters) it completed, in the order they are written. */
   add(row: MovedRow): (Block | Filter)[] {
     this.items.push({ row, id: Number(row.id) });
     this.bytes += row.line.length * 3; // UTF-8 bytes, at most
-    if (this.items.length < this.maxEvents && this.bytes < BLOCK_MAX_BYTES) return [];
-    return this.cut();
+    if (this.items.length < this.holdEvents && this.bytes < BLOCK_MAX_BYTES) return [];
+    if (this.holdEvents <= this.maxEvents) return this.cutAll();
+    const out: (Block | Filter)[] = [];
+    while (this.items.length >= this.holdEvents || this.bytes >= BLOCK_MAX_BYTES) this.cutOldest(out);
+    return out;
   }
 
-  /** Whatever it holds as a last block, and the last filter. */
+  /** Whatever it holds as last blocks, and the last filter. */
   close(): (Block | Filter)[] {
-    const out = this.items.length > 0 ? this.cut() : [];
+    const out = this.cutAll();
     const last = this.filters.close();
     if (last) out.push(last);
     return out;
   }
 
-  private cut(): (Block | Filter)[] {
-    const items = this.items.sort(byTime);
+  /** Everything held in (dt, id) order: the new tail sorted and merged into the sorted head. */
+  private order(): Item[] {
+    const items = this.items;
+    if (this.sorted < items.length) {
+      const tail = items.slice(this.sorted).sort(byTime);
+      if (this.sorted === 0) this.items = tail;
+      else {
+        const merged: Item[] = new Array(items.length);
+        let i = 0;
+        let j = 0;
+        let k = 0;
+        while (i < this.sorted && j < tail.length) merged[k++] = byTime(items[i]!, tail[j]!) <= 0 ? items[i++]! : tail[j++]!;
+        while (i < this.sorted) merged[k++] = items[i++]!;
+        while (j < tail.length) merged[k++] = tail[j++]!;
+        this.items = merged;
+      }
+      this.sorted = this.items.length;
+    }
+    return this.items;
+  }
+
+  /** The oldest maxEvents (and at most BLOCK_MAX_BYTES of text, at least one event) as a block. */
+  private cutOldest(out: (Block | Filter)[]): void {
+    const items = this.order();
+    let count = 0;
+    let bytes = 0;
+    while (count < items.length && count < this.maxEvents) {
+      const size = items[count]!.row.line.length * 3;
+      if (count > 0 && bytes + size > BLOCK_MAX_BYTES) break;
+      bytes += size;
+      count++;
+    }
+    this.emit(items.slice(0, count), out);
+    this.items = items.slice(count);
+    this.sorted = this.items.length;
+    this.bytes -= bytes;
+  }
+
+  /** Everything held, cut as evenly as the count allows (each block at most maxEvents and, but for one big event, BLOCK_MAX_BYTES). */
+  private cutAll(): (Block | Filter)[] {
+    const out: (Block | Filter)[] = [];
+    if (this.items.length === 0) return out;
+    const items = this.order();
     this.items = [];
+    this.sorted = 0;
     this.bytes = 0;
-    const built = block(items);
+    const count = Math.ceil(items.length / this.maxEvents);
+    for (let k = 0; k < count; k++) {
+      const slice = items.slice(Math.floor((k * items.length) / count), Math.floor(((k + 1) * items.length) / count));
+      // The memory path's blocks were one cut of whatever was held: kept so where it fits (a builder without slack).
+      if (this.holdEvents <= this.maxEvents) {
+        this.emit(slice, out);
+        continue;
+      }
+      let from = 0;
+      let bytes = 0;
+      for (let i = 0; i <= slice.length; i++) {
+        const size = i < slice.length ? slice[i]!.row.line.length * 3 : 0;
+        if (i === slice.length || (i > from && bytes + size > BLOCK_MAX_BYTES)) {
+          this.emit(slice.slice(from, i), out);
+          from = i;
+          bytes = 0;
+        }
+        bytes += size;
+      }
+    }
+    return out;
+  }
+
+  private emit(timeOrdered: Item[], out: (Block | Filter)[]): void {
+    const built = block(timeOrdered);
     const closed = this.filters.add(built);
-    return closed ? [closed, built.block] : [built.block];
+    if (closed) out.push(closed);
+    out.push(built.block);
   }
 }
 

@@ -35,6 +35,13 @@ let maxEvents = 1000;
  * events here (store/seal-pool.ts SEAL_BUILDERS_MAX_BYTES: this thread's share).
  */
 let maxHeldBytes = 32 * 1024 * 1024;
+/**
+ * A builder holds this many blocks' events before it cuts the oldest block's worth (store/blocks.ts
+ * BlockBuilder): requests commit a little out of their order (8 senders of 1,000-line bodies in
+ * bench/scale.ts), and a block cut from exactly what had come overlapped the next one, so the
+ * merges rewrote most of a day afterwards (docs/storage.md).
+ */
+const HOLD_BLOCKS = 4;
 const generations = new Map<number, Generation>();
 
 let handled = 0;
@@ -69,7 +76,7 @@ async function batch(id: number, seq: number, rows: Uint8Array): Promise<Handed>
     const row: MovedRow = { id: String(fields.id), source_id: String(fields.sourceId), dt, line, shape, level };
     const key = `${row.source_id} ${dt.slice(0, 10)}`;
     let builder = generation.builders.get(key);
-    if (!builder) generation.builders.set(key, (builder = new BlockBuilder(maxEvents)));
+    if (!builder) generation.builders.set(key, (builder = new BlockBuilder(maxEvents, maxEvents * HOLD_BLOCKS)));
     for (const item of builder.add(row)) done.push(item);
     generation.events++;
   }

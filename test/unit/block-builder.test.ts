@@ -42,3 +42,39 @@ test("a block per maxEvents, in time order; flush() cuts what is held early; clo
   // The group's range is its blocks' least and greatest dt, not its first block's start and last block's end.
   expect([filters[0]!.minDt.slice(17, 19), filters[0]!.maxDt.slice(17, 19)]).toEqual(["05", "30"]);
 });
+
+test("with slack (holdEvents > maxEvents) events late by less than the slack still make blocks that do not overlap; the rest is cut evenly at the end", () => {
+  const builder = new BlockBuilder(10, 40);
+  const out: (Block | Filter)[] = [];
+  // 200 events whose order is shuffled within windows of 25 (requests committed out of their order).
+  const order: number[] = [];
+  for (let w = 0; w < 200; w += 25) {
+    const window = Array.from({ length: 25 }, (_, i) => w + i);
+    for (let i = window.length - 1; i > 0; i--) {
+      const j = (i * 7 + w) % (i + 1);
+      [window[i], window[j]] = [window[j]!, window[i]!];
+    }
+    order.push(...window);
+  }
+  const at = (n: number): MovedRow => ({
+    ...row(n + 1, 0),
+    dt: `2026-11-27T10:${String(Math.floor(n / 60)).padStart(2, "0")}:${String(n % 60).padStart(2, "0")}.000000Z`,
+  });
+  for (const n of order) {
+    out.push(...builder.add(at(n)));
+    expect(builder.held).toBeLessThan(40);
+  }
+  out.push(...builder.close());
+  const made = blocks(out);
+  expect(made.reduce((sum, b) => sum + b.n, 0)).toBe(200);
+  // The end: 30 held, cut as 3 × 10; every block full, none overlapping the next.
+  expect(made.map((b) => b.n)).toEqual(Array.from({ length: 20 }, () => 10));
+  for (let i = 1; i < made.length; i++) expect(made[i]!.minDt > made[i - 1]!.maxDt).toBe(true);
+  // Without slack the same arrivals make overlapping blocks.
+  const plain = new BlockBuilder(10);
+  const plainOut: (Block | Filter)[] = [];
+  for (const n of order) plainOut.push(...plain.add(at(n)));
+  plainOut.push(...plain.close());
+  const plainBlocks = blocks(plainOut);
+  expect(plainBlocks.some((b, i) => i > 0 && b.minDt < plainBlocks[i - 1]!.maxDt)).toBe(true);
+});
