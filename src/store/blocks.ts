@@ -146,12 +146,21 @@ export class BlockBuilder {
   /** items[0, sorted) are in (dt, id) order. */
   private sorted = 0;
   private bytes = 0;
-  private readonly filters = new FilterGroup();
+  private readonly filters: FilterGroup;
 
+  /**
+   * `groupBlocks`: blocks per filter group, at most. A merge never cuts a day between blocks of one
+   * filter row (store/merge-plan.ts), so where a builder's block overlaps another's (at a
+   * generation's edge, or beside blocks read back) the merge rewrites the whole of the groups on
+   * either side: groups as small as a read-back chunk's keep that small.
+   */
   constructor(
     private readonly maxEvents: number,
     private readonly holdEvents = maxEvents,
-  ) {}
+    groupBlocks = Number.POSITIVE_INFINITY,
+  ) {
+    this.filters = new FilterGroup(groupBlocks);
+  }
 
   get held(): number {
     return this.items.length;
@@ -265,6 +274,8 @@ export class BlockBuilder {
 
 /** Collects consecutive blocks' filters into groups of similar size. */
 class FilterGroup {
+  constructor(private readonly maxBlocks = Number.POSITIVE_INFINITY) {}
+
   private hashes: Uint32Array[] = [];
   private bits = 0;
   private first: Block | undefined;
@@ -276,7 +287,8 @@ class FilterGroup {
   add(built: { block: Block; hashes: Uint32Array; bits: number }): Filter | undefined {
     if (built.bits === 0) return undefined; // nothing to index: the block is always opened
     let closed: Filter | undefined;
-    if (this.first && (built.bits > this.bits * FILTER_SPREAD || built.bits * FILTER_SPREAD < this.bits)) closed = this.close();
+    if (this.first && (built.bits > this.bits * FILTER_SPREAD || built.bits * FILTER_SPREAD < this.bits || this.hashes.length >= this.maxBlocks))
+      closed = this.close();
     if (!this.first) {
       this.first = built.block;
       this.minDt = built.block.minDt;

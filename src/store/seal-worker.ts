@@ -42,6 +42,8 @@ let maxHeldBytes = 32 * 1024 * 1024;
  * merges rewrote most of a day afterwards (docs/storage.md).
  */
 const HOLD_BLOCKS = 4;
+/** Blocks per filter group of a builder, at most (store/blocks.ts BlockBuilder): about what a read-back chunk's group holds. */
+const GROUP_BLOCKS = 8;
 const generations = new Map<number, Generation>();
 
 let handled = 0;
@@ -76,7 +78,7 @@ async function batch(id: number, seq: number, rows: Uint8Array): Promise<Handed>
     const row: MovedRow = { id: String(fields.id), source_id: String(fields.sourceId), dt, line, shape, level };
     const key = `${row.source_id} ${dt.slice(0, 10)}`;
     let builder = generation.builders.get(key);
-    if (!builder) generation.builders.set(key, (builder = new BlockBuilder(maxEvents, maxEvents * HOLD_BLOCKS)));
+    if (!builder) generation.builders.set(key, (builder = new BlockBuilder(maxEvents, maxEvents * HOLD_BLOCKS, GROUP_BLOCKS)));
     for (const item of builder.add(row)) done.push(item);
     generation.events++;
   }

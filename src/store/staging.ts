@@ -66,6 +66,12 @@ interface State {
   handed: number;
   /** Why this generation's staged blocks cannot be made visible; set once. */
   givenUp?: string;
+  /**
+   * A batch of it was not handed (too much waited for the threads): none after it is either, so
+   * what is read back is the generation's tail, not batches between the staged ones (blocks of a
+   * day built from both would overlap all along it, for the merges to rewrite).
+   */
+  skipping?: boolean;
 }
 
 export class Staging implements Stager {
@@ -130,7 +136,8 @@ export class Staging implements Stager {
     let bytes = 0;
     for (const rows of batch.rows) bytes += rows.byteLength;
     // Not handed: its rows are read back at the seal (it has no staged block).
-    if (this.pending + bytes > MAX_PENDING_BYTES) {
+    if (state.skipping || this.pending + bytes > MAX_PENDING_BYTES) {
+      state.skipping = true;
       this.totals.skipped++;
       return;
     }

@@ -78,3 +78,15 @@ test("with slack (holdEvents > maxEvents) events late by less than the slack sti
   const plainBlocks = blocks(plainOut);
   expect(plainBlocks.some((b, i) => i > 0 && b.minDt < plainBlocks[i - 1]!.maxDt)).toBe(true);
 });
+
+test("groupBlocks caps a builder's filter groups: a merge cutting the day beside one rewrites at most that many of its blocks", () => {
+  const builder = new BlockBuilder(10, 10, 2);
+  const out: (Block | Filter)[] = [];
+  for (let i = 0; i < 50; i++) out.push(...builder.add(row(i + 1, i)));
+  out.push(...builder.close());
+  const made = blocks(out);
+  expect(made).toHaveLength(5);
+  const filters = out.filter((item): item is Filter => item.kind === "filter");
+  expect(filters.map((filter) => filter.blocks)).toEqual([2, 2, 1]);
+  expect(new Set(made.map((block) => block.filterId)).size).toBe(3);
+});

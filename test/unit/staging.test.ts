@@ -82,7 +82,7 @@ test("a thread that failed a batch makes the generation read back", async () => 
   expect(await staging.finish(1)).toBe("a seal thread failed: thread died");
 });
 
-test("past MAX_PENDING_BYTES waiting for the threads a batch is not handed (the seal reads its rows back); later ones are again", async () => {
+test("past MAX_PENDING_BYTES waiting for the threads a batch is not handed (the seal reads its rows back), nor any later one of its generation; the next generation's are again", async () => {
   const { pool, answers } = fakePool();
   const staging = new Staging(pool, GENERATION_IDS);
   staging.opening(1);
@@ -92,8 +92,12 @@ test("past MAX_PENDING_BYTES waiting for the threads a batch is not handed (the 
   expect(staging.totals.skipped).toBe(1);
   answers[0]!.settle();
   await Bun.sleep(0);
-  staging.committed(batch(3, 3, 20));
-  expect(await staging.finish(1)).toEqual({ seqs: [1, 3], events: 2, blocks: 1 });
+  staging.committed(batch(3, 3, 20)); // room again, but the generation's tail is read back whole
+  expect(staging.totals.skipped).toBe(2);
+  staging.opening(GENERATION_IDS + 1);
+  staging.committed(batch(4, GENERATION_IDS + 1, 20));
+  expect(await staging.finish(1)).toEqual({ seqs: [1], events: 1, blocks: 1 });
+  expect(await staging.finish(GENERATION_IDS + 1)).toEqual({ seqs: [4], events: 1, blocks: 1 });
 });
 
 test("the threads covering fewer batches than were handed (one was replaced) makes the generation read back", async () => {
