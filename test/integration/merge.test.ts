@@ -1,5 +1,6 @@
 // Merges (store/merge.ts) on a database of the test's own, with the sealer's memory path on two
-// seal threads: a sparse source gets a small block per thread and generation, overlapping in time.
+// seal threads: a sparse source gets a small block per generation, and requests sealed one by one
+// whose events interleave in time make blocks that overlap.
 // A merge pass must leave every reader's answer as it was (log_events, newest, a search through
 // the filters, context, the histogram), the day's blocks fewer and non-overlapping, no filter row
 // without its blocks; it never rewrites a deleted source's blocks nor a run whose blocks another
@@ -34,8 +35,9 @@ const build = (rows: Parameters<typeof buildBlocks>[0]) => Promise.resolve(build
 const DT = `to_char(dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /**
- * `generations` seals of a sparse source; in each, two requests flushed apart (two batches: the
- * seal threads take them in turn) whose events interleave in time, so their blocks overlap.
+ * `generations` pairs of requests of a sparse source whose events interleave in time, each
+ * request sealed on its own (one generation, one block: a source-day's events of a generation go to
+ * one builder), so the pair's blocks overlap.
  */
 async function sparse(source: TestSource, generations: number, perRequest: number, from = 0): Promise<void> {
   for (let g = from; g < from + generations; g++) {
@@ -52,8 +54,8 @@ async function sparse(source: TestSource, generations: number, perRequest: numbe
       }
       expect((await lp.ingest(source.token, JSON.stringify(events))).status).toBe(202);
       await lp.flusher.flush();
+      await lp.sealer.sealNow();
     }
-    await lp.sealer.sealNow();
   }
 }
 
@@ -267,8 +269,8 @@ test("a day whose blocks all overlap, past what one transaction may rewrite, is 
       });
       expect((await lp.ingest(source.token, JSON.stringify(events))).status).toBe(202);
       await lp.flusher.flush();
+      await lp.sealer.sealNow();
     }
-    await lp.sealer.sealNow();
   }
   const before = await blocks(source);
   expect(before.length).toBe(12);
