@@ -12,54 +12,129 @@ import type { Block, Filter, MovedRow } from "./blocks";
 import { ThreadClient } from "../rpc";
 
 /**
- * A chunk of rows for a thread, packed: every field of every row concatenated into one string,
- * UTF-8 encoded into a buffer of its own that is transferred, not copied, and each field's length.
- * Posting the row objects cost 17–34 µs of CPU per row (Bun's structured clone); posting the
- * joined string still cost 10–17 µs a row on the sending thread (a realistic 13,000-row chunk is
- * 8.7 M UTF-16 units: 136–230 ms to post), encoding it and transferring the bytes 3–5 (docs/storage.md).
+ * A row as a seal or a merge reads it (postgres.js `.raw()`): each field's UTF-8 bytes as PostgreSQL
+ * sent them, decoded only on the seal thread, and its source and dt as text for the grouping done
+ * here (store/seal-carry.ts, store/merge.ts). Decoding every field into a string here, then
+ * joining and encoding them for the thread, took a fifth of this thread's CPU in a seal
+ * (docs/storage.md, "What a read-back costs logpond").
+ */
+export interface ReadRow {
+  /** id, source_id, dt, line, shape, level (null: none), as MovedRow (store/blocks.ts) has them. */
+  fields: readonly (Uint8Array | null)[];
+  source_id: string;
+  dt: string;
+  /** The line's bytes: what chunks and carries are counted in. */
+  size: number;
+}
+
+const ROW_FIELDS = 6;
+const LINE = 3;
+
+/** A row of a `.raw()` result whose first columns are MovedRow's fields in order (the rest ignored). */
+export function readRow(raw: readonly (Uint8Array | null)[]): ReadRow {
+  const fields = raw.length === ROW_FIELDS ? raw : raw.slice(0, ROW_FIELDS);
+  return { fields, source_id: latin1(fields[1]!), dt: latin1(fields[2]!), size: fields[LINE]!.byteLength };
+}
+
+/** A MovedRow as a ReadRow (tests; a seal without threads). */
+export function readRowOf(row: MovedRow): ReadRow {
+  const fields = [row.id, row.source_id, row.dt, row.line, row.shape, row.level].map((field) => (field === null ? null : encoder.encode(field)));
+  return { fields, source_id: row.source_id, dt: row.dt, size: fields[LINE]!.byteLength };
+}
+
+/**
+ * Rows whose fields are views of postgres.js's socket buffers, copied into one buffer of their
+ * own: rows a seal carries into its next chunk would otherwise keep every buffer they were read
+ * from alive (store/sealer.ts counts the carry as its rows' bytes).
+ */
+export function compactRows(rows: readonly ReadRow[]): ReadRow[] {
+  let total = 0;
+  for (const row of rows) for (const field of row.fields) total += field?.byteLength ?? 0;
+  const into = new Uint8Array(total);
+  let at = 0;
+  return rows.map((row) => ({
+    ...row,
+    fields: row.fields.map((field) => {
+      if (field === null) return null;
+      into.set(field, at);
+      return into.subarray(at, (at += field.byteLength));
+    }),
+  }));
+}
+
+/**
+ * A chunk of rows for a thread, packed: every field's bytes in one buffer of its own that is
+ * transferred, not copied, and each field's length (-1: null). Posting the row objects cost 17–34
+ * µs of CPU per row (Bun's structured clone); posting one joined string 10–17 (docs/storage.md).
  */
 export interface Chunk {
-  /** The fields' text, UTF-8. */
+  /** The fields' UTF-8 bytes. */
   bytes: Uint8Array;
-  /** ROW_FIELDS lengths per row, in UTF-16 code units (of the text `bytes` decodes to). */
+  /** ROW_FIELDS byte lengths per row. */
   lengths: Int32Array;
   maxEvents: number;
 }
 
-const ROW_FIELDS = 6;
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
-export function packRows(rows: readonly MovedRow[], maxEvents: number): Chunk {
-  const parts: string[] = new Array(rows.length * ROW_FIELDS);
+export function packRows(rows: readonly ReadRow[], maxEvents: number): Chunk {
   const lengths = new Int32Array(rows.length * ROW_FIELDS);
+  let total = 0;
   let k = 0;
   for (const row of rows) {
-    // A level is null when absent or empty (blocks.ts), so "" stands for null.
-    for (const field of [row.id, row.source_id, row.dt, row.line, row.shape, row.level ?? ""]) {
-      parts[k] = field;
-      lengths[k++] = field.length;
+    for (const field of row.fields) {
+      const length = field === null ? -1 : field.byteLength;
+      lengths[k++] = length;
+      if (length > 0) total += length;
     }
   }
-  return { bytes: encoder.encode(parts.join("")), lengths, maxEvents };
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (const row of rows) {
+    for (const field of row.fields) {
+      if (field === null) continue;
+      bytes.set(field, at);
+      at += field.byteLength;
+    }
+  }
+  return { bytes, lengths, maxEvents };
 }
 
+/**
+ * The rows of a chunk, each field decoded on its own: a line of ASCII is then an 8-bit string
+ * whatever its neighbours hold (one decoded text of the whole chunk is 16-bit as soon as one line
+ * is not Latin-1, and a block's build costs about twice as much on 16-bit lines: codec/jsonb-text.ts).
+ */
 export function unpackRows(chunk: Chunk): MovedRow[] {
   const { lengths } = chunk;
-  const text = decoder.decode(chunk.bytes);
+  const bytes = Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength);
   const rows: MovedRow[] = new Array(lengths.length / ROW_FIELDS);
   let at = 0;
-  const next = (k: number) => text.slice(at, (at += lengths[k]!));
+  const next = (k: number): string | null => {
+    const length = lengths[k]!;
+    if (length < 0) return null;
+    return bytes.toString("utf8", at, (at += length));
+  };
   for (let i = 0, k = 0; i < rows.length; i++, k += ROW_FIELDS) {
-    const id = next(k);
-    const source_id = next(k + 1);
-    const dt = next(k + 2);
-    const line = next(k + 3);
-    const shape = next(k + 4);
+    const id = next(k)!;
+    const source_id = next(k + 1)!;
+    const dt = next(k + 2)!;
+    const line = next(k + 3)!;
+    const shape = next(k + 4)!;
     const level = next(k + 5);
-    rows[i] = { id, source_id, dt, line, shape, level: level === "" ? null : level };
+    rows[i] = { id, source_id, dt, line, shape, level };
   }
   return rows;
+}
+
+/** ReadRows decoded here, as a thread decodes them (a seal without threads; tests). */
+export function decodeRows(rows: readonly ReadRow[]): MovedRow[] {
+  return unpackRows(packRows(rows, 0));
+}
+
+/** ASCII bytes (numbers, timestamps) as a string. */
+function latin1(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
 }
 
 /** What a seal thread is asked (store/seal-worker.ts). */
@@ -139,7 +214,7 @@ export class SealPool {
   }
 
   /** The blocks and filters of `rows`, built on a thread (blocks.ts buildBlocks). */
-  async build(rows: readonly MovedRow[], maxEvents: number): Promise<(Block | Filter)[]> {
+  async build(rows: readonly ReadRow[], maxEvents: number): Promise<(Block | Filter)[]> {
     const thread = this.all().reduce((a, b) => (b.waiting < a.waiting ? b : a));
     const chunk = packRows(rows, maxEvents);
     const built = (await thread.call({ kind: "chunk", chunk }, [chunk.bytes.buffer as ArrayBuffer, chunk.lengths.buffer as ArrayBuffer])) as Built;
