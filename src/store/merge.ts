@@ -180,7 +180,7 @@ export async function mergeRun(
       await tx.unsafe(`set local lock_timeout = '${WRITE_LOCK_TIMEOUT}'`);
       // Bytes, not strings: the fields go to the seal thread as PostgreSQL sent them (store/seal-pool.ts ReadRow).
       const raw = await tx
-        .unsafe<(Uint8Array | null)[][]>(
+        .unsafe<(Buffer | null)[][]>(
           `select e.id::text as id, b.source_id::text as source_id, ${DT_TEXT("e.dt")} as dt, e.line,
            case jsonb_typeof(j.raw) when 'object' then (select coalesce(string_agg(key, ','), '') from jsonb_object_keys(j.raw) key) else '' end as shape,
            nullif(lower(left(j.raw->>'level', ${LEVEL_MAX_CHARS})), '') as level

@@ -12,15 +12,18 @@ import type { Block, Filter, MovedRow } from "./blocks";
 import { ThreadClient } from "../rpc";
 
 /**
- * A row as a seal or a merge reads it (postgres.js `.raw()`): each field's UTF-8 bytes as PostgreSQL
- * sent them, decoded only on the seal thread, and its source and dt as text for the grouping done
- * here (store/seal-carry.ts, store/merge.ts). Decoding every field into a string here, then
- * joining and encoding them for the thread, took a fifth of this thread's CPU in a seal
- * (docs/storage.md, "What a read-back costs logpond").
+ * A row as a seal or a merge reads it (postgres.js `.raw()`): its fields as PostgreSQL sent them,
+ * decoded only on the seal thread, and its source and dt as text for the grouping done here
+ * (store/seal-carry.ts, store/merge.ts). Decoding every field into a string here, then joining
+ * and encoding them for the thread, took a fifth of this thread's CPU in a seal; copying the
+ * fields one by one still took 7 % (docs/storage.md, "What a read-back costs logpond").
  */
 export interface ReadRow {
-  /** id, source_id, dt, line, shape, level (null: none), as MovedRow (store/blocks.ts) has them. */
-  fields: readonly (Uint8Array | null)[];
+  /**
+   * id, source_id, dt, line, shape and level (MovedRow's fields, store/blocks.ts) in the form of
+   * PostgreSQL's DataRow message: each a 32-bit big-endian length (-1: null), then its UTF-8 bytes.
+   */
+  wire: Uint8Array;
   source_id: string;
   dt: string;
   /** The line's bytes: what chunks and carries are counted in. */
@@ -30,74 +33,81 @@ export interface ReadRow {
 const ROW_FIELDS = 6;
 const LINE = 3;
 
-/** A row of a `.raw()` result whose first columns are MovedRow's fields in order (the rest ignored). */
-export function readRow(raw: readonly (Uint8Array | null)[]): ReadRow {
-  const fields = raw.length === ROW_FIELDS ? raw : raw.slice(0, ROW_FIELDS);
-  return { fields, source_id: latin1(fields[1]!), dt: latin1(fields[2]!), size: fields[LINE]!.byteLength };
+/**
+ * A row of a `.raw()` result whose first columns are MovedRow's fields in order (the rest
+ * ignored). postgres.js gives each field as a view of the DataRow message, and the message holds
+ * them one after another behind their lengths: the six are then one view of it, not a copy. Laid
+ * out otherwise, they are copied.
+ */
+export function readRow(raw: readonly (Buffer | null)[]): ReadRow {
+  const first = raw[0]!;
+  const start = first.byteOffset - 4;
+  let at = start;
+  let inPlace = start >= 0;
+  for (let k = 0; k < ROW_FIELDS && inPlace; k++) {
+    at += 4;
+    const field = raw[k];
+    if (!field) continue;
+    if (field.buffer !== first.buffer || field.byteOffset !== at) inPlace = false;
+    at += field.byteLength;
+  }
+  const wire = inPlace ? new Uint8Array(first.buffer, start, at - start) : wireOf(raw.slice(0, ROW_FIELDS));
+  return { wire, source_id: raw[1]!.toString("latin1"), dt: raw[2]!.toString("latin1"), size: raw[LINE]!.byteLength };
 }
 
 /** A MovedRow as a ReadRow (tests; a seal without threads). */
 export function readRowOf(row: MovedRow): ReadRow {
   const fields = [row.id, row.source_id, row.dt, row.line, row.shape, row.level].map((field) => (field === null ? null : encoder.encode(field)));
-  return { fields, source_id: row.source_id, dt: row.dt, size: fields[LINE]!.byteLength };
+  return { wire: wireOf(fields), source_id: row.source_id, dt: row.dt, size: fields[LINE]!.byteLength };
+}
+
+function wireOf(fields: readonly (Uint8Array | null)[]): Uint8Array {
+  const wire = Buffer.alloc(fields.reduce((sum, field) => sum + 4 + (field?.byteLength ?? 0), 0));
+  let at = 0;
+  for (const field of fields) {
+    at = wire.writeInt32BE(field ? field.byteLength : -1, at);
+    if (!field) continue;
+    wire.set(field, at);
+    at += field.byteLength;
+  }
+  return wire;
 }
 
 /**
- * Rows whose fields are views of postgres.js's socket buffers, copied into one buffer of their
+ * Rows whose bytes are views of postgres.js's socket buffers, copied into one buffer of their
  * own: rows a seal carries into its next chunk would otherwise keep every buffer they were read
  * from alive (store/sealer.ts counts the carry as its rows' bytes).
  */
 export function compactRows(rows: readonly ReadRow[]): ReadRow[] {
-  let total = 0;
-  for (const row of rows) for (const field of row.fields) total += field?.byteLength ?? 0;
-  const into = new Uint8Array(total);
+  const into = new Uint8Array(rows.reduce((sum, row) => sum + row.wire.byteLength, 0));
   let at = 0;
-  return rows.map((row) => ({
-    ...row,
-    fields: row.fields.map((field) => {
-      if (field === null) return null;
-      into.set(field, at);
-      return into.subarray(at, (at += field.byteLength));
-    }),
-  }));
+  return rows.map((row) => {
+    into.set(row.wire, at);
+    return { ...row, wire: into.subarray(at, (at += row.wire.byteLength)) };
+  });
 }
 
 /**
- * A chunk of rows for a thread, packed: every field's bytes in one buffer of its own that is
- * transferred, not copied, and each field's length (-1: null). Posting the row objects cost 17–34
- * µs of CPU per row (Bun's structured clone); posting one joined string 10–17 (docs/storage.md).
+ * A chunk of rows for a thread, packed: the rows' wire bytes one after another, in one buffer of
+ * its own that is transferred, not copied. Posting the row objects cost 17–34 µs of CPU per row
+ * (Bun's structured clone); posting one joined string 10–17 (docs/storage.md).
  */
 export interface Chunk {
-  /** The fields' UTF-8 bytes. */
   bytes: Uint8Array;
-  /** ROW_FIELDS byte lengths per row. */
-  lengths: Int32Array;
+  rows: number;
   maxEvents: number;
 }
 
 const encoder = new TextEncoder();
 
 export function packRows(rows: readonly ReadRow[], maxEvents: number): Chunk {
-  const lengths = new Int32Array(rows.length * ROW_FIELDS);
-  let total = 0;
-  let k = 0;
-  for (const row of rows) {
-    for (const field of row.fields) {
-      const length = field === null ? -1 : field.byteLength;
-      lengths[k++] = length;
-      if (length > 0) total += length;
-    }
-  }
-  const bytes = new Uint8Array(total);
+  const bytes = new Uint8Array(rows.reduce((sum, row) => sum + row.wire.byteLength, 0));
   let at = 0;
   for (const row of rows) {
-    for (const field of row.fields) {
-      if (field === null) continue;
-      bytes.set(field, at);
-      at += field.byteLength;
-    }
+    bytes.set(row.wire, at);
+    at += row.wire.byteLength;
   }
-  return { bytes, lengths, maxEvents };
+  return { bytes, rows: rows.length, maxEvents };
 }
 
 /**
@@ -106,22 +116,22 @@ export function packRows(rows: readonly ReadRow[], maxEvents: number): Chunk {
  * is not Latin-1, and a block's build costs about twice as much on 16-bit lines: codec/jsonb-text.ts).
  */
 export function unpackRows(chunk: Chunk): MovedRow[] {
-  const { lengths } = chunk;
   const bytes = Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength);
-  const rows: MovedRow[] = new Array(lengths.length / ROW_FIELDS);
+  const rows: MovedRow[] = new Array(chunk.rows);
   let at = 0;
-  const next = (k: number): string | null => {
-    const length = lengths[k]!;
+  const next = (): string | null => {
+    const length = bytes.readInt32BE(at);
+    at += 4;
     if (length < 0) return null;
     return bytes.toString("utf8", at, (at += length));
   };
-  for (let i = 0, k = 0; i < rows.length; i++, k += ROW_FIELDS) {
-    const id = next(k)!;
-    const source_id = next(k + 1)!;
-    const dt = next(k + 2)!;
-    const line = next(k + 3)!;
-    const shape = next(k + 4)!;
-    const level = next(k + 5);
+  for (let i = 0; i < rows.length; i++) {
+    const id = next()!;
+    const source_id = next()!;
+    const dt = next()!;
+    const line = next()!;
+    const shape = next()!;
+    const level = next();
     rows[i] = { id, source_id, dt, line, shape, level };
   }
   return rows;
@@ -130,11 +140,6 @@ export function unpackRows(chunk: Chunk): MovedRow[] {
 /** ReadRows decoded here, as a thread decodes them (a seal without threads; tests). */
 export function decodeRows(rows: readonly ReadRow[]): MovedRow[] {
   return unpackRows(packRows(rows, 0));
-}
-
-/** ASCII bytes (numbers, timestamps) as a string. */
-function latin1(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
 }
 
 /** What a seal thread is asked (store/seal-worker.ts). */
@@ -217,7 +222,7 @@ export class SealPool {
   async build(rows: readonly ReadRow[], maxEvents: number): Promise<(Block | Filter)[]> {
     const thread = this.all().reduce((a, b) => (b.waiting < a.waiting ? b : a));
     const chunk = packRows(rows, maxEvents);
-    const built = (await thread.call({ kind: "chunk", chunk }, [chunk.bytes.buffer as ArrayBuffer, chunk.lengths.buffer as ArrayBuffer])) as Built;
+    const built = (await thread.call({ kind: "chunk", chunk }, [chunk.bytes.buffer as ArrayBuffer])) as Built;
     this.stats.chunks++;
     this.stats.events += rows.length;
     this.stats.threads.add(built.thread);

@@ -434,7 +434,7 @@ async function sealRows(
     signal?.throwIfAborted();
     const count = fetched === 0 ? FIRST_FETCH : Math.max(1, Math.min(MAX_FETCH, Math.floor(FETCH_BYTES / (fetchedBytes / fetched))));
     // Bytes, not strings: the fields go to the seal thread as PostgreSQL sent them (store/seal-pool.ts ReadRow).
-    const rows = await tx.unsafe<(Uint8Array | null)[][]>(`fetch ${count} from seal_rows`).raw();
+    const rows = await tx.unsafe<(Buffer | null)[][]>(`fetch ${count} from seal_rows`).raw();
     for (const raw of rows) {
       const row = readRow(raw);
       fetchedBytes += row.size;

@@ -2,7 +2,7 @@
 // it carries into it.
 import { expect, test } from "bun:test";
 import { splitCarry } from "../../src/store/seal-carry";
-import { type ReadRow, readRowOf } from "../../src/store/seal-pool";
+import { decodeRows, type ReadRow, readRowOf } from "../../src/store/seal-pool";
 
 let nextId = 1;
 const row = (source: string, dt: string, line = "{}"): ReadRow => readRowOf({ id: String(nextId++), source_id: source, dt, line, shape: "", level: null });
@@ -50,7 +50,7 @@ test("past the bound on what is carried, it is built down to half the bound: fir
 test("every row is in exactly one part", () => {
   const pending = [...at("1", range(0, 50)), ...at("2", range(0, 3)), ...at("1", range(40, 60))];
   const split = splitCarry(pending, [...at("1", range(45, 70)), ...at("2", [1])], 10, 1_000_000);
-  const id = (r: ReadRow) => Buffer.from(r.fields[0]!).toString();
+  const id = (r: ReadRow) => decodeRows([r])[0]!.id;
   expect([...split.build, ...split.carry].map(id).sort()).toEqual(pending.map(id).sort());
   expect(split.build.every((r) => r.dt < "2026-11-27T10:00:45")).toBe(true);
 });

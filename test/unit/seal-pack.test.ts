@@ -12,20 +12,35 @@ test("packed rows unpack to the same rows: empty fields, a null level, non-ASCII
   ];
   const chunk = packRows(rows.map(readRowOf), 1000);
   expect(chunk.maxEvents).toBe(1000);
-  expect(chunk.lengths.length).toBe(rows.length * 6);
+  expect(chunk.rows).toBe(rows.length);
   expect(unpackRows(chunk)).toEqual(rows);
   expect(unpackRows(packRows([], 1000))).toEqual([]);
 });
 
-test("rows read as bytes: the source and dt as text, the line's size in bytes; compacted rows keep their bytes in a buffer of their own", () => {
-  const socket = new TextEncoder().encode('12 7 2026-11-27T10:00:00.000000Z {"m":"é"} m');
-  const view = (from: number, to: number) => socket.subarray(from, to);
-  const row = readRow([view(0, 2), view(3, 4), view(5, 32), view(33, 43), view(44, 45), null, new TextEncoder().encode("t")]);
-  expect(row.source_id).toBe("7");
-  expect(row.dt).toBe("2026-11-27T10:00:00.000000Z");
-  expect(row.size).toBe(10);
-  expect(row.fields).toHaveLength(6);
+test("rows read as bytes: one view of the DataRow message when postgres.js's fields lie in it in order, else copied; compacted rows own their bytes", () => {
+  // A DataRow message as PostgreSQL sends it: type, length, field count, then each field's length and bytes (-1: null).
+  const values = ["12", "7", "2026-11-27T10:00:00.000000Z", '{"m":"é"}', "m", null, "t"].map((v) => (v === null ? null : Buffer.from(v)));
+  const message = Buffer.alloc(7 + values.reduce((sum, v) => sum + 4 + (v?.length ?? 0), 0));
+  let at = 7;
+  const fields: (Buffer | null)[] = [];
+  for (const value of values) {
+    at = message.writeInt32BE(value ? value.length : -1, at);
+    if (!value) {
+      fields.push(null);
+      continue;
+    }
+    value.copy(message, at);
+    fields.push(message.subarray(at, (at += value.length)));
+  }
+  const row = readRow(fields);
+  expect([row.source_id, row.dt, row.size]).toEqual(["7", "2026-11-27T10:00:00.000000Z", 10]);
+  expect(row.wire.buffer).toBe(message.buffer);
+  const moved = { id: "12", source_id: "7", dt: "2026-11-27T10:00:00.000000Z", line: '{"m":"é"}', shape: "m", level: null };
+  // Fields that are not laid out as in a message are copied.
+  const apart = readRow(values.map((v) => (v === null ? null : Buffer.from(v))));
+  expect(apart.wire.buffer).not.toBe(message.buffer);
+  expect(decodeRows([apart])).toEqual([moved]);
   const [compact] = compactRows([row]);
-  socket.fill(0);
-  expect(decodeRows([compact!])).toEqual([{ id: "12", source_id: "7", dt: "2026-11-27T10:00:00.000000Z", line: '{"m":"é"}', shape: "m", level: null }]);
+  message.fill(0);
+  expect(decodeRows([compact!])).toEqual([moved]);
 });
