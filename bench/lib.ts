@@ -163,6 +163,49 @@ export interface Cpu {
   processes: { pid: number; seconds: number }[];
 }
 
+/** Where a process's CPU went, by kind of thread (threadCpu). */
+export type ThreadKind = "main thread" | "worker threads" | "allocator" | "JIT" | "garbage collector" | "other";
+
+/**
+ * CPU seconds of each kind of thread of `pid` (Linux /proc/PID/task, USER_HZ = 100), the threads
+ * alive now, each with its count: the main thread (HTTP, flushes' hand-offs, the sealer's reads
+ * and writes), Bun's Worker threads (seal, merge, flush and decode threads: Bun names them all
+ * "Worker"), mimalloc's scavenger (it returns freed memory to the system), JavaScriptCore's JIT
+ * and collector threads, and the rest (Bun's I/O pool). How the allocator's share was found
+ * (docs/storage.md, "What a read-back costs logpond").
+ */
+export function threadCpu(pid: number): Map<ThreadKind, { threads: number; seconds: number }> {
+  const kinds = new Map<ThreadKind, { threads: number; seconds: number }>();
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {}
+  for (const task of tasks) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, "utf8");
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const kind: ThreadKind =
+        Number(task) === pid
+          ? "main thread"
+          : name === "Worker"
+            ? "worker threads"
+            : name.startsWith("mi-")
+              ? "allocator"
+              : /JIT|WarmUp/.test(name)
+                ? "JIT"
+                : /Heap|ollector/.test(name)
+                  ? "garbage collector"
+                  : "other";
+      const entry = kinds.get(kind) ?? { threads: 0, seconds: 0 };
+      entry.threads++;
+      entry.seconds += (Number(fields[11]) + Number(fields[12])) / 100;
+      kinds.set(kind, entry);
+    } catch {} // gone in between
+  }
+  return kinds;
+}
+
 /**
  * CPU seconds (user + system, Linux /proc, USER_HZ = 100) of logpond and of PostgreSQL: the tree
  * under `postmaster` (itself included) when given, else the `postgres` processes among logpond's

@@ -45,7 +45,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import * as path from "node:path";
-import { cpuPerEvent, cpuSince, cpuTotal, fmt, postmasterPid, progress, treeCpu, type Cpu } from "./lib";
+import { cpuPerEvent, cpuSince, cpuTotal, fmt, postmasterPid, progress, threadCpu, treeCpu, type Cpu } from "./lib";
 import { JITTER_MS, type Plan, plan, writeCorpus } from "./scale/corpus";
 import { type Load, load } from "./scale/load";
 import { NO_SEAL_INTERVAL_MS, readOptions } from "./scale/options";
@@ -216,6 +216,7 @@ async function main(): Promise<void> {
     progress(`waiting for the merges to settle (MERGE_INTERVAL_MS=${OPTIONS.mergeIntervalMs}, at most ${fmt(OPTIONS.mergeWaitMs / 1000, 0)} s)`);
   const merges = OPTIONS.mergeIntervalMs > 0 ? await waitForMerges(logpond.apiUrl, OPTIONS.mergeWaitMs) : undefined;
   const cpuAtMerged = service.cpu();
+  const threadsAtMerged = threadCpu(logpond.proc.pid);
   const mergedAt = performance.now();
   const afterDrops = await metrics(logpond.apiUrl);
   const samples = sampler.samples;
@@ -276,6 +277,12 @@ async function main(): Promise<void> {
   say(
     "total CPU per event kept, merges included",
     `**${fmt((cpuTotal(settledCpu) * 1e6) / EVENTS, 1)} µs**: ${cpuPerEvent(settledCpu, EVENTS)}, from the first request until the merges had nothing left to do`,
+  );
+  const byThread = [...threadsAtMerged].sort((a, b) => b[1].seconds - a[1].seconds);
+  const threadSeconds = byThread.reduce((sum, [, t]) => sum + t.seconds, 0);
+  say(
+    "logpond's CPU by thread",
+    `${byThread.map(([kind, t]) => `${kind} ${fmt((t.seconds * 1e6) / EVENTS, 1)} µs/event (${fmt((100 * t.seconds) / Math.max(0.01, threadSeconds), 0)} %${t.threads > 1 ? `, ${t.threads} threads` : ""})`).join(", ")}; from logpond's start until the merges had nothing left to do, the threads alive then (Linux /proc/PID/task; one process: with INGEST_WORKERS > 1, the supervisor's)`,
   );
   if (without) {
     const extra = cpuTotal(wholeCpu) - cpuTotal(without.cpu);

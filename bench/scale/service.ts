@@ -81,7 +81,10 @@ export async function startScaleService(settings: ServiceSettings, cleanups: Cle
     ...settings.env,
   };
   if (settings.queryTimeoutMs) env.QUERY_TIMEOUT_MS = settings.queryTimeoutMs;
-  const logpond = await spawnService(env, { startTimeoutMs: 120_000, outputChars: 100_000 });
+  // BENCH_CPU_PROF_DIR: a CPU profile of logpond's main thread (Markdown), written there when it exits.
+  const profile = process.env.BENCH_CPU_PROF_DIR;
+  const command = profile ? [process.execPath, "--cpu-prof-md", `--cpu-prof-dir=${profile}`, "src/main.ts"] : undefined;
+  const logpond = await spawnService(env, { startTimeoutMs: 120_000, outputChars: 100_000, command });
   let stopped: Promise<unknown> | undefined;
   const stopLogpond = async () => {
     stopped ??= logpond.stop(STOP_TIMEOUT_MS).then((exit) => {

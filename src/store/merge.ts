@@ -15,13 +15,13 @@
 import type { Config } from "../config";
 import type { Registry } from "../metrics";
 import { periodic } from "../periodic";
-import type { Block, Filter, MovedRow } from "./blocks";
+import type { Block, Filter } from "./blocks";
 import { buildBlocks, LEVEL_MAX_CHARS } from "./blocks";
 import { writeBlocks } from "./blocks-sql";
 import type { Sql } from "./db";
 import { type BlockInfo, planMerges, type Run, sliceOf } from "./merge-plan";
 import { DAY_MS, DDL_LOCK_TIMEOUT } from "./partitions";
-import { SealPool } from "./seal-pool";
+import { type ReadRow, readRow, SealPool } from "./seal-pool";
 import { BLOCK_EVENTS } from "./sealer";
 
 /**
@@ -73,7 +73,7 @@ const newStats = (): MergeStats => ({ passes: 0, runs: 0, blocksMerged: 0, block
 export async function mergePass(
   sql: Sql,
   settings: Pick<MergeSettings, "mergeMaxEvents" | "mergeMinBlocks">,
-  build: (rows: MovedRow[]) => Promise<(Block | Filter)[]>,
+  build: (rows: ReadRow[]) => Promise<(Block | Filter)[]>,
   options: {
     full: boolean;
     signal?: AbortSignal;
@@ -164,7 +164,7 @@ export async function mergeRun(
   start: string,
   end: string,
   run: Run,
-  build: (rows: MovedRow[]) => Promise<(Block | Filter)[]>,
+  build: (rows: ReadRow[]) => Promise<(Block | Filter)[]>,
 ): Promise<{ blocks: number; events: number } | "busy" | "futile"> {
   const ids = `{${run.blocks.map((block) => block.minId).join(",")}}`;
   // The run's blocks, found by the day's range on (source_id, max_dt) and named by their min_id.
@@ -178,15 +178,19 @@ export async function mergeRun(
       const locked = await tx.unsafe<{ n: number }[]>(`select b.n from log_blocks b where ${where} for update skip locked`, params);
       if (locked.length !== run.blocks.length) return "busy" as const;
       await tx.unsafe(`set local lock_timeout = '${WRITE_LOCK_TIMEOUT}'`);
-      const rows = await tx.unsafe<MovedRow[]>(
-        `select e.id::text as id, b.source_id::text as source_id, ${DT_TEXT("e.dt")} as dt, e.line,
+      // Bytes, not strings: the fields go to the seal thread as PostgreSQL sent them (store/seal-pool.ts ReadRow).
+      const raw = await tx
+        .unsafe<(Buffer | null)[][]>(
+          `select e.id::text as id, b.source_id::text as source_id, ${DT_TEXT("e.dt")} as dt, e.line,
            case jsonb_typeof(j.raw) when 'object' then (select coalesce(string_agg(key, ','), '') from jsonb_object_keys(j.raw) key) else '' end as shape,
            nullif(lower(left(j.raw->>'level', ${LEVEL_MAX_CHARS})), '') as level
          from log_blocks b cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) e
            cross join lateral (select e.line::jsonb as raw) j
          where ${where}`,
-        params,
-      );
+          params,
+        )
+        .raw();
+      const rows = raw.map(readRow);
       const events = locked.reduce((sum, block) => sum + block.n, 0);
       if (rows.length !== events) throw new Error(`merge: source ${sourceId} ${start}: the blocks hold ${rows.length} events, their n says ${events}`);
       const built = await buildRun(rows, run.sliceMinutes, build);
@@ -211,9 +215,9 @@ export async function mergeRun(
 }
 
 /** A run's new blocks: even blocks of all its events, or (a split) of each slice's events apart, so that each stays inside its slice. */
-async function buildRun(rows: MovedRow[], sliceMinutes: number | null, build: (rows: MovedRow[]) => Promise<(Block | Filter)[]>): Promise<(Block | Filter)[]> {
+async function buildRun(rows: ReadRow[], sliceMinutes: number | null, build: (rows: ReadRow[]) => Promise<(Block | Filter)[]>): Promise<(Block | Filter)[]> {
   if (sliceMinutes === null) return build(rows);
-  const slices = new Map<number, MovedRow[]>();
+  const slices = new Map<number, ReadRow[]>();
   for (const row of rows) {
     const slice = sliceOf(row.dt, sliceMinutes);
     const group = slices.get(slice);
@@ -245,7 +249,7 @@ export function startMerger(
 ): Merger {
   const { sql, log } = options;
   const pool = new SealPool(1);
-  const build = (rows: MovedRow[]) => pool.build(rows, BLOCK_EVENTS);
+  const build = (rows: ReadRow[]) => pool.build(rows, BLOCK_EVENTS);
   const totals = newStats();
   let fullOn = "";
   /** Runs found futile (mergePass), forgotten at each UTC day's first pass. */

@@ -12,37 +12,37 @@
 //   least half full that overlap nothing are what merges leave alone (store/merge-plan.ts), so a
 //   sparse source's events are carried until they fill one.
 // - A group the next chunk has none of is carried (its later events may still come), within the
-//   bound on what is carried (`maxChars`). Past it, what is carried is built down to half the
+//   bound on what is carried (`maxBytes`). Past it, what is carried is built down to half the
 //   bound: first the groups the next chunk had none of, whole, then the oldest events of the
 //   biggest groups (a straggler, an event far older than its neighbours in the table, lowers its
 //   group's bound and so makes the whole group carried: only its block then overlaps the ones
 //   built so, not the group's whole day).
-import type { MovedRow } from "./blocks";
+import type { ReadRow } from "./seal-pool";
 
 export interface Split {
   /** Rows to build now. */
-  build: MovedRow[];
-  /** Their text (UTF-16 code units of their lines). */
-  buildChars: number;
+  build: ReadRow[];
+  /** Their lines' bytes. */
+  buildBytes: number;
   /** Rows carried into the next chunk. */
-  carry: MovedRow[];
-  carryChars: number;
+  carry: ReadRow[];
+  carryBytes: number;
 }
 
-const groupOf = (row: MovedRow) => `${row.source_id} ${row.dt.slice(0, 10)}`;
+const groupOf = (row: ReadRow) => `${row.source_id} ${row.dt.slice(0, 10)}`;
 
 /**
  * Splits `pending` (read, not yet built) by `next` (the chunk read since; its rows are not in
- * either part). `maxChars`: the text carried at most, in UTF-16 code units as the chunks count it.
+ * either part). `maxBytes`: the lines' bytes carried at most, as the chunks count them.
  */
-export function splitCarry(pending: readonly MovedRow[], next: readonly MovedRow[], maxEvents: number, maxChars: number): Split {
+export function splitCarry(pending: readonly ReadRow[], next: readonly ReadRow[], maxEvents: number, maxBytes: number): Split {
   const least = new Map<string, string>();
   for (const row of next) {
     const key = groupOf(row);
     const dt = least.get(key);
     if (dt === undefined || row.dt < dt) least.set(key, row.dt);
   }
-  const groups = new Map<string, MovedRow[]>();
+  const groups = new Map<string, ReadRow[]>();
   for (const row of pending) {
     const key = groupOf(row);
     const group = groups.get(key);
@@ -50,12 +50,12 @@ export function splitCarry(pending: readonly MovedRow[], next: readonly MovedRow
     else groups.set(key, [row]);
   }
   const half = Math.ceil(maxEvents / 2);
-  const split: Split = { build: [], buildChars: 0, carry: [], carryChars: 0 };
-  const carried: { rows: MovedRow[]; chars: number; seen: boolean }[] = [];
-  const build = (rows: readonly MovedRow[]) => {
+  const split: Split = { build: [], buildBytes: 0, carry: [], carryBytes: 0 };
+  const carried: { rows: ReadRow[]; bytes: number; seen: boolean }[] = [];
+  const build = (rows: readonly ReadRow[]) => {
     for (const row of rows) {
       split.build.push(row);
-      split.buildChars += row.line.length;
+      split.buildBytes += row.size;
     }
   };
   for (const [key, rows] of groups) {
@@ -66,35 +66,35 @@ export function splitCarry(pending: readonly MovedRow[], next: readonly MovedRow
       if (older.length === rows.length) continue;
     }
     const kept = older.length >= half ? rows.filter((row) => row.dt >= bound!) : rows;
-    carried.push({ rows: kept, chars: kept.reduce((sum, row) => sum + row.line.length, 0), seen: bound !== undefined });
+    carried.push({ rows: kept, bytes: kept.reduce((sum, row) => sum + row.size, 0), seen: bound !== undefined });
   }
-  let chars = carried.reduce((sum, group) => sum + group.chars, 0);
-  if (chars > maxChars) {
+  let bytes = carried.reduce((sum, group) => sum + group.bytes, 0);
+  if (bytes > maxBytes) {
     // Down to half the bound, so that the next chunks do not each build a sliver.
-    carried.sort((a, b) => (a.seen !== b.seen ? (a.seen ? 1 : -1) : b.chars - a.chars));
+    carried.sort((a, b) => (a.seen !== b.seen ? (a.seen ? 1 : -1) : b.bytes - a.bytes));
     for (const group of carried) {
-      if (chars <= maxChars / 2) break;
+      if (bytes <= maxBytes / 2) break;
       if (!group.seen) {
         build(group.rows);
-        chars -= group.chars;
+        bytes -= group.bytes;
         group.rows = [];
-        group.chars = 0;
+        group.bytes = 0;
         continue;
       }
       // Its oldest events: only an event of the next chunks older than them (a straggler) overlaps their blocks.
       group.rows.sort((a, b) => (a.dt < b.dt ? -1 : a.dt > b.dt ? 1 : 0));
       let taken = 0;
-      let takenChars = 0;
-      while (taken < group.rows.length && (taken < half || chars - takenChars > maxChars / 2)) takenChars += group.rows[taken++]!.line.length;
+      let takenBytes = 0;
+      while (taken < group.rows.length && (taken < half || bytes - takenBytes > maxBytes / 2)) takenBytes += group.rows[taken++]!.size;
       build(group.rows.slice(0, taken));
       group.rows = group.rows.slice(taken);
-      group.chars -= takenChars;
-      chars -= takenChars;
+      group.bytes -= takenBytes;
+      bytes -= takenBytes;
     }
   }
   for (const group of carried) {
     for (const row of group.rows) split.carry.push(row);
-    split.carryChars += group.chars;
+    split.carryBytes += group.bytes;
   }
   return split;
 }

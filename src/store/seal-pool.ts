@@ -15,54 +15,134 @@ import { ThreadClient } from "../rpc";
 import { routeTuples } from "../codec/tuples";
 
 /**
- * A chunk of rows for a thread, packed: every field of every row concatenated into one string,
- * UTF-8 encoded into a buffer of its own that is transferred, not copied, and each field's length.
- * Posting the row objects cost 17–34 µs of CPU per row (Bun's structured clone); posting the
- * joined string still cost 10–17 µs a row on the sending thread (a realistic 13,000-row chunk is
- * 8.7 M UTF-16 units: 136–230 ms to post), encoding it and transferring the bytes 3–5 (docs/storage.md).
+ * A row as a seal or a merge reads it (postgres.js `.raw()`): its fields as PostgreSQL sent them,
+ * decoded only on the seal thread, and its source and dt as text for the grouping done here
+ * (store/seal-carry.ts, store/merge.ts). Decoding every field into a string here, then joining
+ * and encoding them for the thread, took a fifth of this thread's CPU in a seal; copying the
+ * fields one by one still took 7 % (docs/storage.md, "What a read-back costs logpond").
  */
-export interface Chunk {
-  /** The fields' text, UTF-8. */
-  bytes: Uint8Array;
-  /** ROW_FIELDS lengths per row, in UTF-16 code units (of the text `bytes` decodes to). */
-  lengths: Int32Array;
-  maxEvents: number;
+export interface ReadRow {
+  /**
+   * id, source_id, dt, line, shape and level (MovedRow's fields, store/blocks.ts) in the form of
+   * PostgreSQL's DataRow message: each a 32-bit big-endian length (-1: null), then its UTF-8 bytes.
+   */
+  wire: Uint8Array;
+  source_id: string;
+  dt: string;
+  /** The line's bytes: what chunks and carries are counted in. */
+  size: number;
 }
 
 const ROW_FIELDS = 6;
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
+const LINE = 3;
 
-export function packRows(rows: readonly MovedRow[], maxEvents: number): Chunk {
-  const parts: string[] = new Array(rows.length * ROW_FIELDS);
-  const lengths = new Int32Array(rows.length * ROW_FIELDS);
-  let k = 0;
-  for (const row of rows) {
-    // A level is null when absent or empty (blocks.ts), so "" stands for null.
-    for (const field of [row.id, row.source_id, row.dt, row.line, row.shape, row.level ?? ""]) {
-      parts[k] = field;
-      lengths[k++] = field.length;
-    }
+/**
+ * A row of a `.raw()` result whose first columns are MovedRow's fields in order (the rest
+ * ignored). postgres.js gives each field as a view of the DataRow message, and the message holds
+ * them one after another behind their lengths: the six are then one view of it, not a copy. Laid
+ * out otherwise, they are copied.
+ */
+export function readRow(raw: readonly (Buffer | null)[]): ReadRow {
+  const first = raw[0]!;
+  const start = first.byteOffset - 4;
+  let at = start;
+  let inPlace = start >= 0;
+  for (let k = 0; k < ROW_FIELDS && inPlace; k++) {
+    at += 4;
+    const field = raw[k];
+    if (!field) continue;
+    if (field.buffer !== first.buffer || field.byteOffset !== at) inPlace = false;
+    at += field.byteLength;
   }
-  return { bytes: encoder.encode(parts.join("")), lengths, maxEvents };
+  const wire = inPlace ? new Uint8Array(first.buffer, start, at - start) : wireOf(raw.slice(0, ROW_FIELDS));
+  return { wire, source_id: raw[1]!.toString("latin1"), dt: raw[2]!.toString("latin1"), size: raw[LINE]!.byteLength };
 }
 
-export function unpackRows(chunk: Chunk): MovedRow[] {
-  const { lengths } = chunk;
-  const text = decoder.decode(chunk.bytes);
-  const rows: MovedRow[] = new Array(lengths.length / ROW_FIELDS);
+/** A MovedRow as a ReadRow (tests; a seal without threads). */
+export function readRowOf(row: MovedRow): ReadRow {
+  const fields = [row.id, row.source_id, row.dt, row.line, row.shape, row.level].map((field) => (field === null ? null : encoder.encode(field)));
+  return { wire: wireOf(fields), source_id: row.source_id, dt: row.dt, size: fields[LINE]!.byteLength };
+}
+
+function wireOf(fields: readonly (Uint8Array | null)[]): Uint8Array {
+  const wire = Buffer.alloc(fields.reduce((sum, field) => sum + 4 + (field?.byteLength ?? 0), 0));
   let at = 0;
-  const next = (k: number) => text.slice(at, (at += lengths[k]!));
-  for (let i = 0, k = 0; i < rows.length; i++, k += ROW_FIELDS) {
-    const id = next(k);
-    const source_id = next(k + 1);
-    const dt = next(k + 2);
-    const line = next(k + 3);
-    const shape = next(k + 4);
-    const level = next(k + 5);
-    rows[i] = { id, source_id, dt, line, shape, level: level === "" ? null : level };
+  for (const field of fields) {
+    at = wire.writeInt32BE(field ? field.byteLength : -1, at);
+    if (!field) continue;
+    wire.set(field, at);
+    at += field.byteLength;
+  }
+  return wire;
+}
+
+/**
+ * Rows whose bytes are views of postgres.js's socket buffers, copied into one buffer of their
+ * own: rows a seal carries into its next chunk would otherwise keep every buffer they were read
+ * from alive (store/sealer.ts counts the carry as its rows' bytes).
+ */
+export function compactRows(rows: readonly ReadRow[]): ReadRow[] {
+  const into = new Uint8Array(rows.reduce((sum, row) => sum + row.wire.byteLength, 0));
+  let at = 0;
+  return rows.map((row) => {
+    into.set(row.wire, at);
+    return { ...row, wire: into.subarray(at, (at += row.wire.byteLength)) };
+  });
+}
+
+/**
+ * A chunk of rows for a thread, packed: the rows' wire bytes one after another, in one buffer of
+ * its own that is transferred, not copied. Posting the row objects cost 17–34 µs of CPU per row
+ * (Bun's structured clone); posting one joined string 10–17 (docs/storage.md).
+ */
+export interface Chunk {
+  bytes: Uint8Array;
+  rows: number;
+  maxEvents: number;
+}
+
+const encoder = new TextEncoder();
+
+export function packRows(rows: readonly ReadRow[], maxEvents: number): Chunk {
+  const bytes = new Uint8Array(rows.reduce((sum, row) => sum + row.wire.byteLength, 0));
+  let at = 0;
+  for (const row of rows) {
+    bytes.set(row.wire, at);
+    at += row.wire.byteLength;
+  }
+  return { bytes, rows: rows.length, maxEvents };
+}
+
+/**
+ * The rows of a chunk, each field decoded on its own: a line of ASCII is then an 8-bit string
+ * whatever its neighbours hold (one decoded text of the whole chunk is 16-bit as soon as one line
+ * is not Latin-1, and a block's build costs about twice as much on 16-bit lines: codec/jsonb-text.ts).
+ */
+export function unpackRows(chunk: Chunk): MovedRow[] {
+  const bytes = Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength);
+  const rows: MovedRow[] = new Array(chunk.rows);
+  let at = 0;
+  const next = (): string | null => {
+    const length = bytes.readInt32BE(at);
+    at += 4;
+    if (length < 0) return null;
+    return bytes.toString("utf8", at, (at += length));
+  };
+  for (let i = 0; i < rows.length; i++) {
+    const id = next()!;
+    const source_id = next()!;
+    const dt = next()!;
+    const line = next()!;
+    const shape = next()!;
+    const level = next();
+    rows[i] = { id, source_id, dt, line, shape, level };
   }
   return rows;
+}
+
+/** ReadRows decoded here, as a thread decodes them (a seal without threads; tests). */
+export function decodeRows(rows: readonly ReadRow[]): MovedRow[] {
+  return unpackRows(packRows(rows, 0));
 }
 
 /** What a seal thread is asked (store/seal-worker.ts). */
@@ -176,10 +256,10 @@ export class SealPool {
   }
 
   /** The blocks and filters of `rows`, built on a thread (blocks.ts buildBlocks). */
-  async build(rows: readonly MovedRow[], maxEvents: number): Promise<(Block | Filter)[]> {
+  async build(rows: readonly ReadRow[], maxEvents: number): Promise<(Block | Filter)[]> {
     const thread = this.all().reduce((a, b) => (b.waiting < a.waiting ? b : a));
     const chunk = packRows(rows, maxEvents);
-    const built = (await thread.call({ kind: "chunk", chunk }, [chunk.bytes.buffer as ArrayBuffer, chunk.lengths.buffer as ArrayBuffer])) as Built;
+    const built = (await thread.call({ kind: "chunk", chunk }, [chunk.bytes.buffer as ArrayBuffer])) as Built;
     this.stats.chunks++;
     this.stats.events += rows.length;
     this.stats.threads.add(built.thread);

@@ -18,13 +18,13 @@
 //   writes into log_hot_default once it is gone, sealed the same way.
 // - Rows of deleted sources and rows past their source's retention are not sealed (dropped).
 // - DDL waits at most DDL_LOCK_TIMEOUT for a lock (and so holds up a COPY at most that long).
-import { type Block, buildBlocks, type Filter, LEVEL_MAX_CHARS, type MovedRow } from "./blocks";
+import { type Block, buildBlocks, type Filter, LEVEL_MAX_CHARS } from "./blocks";
 import { writeBlocks } from "./blocks-sql";
 import { splitCarry } from "./seal-carry";
 import type { Config } from "../config";
 import type { Sql } from "./db";
 import { DDL_LOCK_TIMEOUT } from "./partitions";
-import { defaultSealWorkers, type Finished, SealPool, type SealPoolStats } from "./seal-pool";
+import { compactRows, decodeRows, defaultSealWorkers, type Finished, type ReadRow, readRow, SealPool, type SealPoolStats } from "./seal-pool";
 import { type HandedBatch, Staging, type Stager } from "./staging";
 import type { Registry } from "../metrics";
 import { periodic } from "../periodic";
@@ -63,6 +63,8 @@ export const sealHeldBytes = (threads: number) => SEAL_HELD_BYTES * sealDepth(th
 /** Text one FETCH brings, about (by the average row so far); the first FETCH takes FIRST_FETCH rows. */
 const FETCH_BYTES = 2 * 1024 * 1024;
 const FIRST_FETCH = 64;
+/** The seal cursor's column that says whether a row is kept (after MovedRow's six). */
+const KEEP = 6;
 const MAX_FETCH = 10_000;
 /** A partition bigger than this is not read under log_hot's lock to see that it is empty (a later pass, after VACUUM). */
 const DROP_CHECK_MAX_PAGES = 64;
@@ -359,7 +361,7 @@ export function mergeRanges(ranges: Ranges): Ranges {
 
 /**
  * The rows of `table` (locked by the caller's transaction), through one server-side cursor, in
- * chunks of about CHUNK_BYTES of text — the rows' text is held here while their blocks are built —
+ * chunks of about CHUNK_BYTES of text — the rows' bytes are held here while their blocks are built —
  * each made into blocks on a seal thread (store/seal-pool.ts; without a pool, here) while the next
  * ones are fetched, up to one chunk per thread in flight, and written in the order they were read.
  * A chunk is built once the next one has been read, less the events it carries into that one
@@ -394,7 +396,7 @@ async function sealRows(
      from ${from} left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id`,
   );
   const done = { moved: 0, sealed: 0, blocks: 0 };
-  let chunk: MovedRow[] = [];
+  let chunk: ReadRow[] = [];
   let chunkBytes = 0;
   let fetched = 0;
   let fetchedBytes = 0;
@@ -410,33 +412,36 @@ async function sealRows(
     }
   };
   // Read, not yet built: the chunk before the one being read, and what it carried.
-  let pending: MovedRow[] = [];
-  const build = async (rows: MovedRow[], chars: number) => {
+  let pending: ReadRow[] = [];
+  const build = async (rows: ReadRow[], bytes: number) => {
     if (rows.length === 0) return;
-    const built = pool ? pool.build(rows, BLOCK_EVENTS) : Promise.resolve().then(() => buildBlocks(rows, BLOCK_EVENTS));
+    const built = pool ? pool.build(rows, BLOCK_EVENTS) : Promise.resolve().then(() => buildBlocks(decodeRows(rows), BLOCK_EVENTS));
     built.catch(() => {}); // awaited in order below; a failure while an earlier chunk is written must not go unhandled
     building.push(built);
-    // Garbage now: the rows' text, the copy handed to the thread, the payloads, postgres.js's copies (the GC pacer).
-    handled?.(GARBAGE_PER_TEXT_BYTE * chars);
+    // Garbage now: the rows' bytes, the copy handed to the thread, the payloads, postgres.js's buffers (the GC pacer).
+    handled?.(GARBAGE_PER_TEXT_BYTE * bytes);
     while (building.length >= depth) await writeOldest();
   };
   // The chunk just read: what it lets of the one before be built is built; the rest waits for the next.
   const flush = async () => {
     const split = splitCarry(pending, chunk, BLOCK_EVENTS, CARRY_BYTES);
-    pending = split.carry.concat(chunk);
+    pending = compactRows(split.carry).concat(chunk);
     chunk = [];
     chunkBytes = 0;
-    await build(split.build, split.buildChars);
+    await build(split.build, split.buildBytes);
   };
   for (;;) {
     signal?.throwIfAborted();
     const count = fetched === 0 ? FIRST_FETCH : Math.max(1, Math.min(MAX_FETCH, Math.floor(FETCH_BYTES / (fetchedBytes / fetched))));
-    const rows = await tx.unsafe<(MovedRow & { keep: boolean })[]>(`fetch ${count} from seal_rows`);
-    for (const row of rows) {
-      fetchedBytes += row.line.length;
-      if (!row.keep) continue;
+    // Bytes, not strings: the fields go to the seal thread as PostgreSQL sent them (store/seal-pool.ts ReadRow).
+    const rows = await tx.unsafe<(Buffer | null)[][]>(`fetch ${count} from seal_rows`).raw();
+    for (const raw of rows) {
+      const row = readRow(raw);
+      fetchedBytes += row.size;
+      // keep: a boolean's text, t or f.
+      if (raw[KEEP]![0] !== 0x74) continue;
       chunk.push(row);
-      chunkBytes += row.line.length;
+      chunkBytes += row.size;
     }
     fetched += rows.length;
     done.moved += rows.length;
@@ -446,7 +451,7 @@ async function sealRows(
   // The last chunk: everything.
   await build(
     pending,
-    pending.reduce((sum, row) => sum + row.line.length, 0),
+    pending.reduce((sum, row) => sum + row.size, 0),
   );
   pending = [];
   while (building.length > 0) await writeOldest();

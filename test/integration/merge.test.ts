@@ -10,6 +10,7 @@ import { buildBlocks } from "../../src/store/blocks";
 import { runMigrations } from "../../src/store/db";
 import { mergePass, mergeRun } from "../../src/store/merge";
 import type { BlockInfo, Run } from "../../src/store/merge-plan";
+import { decodeRows, type ReadRow } from "../../src/store/seal-pool";
 import { BLOCK_EVENTS } from "../../src/store/sealer";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
@@ -31,7 +32,7 @@ afterAll(async () => {
 /** A past day (a day before today is merged from two blocks on); the longest retention keeps it. */
 const BASE = Date.parse("2025-11-20T10:00:00.000Z");
 const DAY = "2025-11-20";
-const build = (rows: Parameters<typeof buildBlocks>[0]) => Promise.resolve(buildBlocks(rows, BLOCK_EVENTS));
+const build = (rows: ReadRow[]) => Promise.resolve(buildBlocks(decodeRows(rows), BLOCK_EVENTS));
 const DT = `to_char(dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /**
@@ -307,7 +308,7 @@ test("a run that would come out as many blocks as it is, none overlapping (block
   expect(before.map((row) => row.n)).toEqual([5, 5, 5, 5]);
   expect(overlaps(before)).toBe(0);
   // A builder that cuts every 5 events stands for events so big that BLOCK_MAX_BYTES cuts them.
-  const small = (rows: Parameters<typeof buildBlocks>[0]) => Promise.resolve(buildBlocks(rows, 5));
+  const small = (rows: ReadRow[]) => Promise.resolve(buildBlocks(decodeRows(rows), 5));
   const futile = new Set<string>();
   const settings = { mergeMaxEvents: 50_000, mergeMinBlocks: 16 };
   const first = await mergePass(db.sql as never, settings, small, { full: true, futile });

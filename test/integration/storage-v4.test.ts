@@ -11,7 +11,7 @@ import * as path from "node:path";
 import { threadId } from "node:worker_threads";
 import { openPayload, PAYLOAD_PASSPHRASE } from "../../src/codec/pgp";
 import { type Block, buildBlocks, type MovedRow } from "../../src/store/blocks";
-import { SealPool } from "../../src/store/seal-pool";
+import { readRowOf, SealPool } from "../../src/store/seal-pool";
 import { writeBlocks } from "../../src/store/blocks-sql";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
 import { startTestLogpond } from "../helpers/logpond";
@@ -149,7 +149,8 @@ test("a chunk's blocks are built on a seal thread, not on the thread that calls"
   const pool = new SealPool(2);
   try {
     const moved = rows(910_003, 1, 3_000, "2026-03-06");
-    const built = await Promise.all([pool.build(moved.slice(0, 1_500), 1_000), pool.build(moved.slice(1_500), 1_000)]);
+    const read = moved.map(readRowOf);
+    const built = await Promise.all([pool.build(read.slice(0, 1_500), 1_000), pool.build(read.slice(1_500), 1_000)]);
     const inline = [...buildBlocks(moved.slice(0, 1_500), 1_000), ...buildBlocks(moved.slice(1_500), 1_000)];
     // The same blocks as built here (the payloads' random prefixes aside: compare their text).
     const view = (items: typeof inline) => items.map((item) => (item.kind === "block" ? { ...item, payload: openPayload(item.payload) } : item));
