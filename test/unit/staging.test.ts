@@ -35,6 +35,16 @@ function fakePool(parts?: number[]) {
   return { pool: pool as unknown as SealPool, handed, answers };
 }
 
+/** A Staging over `pool` whose holds are recorded: +bytes when held, -bytes when released. */
+function holding(pool: ConstructorParameters<typeof Staging>[0]) {
+  const held: number[] = [];
+  const staging = new Staging(pool, GENERATION_IDS, (bytes) => {
+    held.push(bytes);
+    return () => held.push(-bytes);
+  });
+  return { staging, held };
+}
+
 const batch = (seq: number, firstId: number, bytes = 10) => ({ seq, firstId, rows: [new Uint8Array(bytes)] });
 
 test("a batch goes to the generation its first id falls in, and only to one this process opened", async () => {
@@ -67,11 +77,7 @@ test("a finished generation takes no more batches; finish() answers the same whe
 
 test("a thread that failed a batch makes the generation read back", async () => {
   const { pool, answers } = fakePool();
-  const held: number[] = [];
-  const staging = new Staging(pool, GENERATION_IDS, (bytes) => {
-    held.push(bytes);
-    return () => held.push(-bytes);
-  });
+  const { staging, held } = holding(pool);
   staging.opening(1);
   staging.committed(batch(1, 1, 100));
   expect(staging.pendingBytes).toBe(100);
@@ -112,11 +118,7 @@ test("the threads covering fewer batches than were handed (one was replaced) mak
 
 test("a batch split over three threads: each part held and handed on its own, covered once every part is built", async () => {
   const { pool, handed, answers } = fakePool([60, 0, 40]); // no tuple of it goes to the second thread
-  const held: number[] = [];
-  const staging = new Staging(pool, GENERATION_IDS, (bytes) => {
-    held.push(bytes);
-    return () => held.push(-bytes);
-  });
+  const { staging, held } = holding(pool);
   staging.opening(1);
   staging.committed(batch(1, 1, 100));
   staging.committed(batch(2, 2, 100));
@@ -135,11 +137,7 @@ test("a batch split over three threads: each part held and handed on its own, co
 
 test("what the threads' builders hold, as they last answered, is kept out of the requests' memory", async () => {
   const { pool, answers } = fakePool();
-  const held: number[] = [];
-  const staging = new Staging(pool, GENERATION_IDS, (bytes) => {
-    held.push(bytes);
-    return () => held.push(-bytes);
-  });
+  const { staging, held } = holding(pool);
   staging.opening(1);
   staging.committed(batch(1, 1, 100));
   (pool as unknown as { heldBytes: number }).heldBytes = 700;
