@@ -96,6 +96,8 @@ export function tokenize(input: string): Token[] {
         regex = { positions };
       } else if (input[i] === '"') {
         [value, i] = quoted(input, i);
+      } else if (input[i] === "'" || input[i] === "`") {
+        throw new QueryError(valueAt, otherQuotes(input, i, name, op));
       } else if (literal) {
         value = literal.pattern;
         regex = { positions: literal.positions };
@@ -113,6 +115,8 @@ export function tokenize(input: string): Token[] {
           );
         }
         if (value === "") throw new QueryError(valueAt, `a value is missing after '${input.slice(start, valueStart)}'`);
+        const misread = misreadOperator(name, op, value);
+        if (misread !== undefined) throw new QueryError(valueAt, misread);
         if (value.includes('"')) throw new QueryError(valueAt + value.indexOf('"'), "a quote inside a value (quote the whole value)");
       }
       const quotedValue = input[valueAt - 1] === '"';
@@ -120,6 +124,38 @@ export function tokenize(input: string): Token[] {
     }
   }
   return tokens;
+}
+
+/**
+ * An unquoted value that starts with the rest of an operator another language spells so (`==`,
+ * `=>`, `:=`, `::`, `=!`, `!==`): read as written it is a value starting with `=`, `>`, `:` or `!`,
+ * which matches nothing (or, after `!=`, everything). Returns what to write instead, or undefined
+ * for a value that is one. `<`/`>` count only before a number, so `image=<none>` stays a value.
+ */
+function misreadOperator(name: string, op: TokenOp, value: string): string | undefined {
+  const first = value[0]!;
+  const rest = value.slice(1);
+  let instead: string | undefined;
+  if (op === ":" || op === "!:" || op === "=" || op === "!=") {
+    const negated = op === "!:" || op === "!=";
+    if (first === "=") instead = `${name}${negated ? "!=" : "="}`;
+    else if (first === ":") instead = `${name}${negated ? "!:" : ":"}`;
+    else if (first === "!") instead = `${name}${op === "=" || op === "!=" ? "!=" : "!:"}`;
+    else if (first === "~" && op === "!=") return `'!=~' is not an operator: write ${name}!~"${rest}"`;
+    else if ((first === ">" || first === "<") && (op === "=" || op === "!=") && /^=?-?[0-9]/.test(rest)) {
+      return `'${op}${first}' is not an operator: write ${negated ? "-" : ""}${name}${first}=${rest.replace(/^=/, "")}; quote the value to search for its characters (${name}${op}"${value}")`;
+    }
+  }
+  if (instead === undefined) return undefined;
+  return `'${op}${first}' is not an operator: write ${instead}${rest || "…"}; quote the value to search for its characters (${name}${op}"${value}")`;
+}
+
+/** A value in single quotes or backquotes (SQL, LogQL): those are characters here, so the value would match nothing. */
+function otherQuotes(input: string, at: number, name: string, op: TokenOp): string {
+  const mark = input[at]!;
+  const close = input.indexOf(mark, at + 1);
+  const inner = (close < 0 ? input.slice(at + 1).split(/[\s()]/)[0]! : input.slice(at + 1, close)).replace(/["\\]/g, (c) => `\\${c}`);
+  return `single quotes and backquotes do not quote a value here: write ${name}${op}"${inner}"; to search for the ${mark} characters too, put them inside double quotes (${name}${op}"${mark}${inner}${mark}")`;
 }
 
 /**

@@ -73,11 +73,14 @@ export function topFields(rows, maxFields = 6, maxValues = 5) {
   );
 }
 
-/** `path=value` (or `path!=value`), the value quoted when the query language needs it to be (a `*` or a leading `~` would read as an operator). */
+/**
+ * `path=value` (or `path!=value`), the value quoted when the query language needs it to be: a `*`,
+ * or a first character that would read as part of an operator or as a quote (`~ = : ! < > ' \``).
+ */
 export function filterTerm(path, value, exclude = false) {
   const op = exclude ? "!=" : "=";
   if (typeof value !== "string") return `${path}${op}${value}`;
-  return `${path}${op}${/^[^\s()"\\*~][^\s()"\\*]*$/.test(value) ? value : `"${value.replace(/["\\]/g, "\\$&")}"`}`;
+  return `${path}${op}${/^[^\s()"\\*~=:!<>'`][^\s()"\\*]*$/.test(value) ? value : `"${value.replace(/["\\]/g, "\\$&")}"`}`;
 }
 
 /** The query with one more term ANDed on; a query with OR is parenthesised first (OR binds last). */

@@ -303,7 +303,8 @@ const tree: fc.Arbitrary<Node> = fc.letrec((tie) => ({
 /** The tree written as a user would type it (values quoted whenever they need it), every form of each operator in turn. */
 function render(node: Node, variant = 0): string {
   const quote = (s: string) => (/^[A-Za-z0-9]+$/.test(s) && !/^(and|or|not)$/i.test(s) ? s : `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`);
-  const value = (s: string) => (/^[^\s()"*/~[{<>]+$/.test(s) ? s : `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`);
+  // A value starting with an operator's character or a quote other than " is quoted (query/tokens.ts refuses it bare).
+  const value = (s: string) => (/^[^\s()"*/~[{<>]+$/.test(s) && !/^[=:!'`]/.test(s) ? s : `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`);
   const name = (path: string[]) => path.join(".");
   switch (node.kind) {
     case "text":

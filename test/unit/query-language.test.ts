@@ -133,6 +133,28 @@ describe("refusals: what was not understood, and what to write", () => {
     ["source_id:/2/", 1, "source_ids="],
     ['source_id=~"2"', 1, "source_ids="],
     ["source_id>=2", 1, "source_ids="],
+    // An operator written twice or in another language's spelling once compared against a value
+    // that starts with the second half (`==500` is the text "=500"): nothing, or everything for `!==`.
+    ["http.status==500", 13, "'==' is not an operator: write http.status=500"],
+    ["level!==info", 8, "'!==' is not an operator: write level!=info"],
+    ["x:=5", 3, "':=' is not an operator: write x=5"],
+    ["level::error", 7, "'::' is not an operator: write level:error"],
+    ["x=:a", 3, "'=:' is not an operator: write x:a"],
+    ["x=>500", 3, "'=>' is not an operator: write x>=500"],
+    ["x=<500", 3, "'=<' is not an operator: write x<=500"],
+    ["x!=>5", 4, "'!=>' is not an operator: write -x>=5"],
+    ["x=!200", 3, "'=!' is not an operator: write x!=200"],
+    ["x:!a", 3, "':!' is not an operator: write x!:a"],
+    ["x!=~re", 4, "'!=~' is not an operator: write x!~\"re\""],
+    ["x==", 3, "'==' is not an operator: write x=…"],
+    ["x==5", 3, 'quote the value to search for its characters (x="=5")'],
+    // Single quotes and backquotes (SQL, SigNoz, LogQL) once became part of the value.
+    ["level='error'", 7, 'write level="error"'],
+    ["service = 'api'", 11, "single quotes and backquotes do not quote a value here"],
+    ["msg:'disk full' x", 5, 'write msg:"disk full"'],
+    ["msg:'disk", 5, 'write msg:"disk"; to search for the \' characters too'],
+    ["msg=~'time.ut'", 6, 'write msg=~"time.ut"'],
+    ["msg=~`time.ut`", 6, 'write msg=~"time.ut"'],
   ])("%p → 400 at position %p: %p", (query, position, message) => {
     let error: unknown;
     try {
@@ -143,6 +165,19 @@ describe("refusals: what was not understood, and what to write", () => {
     expect(error).toBeInstanceOf(QueryError);
     expect((error as QueryError).message).toContain(message);
     expect((error as QueryError).position).toBe(position);
+  });
+});
+
+describe("values that look like operators or quotes, taken as written", () => {
+  test.each([
+    ['x="=5"', { kind: "field", path: ["x"], op: "=", value: "=5", number: undefined }],
+    ["image=<none>", { kind: "field", path: ["image"], op: "=", value: "<none>", number: undefined }],
+    ["msg:don't", { kind: "field", path: ["msg"], op: ":", value: "don't", number: undefined }],
+    [`msg:"'a'"`, { kind: "field", path: ["msg"], op: ":", value: "'a'", number: undefined }],
+    ["x:/=a/", { kind: "regex", path: ["x"], pattern: "=a" }],
+    ["'quoted'", { kind: "text", text: "'quoted'" }],
+  ])("%p", (query, tree) => {
+    expect(shape(query)).toEqual(tree);
   });
 });
 

@@ -68,6 +68,12 @@ test.each([
   ["tilde", "~x"],
   ["slashes", "/x/"],
   ["dash", "-1"],
+  ["equals", "=5"],
+  ["lt", "<5"],
+  ["colon", ":a"],
+  ["bang", "!x"],
+  ["single", "'a'"],
+  ["backquote", "`a`"],
 ])("a click on %s = %p adds a term that parses back to it", (path, value) => {
   for (const exclude of [false, true]) {
     const node = parseQuery(filterTerm(path, value, exclude));
