@@ -29,6 +29,10 @@ const OPS: readonly TokenOp[] = [">=", "<=", "=~", "!~", "!=", "!:", ":", "=", "
 const COMPARISONS = [">=", "<=", ">", "<"] as const;
 
 export function tokenize(input: string): Token[] {
+  // Ingestion stores a NUL as U+FFFD (docs/ingestion.md), so no term holding one can match; and
+  // PostgreSQL refuses it in a text parameter, which made a field's value with one a 500.
+  const nul = input.indexOf("\u0000");
+  if (nul >= 0) throw new QueryError(nul + 1, "a NUL character cannot be matched (no stored text holds one: ingestion stores it as U+FFFD)");
   const tokens: Token[] = [];
   let i = 0;
   while (i < input.length) {

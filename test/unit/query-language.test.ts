@@ -148,6 +148,7 @@ describe("refusals: what was not understood, and what to write", () => {
     ["x!=~re", 4, "'!=~' is not an operator: write x!~\"re\""],
     ["x==", 3, "'==' is not an operator: write x=…"],
     ["x==5", 3, 'quote the value to search for its characters (x="=5")'],
+    ["msg:a\u0000", 6, "a NUL character cannot be matched"],
     // Single quotes and backquotes (SQL, SigNoz, LogQL) once became part of the value.
     ["level='error'", 7, 'write level="error"'],
     ["service = 'api'", 11, "single quotes and backquotes do not quote a value here"],
