@@ -11,7 +11,7 @@ export async function readJsonObject(request: Request): Promise<Record<string, u
   return parseJsonObject(await readCapped(request));
 }
 
-/** Parses a management request body: any Content-Type, JSON object or 400. */
+/** Parses a management request body: any Content-Type, JSON object or 400; a NUL in its text is a 422 naming the attribute. */
 export function parseJsonObject(text: string): Record<string, unknown> {
   let value: unknown;
   try {
@@ -22,7 +22,30 @@ export function parseJsonObject(text: string): Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new AppError("bad_request", "Request body must be a JSON object");
   }
+  // PostgreSQL refuses a NUL in text: a name or a pattern holding one would otherwise be a 500.
+  for (const [key, attribute] of Object.entries(value)) {
+    if (holdsNul(key) || holdsNul(attribute)) {
+      throw new AppError("validation", "Validation errors", { invalidAttributes: { [key]: ["must not contain a NUL character (\\u0000)"] } });
+    }
+  }
   return value as Record<string, unknown>;
+}
+
+/** Whether a string, or any key or string inside an object or array, holds a NUL (walked without recursion: bodies may nest deep). */
+function holdsNul(value: unknown): boolean {
+  const pending = [value];
+  while (pending.length > 0) {
+    const next = pending.pop();
+    if (typeof next === "string") {
+      if (next.includes("\u0000")) return true;
+    } else if (typeof next === "object" && next !== null) {
+      for (const [key, inner] of Object.entries(next)) {
+        if (key.includes("\u0000")) return true;
+        pending.push(inner);
+      }
+    }
+  }
+  return false;
 }
 
 async function readCapped(request: Request): Promise<string> {

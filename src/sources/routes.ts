@@ -46,6 +46,8 @@ function versionRoutes({ service, authenticate, ingestingHost }: SourceRoutesDep
       const page = readPositive(url, "page", 1);
       const perPage = readPositive(url, "per_page", PER_PAGE_DEFAULT, PER_PAGE_MAX);
       const name = url.searchParams.get("name")?.trim() || undefined;
+      // PostgreSQL refuses a NUL in text, and no name holds one (bodies are refused with it: http/body.ts).
+      if (name?.includes("\u0000")) throw new AppError("bad_request", "name must not contain a NUL character (\\u0000)");
       const only = access.scope === "read" && access.sourceIds !== undefined ? [...access.sourceIds] : undefined;
       const { rows, total } = await service.list({ page, perPage, name, only });
       const last = Math.max(1, Math.ceil(total / perPage));
