@@ -125,12 +125,32 @@ function wordNode(token: Extract<Token, { kind: "word" }>): Node {
       at,
       `'!' before a term is not NOT: write NOT ${text.slice(1) || "term"} or -${text.slice(1) || "term"} (quote it to search for the '!')`,
     );
+  if (text.startsWith("|")) {
+    throw new QueryError(
+      at,
+      "pipes ('|') are not taken: a query only filters events; for counts by a field use /api/v2/query/aggregate (quote '|' to search for it)",
+    );
+  }
+  if (/^\+[A-Za-z_@$]/.test(text) || text === "+") {
+    throw new QueryError(
+      at,
+      `'+' is not an operator: every term is required already (write ${text.slice(1) || "the term"}); quote a word that starts with '+' ("${text}")`,
+    );
+  }
+  if (/^[~^]/.test(text)) throw new QueryError(at, UNTAKEN_SUFFIX(text));
+  const suffix = LUCENE_SUFFIX.exec(text);
+  if (suffix) throw new QueryError(at + suffix.index + 1, UNTAKEN_SUFFIX(suffix[0].slice(1)));
   const star = text.indexOf("*");
   if (star < 0) return { kind: "text", text };
   if (text === "*") throw new QueryError(at, "a lone '*': leave the query empty to match every event, or write field:* for events that have a field");
   if (star < text.length - 1) throw new QueryError(at + star, `only a trailing '*' is a wildcard (err*); quote the word to search for a '*' ("${text}")`);
   return { kind: "text", text: text.slice(0, -1) };
 }
+
+/** Lucene's fuzzy `~`, `~2` and boost `^2` after a term's letters or digits (`timeout~2`, `error^2`). */
+const LUCENE_SUFFIX = /[A-Za-z0-9][~^][0-9.]*$/;
+const UNTAKEN_SUFFIX = (suffix: string) =>
+  `'${suffix}': fuzzy searches (~), proximity ("a b"~3) and boosts (^2) are not taken; quote the term to search for the characters`;
 
 const STAR_IN_EQUAL = (op: string) =>
   `'${op}' compares whole values: quote a value with a '*' (x${op}"a*"), or write x:a* for a prefix and x:* for a field that exists`;
@@ -167,6 +187,15 @@ function fieldNode(token: Extract<Token, { kind: "field" }>): Node {
     return op === ":" ? node : { kind: "not", node };
   }
   const negate = (node: Node): Node => (op === "!:" || op === "!=" ? { kind: "not", node } : node);
+  if (!quoted && (op === ":" || op === "!:" || op === "=" || op === "!=")) {
+    const suffix = LUCENE_SUFFIX.exec(value);
+    if (suffix) throw new QueryError(valueAt + suffix.index + 1, UNTAKEN_SUFFIX(suffix[0].slice(1)));
+    // `level:error,warn` once searched for that very text; a list of level names means either.
+    const names = value.split(/[,|]/);
+    if (name === "level" && names.length > 1 && names.every((part) => levelOf(part) !== undefined)) {
+      throw new QueryError(valueAt, `one value per term: write (${names.map((part) => `${name}${op}${part}`).join(" OR ")})`);
+    }
+  }
   if ((op === ":" || op === "!:" || op === "=" || op === "!=") && name === "level") {
     const level = levelOf(value);
     if (level !== undefined) return negate({ kind: "level", level });

@@ -71,6 +71,14 @@ export function tokenize(input: string): Token[] {
       let op = i > start ? OPS.find((candidate) => input.startsWith(candidate, opAt)) : undefined;
       if (op !== undefined) i = opAt;
       if (op === undefined) {
+        // A LogQL stream selector once became words searched for as text.
+        const selector = input[start] === "{" ? /^\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"([^"]*)"/.exec(input.slice(start)) : null;
+        if (selector) {
+          throw new QueryError(
+            start + 1,
+            `a LogQL stream selector is not taken: write its labels as fields (labels.${selector[1]}${selector[2]}"${selector[3]}")`,
+          );
+        }
         while (i < input.length && !WORD_END.test(input[i]!)) i++;
         if (i === start) throw new QueryError(start + 1, `unexpected '${input[start]}'`);
         tokens.push({ kind: "word", text: input.slice(start, i), at: start + 1 });

@@ -75,12 +75,14 @@ export function topFields(rows, maxFields = 6, maxValues = 5) {
 
 /**
  * `path=value` (or `path!=value`), the value quoted when the query language needs it to be: a `*`,
- * or a first character that would read as part of an operator or as a quote (`~ = : ! < > ' \``).
+ * a first character that would read as part of an operator or as a quote (`~ = : ! < > ' \``), an
+ * ending that reads as Lucene's fuzzy or boost (`a~2`, `a^2`), or a list (`error,warn`).
  */
 export function filterTerm(path, value, exclude = false) {
   const op = exclude ? "!=" : "=";
   if (typeof value !== "string") return `${path}${op}${value}`;
-  return `${path}${op}${/^[^\s()"\\*~=:!<>'`][^\s()"\\*]*$/.test(value) ? value : `"${value.replace(/["\\]/g, "\\$&")}"`}`;
+  const bare = /^[^\s()"\\*~=:!<>'`][^\s()"\\*,|]*$/.test(value) && !/[~^][0-9.]*$/.test(value);
+  return `${path}${op}${bare ? value : `"${value.replace(/["\\]/g, "\\$&")}"`}`;
 }
 
 /** The query with one more term ANDed on; a query with OR is parenthesised first (OR binds last). */

@@ -149,6 +149,19 @@ describe("refusals: what was not understood, and what to write", () => {
     ["x==", 3, "'==' is not an operator: write x=…"],
     ["x==5", 3, 'quote the value to search for its characters (x="=5")'],
     ["msg:a\u0000", 6, "a NUL character cannot be matched"],
+    // Lucene's required '+', fuzzy '~', proximity '"…"~n' and boost '^n'; LogQL's selector and
+    // pipes; a list of level names: each once a search for its own characters.
+    ["+level:error", 1, "'+' is not an operator: every term is required already (write level:error)"],
+    ["a +timeout", 3, "every term is required already (write timeout)"],
+    ["timeout~2", 8, 'fuzzy searches (~), proximity ("a b"~3) and boosts (^2) are not taken'],
+    ["level:error~", 12, "fuzzy searches (~)"],
+    ["msg:disk^2", 9, "boosts (^2)"],
+    ['"disk full"~3', 12, "proximity"],
+    ['{app="api"} |= "timeout"', 1, 'a LogQL stream selector is not taken: write its labels as fields (labels.app="api")'],
+    ['|= "timeout"', 1, "pipes ('|') are not taken: a query only filters events"],
+    ["level=error | stats count", 13, "/api/v2/query/aggregate"],
+    ["level:error,warn", 7, "one value per term: write (level:error OR level:warn)"],
+    ["level=ERROR|WARN", 7, "write (level=ERROR OR level=WARN)"],
     // Single quotes and backquotes (SQL, SigNoz, LogQL) once became part of the value.
     ["level='error'", 7, 'write level="error"'],
     ["service = 'api'", 11, "single quotes and backquotes do not quote a value here"],
@@ -177,6 +190,14 @@ describe("values that look like operators or quotes, taken as written", () => {
     [`msg:"'a'"`, { kind: "field", path: ["msg"], op: ":", value: "'a'", number: undefined }],
     ["x:/=a/", { kind: "regex", path: ["x"], pattern: "=a" }],
     ["'quoted'", { kind: "text", text: "'quoted'" }],
+    ["+33", { kind: "text", text: "+33" }],
+    ['"+level"', { kind: "text", text: "+level" }],
+    ['msg:"a~2"', { kind: "field", path: ["msg"], op: ":", value: "a~2", number: undefined }],
+    ["path:/home/~", { kind: "field", path: ["path"], op: ":", value: "/home/~", number: undefined }],
+    ["msg=~ab~", { kind: "regex", path: ["msg"], pattern: "ab~" }],
+    ["tags:a,b", { kind: "field", path: ["tags"], op: ":", value: "a,b", number: undefined }],
+    ["level:audit,debug", { kind: "field", path: ["level"], op: ":", value: "audit,debug", number: undefined }],
+    ["{json}", { kind: "text", text: "{json}" }],
   ])("%p", (query, tree) => {
     expect(shape(query)).toEqual(tree);
   });

@@ -74,6 +74,12 @@ test.each([
   ["bang", "!x"],
   ["single", "'a'"],
   ["backquote", "`a`"],
+  ["fuzzy", "a~2"],
+  ["boost", "x^2"],
+  ["plus", "+x"],
+  ["pipe", "|x"],
+  ["level", "error,warn"],
+  ["selector", '{app="x"}'],
 ])("a click on %s = %p adds a term that parses back to it", (path, value) => {
   for (const exclude of [false, true]) {
     const node = parseQuery(filterTerm(path, value, exclude));
