@@ -1,12 +1,14 @@
 // Micro-benchmarks of the hot path's pure hops, per format and corpus: decode (bytes → values) and
-// encode (validate + normalise + render COPY text, one pass in src/codec/encode.ts). No HTTP, no I/O.
+// encode (validate + normalise + render COPY text, one pass in src/codec/encode.ts), and the sent
+// key order the flush thread reads from the tuples (src/store/key-orders.ts). No HTTP, no I/O.
 // "JSON.parse with the exact-number reviver" is what every realistic JSON body would cost
 // if a whole-text check sent them all there; "decode" is what it costs now.
 //   bun bench/micro.ts            prints a table; imported by bench/run.ts for RESULTS.md
 import { gunzipSync } from "node:zlib";
 import { decodeBody, keepExactNumbers } from "../src/codec/decode";
 import type { Format } from "../src/codec/format";
-import { encodeEvents } from "../src/codec/encode";
+import { encodeEvents, type Encoded } from "../src/codec/encode";
+import { keyOrdersOf } from "../src/store/key-orders";
 import { receptionOf, retentionGraceMs } from "../src/codec/reception";
 import { DEFAULTS } from "../src/config";
 import { AppError } from "../src/errors";
@@ -83,6 +85,13 @@ export function runMicro(corpora: readonly Corpus[] = CORPORA, rounds = 3): Micr
         return encoded.count;
       });
       push(`encode ${label}`, eventsPerBody, e.perSecond);
+      // What the flush thread adds per write: each event's sent key order (store/key-orders.ts).
+      const tuples = decoded.map((events) => Buffer.from((encodeEvents(events, format, 1, now, LIMITS) as Encoded).rows));
+      const k = time(rounds, () => {
+        keyOrdersOf([tuples[i++ % tuples.length]!]);
+        return eventsPerBody;
+      });
+      push(`key orders ${label}`, eventsPerBody, k.perSecond);
     }
   }
   return out;

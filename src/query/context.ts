@@ -15,6 +15,7 @@
 import { eventTime } from "../codec/time";
 import { AppError } from "../errors";
 import type { Sql } from "../store/db";
+import { showInSentOrder } from "../store/key-orders";
 import { DT_TEXT, meets, queryTimeout, timed } from "./read";
 import { micros, refuseUnknown, single } from "./request";
 
@@ -228,6 +229,13 @@ export async function readContext(sql: Sql, request: ContextRequest, timeoutMs: 
     const moreAfter = newer.length > request.after + 1;
     const rows = [...older.slice(0, request.before).reverse(), ...newer.slice(0, request.after + 1)];
     const anchorIndex = Math.min(older.length, request.before);
+    // The rows' text is jsonb's; each event's keys go back into the order they were sent (while
+    // the budget lasts: past it they keep jsonb's order).
+    const left = Math.floor(deadline - performance.now());
+    if (left >= 1) {
+      await tx`select set_config('statement_timeout', ${String(left)}, true)`;
+      await showInSentOrder(tx, rows, "row");
+    }
     return {
       rows: rows.map((r) => r.row),
       anchorIndex,

@@ -4,6 +4,7 @@
 // runs under its own statement_timeout; only the management pool is used, never a flush connection.
 import { AppError } from "../errors";
 import type { Sql } from "../store/db";
+import { showInSentOrder } from "../store/key-orders";
 import { micros, type Position, type ReadRequest } from "./request";
 import type { Node } from "./parse";
 import { prefilter } from "./prefilter";
@@ -172,6 +173,11 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   const more = rows.length > request.batch;
   const kept = more ? rows.slice(0, request.batch) : rows;
   const last = kept[kept.length - 1];
+  // The rows' text is jsonb's; each event's keys go back into the order they were sent. A page
+  // whose read used up QUERY_TIMEOUT_MS keeps jsonb's order rather than fail.
+  await within((tx) => showInSentOrder(tx, kept, "row")).catch((error: unknown) => {
+    if (!(error instanceof AppError && error.reason === "query_timeout")) throw error;
+  });
   return { rows: kept.map((r) => r.row), next: more && last ? { dt: last.dt, id: last.id } : undefined };
 }
 

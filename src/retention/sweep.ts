@@ -1,7 +1,8 @@
 // One retention sweep (docs/storage.md) over the sealed tier: block partitions ahead are created;
 // daily block partitions every source has outlived are detached and dropped; the blocks of
 // shorter-lived sources and of deleted sources are deleted through log_blocks' (source_id, max_dt)
-// index; the search filters (log_filters) none of whose blocks is left; dead letters too; a deleted
+// index; the search filters (log_filters) none of whose blocks is left; dead letters and key orders
+// (store/key-orders.ts) too; a deleted
 // source's rows still in the hot tier. Expired hot rows need
 // no sweep: the sealer does not seal rows that are expired or of deleted sources (store/sealer.ts).
 // A block goes when its newest event has expired, so an event may outlive its retention by the
@@ -11,6 +12,7 @@
 // Deletes never touch a source_id that is neither a source nor a tombstone (a dropped day takes
 // everything in it).
 import type { Sql } from "../store/db";
+import { forgetKeyOrders } from "../store/key-orders";
 import { DAY_MS, DDL_LOCK_TIMEOUT, ensurePartitions, listPartitions, PARTITION_LOCK, type Partition } from "../store/partitions";
 
 /** Daily partitions prepared beyond today, so a day never starts in the default partition. */
@@ -27,6 +29,8 @@ const DEAD_LETTERS_PER_STATEMENT = 5_000;
  */
 const DUTY = 0.1;
 const DETACH_TRIES = 20;
+/** Key orders are kept this many days past the longest retention (store/key-orders.ts). */
+const KEY_ORDER_MARGIN_DAYS = 7;
 const UNDEFINED_TABLE = "42P01";
 
 export interface SweepResult {
@@ -84,6 +88,10 @@ export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) =
   await deleteFilters(sql, cutoffs, deleted, result, signal);
   await deleteHotRows(sql, deleted, result, signal);
   await deleteDeadLetters(sql, deleted, result, signal, now);
+  // The key orders of events every source's retention has passed (by commit time: an event's dt is
+  // within INGEST_MAX_FUTURE_MS of its reception, a day by default; the margin covers a week).
+  const longest = Math.max(0, ...sources.map((s) => s.days));
+  if (sources.length > 0) await forgetKeyOrders(sql, new Date(now.getTime() - (longest + KEY_ORDER_MARGIN_DAYS) * DAY_MS), signal);
 
   // Every block of the deleted sources is gone: those past their grace period are done.
   const cleared = await sql`

@@ -1,6 +1,7 @@
 // One flush stream's connection to PostgreSQL, and the only code that writes log events.
 // A batch is one transaction: BEGIN; its id into flush_batches; COPY log_hot FROM STDIN (binary
-// format: codec/tuples.ts, ids already set); one statement that takes the next commit
+// format: codec/tuples.ts, ids already set); the order its events' keys were sent in, when any is
+// not jsonb's (store/key-orders.ts); one statement that takes the next commit
 // seq (the counter row's lock is held until COMMIT, so seq follows commit order across streams
 // and processes), records seq and the id range in flush_batches and NOTIFYs logpond_batches; COMMIT. Every operation has a deadline; past it the connection is destroyed (never
 // reused, so no session is left "idle in transaction") and a new one is opened for the next try.
@@ -19,6 +20,7 @@ import postgres from "postgres";
 import { COPY_HEADER, COPY_TRAILER, fieldsOf, fromText, setIds, tupleCount } from "../codec/tuples";
 import { microsText } from "../codec/time";
 import { deadline, reconnectSeconds } from "../timers";
+import { insertKeyOrders, keyOrdersOf } from "./key-orders";
 
 export type WriteFailure = "data" | "failed" | "unknown";
 
@@ -175,7 +177,15 @@ export function openFlushConnection(url: string, deadlineMs: number): FlushConne
         tuples.forEach((part, i) => setIds(part, counts[i]!, (next += counts[i]!) - counts[i]!));
         ids = { firstId, lastId: Math.max(firstId, next - 1) };
       }
-      return transaction(batchId, (current) => copy(current, tuples), ids);
+      const orders = keyOrdersOf(tuples);
+      return transaction(
+        batchId,
+        async (current) => {
+          await copy(current, tuples);
+          if (orders) await insertKeyOrders(current, orders);
+        },
+        ids,
+      );
     },
 
     async committed(batchId) {

@@ -197,6 +197,20 @@ export const flushBatches = pgTable(
 );
 
 /**
+ * The order each stored event's keys were sent in (store/key-orders.ts, codec/key-order.ts): one row
+ * per committed write of events with any object not in jsonb's order, covering ids first_id..last_id;
+ * `orders` the distinct key orders, `slots` one entry per id (0: none, else 1 + its place in
+ * orders). Read only to show events; every tier keeps jsonb's text (drizzle/0014).
+ */
+export const logKeyOrders = pgTable("log_key_orders", {
+  firstId: bigint("first_id", { mode: "number" }).primaryKey(),
+  lastId: bigint("last_id", { mode: "number" }).notNull(),
+  orders: jsonb("orders").notNull(),
+  slots: bytea("slots").notNull(),
+  committedAt: timestamp("committed_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+});
+
+/**
  * Events PostgreSQL refused for their data (SQLSTATE classes 22, 23, 54), isolated from their
  * batch so the rest was stored. `raw` is the event's JSON text as logpond tried to store it.
  */

@@ -1,10 +1,11 @@
 // Reads live-tail rows back from PostgreSQL: one batch by its seq (a batch another instance wrote)
 // and a client's catch-up after a resume point, both through flush_batches' id range of each
-// batch, from either tier (log_events_by_id). Read-only; the management pool only. The query's condition is the compiled SQL one.
+// batch, from either tier (log_events_by_id), their keys in the order sent (store/key-orders.ts). Read-only; the management pool only. The query's condition is the compiled SQL one.
 import type { Node } from "../query/parse";
 import { DT_TEXT } from "../query/read";
 import { compileQuery } from "../query/sql";
 import type { Sql } from "../store/db";
+import { showInSentOrder } from "../store/key-orders";
 import type { TailRow } from "./rows";
 
 interface StoredRow {
@@ -26,7 +27,7 @@ export async function readBatchRows(sql: Sql, seq: number, sourceIds: number[]):
     seq,
     sourceIds,
   ] as never[]);
-  return rows.map(toRow);
+  return (await showInSentOrder(sql, rows, "raw")).map(toRow);
 }
 
 /** Up to `limit` rows after (seq, id), of batches up to `upTo`, in (seq, id) order. */
@@ -39,7 +40,7 @@ export async function readCatchUp(
   limit: number,
 ): Promise<TailRow[]> {
   const { text, params } = catchUpStatement(from, upTo, sourceIds, query, limit);
-  return (await sql.unsafe<StoredRow[]>(text, params as never[])).map(toRow);
+  return (await showInSentOrder(sql, await sql.unsafe<StoredRow[]>(text, params as never[]), "raw")).map(toRow);
 }
 
 /** readCatchUp's statement and parameters (tests read its plan). */
