@@ -46,7 +46,8 @@ describe("a NUL in a body's text: 422 naming the attribute", () => {
     const views = ((await (await lp.api("GET", "/api/v2/views")).json()) as any).data;
     const sources = ((await (await lp.api("GET", "/api/v1/sources")).json()) as any).data;
     expect([...views, ...sources].filter((row: any) => row.attributes.name.includes("\u0000"))).toEqual([]);
-    expect(sources.map((row: any) => row.attributes.name)).toEqual(["nul text"]);
+    // The database is shared with the suite's other files (run one at a time): no source came after ours.
+    expect(await lp.sql`select name from sources where id > ${Number(source.id)}`).toEqual([]);
   });
 });
 
