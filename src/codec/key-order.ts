@@ -6,7 +6,8 @@
 //
 // A key order is JSON text. An object's is an array of its keys as sent, first occurrence of each:
 // a key alone, or [key, child] when its value needs an order too, child being an object's key order
-// (an array) or an array's ({"<index>": child} for the elements that need one). An event whose
+// (an array) or an array's ({"<index>": child} for the elements that need one, {"*": child} when
+// every element needs that same one). An event whose
 // every object already lists its keys in jsonb's order needs none (null).
 
 /** A parsed key order: an object's (array) or an array's (index → order). */
@@ -229,15 +230,21 @@ function arrayOrder(): KeyOrder | undefined {
     return undefined;
   }
   let order: { [index: string]: KeyOrder } | undefined;
+  let length = 0;
   for (let i = 0; ; i++) {
     const child = valueOrder();
     if (child !== undefined) (order ??= {})[i] = child;
+    length++;
     skipBlank();
     const c = b[p++];
     if (c === CLOSE_ARRAY) break;
     if (c !== COMMA) throw new Error("not a JSON array");
   }
-  return order;
+  if (order === undefined) return undefined;
+  // Every element with one same order (a list of records, as sent by one logger): written once.
+  const first = JSON.stringify(order[0]);
+  for (let i = 0; i < length; i++) if (order[i] === undefined || JSON.stringify(order[i]) !== first) return order;
+  return { "*": order[0]! };
 }
 
 function keyName(keys: number[], k: number): string {
@@ -396,8 +403,9 @@ function reorderedArray(order: { [index: string]: KeyOrder }): string {
   }
   const out: string[] = [];
   let separator: string | undefined;
+  const every = order["*"];
   for (let i = 0; ; i++) {
-    out.push(valueText(order[i]));
+    out.push(valueText(every ?? order[i]));
     const end = q;
     skipBlankText();
     const c = t.charCodeAt(q++);
