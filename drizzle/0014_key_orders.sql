@@ -10,3 +10,7 @@ CREATE TABLE "log_key_orders" (
 	"slots" "bytea" NOT NULL,
 	"committed_at" timestamp (3) with time zone DEFAULT now() NOT NULL
 );
+--> statement-breakpoint
+-- A reader takes one event's slot as a slice: uncompressed, a slice reads one TOAST chunk (pglz would
+-- make it decompress the write's whole array).
+ALTER TABLE "log_key_orders" ALTER COLUMN "slots" SET STORAGE EXTERNAL;

@@ -77,60 +77,40 @@ export async function insertKeyOrders(sql: Sql, orders: KeyOrders): Promise<void
     on conflict (first_id) do nothing`;
 }
 
-interface OrderRow {
-  first_id: string;
-  last_id: string;
-  orders: string;
-  slots: Uint8Array;
-}
+/**
+ * Per id: the row covering it (the last starting at or before it, by primary key), its slot read as
+ * a slice (`slots` is stored uncompressed, drizzle/0014, so a slice reads one TOAST chunk rather than
+ * the write's whole array), and the order that slot names.
+ */
+const ORDERS_OF_IDS = `select i::text as id, (k.orders -> (s.slot - 1))::text as ord
+  from unnest($1::bigint[]) i
+  cross join lateral (select first_id, last_id, slots, orders, octet_length(slots) > last_id - first_id + 1 as wide
+    from log_key_orders where first_id <= i order by first_id desc limit 1) k
+  cross join lateral (select substring(k.slots from (case when k.wide then 2 * (i - k.first_id) else i - k.first_id end + 1)::int
+    for case when k.wide then 2 else 1 end) as bytes) c
+  cross join lateral (select case when i > k.last_id then 0 when k.wide then get_byte(c.bytes, 0) * 256 + get_byte(c.bytes, 1)
+    else get_byte(c.bytes, 0) end as slot) s
+  where s.slot > 0`;
 
 /**
  * Rows (`id` and the event's JSON text in `field`) with their keys put back in the order sent,
- * in place; rows with no order keep their text. One statement: the row covering each id.
+ * in place; rows with no order keep their text. One statement for the page.
  */
 export async function showInSentOrder<Row extends { id: string }>(sql: Sql, rows: Row[], field: keyof Row & string): Promise<Row[]> {
   if (rows.length === 0) return rows;
-  const found = await sql.unsafe<OrderRow[]>(
-    `select k.first_id::text as first_id, k.last_id::text as last_id, k.orders::text as orders, k.slots from log_key_orders k
-     where k.first_id = any(array(select (select first_id from log_key_orders where first_id <= i order by first_id desc limit 1) from unnest($1::bigint[]) i))`,
-    [rows.map((row) => row.id)] as never[],
-  );
+  const found = await sql.unsafe<{ id: string; ord: string | null }[]>(ORDERS_OF_IDS, [rows.map((row) => row.id)] as never[]);
   if (found.length === 0) return rows;
-  const covering = found.map((row) => ({
-    firstId: Number(row.first_id),
-    lastId: Number(row.last_id),
-    orders: row.orders,
-    slots: row.slots,
-    parsed: undefined as KeyOrder[] | undefined,
-  }));
-  covering.sort((a, b) => a.firstId - b.firstId);
+  const orderOf = new Map<string, string>();
+  for (const { id, ord } of found) if (ord !== null) orderOf.set(id, ord);
+  const parsed = new Map<string, KeyOrder>();
   for (const row of rows) {
-    const id = Number(row.id);
-    const cover = coveringOf(covering, id);
-    if (!cover || id > cover.lastId) continue;
-    const slot = id - cover.firstId;
-    const wide = cover.slots.length > cover.lastId - cover.firstId + 1;
-    const k = wide ? (cover.slots[2 * slot]! << 8) | cover.slots[2 * slot + 1]! : cover.slots[slot]!;
-    if (k === 0) continue;
-    cover.parsed ??= JSON.parse(cover.orders) as KeyOrder[];
-    const order = cover.parsed[k - 1];
-    if (order !== undefined) (row as Record<string, unknown>)[field] = inKeyOrder(row[field] as string, order);
+    const text = orderOf.get(row.id);
+    if (text === undefined) continue;
+    let order = parsed.get(text);
+    if (order === undefined) parsed.set(text, (order = JSON.parse(text) as KeyOrder));
+    (row as Record<string, unknown>)[field] = inKeyOrder(row[field] as string, order);
   }
   return rows;
-}
-
-function coveringOf<T extends { firstId: number }>(sorted: T[], id: number): T | undefined {
-  let low = 0;
-  let high = sorted.length - 1;
-  let best: T | undefined;
-  while (low <= high) {
-    const mid = (low + high) >> 1;
-    if (sorted[mid]!.firstId <= id) {
-      best = sorted[mid];
-      low = mid + 1;
-    } else high = mid - 1;
-  }
-  return best;
 }
 
 /** Rows examined by one DELETE, at most. */

@@ -4,6 +4,7 @@
 // past every source's retention.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { sweep } from "../../src/retention/sweep";
+import { showInSentOrder } from "../../src/store/key-orders";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 import { tiers } from "../helpers/sealing";
 import { SseReader } from "../helpers/sse";
@@ -106,4 +107,22 @@ test("a sweep forgets the orders committed before every source's retention (and 
   expect(left.map((row) => row.first_id)).toEqual(["-10"]);
   await lp.sql`delete from log_key_orders where first_id < 0`;
   expect(await lp.sql`select 1 from log_key_orders where first_id = ${first}`).toHaveLength(1);
+});
+
+test("a write with more than 255 orders takes two bytes a slot; an id past a row's last is left as stored", async () => {
+  const orders = Array.from({ length: 257 }, (_, k) => (k === 0 ? ["b", "a"] : k === 255 ? ["c", "b", "a"] : [`k${k}`]));
+  const slots = Buffer.from([0, 1, 1, 0, 0, 0]); // -1000: order 1, -999: order 256, -998: none
+  await lp.sql`insert into log_key_orders (first_id, last_id, orders, slots) values (-1000, -998, ${JSON.stringify(orders)}::text::jsonb, ${slots})`;
+  try {
+    const rows = [
+      { id: "-1000", raw: '{"a": 1, "b": 2}' },
+      { id: "-999", raw: '{"a": 1, "b": 2, "c": 3}' },
+      { id: "-998", raw: '{"a": 1, "b": 2}' },
+      { id: "-997", raw: '{"a": 1, "b": 2}' },
+    ];
+    await showInSentOrder(lp.sql, rows, "raw");
+    expect(rows.map((row) => row.raw)).toEqual(['{"b": 2, "a": 1}', '{"c": 3, "b": 2, "a": 1}', '{"a": 1, "b": 2}', '{"a": 1, "b": 2}']);
+  } finally {
+    await lp.sql`delete from log_key_orders where first_id = -1000`;
+  }
 });
