@@ -344,16 +344,23 @@ function valueText(order: KeyOrder | undefined): string {
   return t.slice(start, q);
 }
 
+/** An object's order as a map from key to its value's order, made once per order (a list of records shares one). */
+const wanted = new WeakMap<KeyOrder, Map<string, KeyOrder | undefined>>();
+
 function reordered(order: KeyOrder): string {
   if (!Array.isArray(order)) {
     const start = q;
     skipValueText();
     return t.slice(start, q);
   }
-  const want = new Map<string, KeyOrder | undefined>();
-  for (const entry of order) {
-    if (typeof entry === "string") want.set(entry, undefined);
-    else want.set(entry[0], entry[1]);
+  let want = wanted.get(order);
+  if (want === undefined) {
+    want = new Map();
+    for (const entry of order) {
+      if (typeof entry === "string") want.set(entry, undefined);
+      else want.set(entry[0], entry[1]);
+    }
+    wanted.set(order, want);
   }
   q++;
   skipBlankText();

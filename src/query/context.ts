@@ -232,10 +232,7 @@ export async function readContext(sql: Sql, request: ContextRequest, timeoutMs: 
     // The rows' text is jsonb's; each event's keys go back into the order they were sent (while
     // the budget lasts: past it they keep jsonb's order).
     const left = Math.floor(deadline - performance.now());
-    if (left >= 1) {
-      await tx`select set_config('statement_timeout', ${String(left)}, true)`;
-      await showInSentOrder(tx, rows, "row");
-    }
+    if (left >= 1) await Promise.all([tx`select set_config('statement_timeout', ${String(left)}, true)`, showInSentOrder(tx, rows, "row")]);
     return {
       rows: rows.map((r) => r.row),
       anchorIndex,

@@ -98,7 +98,8 @@ const ORDERS_OF_IDS = `select i::text as id, (k.orders -> (s.slot - 1))::text as
  */
 export async function showInSentOrder<Row extends { id: string }>(sql: Sql, rows: Row[], field: keyof Row & string): Promise<Row[]> {
   if (rows.length === 0) return rows;
-  const found = await sql.unsafe<{ id: string; ord: string | null }[]>(ORDERS_OF_IDS, [rows.map((row) => row.id)] as never[]);
+  // Prepared: one text for every page, planned once per connection (planning was as long as running it).
+  const found = await sql.unsafe<{ id: string; ord: string | null }[]>(ORDERS_OF_IDS, [rows.map((row) => row.id)] as never[], { prepare: true });
   if (found.length === 0) return rows;
   const orderOf = new Map<string, string>();
   for (const { id, ord } of found) if (ord !== null) orderOf.set(id, ord);
