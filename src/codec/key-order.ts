@@ -1,26 +1,20 @@
 // An event's keys in the order they were sent. Every tier stores an event as jsonb text, whose
 // objects list their keys shortest first, then bytewise (codec/jsonb-text.ts): that is the text
 // every filter, the SQL view and the live matcher read, so it stays as it is. The sent order is
-// kept beside it as a "key order" (store/key-orders.ts writes one per batch, by event id) and put
-// back only where an event is shown (query/shown.ts). Pure: no I/O.
+// kept beside it as a "key order" (store/key-orders.ts stores them per committed write, by event
+// id, and puts them back where an event is shown). Pure: no I/O.
 //
 // A key order is JSON text. An object's is an array of its keys as sent, first occurrence of each:
 // a key alone, or [key, child] when its value needs an order too, child being an object's key order
 // (an array) or an array's ({"<index>": child} for the elements that need one, {"*": child} when
-// every element needs that same one). An event whose
-// every object already lists its keys in jsonb's order needs none (null).
+// every element needs that same one). An event whose every object already lists its keys in
+// jsonb's order needs none (null).
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COMMA, endOfString, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from "./jsonbytes";
 
 /** A parsed key order: an object's (array) or an array's (index → order). */
 export type KeyOrder = (string | [string, KeyOrder])[] | { [index: string]: KeyOrder };
 
-const QUOTE = 0x22,
-  BACKSLASH = 0x5c,
-  COMMA = 0x2c,
-  COLON = 0x3a,
-  OPEN_OBJECT = 0x7b,
-  CLOSE_OBJECT = 0x7d,
-  OPEN_ARRAY = 0x5b,
-  CLOSE_ARRAY = 0x5d;
+const COLON = 0x3a;
 
 const decoder = new TextDecoder();
 
@@ -135,7 +129,7 @@ const SHORT_STRING = 24;
 /** Past the string at p (its opening quote). */
 function skipString(): void {
   // Short strings (most keys and values) byte by byte; past SHORT_STRING bytes, the next quote
-  // that no backslash escapes is found by the engine's own search.
+  // that no backslash escapes is found by the engine's own search (jsonbytes.ts).
   for (let i = p + 1, stop = Math.min(p + 1 + SHORT_STRING, b.length); i < stop; i++) {
     const c = b[i];
     if (c === QUOTE) {
@@ -144,17 +138,9 @@ function skipString(): void {
     }
     if (c === BACKSLASH) break;
   }
-  for (let from = p + 1; ; ) {
-    const quote = b.indexOf(QUOTE, from);
-    if (quote < 0) throw new Error("the JSON text ends inside a string");
-    let backslashes = 0;
-    while (b[quote - 1 - backslashes] === BACKSLASH) backslashes++;
-    if (backslashes % 2 === 0) {
-      p = quote + 1;
-      return;
-    }
-    from = quote + 1;
-  }
+  const quote = endOfString(b, p + 1);
+  if (quote >= b.length) throw new Error("the JSON text ends inside a string");
+  p = quote + 1;
 }
 
 /** The order the value at p needs (p moves past it), undefined when none. */
