@@ -47,8 +47,17 @@ export function sentKeyOrder(bytes: Uint8Array, start: number, end: number): str
       skipBlank();
       const found = objectOrder();
       order = found === undefined ? null : JSON.stringify(found);
-      if (known.size >= KNOWN_MAX) known.clear();
-      known.set(key, order);
+      // Bounded by entries and by characters: a client sending new keys with every event makes
+      // every event a miss, and an order can be as long as its event.
+      const chars = order === null ? 0 : order.length;
+      if (chars <= KNOWN_ORDER_MAX_CHARS) {
+        if (known.size >= KNOWN_MAX || knownChars + chars > KNOWN_MAX_CHARS) {
+          known.clear();
+          knownChars = 0;
+        }
+        known.set(key, order);
+        knownChars += chars;
+      }
     }
     return order;
   } finally {
@@ -59,6 +68,10 @@ export function sentKeyOrder(bytes: Uint8Array, start: number, end: number): str
 /** Orders by structure hash (52 bits: two independent 32-bit hashes, one cut to 20). */
 const known = new Map<number, string | null>();
 const KNOWN_MAX = 20_000;
+const KNOWN_MAX_CHARS = 4 << 20;
+/** A longer order (an event with thousands of keys) is worked out again each time rather than kept. */
+const KNOWN_ORDER_MAX_CHARS = 16 << 10;
+let knownChars = 0;
 let h1 = 0;
 let h2 = 0;
 
@@ -80,7 +93,9 @@ function hashValue(): void {
     else
       for (;;) {
         skipBlank();
-        // The key's bytes as they are written (escapes too).
+        // The key's bytes as they are written (escapes too), then its length as a value no byte
+        // has: a key's bytes cannot pass for the structure around them.
+        const keyStart = p;
         for (p++; ; p++) {
           const k = b[p];
           if (k === QUOTE) break;
@@ -88,8 +103,8 @@ function hashValue(): void {
           else if (k === undefined) throw new Error("the JSON text ends inside a string");
           mix(b[p]!);
         }
+        mix(0x100 + p - keyStart);
         p++;
-        mix(COLON);
         skipBlank();
         p++; // the colon
         hashValue();

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { cpus, loadavg, tmpdir } from "node:os";
 import * as path from "node:path";
 import type { Browser, Page } from "puppeteer-core";
-import { launchBrowser } from "../helpers/browser";
+import { openPage } from "../helpers/browser";
 import { API_TOKEN, startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 
 declare const document: any;
@@ -34,9 +34,7 @@ let source: TestSource;
 beforeAll(async () => {
   lp = await startTestLogpond();
   source = await lp.createSource({ name: "firehose", live_tail_pattern: "{level} {message}" });
-  browser = await launchBrowser();
-  page = await browser.newPage();
-  await page.setViewport({ width: 1280, height: 720 });
+  ({ browser, page } = await openPage());
   // Installed before the page's own scripts: every long task from the first one on.
   await page.evaluateOnNewDocument(() => {
     const tasks: { start: number; duration: number }[] = [];

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { Browser, Page } from "puppeteer-core";
-import { launchBrowser } from "../helpers/browser";
+import { openPage } from "../helpers/browser";
 import { API_TOKEN, startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 import { createReadToken } from "../helpers/tokens";
 
@@ -31,9 +31,7 @@ beforeAll(async () => {
   lp = await startTestLogpond();
   web = await lp.createSource({ name: "web production", live_tail_pattern: "{level} {http.method} {http.path} → {http.status} {message}" });
   worker = await lp.createSource({ name: "billing worker", live_tail_pattern: "{level} [{job}] {message}" });
-  browser = await launchBrowser();
-  page = await browser.newPage();
-  await page.setViewport({ width: 1280, height: 720 });
+  ({ browser, page } = await openPage());
 });
 
 afterAll(async () => {

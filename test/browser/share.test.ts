@@ -4,7 +4,7 @@
 // one shown once connected, in a real headless Chromium (helpers/browser.ts).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Browser, Page } from "puppeteer-core";
-import { launchBrowser } from "../helpers/browser";
+import { openPage } from "../helpers/browser";
 import { API_TOKEN, startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 
 declare const document: any;
@@ -32,9 +32,7 @@ beforeAll(async () => {
   expect((await lp.ingest(other.token, JSON.stringify([{ level: "error", message: "elsewhere" }]))).status).toBe(202);
   await lp.flusher.flush();
   // A browser of its own (a profile folder of its own): nothing in its storage.
-  browser = await launchBrowser();
-  page = await browser.newPage();
-  await page.setViewport({ width: 1280, height: 720 });
+  ({ browser, page } = await openPage());
 });
 
 afterAll(async () => {

@@ -5,7 +5,7 @@ import chromium from "@sparticuz/chromium";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import puppeteer, { type Browser } from "puppeteer-core";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
 
 /**
  * @sparticuz/chromium's flags, less the two that would turn off what the tests check (CORS is
@@ -23,4 +23,12 @@ export async function launchBrowser(): Promise<Browser> {
   const browser = await puppeteer.launch({ executablePath, headless: true, args: [...args, `--user-data-dir=${profile}`] });
   browser.once("disconnected", () => rmSync(profile, { recursive: true, force: true }));
   return browser;
+}
+
+/** A fresh browser and one page in it at the suite's desktop size (1280 × 720). */
+export async function openPage(): Promise<{ browser: Browser; page: Page }> {
+  const browser = await launchBrowser();
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 720 });
+  return { browser, page };
 }

@@ -96,3 +96,16 @@ test("the realistic corpus: every event shown as sent", () => {
     expect(keyPaths(shown(sent))).toEqual(keyPaths(sent));
   }
 });
+
+test("a client sending new keys with every event: each order is its own, past the cache's bound", () => {
+  for (let i = 0; i < 30_000; i++) {
+    const sent = `{"zz${i}":1,"a":{"y${i}":1,"x":2}}`;
+    const bytes = Buffer.from(sent);
+    expect(sentKeyOrder(bytes, 0, bytes.length)).toBe(`["zz${i}",["a",["y${i}","x"]]]`);
+  }
+  // A key whose bytes imitate the structure of another event's keys gets its own order.
+  const a = Buffer.from('{"b":{"d":1,"c":2}}');
+  const b = Buffer.from('{"b\\":{\\"d":1,"c":2}');
+  expect(sentKeyOrder(a, 0, a.length)).toBe('[["b",["d","c"]]]');
+  expect(sentKeyOrder(b, 0, b.length)).toBe('["b\\":{\\"d","c"]');
+});
