@@ -100,6 +100,54 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	FROM "log_blocks" b CROSS JOIN LATERAL "logpond_block_events"(b."min_id", b."min_dt", b."ids", b."dts", b."body", b."payload") e
 	WHERE int8range(b."min_id", b."max_id", '[]') && int8range(first_id, last_id, '[]') AND b."generation" IS NULL AND e."id" >= first_id AND e."id" <= last_id
 $$;
+-- The slots of a filter group (a log_filters row, drizzle/0007) whose filters hold every item of
+-- `items`: the items are probed one at a time, each reading only the bytes of `slices` its
+-- position's bits lie in (stored uncompressed out of line: one TOAST chunk), and the probe stops at
+-- the first item no slot still holds. Each absent item passes about half the slots
+-- (codec/grams.ts BITS_PER_ITEM), so a group is mostly ruled out after a few items instead of
+-- reading all of them (up to 16, query/prefilter.ts MAX_GRAMS). The slots still possible are kept
+-- as bigint masks of 48 slots each; an item's 48 bits (and the up to 7 before them in their first
+-- byte) are read as 7 bytes, bit i of byte j being position 8j + i as get_bit counts.
+CREATE OR REPLACE FUNCTION "logpond_filter_slots"(slices bytea, bits integer, blocks integer, items bigint[])
+RETURNS integer[]
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+	windows integer := (blocks + 47) / 48;
+	masks bigint[] := array_fill((1::bigint << 48) - 1, ARRAY[windows]);
+	item bigint;
+	at bigint;
+	piece bytea;
+	size integer;
+	first integer;
+	word bigint;
+	live boolean;
+	w integer;
+	j integer;
+BEGIN
+	masks[windows] := (1::bigint << (blocks - 48 * (windows - 1))) - 1;
+	FOREACH item IN ARRAY coalesce(items, '{}') LOOP
+		at := (item % bits) * blocks;
+		piece := substring(slices FROM (at / 8 + 1)::integer FOR ((at + blocks - 1) / 8 - at / 8 + 1)::integer);
+		size := length(piece);
+		live := false;
+		FOR w IN 1 .. windows LOOP
+			IF masks[w] <> 0 THEN
+				first := (at % 8)::integer + 48 * (w - 1);
+				word := 0;
+				FOR j IN 0 .. least(6, size - 1 - first / 8) LOOP
+					word := word | (get_byte(piece, first / 8 + j)::bigint << (8 * j));
+				END LOOP;
+				masks[w] := masks[w] & (word >> (first % 8));
+				live := live OR masks[w] <> 0;
+			END IF;
+		END LOOP;
+		IF NOT live THEN
+			RETURN '{}';
+		END IF;
+	END LOOP;
+	RETURN ARRAY(SELECT k FROM generate_series(0, blocks - 1) k WHERE (masks[k / 48 + 1] >> (k % 48)) & 1 = 1);
+END
+$$;
 -- logpond_events_between for a query: a sealed block is opened only when its filter holds every
 -- item hash in `grams` (its grams) and `nums` (its numbers; per-block filters sealed before
 -- drizzle/0007 hold grams only) and its text matches every needle pattern; a line is parsed (raw)
@@ -115,21 +163,15 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	WHERE h."source_id" = ANY(source_ids) AND h."dt" >= from_dt AND h."dt" <= to_dt
 	UNION ALL
 	-- Blocks of a filter group. The candidates (group, slot) first, behind OFFSET 0 so they are
-	-- computed once per group (one substring per item) and never per block.
+	-- computed once per group (logpond_filter_slots) and never per block.
 	SELECT e."id", b."source_id", e."dt",
 		CASE WHEN e."line" LIKE ALL (likes) AND e."line" ILIKE ALL (ilikes) THEN e."line"::jsonb END,
 		e."line"
 	FROM (
 		SELECT f."id", k."slot"
 		FROM "log_filters" f
-		CROSS JOIN LATERAL (
-			SELECT array_agg(substring(f."slices" FROM (q."at" / 8 + 1)::int FOR ((q."at" + f."blocks" - 1) / 8 - q."at" / 8 + 1)::int)) AS "bytes",
-				array_agg((q."at" % 8)::int) AS "offs"
-			FROM (SELECT (g % f."bits") * f."blocks" AS "at" FROM unnest(grams || nums) g) q
-		) p
-		CROSS JOIN LATERAL generate_series(0, f."blocks" - 1) k("slot")
+		CROSS JOIN LATERAL unnest("logpond_filter_slots"(f."slices", f."bits", f."blocks", grams || nums)) k("slot")
 		WHERE f."source_id" = ANY(source_ids) AND f."max_dt" >= from_dt AND f."min_dt" <= to_dt
-			AND NOT EXISTS (SELECT 1 FROM unnest(p."bytes", p."offs") x("bytes", "off") WHERE get_bit(x."bytes", x."off" + k."slot") = 0)
 		OFFSET 0
 	) c
 	-- Each candidate's block looked up by (filter_id, filter_slot), in a LATERAL subquery behind

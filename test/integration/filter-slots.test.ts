@@ -1,0 +1,100 @@
+// logpond_filter_slots (src/store/sql/functions.sql): the slots of a filter group whose filters
+// hold every probed item, read item by item with an early stop. Checked against the filters as
+// codec/grams.ts `sliced` lays them out, stored as a search stores them (log_filters.slices,
+// uncompressed out of line), for groups of 1 to 130 blocks — past the 48 slots of one mask, with
+// every bit offset an item's slots can start at — and items present in all, some or none.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { sliced } from "../../src/codec/grams";
+import { runMigrations } from "../../src/store/db";
+import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
+
+let db: ScratchDatabase;
+beforeAll(async () => {
+  db = await createScratchDatabase("filter_slots");
+  await runMigrations(db.url);
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+/** A seeded generator (mulberry32), so a failure repeats. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** What a probe must answer: the slots whose filter has every item's position set. */
+function expected(hashLists: Uint32Array[], bits: number, items: number[]): number[] {
+  return hashLists.flatMap((hashes, slot) => {
+    const positions = new Set(Array.from(hashes, (hash) => hash % bits));
+    return items.every((item) => positions.has(item % bits)) ? [slot] : [];
+  });
+}
+
+test("a group's slots that hold every item, for groups of 1 to 130 blocks", async () => {
+  const next = random(20261128);
+  const cases: { id: number; bits: number; lists: Uint32Array[]; items: number[] }[] = [];
+  for (let id = 1; id <= 160; id++) {
+    const blocks = id <= 130 ? id : 1 + Math.floor(next() * 130);
+    // Sizes that make every bit offset of an item's first byte come up (bits × blocks not a multiple of 8).
+    const bits = 64 + Math.floor(next() * 400);
+    const lists = Array.from({ length: blocks }, () => Uint32Array.from({ length: Math.floor(next() * bits * 0.7) }, () => Math.floor(next() * 2 ** 32)));
+    // Items: some every block holds, some one block holds, some at random (mostly absent somewhere).
+    const items: number[] = [];
+    const shared = Math.floor(next() * 2 ** 32);
+    for (const list of lists) list[0] = shared;
+    const kinds = Math.floor(next() * 4);
+    if (kinds !== 1) items.push(shared);
+    if (kinds !== 2) {
+      const list = lists[Math.floor(next() * blocks)]!;
+      if (list.length > 1) items.push(list[1 + Math.floor(next() * (list.length - 1))]!);
+    }
+    const random = Math.floor(next() * 6);
+    for (let i = 0; i < random; i++) items.push(Math.floor(next() * 2 ** 32));
+    cases.push({ id, bits, lists, items });
+  }
+  for (const c of cases) {
+    const slices = sliced(c.lists, c.bits);
+    await db.sql`insert into log_filters (id, source_id, min_dt, max_dt, blocks, bits, slices)
+      values (${c.id}, 1, now(), now(), ${c.lists.length}, ${c.bits}, ${Buffer.from(slices)})`;
+  }
+  let some = 0;
+  let none = 0;
+  for (const c of cases) {
+    const [row] = await db.sql<{ slots: number[] }[]>`
+      select logpond_filter_slots(slices, bits, blocks, ${c.items}::bigint[]) as slots from log_filters where id = ${c.id}`;
+    const want = expected(c.lists, c.bits, c.items);
+    expect({ id: c.id, slots: row!.slots }).toEqual({ id: c.id, slots: want });
+    if (want.length === 0) none++;
+    else if (want.length < c.lists.length) some++;
+  }
+  // The cases reach each kind of answer: some slots, none, and (no items, or only the shared one) all.
+  expect(some).toBeGreaterThan(20);
+  expect(none).toBeGreaterThan(20);
+});
+
+test("no items: every slot; a group with a TOASTed value is read in slices", async () => {
+  const blocks = 70;
+  const bits = 4096; // 35 KiB: stored out of line
+  const lists = Array.from({ length: blocks }, (_, k) => Uint32Array.of(k * 7919, 123456789));
+  await db.sql`insert into log_filters (id, source_id, min_dt, max_dt, blocks, bits, slices)
+    values (1000, 1, now(), now(), ${blocks}, ${bits}, ${Buffer.from(sliced(lists, bits))})`;
+  const [stored] = await db.sql<{ toasted: boolean }[]>`
+    select pg_column_size(slices) < octet_length(slices) / 2 as toasted from log_filters where id = 1000`;
+  expect(stored!.toasted).toBe(false); // uncompressed (STORAGE EXTERNAL), as drizzle/0007 sets it
+  const probe = async (items: number[]) =>
+    (await db.sql<{ slots: number[] }[]>`select logpond_filter_slots(slices, bits, blocks, ${items}::bigint[]) as slots from log_filters where id = 1000`)[0]!
+      .slots;
+  expect(await probe([])).toEqual(Array.from({ length: blocks }, (_, k) => k));
+  expect(await probe([123456789])).toEqual(Array.from({ length: blocks }, (_, k) => k));
+  expect(await probe([123456789, 69 * 7919])).toEqual([69]);
+  expect(await probe([50 * 7919, 123456789])).toEqual([50]);
+  expect(await probe([50 * 7919, 69 * 7919])).toEqual([]);
+});
