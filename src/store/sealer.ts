@@ -53,9 +53,14 @@ const GARBAGE_PER_TEXT_BYTE = 3;
 export const SEAL_HELD_BYTES = CHUNK_BYTES * (1 + GARBAGE_PER_TEXT_BYTE);
 /**
  * Text a seal carries from one chunk into the next, at most (store/seal-carry.ts): past it, groups
- * are built though the next chunk may still hold older events of theirs.
+ * are built though the next chunk may still hold older events of theirs. The flush streams
+ * (FLUSH_STREAMS, 2) write their batches (FLUSH_MAX_EVENTS, 20,000) into a partition at once, so
+ * its physical order interleaves two batches' stretches of time: while one is read, the rows of
+ * the other wait here. At half a chunk, a load at full speed (bench/scale.ts, 88–99 k events/s)
+ * left days whose blocks overlapped at chunk edges, and the merges rewrote a quarter of 2 M events
+ * (7 % of 20 M); two chunks hold a full batch of ~650-byte events (docs/storage.md).
  */
-const CARRY_BYTES = CHUNK_BYTES / 2;
+const CARRY_BYTES = CHUNK_BYTES * 2;
 /** Besides the chunks in flight, a seal holds the chunk read before the one it reads, and what that carried (not yet built: no garbage yet). */
 const SEAL_PENDING_BYTES = CHUNK_BYTES + CARRY_BYTES;
 /** What a seal holds here at its peak with `threads` seal threads: kept out of the requests' memory while it runs. */
