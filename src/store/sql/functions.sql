@@ -24,6 +24,22 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	CROSS JOIN LATERAL unnest(ids, dts, p."a"[1]::bigint[], p."a"[2]::bigint[], coalesce(string_to_array(body, E'\n'), p."a"[3:]))
 		AS u("id", "dt", "id_offset", "dt_offset", "line")
 $$;
+-- logpond_block_events of a block whose text holds every needle pattern, else nothing: a search
+-- (logpond_events_matching) checks the needles once on the opened payload's whole text before it
+-- splits it into lines, so a block its filter let through by chance is not unnested line by line
+-- (half its cost: 2.7 of 4.8 ms per realistic 1,000-event block, at 20 M events). Exact: a line
+-- that holds a needle is part of the text, and the caller still checks every line. A v3 block
+-- (no payload) was checked on its `body` already.
+CREATE OR REPLACE FUNCTION "logpond_block_events_holding"(min_id bigint, min_dt timestamptz, ids bigint[], dts timestamptz[], body text, payload bytea, likes text[], ilikes text[])
+RETURNS TABLE ("id" bigint, "dt" timestamptz, "line" text)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+	SELECT coalesce(u."id", min_id + u."id_offset"), coalesce(u."dt", min_dt + u."dt_offset" * interval '1 microsecond'), u."line"
+	FROM pgp_sym_decrypt(payload, 'logpond') AS t("text")
+	CROSS JOIN LATERAL string_to_array(t."text", E'\n') AS p("a")
+	CROSS JOIN LATERAL unnest(ids, dts, p."a"[1]::bigint[], p."a"[2]::bigint[], coalesce(string_to_array(body, E'\n'), p."a"[3:]))
+		AS u("id", "dt", "id_offset", "dt_offset", "line")
+	WHERE t."text" IS NULL OR t."text" LIKE ALL (likes) AND t."text" ILIKE ALL (ilikes)
+$$;
 CREATE OR REPLACE VIEW "log_events" AS
 	SELECT "id", "source_id", "dt", "raw" FROM "log_hot"
 	UNION ALL
@@ -188,7 +204,7 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 			AND CASE WHEN c."slot" IS NOT NULL THEN b."body" IS NULL OR b."body" LIKE ALL (likes) AND b."body" ILIKE ALL (ilikes) END
 		OFFSET 0
 	) b
-	CROSS JOIN LATERAL "logpond_block_events"(b."min_id", b."min_dt", b."ids", b."dts", b."body", b."payload") e
+	CROSS JOIN LATERAL "logpond_block_events_holding"(b."min_id", b."min_dt", b."ids", b."dts", b."body", b."payload", likes, ilikes) e
 	WHERE e."dt" >= from_dt AND e."dt" <= to_dt
 	UNION ALL
 	-- Blocks with a filter of their own (sealed before 0007) or none (nothing to index).
