@@ -4,6 +4,7 @@
 // uncompressed out of line), for groups of 1 to 130 blocks — past the 48 slots of one mask, with
 // every bit offset an item's slots can start at — and items present in all, some or none.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { rng } from "../../bench/corpus";
 import { sliced } from "../../src/codec/grams";
 import { runMigrations } from "../../src/store/db";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
@@ -18,18 +19,6 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** A seeded generator (mulberry32), so a failure repeats. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** What a probe must answer: the slots whose filter has every item's position set. */
 function expected(hashLists: Uint32Array[], bits: number, items: number[]): number[] {
   return hashLists.flatMap((hashes, slot) => {
@@ -39,7 +28,7 @@ function expected(hashLists: Uint32Array[], bits: number, items: number[]): numb
 }
 
 test("a group's slots that hold every item, for groups of 1 to 130 blocks", async () => {
-  const next = random(20261128);
+  const next = rng(20261128); // seeded: a failure repeats
   const cases: { id: number; bits: number; lists: Uint32Array[]; items: number[] }[] = [];
   for (let id = 1; id <= 160; id++) {
     const blocks = id <= 130 ? id : 1 + Math.floor(next() * 130);
@@ -56,8 +45,8 @@ test("a group's slots that hold every item, for groups of 1 to 130 blocks", asyn
       const list = lists[Math.floor(next() * blocks)]!;
       if (list.length > 1) items.push(list[1 + Math.floor(next() * (list.length - 1))]!);
     }
-    const random = Math.floor(next() * 6);
-    for (let i = 0; i < random; i++) items.push(Math.floor(next() * 2 ** 32));
+    const others = Math.floor(next() * 6);
+    for (let i = 0; i < others; i++) items.push(Math.floor(next() * 2 ** 32));
     cases.push({ id, bits, lists, items });
   }
   for (const c of cases) {
