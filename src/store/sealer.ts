@@ -58,9 +58,10 @@ export const SEAL_HELD_BYTES = CHUNK_BYTES * (1 + GARBAGE_PER_TEXT_BYTE);
  * its physical order interleaves two batches' stretches of time: while one is read, the rows of
  * the other wait here. At half a chunk, a load at full speed (bench/scale.ts, 88–99 k events/s)
  * left days whose blocks overlapped at chunk edges, and the merges rewrote a quarter of 2 M events
- * (7 % of 20 M); two chunks hold a full batch of ~650-byte events (docs/storage.md).
+ * (7 % of 20 M); a chunk's worth left 1.7 % to them, two chunks none but with RSS peaks past the
+ * memory aim in bench/rss.ts (docs/storage.md, "The carry's size").
  */
-const CARRY_BYTES = CHUNK_BYTES * 2;
+const CARRY_BYTES = CHUNK_BYTES;
 /** Besides the chunks in flight, a seal holds the chunk read before the one it reads, and what that carried (not yet built: no garbage yet). */
 const SEAL_PENDING_BYTES = CHUNK_BYTES + CARRY_BYTES;
 /** What a seal holds here at its peak with `threads` seal threads: kept out of the requests' memory while it runs. */
