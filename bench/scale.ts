@@ -63,6 +63,7 @@ import {
   SAMPLE_MS,
   startSampler,
   tierSize,
+  sumSizes,
   tierTotal,
   waitForHotDropped,
   waitForMerges,
@@ -172,11 +173,11 @@ async function main(): Promise<void> {
     without = await ingest(service, file, p);
     await service.sql`checkpoint`;
     const growth = (await databaseSize(service.sql)) - before;
-    const hot = await tierSize(service.sql, "log_hot");
+    const hot = sumSizes(await tierSize(service.sql, "log_hot"), await tierSize(service.sql, "log_chunks"));
     say(`ingest without the sealer (SEAL_INTERVAL_MS=${NO_SEAL_INTERVAL_MS}, its own logpond)`, rate(without));
     say(
       "database growth bytes/event, unsealed (that run)",
-      `${fmt(growth / EVENTS, 1)} (log_hot: heap ${fmt(hot.heap / EVENTS, 1)}, TOAST ${fmt(hot.toast / EVENTS, 1)}, indexes ${fmt(hot.indexes / EVENTS, 2)})`,
+      `${fmt(growth / EVENTS, 1)} (log_hot and log_chunks: heap ${fmt(hot.heap / EVENTS, 1)}, TOAST ${fmt(hot.toast / EVENTS, 1)}, indexes ${fmt(hot.indexes / EVENTS, 2)})`,
     );
     await service.stop();
   }
@@ -187,7 +188,7 @@ async function main(): Promise<void> {
   await sql`checkpoint`;
   const sizeBefore = await databaseSize(sql);
   const blocksBefore = await tierSize(sql, "log_blocks");
-  const hotBefore = await tierSize(sql, "log_hot");
+  const hotBefore = sumSizes(await tierSize(sql, "log_hot"), await tierSize(sql, "log_chunks"));
   const walBefore = await walPosition(sql);
   const fullPagesBefore = await walFullPages(sql);
   const sampler = startSampler(sql);
@@ -210,7 +211,7 @@ async function main(): Promise<void> {
   await sampler.stop();
   await backlog.stop();
   const hotLeft = await hotExact(sql);
-  if (hotLeft !== 0) throw new Error(`the sealer's counters show every event sealed, but log_hot holds ${hotLeft} rows`);
+  if (hotLeft !== 0) throw new Error(`the sealer's counters show every event sealed, but the hot tier holds ${hotLeft} events`);
   // Then until the merges have nothing left to do: what they rewrite is part of keeping the events.
   if (OPTIONS.mergeIntervalMs > 0)
     progress(`waiting for the merges to settle (MERGE_INTERVAL_MS=${OPTIONS.mergeIntervalMs}, at most ${fmt(OPTIONS.mergeWaitMs / 1000, 0)} s)`);
@@ -299,7 +300,7 @@ async function main(): Promise<void> {
   const growth = (await databaseSize(sql)) - sizeBefore;
   const wal = await walBytesSince(sql, walBefore);
   const blocks = await tierSize(sql, "log_blocks");
-  const hot = await tierSize(sql, "log_hot");
+  const hot = sumSizes(await tierSize(sql, "log_hot"), await tierSize(sql, "log_chunks"));
   const blocksGrowth = tierTotal(blocks) - tierTotal(blocksBefore);
   const hotGrowth = tierTotal(hot) - tierTotal(hotBefore);
   const perEvent = (n: number) => fmt(n / EVENTS, 1);
@@ -316,8 +317,8 @@ async function main(): Promise<void> {
     `body or payload ${perEvent(columns.body)}, ids ${perEvent(columns.ids)}, dts ${perEvent(columns.dts)}; the rest of a block row ${perEvent(blocks.heap + blocks.toast - blocksBefore.heap - blocksBefore.toast - columns.body - columns.ids - columns.dts)} (tuple headers, TOAST chunk overhead, free space)`,
   );
   say(
-    "log_hot and the rest bytes/event",
-    `log_hot ${perEvent(hotGrowth)} (${hot.partitions} partitions left), everything else ${perEvent(growth - blocksGrowth - hotGrowth)} (catalog, flush_batches, free space maps)`,
+    "hot tier and the rest bytes/event",
+    `log_hot and log_chunks ${perEvent(hotGrowth)} (${hot.partitions} partitions left), everything else ${perEvent(growth - blocksGrowth - hotGrowth)} (catalog, flush_batches, free space maps)`,
   );
   say(
     "WAL bytes/event",

@@ -47,6 +47,8 @@ export interface Config {
   readonly sealWorkers: number;
   /** Where blocks are built from: what the flusher committed ("memory", store/staging.ts), or the hot rows read back ("rows"). */
   readonly sealFrom: "memory" | "rows";
+  /** Where the flush writes a batch's events until their seal: a jsonb row each ("rows"), or a few compressed chunks per source ("chunks", store/chunks.ts). */
+  readonly hotTier: "rows" | "chunks";
   /** SEAL_FROM=memory: text the seal threads' block builders hold, all together, before the biggest are cut early (store/seal-pool.ts). */
   readonly sealBuildersMaxBytes: number;
   /** Merges of small or overlapping blocks (store/merge.ts): a pass every this many ms; 0: none. */
@@ -113,6 +115,7 @@ export const DEFAULTS = {
   SEAL_INTERVAL_MS: 60_000,
   SEAL_WORKERS: 0,
   SEAL_FROM: "rows",
+  HOT_TIER: "rows",
   SEAL_BUILDERS_MAX_BYTES: 32 * MIB,
   MERGE_INTERVAL_MS: 300_000,
   MERGE_MAX_EVENTS: 50_000,
@@ -203,6 +206,7 @@ export function loadConfig(env: Env = process.env): Config {
     sealIntervalMs: int("SEAL_INTERVAL_MS", 100, 600_000),
     sealWorkers: int("SEAL_WORKERS", 0, 64),
     sealFrom: oneOf("SEAL_FROM", ["memory", "rows"] as const),
+    hotTier: oneOf("HOT_TIER", ["rows", "chunks"] as const),
     sealBuildersMaxBytes: int("SEAL_BUILDERS_MAX_BYTES", 64 * 1024, 4 * 1024 * MIB),
     mergeIntervalMs: int("MERGE_INTERVAL_MS", 0, 86_400_000),
     mergeMaxEvents: int("MERGE_MAX_EVENTS", 1_000, 10_000_000),

@@ -178,7 +178,7 @@ export const CONTEXT_ANCHORS = 20;
 export async function measureContext(apiUrl: string, sql: postgres.Sql, source: Source): Promise<string> {
   const anchors = await sql<{ id: string; dt: string }[]>`
     select id::text as id, to_char(dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt
-    from (select id, dt from log_hot where source_id = ${source.id}
+    from (select id, dt from logpond_hot_between(array[${source.id}::bigint], '-infinity', 'infinity')
       union all select u.id, u.dt from log_blocks b cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as u where b.source_id = ${source.id} and b.generation is null) e
     order by random() limit ${CONTEXT_ANCHORS + 1}`;
   const times: Record<"dt" | "id", number[]> = { dt: [], id: [] };

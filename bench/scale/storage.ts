@@ -14,6 +14,7 @@ export async function stored(sql: postgres.Sql, sources: Source[]): Promise<numb
   const ids = sources.map((s) => s.id);
   const rows = await sql`
     select (select count(*) from log_hot where source_id = any(${ids}::bigint[]))
+      + (select coalesce(sum(n), 0) from log_chunks where source_id = any(${ids}::bigint[]))
       + (select coalesce(sum(n), 0) from log_blocks where source_id = any(${ids}::bigint[]) and generation is null) as n`;
   return Number(rows[0]!.n);
 }
@@ -57,14 +58,18 @@ export async function committedSince(sql: postgres.Sql, since: Date): Promise<nu
   return Number(row!.n);
 }
 
-/** Rows in log_hot as PostgreSQL's statistics count them (live rows; current within a second or so). */
+/**
+ * Events in the hot tier: log_hot's rows as PostgreSQL's statistics count them (live rows; current
+ * within a second or so), and the chunk journal's counts (a few thousand rows: read, not estimated).
+ */
 export async function hotEstimate(sql: postgres.Sql): Promise<number> {
-  const rows = await sql`select coalesce(sum(n_live_tup), 0)::bigint as n from pg_stat_user_tables where relname like 'log\\_hot\\_%'`;
+  const rows = await sql`select (select coalesce(sum(n_live_tup), 0) from pg_stat_user_tables where relname like 'log\\_hot\\_%')
+    + (select coalesce(sum(n), 0) from log_chunks) as n`;
   return Number(rows[0]!.n);
 }
 
 export async function hotExact(sql: postgres.Sql): Promise<number> {
-  return Number((await sql`select count(*)::bigint as n from log_hot`)[0]!.n);
+  return Number((await sql`select (select count(*) from log_hot) + (select coalesce(sum(n), 0) from log_chunks) as n`)[0]!.n);
 }
 
 export interface Sample {
@@ -264,8 +269,8 @@ export interface TierSize {
   partitions: number;
 }
 
-/** One tier's leaf partitions (log_hot or log_blocks). */
-export async function tierSize(sql: postgres.Sql, tier: "log_hot" | "log_blocks"): Promise<TierSize> {
+/** One table's leaf partitions (log_hot, the chunk journal or log_blocks). */
+export async function tierSize(sql: postgres.Sql, tier: "log_hot" | "log_chunks" | "log_blocks"): Promise<TierSize> {
   const [row] = await sql`
     select coalesce(sum(pg_table_size(c.oid) - coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)), 0)::bigint as heap,
       coalesce(sum(coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)), 0)::bigint as toast,
@@ -275,6 +280,14 @@ export async function tierSize(sql: postgres.Sql, tier: "log_hot" | "log_blocks"
 }
 
 export const tierTotal = (t: TierSize) => t.heap + t.toast + t.indexes;
+
+/** Two tables' sizes as one (the hot tier: log_hot and log_chunks). */
+export const sumSizes = (a: TierSize, b: TierSize): TierSize => ({
+  heap: a.heap + b.heap,
+  toast: a.toast + b.toast,
+  indexes: a.indexes + b.indexes,
+  partitions: a.partitions + b.partitions,
+});
 
 /** The blocks' columns as stored (pg_column_size: compressed, without reading TOAST) and their number; `body` is a v4 block's payload (its ids and dts inside). */
 export async function blockColumns(sql: postgres.Sql, sources: Source[]): Promise<{ blocks: number; body: number; ids: number; dts: number }> {

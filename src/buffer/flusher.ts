@@ -82,7 +82,7 @@ export function startFlusher(
   config: Config,
   { url, ring, metrics, log }: { url: string; ring: Ring; metrics: Registry; log: (line: string) => void },
 ): Flusher & Service & { storageDown(): boolean } {
-  const streams = openFlushStreams(url, config.flushTimeoutMs, config.flushStreams);
+  const streams = openFlushStreams(url, config.flushTimeoutMs, config.flushStreams, config.hotTier);
   const flusher = new Flusher(ring, streams, {
     intervalMs: config.flushIntervalMs,
     maxEvents: config.flushMaxEvents,

@@ -196,7 +196,7 @@ export async function startBuffer(
  * starts any worker, so each folder has one reader at a time.
  */
 export async function replayInto(config: Config, url: string, ring: Ring, flusher: Flusher, log: (line: string) => void): Promise<number> {
-  const replay = openFlushConnection(url, config.flushTimeoutMs);
+  const replay = openFlushConnection(url, config.flushTimeoutMs, config.hotTier);
   const folders = config.workerIndex !== undefined ? [config.workerIndex] : [undefined, ...(config.role === "all" ? workerSpillFolders(config.dataDir) : [])];
   try {
     let replayed = 0;

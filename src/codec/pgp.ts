@@ -87,6 +87,13 @@ export class PayloadText {
     this.at += this.buffer.write(text, this.at, "utf8");
   }
 
+  /** Appends bytes already UTF-8 (a tuple's JSON text: store/chunks.ts). */
+  bytes(bytes: Uint8Array, start: number, end: number): void {
+    this.room(end - start);
+    this.buffer.set(bytes.subarray(start, end), this.at);
+    this.at += end - start;
+  }
+
   /** Appends one ASCII byte. */
   byte(code: number): void {
     this.room(1);
@@ -170,6 +177,11 @@ function sealLiteral(literal: Uint8Array<ArrayBuffer>, level: number): Uint8Arra
 
 /** The text of a message sealPayload built (tests; reads in the application are a later step). */
 export function openPayload(message: Uint8Array): string {
+  return openPayloadBytes(message).toString("utf8");
+}
+
+/** The text of a message sealPayload built, as its UTF-8 bytes (a chunk's read-back: store/chunks.ts). */
+export function openPayloadBytes(message: Uint8Array): Buffer {
   const bytes = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
   const [skesk, afterSkesk] = readPacket(bytes, 0);
   if (skesk.tag !== TAG_SKESK || !skesk.body.equals(SKESK.subarray(2))) throw new Error("not a logpond payload (SKESK)");
@@ -185,7 +197,7 @@ export function openPayload(message: Uint8Array): string {
   const [compressed] = readPacket(plain.subarray(0, end), BLOCK + 2);
   if (compressed.tag !== TAG_COMPRESSED || compressed.body[0] !== ZIP) throw new Error("not a logpond payload (compression)");
   const [literal] = readPacket(inflateRawSync(compressed.body.subarray(1)), 0);
-  return literal.body.subarray(LITERAL_HEAD.length).toString("utf8");
+  return literal.body.subarray(LITERAL_HEAD.length);
 }
 
 function readPacket(bytes: Buffer, at: number): [{ tag: number; body: Buffer }, number] {

@@ -13,9 +13,10 @@ import { eventMicros, microsText, type PgMicros } from "./time";
 
 /** Bytes before the JSON text. */
 export const TUPLE_HEAD = 43;
-const ID_AT = 6;
-const SOURCE_AT = 18;
-const DT_AT = 30;
+/** Where a tuple's id, source_id and dt values start (each 8 bytes, big-endian). */
+export const ID_AT = 6;
+export const SOURCE_AT = 18;
+export const DT_AT = 30;
 const RAW_LENGTH_AT = 38;
 const TWO_32 = 4294967296;
 
@@ -197,7 +198,8 @@ function unescape(value: string): string {
   return value.includes("\\") ? value.replace(/\\(.)/g, (_, c: string) => ESCAPES[c] ?? c) : value;
 }
 
-function next(bytes: Buffer, at: number): number {
+/** Where the tuple starting at `at` ends. */
+export function next(bytes: Buffer, at: number): number {
   const end = at + TUPLE_HEAD - 1 + bytes.readInt32BE(at + RAW_LENGTH_AT);
   if (bytes.readInt16BE(at) !== 4 || end > bytes.length) throw new Error(`not a logpond COPY tuple at byte ${at}`);
   return end;
@@ -210,10 +212,10 @@ function writeInt64(out: Buffer, at: number, value: number): void {
   out.writeUInt32BE(value - high * TWO_32, at + 4);
 }
 
-function readInt64(bytes: Buffer, at: number): number {
+export function readInt64(bytes: Buffer, at: number): number {
   return bytes.readInt32BE(at) * TWO_32 + bytes.readUInt32BE(at + 4);
 }
 
-function asBuffer(rows: Uint8Array): Buffer {
+export function asBuffer(rows: Uint8Array): Buffer {
   return Buffer.isBuffer(rows) ? rows : Buffer.from(rows.buffer, rows.byteOffset, rows.byteLength);
 }

@@ -75,13 +75,13 @@ const DENSITY = "b.n / greatest(extract(epoch from b.max_dt - b.min_dt)::float8 
 const LOOKUP = (withDt: boolean) =>
   withDt
     ? `select ${DT_TEXT} as dt, density from (` +
-      "select h.dt, null::float8 as density, 0 as tier from log_hot h where h.id = $1::bigint and h.source_id = $2::bigint and h.dt = $3::text::timestamptz " +
+      "select h.dt, null::float8 as density, 0 as tier from logpond_hot_by_id($1::bigint, $1::bigint) h where h.source_id = $2::bigint and h.dt = $3::text::timestamptz " +
       "union all " +
       `select $3::text::timestamptz, sum(${DENSITY}), 1 from log_blocks b where b.source_id = $2::bigint and b.generation is null and ${meets("$3", "$3")} ` +
       "having bool_or(int8range(b.min_id, b.max_id, '[]') @> $1::bigint and (b.ids is null or $1::bigint = any(b.ids)))" +
       ") anchor order by tier limit 1"
     : `select ${DT_TEXT} as dt, density from (` +
-      "select h.dt, null::float8 as density from log_hot h where h.id = $1::bigint and h.source_id = $2::bigint " +
+      "select h.dt, null::float8 as density from logpond_hot_by_id($1::bigint, $1::bigint) h where h.source_id = $2::bigint " +
       "union all " +
       `select u.dt, ${DENSITY} from log_blocks b ` +
       "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as u " +
@@ -94,8 +94,7 @@ const LOOKUP = (withDt: boolean) =>
  * block's dts, a v4 block's minutes say whether to open it).
  */
 const EVENTS = (lower: string, upper: string) =>
-  "select h.id, h.source_id, h.dt, h.raw::text as line from log_hot h " +
-  `where h.source_id = $1::bigint and h.dt >= ${lower}::text::timestamptz and h.dt <= ${upper}::text::timestamptz ` +
+  `select h.id, h.source_id, h.dt, h.raw::text as line from logpond_hot_between(array[$1::bigint], ${lower}::text::timestamptz, ${upper}::text::timestamptz) h ` +
   "union all " +
   "select e.id, b.source_id, e.dt, e.line from log_blocks b " +
   "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as e " +
@@ -144,13 +143,13 @@ const PROBE = {
   before:
     "select to_char(greatest(" +
     "(select max(b.max_dt) from log_blocks b where b.source_id = $1::bigint and b.generation is null and b.max_dt <= $2::text::timestamptz), " +
-    "(select max(h.dt) from log_hot h where h.source_id = $1::bigint and h.dt <= $2::text::timestamptz), " +
+    "logpond_hot_newest_before(array[$1::bigint], $2::text::timestamptz + interval '1 microsecond'), " +
     `(select $2::text::timestamptz where exists (select 1 from log_blocks b where b.source_id = $1::bigint and b.generation is null and ${meets("$2", "$2")} and b.max_dt > $2::text::timestamptz))` +
     `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`,
   after:
     "select to_char(least(" +
     "(select min(b.max_dt) from log_blocks b where b.source_id = $1::bigint and b.generation is null and b.max_dt > $2::text::timestamptz), " +
-    "(select min(h.dt) from log_hot h where h.source_id = $1::bigint and h.dt > $2::text::timestamptz)" +
+    "logpond_hot_oldest_after(array[$1::bigint], $2::text::timestamptz)" +
     `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`,
 };
 

@@ -229,8 +229,8 @@ function countSlice(sql: Sql, request: HistogramRequest, slice: Slice, timeoutMs
     : // No query: hot rows one by one; a block inside the window by its counts per minute (exact when
       // a bucket is whole minutes), without opening it; a block across the window's edge line by line.
       // A staged block (generation not null, drizzle/0011) is skipped: its events are still hot rows.
-      `select floor(extract(epoch from dt) / $3::bigint)::bigint as bucket, ${level("raw")} as level, count(*) as n from log_hot ` +
-      `where ${window("dt")} and source_id = any($4::bigint[]) group by 1, 2 ` +
+      `select floor(extract(epoch from dt) / $3::bigint)::bigint as bucket, ${level("raw")} as level, count(*) as n from logpond_hot_between($4::bigint[], $1::text::timestamptz, $2::text::timestamptz) ` +
+      `where ${window("dt")} group by 1, 2 ` +
       `union all select floor(h.minute::numeric * 60 / $3::bigint)::bigint, ${fold("h.level")}, sum(h.n) from log_blocks b ` +
       `cross join lateral unnest(b.hist_minutes, b.hist_levels, b.hist_counts) as h(minute, level, n) ` +
       `where b.source_id = any($4::bigint[]) and b.generation is null and b.min_dt >= $1::text::timestamptz and b.max_dt ${upper} $2::text::timestamptz and $3::bigint % 60 = 0 group by 1, 2 ` +

@@ -137,20 +137,28 @@ async function dropPartition(sql: Sql, partition: Partition, result: SweepResult
 }
 
 /**
- * A deleted source's rows not sealed yet, at once rather than at the next seal (the sealer drops
- * them too): one DELETE per hot partition, which holds a minute or so of events; row locks only.
+ * A deleted source's events not sealed yet, at once rather than at the next seal (the sealer drops
+ * them too): one DELETE per hot partition (log_hot's rows, log_chunks' chunks: drizzle/0015), which
+ * holds a minute or so of events; row locks only.
  */
 async function deleteHotRows(sql: Sql, deleted: number[], result: SweepResult, signal: AbortSignal): Promise<void> {
   if (deleted.length === 0) return;
-  const leaves = await sql<{ name: string }[]>`
-    select c.relname as name from pg_partition_tree('log_hot') t join pg_class c on c.oid = t.relid where t.isleaf`;
-  for (const { name } of leaves) {
+  const leaves = await sql<{ name: string; chunks: boolean }[]>`
+    select c.relname as name, t.tier = 'log_chunks' as chunks
+    from (values ('log_hot'), ('log_chunks')) t0(tier), lateral (select t0.tier, p.relid from pg_partition_tree(t0.tier::regclass) p where p.isleaf) t
+    join pg_class c on c.oid = t.relid`;
+  for (const { name, chunks } of leaves) {
     signal.throwIfAborted();
-    const removed = await sql.unsafe(`delete from ${name} where source_id = any($1::bigint[])`, [pgArray(deleted)]).catch((error) => {
-      if ((error as { code?: string }).code === UNDEFINED_TABLE) return { count: 0 }; // sealed and dropped meanwhile
-      throw error;
-    });
-    result.rowsRemoved += removed.count;
+    const [removed] = await sql
+      .unsafe<{ events: number }[]>(
+        `with gone as (delete from ${name} where source_id = any($1::bigint[]) returning ${chunks ? "n" : "1 as n"}) select coalesce(sum(n), 0)::int as events from gone`,
+        [pgArray(deleted)],
+      )
+      .catch((error) => {
+        if ((error as { code?: string }).code === UNDEFINED_TABLE) return [{ events: 0 }]; // sealed and dropped meanwhile
+        throw error;
+      });
+    result.rowsRemoved += removed?.events ?? 0;
   }
 }
 

@@ -1,6 +1,6 @@
 // One flush stream's connection to PostgreSQL, and the only code that writes log events.
 // A batch is one transaction: BEGIN; its id into flush_batches; COPY log_hot FROM STDIN (binary
-// format: codec/tuples.ts, ids already set); the order its events' keys were sent in, when any is
+// format: codec/tuples.ts, ids already set), or with HOT_TIER=chunks COPY log_chunks (store/chunks.ts); the order its events' keys were sent in, when any is
 // not jsonb's (store/key-orders.ts); one statement that takes the next commit
 // seq (the counter row's lock is held until COMMIT, so seq follows commit order across streams
 // and processes), records seq and the id range in flush_batches and NOTIFYs logpond_batches; COMMIT. Every operation has a deadline; past it the connection is destroyed (never
@@ -20,9 +20,11 @@ import postgres from "postgres";
 import { COPY_HEADER, COPY_TRAILER, fieldsOf, fromText, setIds, tupleCount } from "../codec/tuples";
 import { microsText } from "../codec/time";
 import { deadline, reconnectSeconds } from "../timers";
+import { chunkTuples } from "./chunks";
 import { insertKeyOrders, keyOrdersOf } from "./key-orders";
 
 export type WriteFailure = "data" | "failed" | "unknown";
+export type HotTier = "rows" | "chunks";
 
 export class WriteError extends Error {
   constructor(
@@ -84,7 +86,12 @@ const DATA_ERROR = /^(22|23|54)/;
 
 type Sql = postgres.Sql;
 
-export function openFlushConnection(url: string, deadlineMs: number): FlushConnection {
+/**
+ * `hotTier`: where a batch's events go until their seal — a jsonb row each in log_hot ("rows"), or
+ * a few log_chunks rows per source ("chunks": store/chunks.ts, HOT_TIER in docs/storage.md).
+ * Rows given as COPY text (tools, tests) always go to log_hot.
+ */
+export function openFlushConnection(url: string, deadlineMs: number, hotTier: HotTier = "rows"): FlushConnection {
   const connect = () => postgres(url, { max: 1, onnotice: () => {}, connection: { application_name: "logpond-flush" }, backoff: reconnectSeconds });
   let sql = connect();
 
@@ -178,10 +185,12 @@ export function openFlushConnection(url: string, deadlineMs: number): FlushConne
         ids = { firstId, lastId: Math.max(firstId, next - 1) };
       }
       const orders = keyOrdersOf(tuples);
+      const chunks = hotTier === "chunks" && !rows.some((part) => typeof part === "string") ? chunkTuples(tuples) : undefined;
       return transaction(
         batchId,
         async (current) => {
-          await copy(current, tuples);
+          if (chunks) await copy(current, chunks, current`copy log_chunks (first_id, last_id, source_id, min_dt, max_dt, n, payload) from stdin (format binary)`);
+          else await copy(current, tuples, current`copy log_hot (id, source_id, dt, raw) from stdin (format binary)`);
           if (orders) await insertKeyOrders(current, orders);
         },
         ids,
@@ -234,8 +243,7 @@ export function openFlushConnection(url: string, deadlineMs: number): FlushConne
   };
 }
 
-async function copy(sql: Sql, rows: readonly Uint8Array[]): Promise<void> {
-  const query = sql`copy log_hot (id, source_id, dt, raw) from stdin (format binary)`;
+async function copy(sql: Sql, rows: readonly Uint8Array[], query: postgres.PendingQuery<postgres.Row[]>): Promise<void> {
   const refused = refusalOf(query);
   const stream = await query.writable();
   const broken = Promise.race([once(stream, "error").then(([error]) => Promise.reject(error as Error)), refused]);

@@ -8,7 +8,7 @@
 // other rows are copied and the copy transferred. A thread that fails, stops or stops answering is
 // replaced: its calls fail as "unknown" (a COMMIT may have been sent: the flusher asks before
 // retrying). Decides nothing: the flusher still owns every batch.
-import { WriteError, type Commit, type FlushConnection } from "./copy";
+import { WriteError, type Commit, type FlushConnection, type HotTier } from "./copy";
 import type { Call, WriteErrorMessage } from "./flush-worker";
 import { ThreadClient } from "../rpc";
 
@@ -24,6 +24,7 @@ class FlushThread {
   constructor(
     private readonly url: string,
     private readonly deadlineMs: number,
+    private readonly hotTier: HotTier,
   ) {
     this.thread = new ThreadClient({
       url: new URL("./flush-worker.ts", import.meta.url).href,
@@ -70,13 +71,13 @@ class FlushThread {
 
   /** Opening cannot fail (postgres.js connects on the first query): its answer is not awaited. */
   private sendOpen(stream: number): void {
-    this.thread.send({ method: "open", url: this.url, deadlineMs: this.deadlineMs, stream });
+    this.thread.send({ method: "open", url: this.url, deadlineMs: this.deadlineMs, hotTier: this.hotTier, stream });
   }
 }
 
 /** `count` flush streams sharing one thread, each with a connection of its own. */
-export function openFlushStreams(url: string, deadlineMs: number, count: number): FlushConnection[] {
-  const thread = new FlushThread(url, deadlineMs);
+export function openFlushStreams(url: string, deadlineMs: number, count: number, hotTier: HotTier = "rows"): FlushConnection[] {
+  const thread = new FlushThread(url, deadlineMs, hotTier);
   return Array.from({ length: count }, (_, index) => thread.stream(index));
 }
 

@@ -2,12 +2,12 @@
 // streams' connections (store/copy.ts), each call run as it comes and answered with its value or
 // its WriteError's kind, message and SQLSTATE. Holds no state of its own beyond the connections;
 // decides nothing.
-import { openFlushConnection, WriteError, type FlushConnection } from "./copy";
+import { openFlushConnection, WriteError, type FlushConnection, type HotTier } from "./copy";
 import { serve } from "../rpc";
 import { THREAD_GC_EVERY_BYTES } from "../memory/costs";
 
 export type Call =
-  | { stream: number; method: "open"; url: string; deadlineMs: number }
+  | { stream: number; method: "open"; url: string; deadlineMs: number; hotTier: HotTier }
   | { stream: number; method: "reserveIds"; count: number }
   | { stream: number; method: "write"; batchId: string; rows: (Uint8Array | string)[]; firstId?: number; lastId?: number }
   | { stream: number; method: "committed"; batchId: string }
@@ -46,7 +46,7 @@ serve<Call, unknown, WriteErrorMessage>(run, {
 
 async function run(request: Call): Promise<unknown> {
   if (request.method === "open") {
-    connections.set(request.stream, openFlushConnection(request.url, request.deadlineMs));
+    connections.set(request.stream, openFlushConnection(request.url, request.deadlineMs, request.hotTier));
     return undefined;
   }
   const connection = connections.get(request.stream);

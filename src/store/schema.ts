@@ -42,6 +42,29 @@ export const logHot = pgTable(
 );
 
 /**
+ * The hot tier's journal since drizzle/0015 (HOT_TIER=chunks): a committed batch's events of one
+ * source, up to CHUNK_EVENTS of them, in one row written by the flush (store/chunks.ts), instead of
+ * one `log_hot` row each. `payload` is a block's payload (codec/pgp.ts: ids and times as offsets from
+ * first_id and min_dt, then the JSON lines as they were sent), so logpond_block_events reads it in
+ * SQL. Partitioned like log_hot, generation by generation (log_chunks_g<first id> beside
+ * log_hot_g<first id>, and a DEFAULT partition); the sealer makes a closed generation's chunks into
+ * blocks and drops them with it. Users read `log_events`, never this table.
+ */
+export const logChunks = pgTable(
+  "log_chunks",
+  {
+    firstId: bigint("first_id", { mode: "number" }).notNull(),
+    lastId: bigint("last_id", { mode: "number" }).notNull(),
+    sourceId: bigint("source_id", { mode: "number" }).notNull(),
+    minDt: timestamp("min_dt", { withTimezone: true, precision: 6 }).notNull(),
+    maxDt: timestamp("max_dt", { withTimezone: true, precision: 6 }).notNull(),
+    n: integer("n").notNull(),
+    payload: bytea("payload").notNull(),
+  },
+  (table) => [index("log_chunks_source_dt").on(table.sourceId, table.maxDt), index("log_chunks_id_brin").using("brin", table.firstId)],
+);
+
+/**
  * The sealed tier: up to BLOCK_EVENTS events of one source and one UTC day, time-ordered across
  * blocks, in one row (store/blocks.ts): their ids, times and JSON texts in `payload`, or, sealed
  * before drizzle/0010, in `ids`, `dts` and `body`. PARTITION BY RANGE (max_dt), daily

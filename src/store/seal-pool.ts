@@ -12,6 +12,7 @@
 import { availableParallelism } from "node:os";
 import type { Block, Filter, MovedRow } from "./blocks";
 import { ThreadClient } from "../rpc";
+import { jsonbText } from "../codec/jsonb-text";
 import { routeTuples } from "../codec/tuples";
 
 /**
@@ -25,6 +26,7 @@ export interface ReadRow {
   /**
    * id, source_id, dt, line, shape and level (MovedRow's fields, store/blocks.ts) in the form of
    * PostgreSQL's DataRow message: each a 32-bit big-endian length (-1: null), then its UTF-8 bytes.
+   * A null shape: the line is JSON as sent, not jsonb's text yet (a chunk's: store/chunks.ts).
    */
   wire: Uint8Array;
   source_id: string;
@@ -133,9 +135,10 @@ export function unpackRows(chunk: Chunk): MovedRow[] {
     const source_id = next()!;
     const dt = next()!;
     const line = next()!;
-    const shape = next()!;
+    const shape = next();
     const level = next();
-    rows[i] = { id, source_id, dt, line, shape, level };
+    // No shape: a chunk's line, the JSON as sent (store/chunks.ts chunkRows); made jsonb's text here.
+    rows[i] = shape === null ? { id, source_id, dt, ...jsonbText(line) } : { id, source_id, dt, line, shape, level };
   }
   return rows;
 }

@@ -26,6 +26,8 @@ import type { Sql } from "./db";
 import { DDL_LOCK_TIMEOUT } from "./partitions";
 import { compactRows, decodeRows, defaultSealWorkers, type Finished, type ReadRow, readRow, SealPool, type SealPoolStats } from "./seal-pool";
 import { type HandedBatch, Staging, type Stager } from "./staging";
+import { chunkRows } from "./chunks";
+import type { PgMicros } from "../codec/time";
 import type { Registry } from "../metrics";
 import { periodic } from "../periodic";
 import { untilAborted, within } from "../timers";
@@ -115,6 +117,19 @@ async function parts(sql: Sql): Promise<Part[]> {
     from pg_partition_tree('log_hot') t join pg_class c on c.oid = t.relid where t.level > 0`;
 }
 
+/**
+ * The chunk journal's partition (drizzle/0015) that holds the same generation as a log_hot
+ * partition: log_chunks_g<N> for log_hot_g<N>, log_chunks_default for log_hot_default; none for
+ * the daily partitions of an upgrade's log_hot_legacy. Sealed, truncated and dropped with it.
+ */
+function chunksOf(table: string): string | undefined {
+  const generation = GENERATION.exec(table);
+  return generation ? `log_chunks_g${generation[1]}` : table === "log_hot_default" ? "log_chunks_default" : undefined;
+}
+
+/** The table and its twin in the chunk journal, as a list for LOCK, TRUNCATE and VACUUM. */
+const withChunks = (table: string) => [table, chunksOf(table)].filter((name) => name !== undefined).join(", ");
+
 /** The first id of the generation new batches go to (the highest one), or undefined when none. */
 function openStart(all: Part[]): number | undefined {
   let open: number | undefined;
@@ -137,7 +152,7 @@ export async function closeGeneration(sql: Sql, force = false, opening?: (start:
       await tx`select pg_advisory_xact_lock(${SEAL_LOCK})`;
       const open = openStart(await parts(tx as unknown as Sql));
       if (open !== undefined && !force) {
-        const rows = await tx.unsafe(`select 1 from log_hot_g${open} limit 1`);
+        const rows = await tx.unsafe(`(select 1 from log_hot_g${open} limit 1) union all (select 1 from log_chunks_g${open} limit 1)`);
         if (rows.length === 0) return "empty";
       }
       const [counter] = await tx<{ value: string }[]>`select value::text as value from logpond_counters where name = 'event_id'`;
@@ -147,6 +162,9 @@ export async function closeGeneration(sql: Sql, force = false, opening?: (start:
       await tx.unsafe(`create table log_hot_g${next} (like log_hot including defaults including constraints)`);
       // SHARE UPDATE EXCLUSIVE on log_hot (COPY goes on); the default partition is re-checked.
       await tx.unsafe(`alter table log_hot attach partition log_hot_g${next} for values from (${next}) to (${next + GENERATION_IDS})`);
+      // Its twin in the chunk journal (drizzle/0015), made and dropped with it.
+      await tx.unsafe(`create table log_chunks_g${next} (like log_chunks including defaults including constraints including storage)`);
+      await tx.unsafe(`alter table log_chunks attach partition log_chunks_g${next} for values from (${next}) to (${next + GENERATION_IDS})`);
       await tx`update logpond_counters set value = greatest(value, ${next}::bigint) where name = 'event_id'`;
       // Told before the commit: no batch can take an id of the new generation until then.
       await opening?.(next);
@@ -238,7 +256,7 @@ async function sealTable(
   try {
     done = await sql.begin(async (tx) => {
       await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
-      await tx.unsafe(`lock table ${table} in share mode`);
+      await tx.unsafe(`lock table ${withChunks(table)} in share mode`);
       await tx.unsafe(`set local lock_timeout = '${READ_LOCK_TIMEOUT}'`);
       const read = (ranges?: Ranges) => sealRows(tx as unknown as Sql, table, signal, handled, pool, ranges);
       let moved: { moved: number; sealed: number; blocks: number; fromMemory: number } | undefined;
@@ -250,7 +268,10 @@ async function sealTable(
       const done = { ...moved, truncated: false };
       if (done.moved === 0) return done;
       done.truncated = await truncate(tx as unknown as Sql, table, signal);
-      if (!done.truncated) await tx.unsafe(`delete from ${table}`);
+      if (!done.truncated) {
+        await tx.unsafe(`delete from ${table}`);
+        if (chunksOf(table)) await tx.unsafe(`delete from ${chunksOf(table)}`);
+      }
       return done;
     });
   } catch (error) {
@@ -267,7 +288,7 @@ async function sealTable(
   stats.fromMemory += done.fromMemory;
   if (done.truncated) return "truncated";
   // Rows an older snapshot still sees stay until a later pass.
-  await sql.unsafe(`vacuum (truncate true) ${table}`).catch((error) => {
+  await sql.unsafe(`vacuum (truncate true) ${withChunks(table)}`).catch((error) => {
     if ((error as { code?: string }).code !== UNDEFINED_TABLE) throw error;
   });
   return "deleted";
@@ -339,7 +360,7 @@ async function truncate(tx: Sql, table: string, signal: AbortSignal | undefined)
   do {
     signal?.throwIfAborted();
     try {
-      await (tx as unknown as { savepoint(work: (sp: Sql) => Promise<unknown>): Promise<unknown> }).savepoint((sp) => sp.unsafe(`truncate ${table}`));
+      await (tx as unknown as { savepoint(work: (sp: Sql) => Promise<unknown>): Promise<unknown> }).savepoint((sp) => sp.unsafe(`truncate ${withChunks(table)}`));
       return true;
     } catch (error) {
       if ((error as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw error;
@@ -386,26 +407,20 @@ async function sealRows(
   // Only these batches' rows: each range joined (log_hot_id_brin finds its pages), adjacent ones
   // merged; numbers, inlined (DECLARE takes no parameters).
   const merged = ranges ? mergeRanges(ranges) : undefined;
-  const from = merged
-    ? `unnest('{${merged.first.join(",")}}'::bigint[], '{${merged.last.join(",")}}'::bigint[]) r(f, l) join ${table} m on m.id between r.f and r.l`
-    : `${table} m`;
-  // In the table's own order: PostgreSQL would start a sequential scan of a big table where another
+  // Only these batches' rows and chunks: each range joined (the BRIN indexes on id and first_id find
+  // their pages; a chunk lies inside one batch's range), adjacent ones merged; numbers, inlined
+  // (DECLARE takes no parameters).
+  const within = merged ? `unnest('{${merged.first.join(",")}}'::bigint[], '{${merged.last.join(",")}}'::bigint[]) r(f, l) join ` : "";
+  // In the tables' own order: PostgreSQL would start a sequential scan of a big table where another
   // backend's scan of it is and wrap around at the end, and the chunk holding the end and the start
   // would make a block spanning hours (test/integration/seal-order.test.ts).
   await tx.unsafe("set local synchronize_seqscans = off");
-  await tx.unsafe(
-    `declare seal_rows no scroll cursor for
-     select m.id::text as id, m.source_id::text as source_id, ${DT_TEXT} as dt, m.raw::text as line,
-       case jsonb_typeof(m.raw) when 'object' then (select coalesce(string_agg(key, ','), '') from jsonb_object_keys(m.raw) key) else '' end as shape,
-       nullif(lower(left(m.raw->>'level', ${LEVEL_MAX_CHARS})), '') as level,
-       (d.source_id is null and (s.id is null or m.dt >= now() - make_interval(secs => s.logs_retention * 86400))) as keep
-     from ${from} left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id`,
-  );
+  const twin = chunksOf(table);
+  const readers = [rowReader(tx, merged ? `${within}${table} m on m.id between r.f and r.l` : `${table} m`)];
+  if (twin) readers.push(chunkReader(tx, merged ? `${within}${twin} c on c.first_id between r.f and r.l` : `${twin} c`));
   const done = { moved: 0, sealed: 0, blocks: 0 };
   let chunk: ReadRow[] = [];
   let chunkBytes = 0;
-  let fetched = 0;
-  let fetchedBytes = 0;
   const building: Promise<(Block | Filter)[]>[] = [];
   // One chunk fetched or written here while each thread builds one.
   const depth = pool ? sealDepth(pool.size) : 1;
@@ -436,23 +451,18 @@ async function sealRows(
     chunkBytes = 0;
     await build(split.build, split.buildBytes);
   };
-  for (;;) {
-    signal?.throwIfAborted();
-    const count = fetched === 0 ? FIRST_FETCH : Math.max(1, Math.min(MAX_FETCH, Math.floor(FETCH_BYTES / (fetchedBytes / fetched))));
-    // Bytes, not strings: the fields go to the seal thread as PostgreSQL sent them (store/seal-pool.ts ReadRow).
-    const rows = await tx.unsafe<(Buffer | null)[][]>(`fetch ${count} from seal_rows`).raw();
-    for (const raw of rows) {
-      const row = readRow(raw);
-      fetchedBytes += row.size;
-      // keep: a boolean's text, t or f.
-      if (raw[KEEP]![0] !== 0x74) continue;
-      chunk.push(row);
-      chunkBytes += row.size;
+  for (const read of readers) {
+    for (;;) {
+      signal?.throwIfAborted();
+      const fetched = await read();
+      for (const row of fetched.kept) {
+        chunk.push(row);
+        chunkBytes += row.size;
+      }
+      done.moved += fetched.events;
+      if (chunkBytes >= CHUNK_BYTES || (fetched.end && chunk.length > 0)) await flush();
+      if (fetched.end) break;
     }
-    fetched += rows.length;
-    done.moved += rows.length;
-    if (chunkBytes >= CHUNK_BYTES || (rows.length < count && chunk.length > 0)) await flush();
-    if (rows.length < count) break;
   }
   // The last chunk: everything.
   await build(
@@ -461,8 +471,98 @@ async function sealRows(
   );
   pending = [];
   while (building.length > 0) await writeOldest();
-  await tx.unsafe(`close seal_rows`);
   return done;
+}
+
+/** One FETCH of a seal's cursor: the rows it keeps, the events it read (kept or not), whether the cursor is done (and closed). */
+interface Fetched {
+  kept: ReadRow[];
+  events: number;
+  end: boolean;
+}
+
+/**
+ * A seal's reader of log_hot's rows (`from`: the table or its batches' ranges, as `m`), each row's
+ * text, shape and level made by PostgreSQL from its jsonb. A fetch takes as many rows as the
+ * average row so far says fit in FETCH_BYTES (events run up to a few MB): the first takes FIRST_FETCH.
+ */
+function rowReader(tx: Sql, from: string): () => Promise<Fetched> {
+  let fetched = 0;
+  let fetchedBytes = 0;
+  return async () => {
+    if (fetched === 0)
+      await tx.unsafe(
+        `declare seal_rows no scroll cursor for
+         select m.id::text as id, m.source_id::text as source_id, ${DT_TEXT} as dt, m.raw::text as line,
+           case jsonb_typeof(m.raw) when 'object' then (select coalesce(string_agg(key, ','), '') from jsonb_object_keys(m.raw) key) else '' end as shape,
+           nullif(lower(left(m.raw->>'level', ${LEVEL_MAX_CHARS})), '') as level,
+           (d.source_id is null and (s.id is null or m.dt >= now() - make_interval(secs => s.logs_retention * 86400))) as keep
+         from ${from} left join sources s on s.id = m.source_id left join source_deletions d on d.source_id = m.source_id`,
+      );
+    const count = fetched === 0 ? FIRST_FETCH : Math.max(1, Math.min(MAX_FETCH, Math.floor(FETCH_BYTES / (fetchedBytes / fetched))));
+    // Bytes, not strings: the fields go to the seal thread as PostgreSQL sent them (store/seal-pool.ts ReadRow).
+    const rows = await tx.unsafe<(Buffer | null)[][]>(`fetch ${count} from seal_rows`).raw();
+    const kept: ReadRow[] = [];
+    for (const raw of rows) {
+      const row = readRow(raw);
+      fetchedBytes += row.size;
+      // keep: a boolean's text, t or f.
+      if (raw[KEEP]![0] === 0x74) kept.push(row);
+    }
+    fetched += Math.max(1, rows.length);
+    const end = rows.length < count;
+    if (end) await tx.unsafe(`close seal_rows`);
+    return { kept, events: rows.length, end };
+  };
+}
+
+/** Chunks one FETCH of the chunk journal brings: up to CHUNK_EVENTS events each (store/chunks.ts). */
+const CHUNKS_PER_FETCH = 8;
+/** Microseconds from the Unix epoch to 2000-01-01, PostgreSQL's (codec/time.ts PgMicros). */
+const PG_EPOCH_SECONDS = 946_684_800;
+
+/**
+ * A seal's reader of the chunk journal (`from`: the table or its batches' ranges, as `c`): each
+ * chunk's payload opened here (store/chunks.ts chunkRows; PostgreSQL only reads its bytes), its
+ * lines made jsonb's text on the seal thread. Kept: the events at or after their source's
+ * retention cutoff, none of a deleted source.
+ */
+function chunkReader(tx: Sql, from: string): () => Promise<Fetched> {
+  let declared = false;
+  const micros = (text: string): PgMicros => (text.length <= 15 ? Number(text) : BigInt(text));
+  return async () => {
+    if (!declared) {
+      declared = true;
+      await tx.unsafe(
+        `declare seal_chunks no scroll cursor for
+         select c.first_id::text as first_id, c.source_id::text as source_id,
+           ((extract(epoch from c.min_dt) - ${PG_EPOCH_SECONDS}) * 1000000)::bigint::text as min_dt,
+           d.source_id is not null as gone,
+           case when s.id is not null then ((extract(epoch from now() - make_interval(secs => s.logs_retention * 86400)) - ${PG_EPOCH_SECONDS}) * 1000000)::bigint::text end as keep_from,
+           c.payload
+         from ${from} left join sources s on s.id = c.source_id left join source_deletions d on d.source_id = c.source_id`,
+      );
+    }
+    const chunks = await tx.unsafe<{ first_id: string; source_id: string; min_dt: string; gone: boolean; keep_from: string | null; payload: Buffer }[]>(
+      `fetch ${CHUNKS_PER_FETCH} from seal_chunks`,
+    );
+    const kept: ReadRow[] = [];
+    let events = 0;
+    for (const chunk of chunks) {
+      const opened = chunkRows({
+        firstId: Number(chunk.first_id),
+        sourceId: chunk.source_id,
+        minDt: micros(chunk.min_dt),
+        keepFrom: chunk.gone ? null : chunk.keep_from === null ? -Infinity : micros(chunk.keep_from),
+        payload: chunk.payload,
+      });
+      for (const row of opened.rows) kept.push(row);
+      events += opened.events;
+    }
+    const end = chunks.length < CHUNKS_PER_FETCH;
+    if (end) await tx.unsafe(`close seal_chunks`);
+    return { kept, events, end };
+  };
 }
 
 /**
@@ -475,19 +575,22 @@ async function dropIfEmpty(sql: Sql, table: string, signal: AbortSignal | undefi
     signal?.throwIfAborted();
     try {
       return await sql.begin(async (tx) => {
+        const twin = chunksOf(table);
         await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
-        await tx.unsafe(`lock table log_hot in access exclusive mode`);
-        const [found] = await tx<{ pages: number }[]>`
-          select (pg_relation_size(oid) / current_setting('block_size')::int)::int as pages from pg_class where relname = ${table}`;
+        await tx.unsafe(`lock table log_hot${twin ? ", log_chunks" : ""} in access exclusive mode`);
+        const found = await tx<{ name: string; pages: number }[]>`
+          select relname as name, (pg_relation_size(oid) / current_setting('block_size')::int)::int as pages from pg_class
+          where relname = ${table} or relname = ${twin ?? table}`;
         // Everything here blocks COPY and readers: read at most a few pages (VACUUM cut the rest).
-        if (!found || found.pages > DROP_CHECK_MAX_PAGES) return false;
-        const rows = await tx.unsafe(`select 1 from ${table} limit 1`);
+        if (!found.some((part) => part.name === table) || found.some((part) => part.pages > DROP_CHECK_MAX_PAGES)) return false;
+        const tables = found.map((part) => part.name);
+        const rows = await tx.unsafe(tables.map((name) => `(select 1 from ${name} limit 1)`).join(" union all "));
         if (rows.length > 0) return false;
         if (table === "log_hot_default") {
-          if (found.pages === 0) return false;
-          await tx.unsafe(`truncate ${table}`);
+          if (found.every((part) => part.pages === 0)) return false;
+          await tx.unsafe(`truncate ${tables.join(", ")}`);
         } else {
-          await tx.unsafe(`drop table ${table}`);
+          await tx.unsafe(`drop table ${tables.join(", ")}`);
         }
         return true;
       });

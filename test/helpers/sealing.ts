@@ -62,7 +62,12 @@ export async function holdBlockWrites(url: string): Promise<BlockWrites> {
               where l.pid = ${move.pid} and l.granted and l.mode = 'ShareLock' and c.relname like 'log_hot%'`
           : [];
         if (!move || !held) return undefined;
-        const rows = await watch.unsafe<{ id: string }[]>(`select id::text as id from ${held.name} order by id`);
+        // The generation's events: its rows, and its chunks' (the chunk journal: drizzle/0015).
+        const chunks = held.name.replace(/^log_hot_/, "log_chunks_");
+        const rows = await watch.unsafe<{ id: string }[]>(
+          `select id::text as id from (select id from ${held.name} union all select e.id from ${chunks} c
+           cross join lateral logpond_block_events(c.first_id, c.min_dt, null, null, null, c.payload) e) ids order by id`,
+        );
         return rows.length > 0 ? { pid: move.pid, ids: rows.map((r) => r.id) } : undefined;
       };
       return waitFor("a move stalled on the lock of log_blocks", probe, { timeoutMs }) as Promise<StalledMove>;
@@ -84,7 +89,7 @@ export async function backendGone(sql: postgres.Sql, pid: number): Promise<void>
 }
 
 export interface Tiers {
-  /** The source's rows in log_hot. */
+  /** The source's events in the hot tier (log_hot's rows and log_chunks' chunks). */
   hot: number;
   /** The source's events in blocks (sum of n). */
   sealed: number;
@@ -103,10 +108,10 @@ export interface Tiers {
  */
 export async function tiers(sql: postgres.Sql, sourceId: number): Promise<Tiers> {
   const [row] = await sql<Tiers[]>`
-    select (select count(*) from log_hot where source_id = ${sourceId})::float8 as hot,
+    select (select count(*) from logpond_hot_between(array[${sourceId}::bigint], '-infinity', 'infinity'))::float8 as hot,
       (select coalesce(sum(n), 0) from log_blocks where source_id = ${sourceId} and generation is null)::float8 as sealed,
       (select count(*) from log_blocks where source_id = ${sourceId} and generation is null)::float8 as blocks,
-      (select count(distinct id) from (select id from log_hot where source_id = ${sourceId}
+      (select count(distinct id) from (select id from logpond_hot_between(array[${sourceId}::bigint], '-infinity', 'infinity')
         union all select e.id from log_blocks b cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) e
         where b.source_id = ${sourceId} and b.generation is null) ids)::float8 as "distinctIds",
       (select count(*) from log_blocks b where source_id = ${sourceId} and not (select count(e.id) = b.n and count(e.dt) = b.n and count(e.line) = b.n
@@ -120,7 +125,7 @@ export async function blockLayout(sql: postgres.Sql, sourceId: number): Promise<
     select (select count(*)::int from log_blocks where source_id = ${sourceId} and generation is null) as blocks,
       (select count(*)::int from log_blocks a join log_blocks b on a.source_id = b.source_id and a.min_id < b.min_id
         and a.min_dt < b.max_dt and b.min_dt < a.max_dt where a.source_id = ${sourceId} and a.generation is null and b.generation is null) as overlapping,
-      (select count(*)::int from log_hot where source_id = ${sourceId}) as hot`;
+      (select count(*)::int from logpond_hot_between(array[${sourceId}::bigint], '-infinity', 'infinity')) as hot`;
   return row!;
 }
 

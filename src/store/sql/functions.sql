@@ -40,8 +40,58 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 		AS u("id", "dt", "id_offset", "dt_offset", "line")
 	WHERE t."text" IS NULL OR t."text" LIKE ALL (likes) AND t."text" ILIKE ALL (ilikes)
 $$;
+-- The hot tier's events of some sources with from_dt <= dt <= to_dt: log_hot's rows, and the
+-- events of log_chunks' chunks (drizzle/0015, HOT_TIER=chunks) that meet the window, opened like a
+-- block's payload; a chunk's lines are the JSON as it was sent, made jsonb here as COPY makes a
+-- row's. Every reader of the hot tier below asks this function or logpond_hot_by_id, never the tables.
+CREATE OR REPLACE FUNCTION "logpond_hot_between"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz)
+RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+	SELECT h."id", h."source_id", h."dt", h."raw" FROM "log_hot" h
+	WHERE h."source_id" = ANY(source_ids) AND h."dt" >= from_dt AND h."dt" <= to_dt
+	UNION ALL
+	SELECT e."id", c."source_id", e."dt", e."line"::jsonb
+	FROM "log_chunks" c CROSS JOIN LATERAL "logpond_block_events"(c."first_id", c."min_dt", NULL, NULL, NULL, c."payload") e
+	WHERE c."source_id" = ANY(source_ids) AND c."max_dt" >= from_dt AND c."min_dt" <= to_dt AND e."dt" >= from_dt AND e."dt" <= to_dt
+$$;
+-- The hot tier's events with first_id <= id <= last_id (a batch's range; one event's id twice).
+-- (Not named first_id and last_id: in SQL, log_chunks' columns of those names would take precedence.)
+CREATE OR REPLACE FUNCTION "logpond_hot_by_id"(from_id bigint, to_id bigint)
+RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+	SELECT h."id", h."source_id", h."dt", h."raw" FROM "log_hot" h
+	WHERE h."id" >= from_id AND h."id" <= to_id
+	UNION ALL
+	SELECT e."id", c."source_id", e."dt", e."line"::jsonb
+	FROM "log_chunks" c CROSS JOIN LATERAL "logpond_block_events"(c."first_id", c."min_dt", NULL, NULL, NULL, c."payload") e
+	WHERE c."first_id" <= to_id AND c."last_id" >= from_id AND e."id" >= from_id AND e."id" <= to_id
+$$;
+-- The newest dt of the hot tier's events of some sources before `before` (null: none): a chunk that
+-- ends before it counts by its max_dt; only one that spans it is opened.
+CREATE OR REPLACE FUNCTION "logpond_hot_newest_before"(source_ids bigint[], before timestamptz)
+RETURNS timestamptz
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+	SELECT greatest(
+		(SELECT max(h."dt") FROM "log_hot" h WHERE h."source_id" = ANY(source_ids) AND h."dt" < before),
+		(SELECT max(c."max_dt") FROM "log_chunks" c WHERE c."source_id" = ANY(source_ids) AND c."max_dt" < before),
+		(SELECT max(e."dt") FROM "log_chunks" c CROSS JOIN LATERAL "logpond_block_events"(c."first_id", c."min_dt", NULL, NULL, NULL, c."payload") e
+			WHERE c."source_id" = ANY(source_ids) AND c."max_dt" >= before AND c."min_dt" < before AND e."dt" < before))
+$$;
+-- The oldest dt of the hot tier's events of some sources after `after` (null: none).
+CREATE OR REPLACE FUNCTION "logpond_hot_oldest_after"(source_ids bigint[], after timestamptz)
+RETURNS timestamptz
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+	SELECT least(
+		(SELECT min(h."dt") FROM "log_hot" h WHERE h."source_id" = ANY(source_ids) AND h."dt" > after),
+		(SELECT min(c."min_dt") FROM "log_chunks" c WHERE c."source_id" = ANY(source_ids) AND c."min_dt" > after),
+		(SELECT min(e."dt") FROM "log_chunks" c CROSS JOIN LATERAL "logpond_block_events"(c."first_id", c."min_dt", NULL, NULL, NULL, c."payload") e
+			WHERE c."source_id" = ANY(source_ids) AND c."min_dt" <= after AND c."max_dt" > after AND e."dt" > after))
+$$;
 CREATE OR REPLACE VIEW "log_events" AS
 	SELECT "id", "source_id", "dt", "raw" FROM "log_hot"
+	UNION ALL
+	SELECT e."id", c."source_id", e."dt", e."line"::jsonb
+	FROM "log_chunks" c CROSS JOIN LATERAL "logpond_block_events"(c."first_id", c."min_dt", NULL, NULL, NULL, c."payload") e
 	UNION ALL
 	SELECT e."id", b."source_id", e."dt", e."line"::jsonb
 	FROM "log_blocks" b CROSS JOIN LATERAL "logpond_block_events"(b."min_id", b."min_dt", b."ids", b."dts", b."body", b."payload") e
@@ -72,8 +122,7 @@ $$;
 CREATE OR REPLACE FUNCTION "logpond_events_uncounted"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz, paths text[], prefixes text[], bucket_seconds numeric)
 RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb, "line" text)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-	SELECT h."id", h."source_id", h."dt", h."raw", h."raw"::text FROM "log_hot" h
-	WHERE h."source_id" = ANY(source_ids) AND h."dt" >= from_dt AND h."dt" <= to_dt
+	SELECT h."id", h."source_id", h."dt", h."raw", h."raw"::text FROM "logpond_hot_between"(source_ids, from_dt, to_dt) h
 	UNION ALL
 	SELECT e."id", b."source_id", e."dt", e."line"::jsonb, e."line"
 	FROM "log_blocks" b CROSS JOIN LATERAL "logpond_block_events"(b."min_id", b."min_dt", b."ids", b."dts", b."body", b."payload") e
@@ -109,8 +158,7 @@ $$;
 CREATE OR REPLACE FUNCTION "log_events_by_id"(first_id bigint, last_id bigint)
 RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-	SELECT h."id", h."source_id", h."dt", h."raw" FROM "log_hot" h
-	WHERE h."id" >= first_id AND h."id" <= last_id
+	SELECT h."id", h."source_id", h."dt", h."raw" FROM "logpond_hot_by_id"(first_id, last_id) h
 	UNION ALL
 	SELECT e."id", b."source_id", e."dt", e."line"::jsonb
 	FROM "log_blocks" b CROSS JOIN LATERAL "logpond_block_events"(b."min_id", b."min_dt", b."ids", b."dts", b."body", b."payload") e
@@ -175,8 +223,7 @@ $$;
 CREATE OR REPLACE FUNCTION "logpond_events_matching"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz, grams bigint[], nums bigint[], ilikes text[], likes text[])
 RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb, "line" text)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-	SELECT h."id", h."source_id", h."dt", h."raw", h."raw"::text FROM "log_hot" h
-	WHERE h."source_id" = ANY(source_ids) AND h."dt" >= from_dt AND h."dt" <= to_dt
+	SELECT h."id", h."source_id", h."dt", h."raw", h."raw"::text FROM "logpond_hot_between"(source_ids, from_dt, to_dt) h
 	UNION ALL
 	-- Blocks of a filter group. The candidates (group, slot) first, behind OFFSET 0 so they are
 	-- computed once per group (logpond_filter_slots) and never per block.
