@@ -21,11 +21,11 @@ afterAll(async () => {
 const json = (value: unknown) => JSON.stringify(value);
 const count = async (sourceId: string | number) => Number((await admin`select count(*)::int as n from log_events where source_id = ${Number(sourceId)}`)[0]!.n);
 
-/** Holds a SHARE lock on log_hot (COPY waits for it) until the returned function is called. */
+/** Holds a SHARE lock on the hot tier's tables (COPY, of rows or chunks, waits for it) until the returned function is called. */
 async function lockLogEvents(): Promise<() => Promise<void>> {
   const connection = await admin.reserve();
   await connection`begin`;
-  await connection`lock table log_hot in share mode`;
+  await connection`lock table log_hot, log_chunks in share mode`;
   return async () => {
     await connection`rollback`;
     connection.release();
@@ -40,8 +40,10 @@ async function flushSessions(state: string) {
 describe("poison isolation", () => {
   let lp: TestLogpond;
   beforeAll(async () => {
-    lp = await startTestLogpond();
-    // A user's constraint is the most honest way to make PostgreSQL refuse particular rows.
+    // The row journal: a user's CHECK constraint on log_hot applies only to its rows (a chunk is
+    // bytes PostgreSQL does not look into), and it is the most honest way to make PostgreSQL refuse
+    // particular rows.
+    lp = await startTestLogpond({ HOT_TIER: "rows" });
     await admin`alter table log_hot add constraint no_poison check (raw->>'poison' is null) not valid`;
   });
   afterAll(async () => {

@@ -40,6 +40,7 @@ test("shared slab rows and plain rows are stored; the caller's buffers are left 
   const stored = await admin`select id, raw from log_events where source_id = ${source} order by id`;
   expect(stored.map((row) => [Number(row.id) - firstId, row.raw.i])).toEqual(Array.from({ length: 9 }, (_, i) => [i, i]));
   await admin`delete from log_hot where source_id = ${source}`;
+  await admin`delete from log_chunks where source_id = ${source}`;
 });
 
 test("a refusal comes back as a WriteError of kind data with its SQLSTATE; its dead letter is stored", async () => {

@@ -19,7 +19,8 @@ const PAD = "x".repeat(700);
 let lp: TestLogpond;
 let source: TestSource;
 beforeAll(async () => {
-  lp = await startTestLogpond({ SEAL_INTERVAL_MS: "600000" });
+  // The row journal: what is tested is the seal's scan of a log_hot partition beside another one.
+  lp = await startTestLogpond({ SEAL_INTERVAL_MS: "600000", HOT_TIER: "rows" });
   source = await lp.createSource({ logs_retention: 3652 });
 });
 

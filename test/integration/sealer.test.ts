@@ -91,7 +91,9 @@ async function walk(sourceId: string, query: string): Promise<string[]> {
   }
 }
 
-const hotRows = async () => Number((await db.sql<{ n: string }[]>`select count(*) as n from log_hot`)[0]!.n);
+/** Events in the hot tier: log_hot's rows and the chunk journal's events. */
+const hotRows = async () =>
+  Number((await db.sql<{ n: string }[]>`select (select count(*) from log_hot) + (select coalesce(sum(n), 0) from log_chunks) as n`)[0]!.n);
 const hotLeaves = async () =>
   (
     await db.sql<{ name: string }[]>`select c.relname as name from pg_partition_tree('log_hot') t join pg_class c on c.oid = t.relid where t.isleaf order by 1`

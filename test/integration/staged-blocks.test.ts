@@ -128,7 +128,7 @@ test("blocks staged for a generation are read by no reader until it is sealed", 
   expect(new Set(before.between).size).toBe(SEALED + HOT);
   expect(before.byId).toEqual(before.between);
   const [tiers] = await lp.sql<{ hot: number; blocks: number }[]>`
-    select (select count(*)::int from log_hot where source_id = ${Number(source.id)}) as hot,
+    select (select count(*)::int from logpond_hot_between(array[${Number(source.id)}::bigint], '-infinity', 'infinity')) as hot,
       (select count(*)::int from log_blocks where source_id = ${Number(source.id)}) as blocks`;
   expect(tiers).toEqual({ hot: HOT, blocks: expect.any(Number) });
   expect(tiers!.blocks).toBeGreaterThan(0);
