@@ -121,14 +121,24 @@ async function parts(sql: Sql): Promise<Part[]> {
  * The chunk journal's partition (drizzle/0015) that holds the same generation as a log_hot
  * partition: log_chunks_g<N> for log_hot_g<N>, log_chunks_default for log_hot_default; none for
  * the daily partitions of an upgrade's log_hot_legacy. Sealed, truncated and dropped with it.
+ * Undefined too when it does not exist (`twins`: log_chunks' partitions): a generation an earlier
+ * logpond opened beside this one is sealed from its rows alone, not left for ever.
  */
-function chunksOf(table: string): string | undefined {
+function chunksOf(table: string, twins: ReadonlySet<string>): string | undefined {
   const generation = GENERATION.exec(table);
-  return generation ? `log_chunks_g${generation[1]}` : table === "log_hot_default" ? "log_chunks_default" : undefined;
+  const twin = generation ? `log_chunks_g${generation[1]}` : table === "log_hot_default" ? "log_chunks_default" : undefined;
+  return twin && twins.has(twin) ? twin : undefined;
+}
+
+/** log_chunks' partitions now. */
+async function chunkParts(sql: Sql): Promise<Set<string>> {
+  const rows = await sql<{ name: string }[]>`
+    select c.relname as name from pg_partition_tree('log_chunks') t join pg_class c on c.oid = t.relid where t.isleaf`;
+  return new Set(rows.map((row) => row.name));
 }
 
 /** The table and its twin in the chunk journal, as a list for LOCK, TRUNCATE and VACUUM. */
-const withChunks = (table: string) => [table, chunksOf(table)].filter((name) => name !== undefined).join(", ");
+const withTwin = (table: string, twin: string | undefined) => (twin ? `${table}, ${twin}` : table);
 
 /** The first id of the generation new batches go to (the highest one), or undefined when none. */
 function openStart(all: Part[]): number | undefined {
@@ -152,7 +162,8 @@ export async function closeGeneration(sql: Sql, force = false, opening?: (start:
       await tx`select pg_advisory_xact_lock(${SEAL_LOCK})`;
       const open = openStart(await parts(tx as unknown as Sql));
       if (open !== undefined && !force) {
-        const rows = await tx.unsafe(`(select 1 from log_hot_g${open} limit 1) union all (select 1 from log_chunks_g${open} limit 1)`);
+        const twin = chunksOf(`log_hot_g${open}`, await chunkParts(tx as unknown as Sql));
+        const rows = await tx.unsafe(`(select 1 from log_hot_g${open} limit 1)${twin ? ` union all (select 1 from ${twin} limit 1)` : ""}`);
         if (rows.length === 0) return "empty";
       }
       const [counter] = await tx<{ value: string }[]>`select value::text as value from logpond_counters where name = 'event_id'`;
@@ -194,6 +205,7 @@ export async function sealClosed(
   staging?: Stager,
 ): Promise<SealStats> {
   const all = await parts(sql);
+  const twins = await chunkParts(sql);
   const open = openStart(all);
   staging?.known(all.flatMap((part) => (GENERATION.test(part.name) ? [Number(GENERATION.exec(part.name)![1])] : [])));
   let failure: unknown;
@@ -204,9 +216,10 @@ export async function sealClosed(
     // the others: it is logged, the rest are sealed, and the pass fails at its end.
     try {
       // "busy": a batch is writing into it right now (a straggler); a few tries, then the next pass.
-      const seal = () => sealTable(sql, part.name, stats, signal, handled, pool, staging, log);
+      const twin = chunksOf(part.name, twins);
+      const seal = () => sealTable(sql, part.name, twin, stats, signal, handled, pool, staging, log);
       for (let tries = 1; (await around(part.name, seal)) === "busy" && tries < BUSY_TRIES; tries++) await Bun.sleep(100);
-      if (await dropIfEmpty(sql, part.name, signal)) stats.dropped++;
+      if (await dropIfEmpty(sql, part.name, twin, signal)) stats.dropped++;
     } catch (error) {
       if (signal?.aborted) throw error;
       if ((error as { code?: string }).code === UNDEFINED_TABLE) continue; // sealed and dropped by another instance
@@ -216,7 +229,7 @@ export async function sealClosed(
   }
   // Upgraded layouts: log_hot_legacy once its daily partitions are gone.
   for (const part of await parts(sql)) {
-    if (!part.leaf && part.children === 0 && (await dropIfEmpty(sql, part.name, signal))) stats.dropped++;
+    if (!part.leaf && part.children === 0 && (await dropIfEmpty(sql, part.name, undefined, signal))) stats.dropped++;
   }
   if (failure) throw failure;
   return stats;
@@ -241,6 +254,8 @@ export async function sealAll(sql: Sql): Promise<SealStats> {
 async function sealTable(
   sql: Sql,
   table: string,
+  /** Its twin in the chunk journal (chunksOf). */
+  twin: string | undefined,
   stats: SealStats,
   signal: AbortSignal | undefined,
   handled: ((bytes: number) => void) | undefined,
@@ -256,9 +271,9 @@ async function sealTable(
   try {
     done = await sql.begin(async (tx) => {
       await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
-      await tx.unsafe(`lock table ${withChunks(table)} in share mode`);
+      await tx.unsafe(`lock table ${withTwin(table, twin)} in share mode`);
       await tx.unsafe(`set local lock_timeout = '${READ_LOCK_TIMEOUT}'`);
-      const read = (ranges?: Ranges) => sealRows(tx as unknown as Sql, table, signal, handled, pool, ranges);
+      const read = (ranges?: Ranges) => sealRows(tx as unknown as Sql, table, twin, signal, handled, pool, ranges);
       let moved: { moved: number; sealed: number; blocks: number; fromMemory: number } | undefined;
       if (generation !== undefined) {
         if (typeof staged === "object") moved = await publishStaged(tx as unknown as Sql, generation, staged, read);
@@ -267,10 +282,10 @@ async function sealTable(
       moved ??= { ...(await read()), fromMemory: 0 };
       const done = { ...moved, truncated: false };
       if (done.moved === 0) return done;
-      done.truncated = await truncate(tx as unknown as Sql, table, signal);
+      done.truncated = await truncate(tx as unknown as Sql, withTwin(table, twin), signal);
       if (!done.truncated) {
         await tx.unsafe(`delete from ${table}`);
-        if (chunksOf(table)) await tx.unsafe(`delete from ${chunksOf(table)}`);
+        if (twin) await tx.unsafe(`delete from ${twin}`);
       }
       return done;
     });
@@ -288,7 +303,7 @@ async function sealTable(
   stats.fromMemory += done.fromMemory;
   if (done.truncated) return "truncated";
   // Rows an older snapshot still sees stay until a later pass.
-  await sql.unsafe(`vacuum (truncate true) ${withChunks(table)}`).catch((error) => {
+  await sql.unsafe(`vacuum (truncate true) ${withTwin(table, twin)}`).catch((error) => {
     if ((error as { code?: string }).code !== UNDEFINED_TABLE) throw error;
   });
   return "deleted";
@@ -353,14 +368,14 @@ async function dropStaged(tx: Sql, generation: number): Promise<void> {
   await tx`delete from log_blocks where generation = ${generation}`;
 }
 
-/** TRUNCATE under a savepoint, retried while readers hold the table: whether it was done. */
-async function truncate(tx: Sql, table: string, signal: AbortSignal | undefined): Promise<boolean> {
+/** TRUNCATE of `tables` (a hot table and its twin) under a savepoint, retried while readers hold them: whether it was done. */
+async function truncate(tx: Sql, tables: string, signal: AbortSignal | undefined): Promise<boolean> {
   await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
   const giveUpAt = performance.now() + TRUNCATE_PATIENCE_MS;
   do {
     signal?.throwIfAborted();
     try {
-      await (tx as unknown as { savepoint(work: (sp: Sql) => Promise<unknown>): Promise<unknown> }).savepoint((sp) => sp.unsafe(`truncate ${withChunks(table)}`));
+      await (tx as unknown as { savepoint(work: (sp: Sql) => Promise<unknown>): Promise<unknown> }).savepoint((sp) => sp.unsafe(`truncate ${tables}`));
       return true;
     } catch (error) {
       if ((error as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw error;
@@ -399,6 +414,7 @@ export function mergeRanges(ranges: Ranges): Ranges {
 async function sealRows(
   tx: Sql,
   table: string,
+  twin: string | undefined,
   signal: AbortSignal | undefined,
   handled: ((bytes: number) => void) | undefined,
   pool: SealPool | undefined,
@@ -415,7 +431,6 @@ async function sealRows(
   // backend's scan of it is and wrap around at the end, and the chunk holding the end and the start
   // would make a block spanning hours (test/integration/seal-order.test.ts).
   await tx.unsafe("set local synchronize_seqscans = off");
-  const twin = chunksOf(table);
   const readers = [rowReader(tx, merged ? `${within}${table} m on m.id between r.f and r.l` : `${table} m`)];
   if (twin) readers.push(chunkReader(tx, merged ? `${within}${twin} c on c.first_id between r.f and r.l` : `${twin} c`));
   const done = { moved: 0, sealed: 0, blocks: 0 };
@@ -570,12 +585,11 @@ function chunkReader(tx: Sql, from: string): () => Promise<Fetched> {
  * can arrive in between. Dropping a partition also locks log_hot: waited for at most
  * DDL_LOCK_TIMEOUT, between COPYs, a few times.
  */
-async function dropIfEmpty(sql: Sql, table: string, signal: AbortSignal | undefined): Promise<boolean> {
+async function dropIfEmpty(sql: Sql, table: string, twin: string | undefined, signal: AbortSignal | undefined): Promise<boolean> {
   for (let attempt = 0; attempt < DROP_TRIES; attempt++) {
     signal?.throwIfAborted();
     try {
       return await sql.begin(async (tx) => {
-        const twin = chunksOf(table);
         await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
         await tx.unsafe(`lock table log_hot${twin ? ", log_chunks" : ""} in access exclusive mode`);
         const found = await tx<{ name: string; pages: number }[]>`

@@ -189,6 +189,27 @@ test("a batch written after its generation was sealed and dropped lands in the d
   expect(stored.map((r) => JSON.parse(r.raw).late)).toEqual([0, 1, 2]);
 }, 60_000);
 
+test("a generation without its chunk journal twin (opened by a logpond from before drizzle/0015) is sealed from its rows and dropped", async () => {
+  const source = await lp.createSource();
+  expect(await closeGeneration(db.sql as never, true)).toBe("closed");
+  const [open] = await db.sql<{ start: string }[]>`
+    select max(substring(c.relname from '^log_hot_g([0-9]+)$')::bigint)::text as start
+    from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'log_hot'::regclass`;
+  const start = open!.start;
+  await db.sql.unsafe(`drop table log_chunks_g${start}`);
+  const [counter] = await db.sql<{ first: string }[]>`
+    update logpond_counters set value = value + 3 where name = 'event_id' returning (value - 3)::text as first`;
+  const reserved = Number(counter!.first);
+  expect(reserved).toBeGreaterThanOrEqual(Number(start));
+  await db.sql`insert into log_hot (id, source_id, dt, raw) select ${reserved}::bigint + i, ${Number(source.id)}, now(), jsonb_build_object('twinless', i) from generate_series(0, 2) i`;
+  expect(await closeGeneration(db.sql as never)).toBe("closed");
+  const stats = await sealClosed(db.sql as never);
+  expect(stats.sealed).toBeGreaterThanOrEqual(3);
+  expect((await db.sql`select 1 from pg_class where relname = ${`log_hot_g${start}`}`).length).toBe(0);
+  const stored = await snapshot([source.id]);
+  expect(stored.map((r) => JSON.parse(r.raw).twinless)).toEqual([0, 1, 2]);
+}, 60_000);
+
 /** A source with 5 events committed to the hot tier. */
 async function sourceWithHotRows(seed: number): Promise<TestSource> {
   const source = await lp.createSource();
