@@ -18,6 +18,12 @@ export const CHUNK_EVENTS = 1_000;
 /** Text per chunk, at most (a few big events make a chunk of their own). */
 const CHUNK_MAX_BYTES = 4 * 1024 * 1024;
 /**
+ * A chunk's events lie within this many microseconds of its first one (about 71 years), so its dt
+ * offsets stay below 2^52: logpond_block_events adds them as `offset * interval '1 microsecond'`,
+ * a float8 product, exact only below 2^53.
+ */
+const CHUNK_MAX_SPAN_MICROS = 2 ** 51;
+/**
  * The chunks' deflate level: a chunk lives until its generation is sealed (SEAL_INTERVAL_MS), so
  * its size matters for the WAL, hardly for the disk; level 1 is the cheapest that deflates.
  */
@@ -53,7 +59,13 @@ export function chunkTuples(parts: readonly Uint8Array[]): Uint8Array[] {
     for (let from = 0; from < places.length; ) {
       let to = from;
       let bytes = 0;
-      while (to < places.length && to - from < CHUNK_EVENTS && (to === from || bytes + places[to]!.end - places[to]!.at <= CHUNK_MAX_BYTES)) {
+      const first = Number(dtOf(buffers[places[from]!.part]!, places[from]!.at));
+      const near = (place: Place) => Math.abs(Number(dtOf(buffers[place.part]!, place.at)) - first) < CHUNK_MAX_SPAN_MICROS;
+      while (
+        to < places.length &&
+        to - from < CHUNK_EVENTS &&
+        (to === from || (bytes + places[to]!.end - places[to]!.at <= CHUNK_MAX_BYTES && near(places[to]!)))
+      ) {
         bytes += places[to]!.end - places[to]!.at;
         to++;
       }
