@@ -48,11 +48,16 @@ function random(seed: number): () => number {
 function jsonOf(i: number, word: string): string {
   switch (i % 9) {
     case 0:
-      return JSON.stringify({ level: ["info", "warn", "error"][i % 3], message: `request ${i} done`, status: 200 + (i % 4) * 100, ms: 1.5 + i });
+      return JSON.stringify({
+        level: ["info", "warn", "error"][Math.floor(i / 9) % 3],
+        message: `request ${i} done`,
+        status: 200 + (i % 4) * 100,
+        ms: 1.5 + i,
+      });
     case 1:
       return JSON.stringify({ message: `line\nwith "quotes", a tab\t, a backslash \\ and \\" and \\n ${i}`, path: "C:\\temp\\x" });
     case 2:
-      return JSON.stringify({ message: `ünïcödé ✓ 日本語のログ 🎉👩‍💻 ${i}`, "キー": "値", emoji: "😀" });
+      return JSON.stringify({ message: `ünïcödé ✓ 日本語のログ 🎉👩‍💻 ${i}`, キー: "値", emoji: "😀" });
     case 3:
       return JSON.stringify({ level: "debug", nothing: null, flag: i % 2 === 0, empty: {}, list: [], nested: { b: [1, { c: "d" }], a: 2 } });
     case 4:
@@ -155,7 +160,9 @@ async function blocksOf(sourceId: number, base: number) {
 
 const chunkLeaves = async () =>
   (
-    await db.sql<{ name: string }[]>`select c.relname as name from pg_partition_tree('log_chunks') t join pg_class c on c.oid = t.relid where t.isleaf order by 1`
+    await db.sql<
+      { name: string }[]
+    >`select c.relname as name from pg_partition_tree('log_chunks') t join pg_class c on c.oid = t.relid where t.isleaf order by 1`
   ).map((r) => r.name);
 
 describe("one batch of several sources, written as chunks and as rows", () => {
@@ -168,7 +175,13 @@ describe("one batch of several sources, written as chunks and as rows", () => {
     [c, looseSource()],
   ]);
   const far = ["1900-01-01T00:00:00.000001Z", "1999-12-31T23:59:59.999999Z", "2000-01-01T00:00:00Z", "2141-06-01T12:00:00.123456Z", "1970-01-01T00:00:00Z"];
-  const huge = ["0001-01-01T00:00:00.000001Z", "9999-12-31T23:59:59.999999Z", "2024-02-29T12:34:56.789012Z", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999998Z"];
+  const huge = [
+    "0001-01-01T00:00:00.000001Z",
+    "9999-12-31T23:59:59.999999Z",
+    "2024-02-29T12:34:56.789012Z",
+    "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59.999998Z",
+  ];
   const events: Event[] = [];
   {
     const next = random(7);
@@ -220,7 +233,7 @@ describe("one batch of several sources, written as chunks and as rows", () => {
       select source_id::float8 as source, n, first_id::float8 as first_id, last_id::float8 as last_id,
         to_char(min_dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as min_dt, to_char(max_dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as max_dt
       from log_chunks where source_id = any(${[a, b, c]}::bigint[]) order by source_id, first_id`;
-    expect(chunks).toEqual(expected);
+    expect([...chunks]).toEqual(expected);
     expect(chunks.map((x) => x.n)).toEqual([1_000, 1_000, 500, 300, 5]);
     // Nothing of the chunks' batch in log_hot, nothing of the rows' batch in log_chunks.
     expect((await db.sql`select 1 from log_hot where source_id = any(${[a, b, c]}::bigint[])`).length).toBe(0);
@@ -233,8 +246,20 @@ describe("one batch of several sources, written as chunks and as rows", () => {
       const expected = events.flatMap((e, i) => (e.source === source ? [{ at: i, dt: microsText(e.dt) }] : []));
       const fromChunks = await viewOf(source, chunksBase);
       const fromRows = await viewOf(twin, rowsBase);
-      expect({ source, rows: firstDifference(fromRows.map((r) => [r.at, r.dt]), expected.map((e) => [e.at, e.dt])) }).toEqual({ source, rows: undefined });
-      expect({ source, chunks: firstDifference(fromChunks.map((r) => [r.at, r.dt, r.raw]), fromRows.map((r) => [r.at, r.dt, r.raw])) }).toEqual({
+      expect({
+        source,
+        rows: firstDifference(
+          fromRows.map((r) => [r.at, r.dt]),
+          expected.map((e) => [e.at, e.dt]),
+        ),
+      }).toEqual({ source, rows: undefined });
+      expect({
+        source,
+        chunks: firstDifference(
+          fromChunks.map((r) => [r.at, r.dt, r.raw]),
+          fromRows.map((r) => [r.at, r.dt, r.raw]),
+        ),
+      }).toEqual({
         source,
         chunks: undefined,
       });
@@ -243,7 +268,9 @@ describe("one batch of several sources, written as chunks and as rows", () => {
   });
 
   test("chunkRows opens a chunk into the ids, times and lines logpond_block_events reads from it, the JSON as sent", async () => {
-    const chunks = await db.sql<{ first_id: string; source_id: string; min_dt: string; n: number; payload: Buffer; events: { id: string; dt: string; line: string }[] }[]>`
+    const chunks = await db.sql<
+      { first_id: string; source_id: string; min_dt: string; n: number; payload: Buffer; events: { id: string; dt: string; line: string }[] }[]
+    >`
       select c.first_id::text, c.source_id::text, ((extract(epoch from c.min_dt) - 946684800) * 1000000)::bigint::text as min_dt, c.n, c.payload,
         (select json_agg(json_build_object('id', e.id::text, 'dt', ${db.sql.unsafe(DT_TEXT.replace("dt at", "e.dt at"))}, 'line', e.line) order by e.ord)
           from logpond_block_events(c.first_id, c.min_dt, null, null, null, c.payload) with ordinality e(id, dt, line, ord)) as events
@@ -267,7 +294,12 @@ describe("one batch of several sources, written as chunks and as rows", () => {
       // (C's chunk: logpond_block_events is wrong past 2^53 µs, the failing test below.)
       if (chunk.source_id !== String(c)) expect(firstDifference(inApp, chunk.events)).toBeUndefined();
       // …and both are the event as it was written.
-      expect(firstDifference(inApp, inApp.map((e) => ({ id: e.id, dt: microsText(byId.get(e.id)!.dt), line: byId.get(e.id)!.json })))).toBeUndefined();
+      expect(
+        firstDifference(
+          inApp,
+          inApp.map((e) => ({ id: e.id, dt: microsText(byId.get(e.id)!.dt), line: byId.get(e.id)!.json })),
+        ),
+      ).toBeUndefined();
     }
   });
 
@@ -298,8 +330,20 @@ describe("one batch of several sources, written as chunks and as rows", () => {
       expect({ source, ...(await tiers(db.sql as never, source)) }).toMatchObject({ source, hot: 0, sealed: count, distinctIds: count, badBlocks: 0 });
       const fromChunks = await blocksOf(source, chunksBase);
       const fromRows = await blocksOf(twins.get(source)!, rowsBase);
-      expect({ source, blocks: firstDifference(fromChunks.map(({ events, ...b }) => b), fromRows.map(({ events, ...b }) => b)) }).toEqual({ source, blocks: undefined });
-      expect({ source, events: firstDifference(fromChunks.flatMap((b) => b.events), fromRows.flatMap((b) => b.events)) }).toEqual({ source, events: undefined });
+      expect({
+        source,
+        blocks: firstDifference(
+          fromChunks.map(({ events, ...b }) => b),
+          fromRows.map(({ events, ...b }) => b),
+        ),
+      }).toEqual({ source, blocks: undefined });
+      expect({
+        source,
+        events: firstDifference(
+          fromChunks.flatMap((b) => b.events),
+          fromRows.flatMap((b) => b.events),
+        ),
+      }).toEqual({ source, events: undefined });
       // The view reads the sealed events as it read the hot ones.
       const view = async (id: number, base: number) => (await viewOf(id, base)).map((r) => [r.at, r.dt, r.raw]);
       expect({ source, view: firstDifference(await view(source, chunksBase), await view(twins.get(source)!, rowsBase)) }).toEqual({ source, view: undefined });
@@ -317,7 +361,9 @@ test("events past their source's retention and events of a deleted source are no
     { source: Number(short.id), dt: ago(60_000), json: JSON.stringify({ message: "kept" }) },
     { source: Number(gone.id), dt: ago(2_000), json: JSON.stringify({ message: "of a deleted source" }) },
   ]);
-  const [counts] = await db.sql<{ n: number }[]>`select count(*)::int as n from log_chunks where source_id = any(${[Number(short.id), Number(gone.id)]}::bigint[])`;
+  const [counts] = await db.sql<
+    { n: number }[]
+  >`select count(*)::int as n from log_chunks where source_id = any(${[Number(short.id), Number(gone.id)]}::bigint[])`;
   expect(counts!.n).toBe(2);
   // Its retention lowered once stored (ingestion redates a time its retention would delete at once).
   expect((await lp.api("PATCH", `/api/v1/sources/${short.id}`, { logs_retention: 1 })).status).toBe(200);
@@ -335,3 +381,182 @@ test("events past their source's retention and events of a deleted source are no
     await db.sql`delete from source_deletions where source_id = ${Number(gone.id)}`;
   }
 }, 60_000);
+
+describe("the query API around hot chunks reads as around the same jsonb rows", () => {
+  let chunked: TestSource;
+  let rowed: TestSource;
+  /** Each batch's first id for each journal, so an id can be named the same way in both. */
+  const bases: { chunks: number; rows: number; count: number }[] = [];
+  const WORD = "zanzibarquux";
+  const at = (ms: number) => new Date(ms).toISOString();
+
+  beforeAll(async () => {
+    chunked = await lp.createSource({ logs_retention: 3652 });
+    rowed = await lp.createSource({ logs_retention: 3652 });
+    const next = random(11);
+    // Three batches (the first cut into two chunks), times within the last hour out of id order.
+    for (const [batch, count] of [1_400, 600, 300].entries()) {
+      const events: Event[] = [];
+      for (let i = 0; i < count; i++) {
+        const json = batch === 1 && i === 123 ? JSON.stringify({ message: `the one ${WORD} here`, i }) : jsonOf(i, "word");
+        events.push({ source: Number(chunked.id), dt: ago(Math.floor(next() * 3_000_000), Math.floor(next() * 1000)), json });
+      }
+      const chunks = await writeBatch(chunksWriter, events);
+      const rows = await writeBatch(rowsWriter, retarget(events, new Map([[Number(chunked.id), Number(rowed.id)]])));
+      bases.push({ chunks, rows, count });
+    }
+    const [journal] = await db.sql<{ chunks: number; rows: number }[]>`
+      select (select count(*)::int from log_chunks where source_id = ${Number(chunked.id)}) as chunks,
+        (select count(*)::int from log_hot where source_id = ${Number(rowed.id)}) as rows`;
+    expect(journal).toEqual({ chunks: 4, rows: 2_300 });
+  });
+
+  /** An id as "batch:offset", the same for an event's two copies. */
+  const keyOf = (id: string, journal: "chunks" | "rows") => {
+    const n = Number(id);
+    const batch = bases.findIndex((b) => n >= b[journal] && n < b[journal] + b.count);
+    return `${batch}:${n - bases[batch]![journal]}`;
+  };
+  /** An answer's rows with their ids as keys and no source id (the two copies' differ). */
+  const normalised = (data: Record<string, unknown>[], journal: "chunks" | "rows"): Record<string, unknown>[] =>
+    data.map(({ id, source_id, ...rest }) => ({ key: keyOf(String(id), journal), ...rest }));
+  const get = async (url: string) => {
+    const response = await lp.api("GET", url);
+    expect(response.status).toBe(200);
+    return (await response.json()) as { data: Record<string, unknown>[]; meta?: Record<string, unknown> };
+  };
+  const live = (source: TestSource, params: string) =>
+    get(`/api/v2/query/live-tail?source_ids=${source.id}&from=${at(NOW - 2 * 3_600_000)}&to=${at(NOW + 60_000)}&${params}`);
+
+  test("the newest 100 and the oldest 100 of the source", async () => {
+    for (const params of ["batch=100&order=newest_first", "batch=100&order=oldest_first"]) {
+      const [fromChunks, fromRows] = [await live(chunked, params), await live(rowed, params)];
+      expect(fromChunks.data.length).toBe(100);
+      expect(firstDifference(normalised(fromChunks.data, "chunks"), normalised(fromRows.data, "rows"))).toBeUndefined();
+    }
+  });
+
+  test("a search for a word one chunk event holds finds that event alone", async () => {
+    const params = `batch=100&query=${WORD}`;
+    const [fromChunks, fromRows] = [await live(chunked, params), await live(rowed, params)];
+    expect(normalised(fromChunks.data, "chunks").map((row) => [row.key, row.message])).toEqual([["1:123", `the one ${WORD} here`]]);
+    expect(normalised(fromChunks.data, "chunks")).toEqual(normalised(fromRows.data, "rows"));
+    // A field query and a negated one, through the same hot chunks.
+    for (const query of ["level=error", "status>=300", "NOT level:info", "message:ünïcödé"]) {
+      const q = `batch=500&query=${encodeURIComponent(query)}`;
+      const [c, r] = [await live(chunked, q), await live(rowed, q)];
+      expect({ query, n: c.data.length > 0 }).toEqual({ query, n: true });
+      expect({ query, diff: firstDifference(normalised(c.data, "chunks"), normalised(r.data, "rows")) }).toEqual({ query, diff: undefined });
+    }
+  });
+
+  test("the context around a hot chunk event, with and without its dt", async () => {
+    const anchor = { chunks: String(bases[1]!.chunks + 123), rows: String(bases[1]!.rows + 123) };
+    const [dt] = await db.sql<{ dt: string }[]>`select ${db.sql.unsafe(DT_TEXT)} as dt from log_events where id = ${anchor.chunks}::bigint`;
+    for (const withDt of [false, true]) {
+      const contextOf = (source: TestSource, id: string) =>
+        get(`/api/v2/query/context?source_id=${source.id}&id=${id}&before=40&after=40${withDt ? `&dt=${dt!.dt}` : ""}`);
+      const [fromChunks, fromRows] = [await contextOf(chunked, anchor.chunks), await contextOf(rowed, anchor.rows)];
+      expect(fromChunks.data.length).toBe(81);
+      expect(fromChunks.meta).toEqual({ anchor_id: anchor.chunks, anchor_index: 40 });
+      expect(firstDifference(normalised(fromChunks.data, "chunks"), normalised(fromRows.data, "rows"))).toBeUndefined();
+    }
+  });
+
+  test("the histogram of the source", async () => {
+    const url = (source: TestSource, query = "") =>
+      `/api/v2/query/histogram?source_ids=${source.id}&from=${at(NOW - 3_600_000)}&to=${at(NOW)}&buckets=30&query=${query}`;
+    for (const query of ["", "level%3Derror"]) {
+      const [fromChunks, fromRows] = [await get(url(chunked, query)), await get(url(rowed, query))];
+      expect(fromChunks).toEqual(fromRows);
+      expect((fromChunks.meta as { total: number }).total).toBeGreaterThan(0);
+    }
+  });
+});
+
+describe("a database whose journal changes from rows to chunks and back", () => {
+  let db2: ScratchDatabase;
+  let dataDir: string;
+  let source: TestSource;
+  /** The messages sent so far, in order. */
+  const sent: string[] = [];
+  beforeAll(async () => {
+    db2 = await createScratchDatabase("chunkswitch");
+    await runMigrations(db2.url);
+    dataDir = mkdtempSync(path.join(tmpdir(), "logpond-chunks-"));
+  });
+  afterAll(async () => {
+    await db2.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const start = (tier: HotTier) => startTestLogpond({ DATABASE_URL: db2.url, DATA_DIR: dataDir, SEAL_INTERVAL_MS: "600000", HOT_TIER: tier });
+  /** `count` events sent to the source through ingestion, flushed. */
+  async function send(pond: TestLogpond, tier: HotTier, count: number) {
+    const events = Array.from({ length: count }, (_, i) => ({ message: `${tier} ${sent.length + i}`, n: sent.length + i }));
+    sent.push(...events.map((e) => e.message));
+    expect((await pond.ingest(source.token, JSON.stringify(events))).status).toBe(202);
+    await pond.flusher.flush();
+  }
+  const journals = async () =>
+    (
+      await db2.sql<{ rows: number; chunks: number }[]>`
+        select (select count(*)::int from log_hot where source_id = ${Number(source.id)}) as rows,
+          (select coalesce(sum(n), 0)::int from log_chunks where source_id = ${Number(source.id)}) as chunks`
+    )[0]!;
+  /** Every way the test reads the source: the view, a live-tail walk, the tail's catch-up; each must see every message once. */
+  async function expectEachOnce(pond: TestLogpond) {
+    const view = await db2.sql<{ m: string }[]>`select raw->>'message' as m from log_events e where source_id = ${Number(source.id)} order by e.id`;
+    expect(view.map((r) => r.m)).toEqual(sent);
+    const walked: string[] = [];
+    let url = `/api/v2/query/live-tail?source_ids=${source.id}&batch=137&order=oldest_first&from=${new Date(Date.now() - 3_600_000).toISOString()}`;
+    for (;;) {
+      const body = (await (await pond.api("GET", url)).json()) as { data: { message: string }[]; pagination: { next: string | null } };
+      walked.push(...body.data.map((row) => row.message));
+      if (!body.pagination.next) break;
+      url = new URL(body.pagination.next).pathname + new URL(body.pagination.next).search;
+    }
+    expect(walked.sort()).toEqual([...sent].sort());
+    const tail = await readCatchUp(db2.sql as never, { seq: 0, id: "" }, await latestSeq(db2.sql as never), [Number(source.id)], undefined, 100_000);
+    expect(tail.map((row) => JSON.parse(row.raw).message)).toEqual(sent);
+  }
+
+  test("rows left by HOT_TIER=rows and chunks written after a restart with chunks read once each and seal together; and back", async () => {
+    let pond = await start("rows");
+    try {
+      source = await pond.createSource({ logs_retention: 3652 });
+      await send(pond, "rows", 300);
+    } finally {
+      await pond.stop();
+    }
+    expect(await journals()).toEqual({ rows: 300, chunks: 0 });
+
+    pond = await start("chunks");
+    try {
+      await send(pond, "chunks", 250);
+      expect(await journals()).toEqual({ rows: 300, chunks: 250 });
+      await expectEachOnce(pond);
+      await pond.sealer.sealNow();
+      expect(await journals()).toEqual({ rows: 0, chunks: 0 });
+      expect(await tiers(db2.sql as never, Number(source.id))).toMatchObject({ hot: 0, sealed: 550, distinctIds: 550, badBlocks: 0 });
+      await expectEachOnce(pond);
+      await send(pond, "chunks", 200); // left as chunks for the restart with rows
+    } finally {
+      await pond.stop();
+    }
+    expect(await journals()).toEqual({ rows: 0, chunks: 200 });
+
+    pond = await start("rows");
+    try {
+      await send(pond, "rows", 150);
+      expect(await journals()).toEqual({ rows: 150, chunks: 200 });
+      await expectEachOnce(pond);
+      await pond.sealer.sealNow();
+      expect(await journals()).toEqual({ rows: 0, chunks: 0 });
+      expect(await tiers(db2.sql as never, Number(source.id))).toMatchObject({ hot: 0, sealed: 900, distinctIds: 900, badBlocks: 0 });
+      await expectEachOnce(pond);
+    } finally {
+      await pond.stop();
+    }
+  }, 120_000);
+});
