@@ -13,6 +13,7 @@ import { CHUNK_EVENTS, chunkRows } from "../../src/store/chunks";
 import { type FlushConnection, type HotTier, openFlushConnection } from "../../src/store/copy";
 import { runMigrations } from "../../src/store/db";
 import { sealAll } from "../../src/store/sealer";
+import { sweep } from "../../src/retention/sweep";
 import { latestSeq, readCatchUp } from "../../src/tail/storage";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
@@ -450,6 +451,25 @@ describe("the query API around hot chunks reads as around the same jsonb rows", 
     }
   });
 
+  test("an empty window says where the newest older event is: after every chunk, and inside chunks' spans", async () => {
+    const dts = (
+      await db.sql<{ dt: string }[]>`select ${db.sql.unsafe(DT_TEXT)} as dt from log_events e where source_id = ${Number(chunked.id)} order by e.dt`
+    ).map((r) => r.dt);
+    // The widest gap between two events: a window inside it holds none, and every chunk spans it.
+    let gap = 0;
+    for (let i = 1; i < dts.length; i++) if (Date.parse(dts[i]!) - Date.parse(dts[i - 1]!) > Date.parse(dts[gap + 1]!) - Date.parse(dts[gap]!)) gap = i - 1;
+    const inside = { from: at(Date.parse(dts[gap]!) + 1), to: at(Date.parse(dts[gap + 1]!) - 1), older: dts[gap]! };
+    expect(Date.parse(inside.to)).toBeGreaterThan(Date.parse(inside.from));
+    const after = { from: at(NOW + 60_000), to: at(NOW + 120_000), older: dts.at(-1)! };
+    for (const window of [inside, after]) {
+      const url = (source: TestSource) => `/api/v2/query/live-tail?source_ids=${source.id}&from=${window.from}&to=${window.to}`;
+      const [fromChunks, fromRows] = [await get(url(chunked)), await get(url(rowed))];
+      expect(fromChunks.data).toEqual([]);
+      expect(fromChunks.meta).toMatchObject({ empty_window: true, older: true, older_dt: window.older });
+      expect(fromChunks.meta).toEqual(fromRows.meta);
+    }
+  });
+
   test("the context around a hot chunk event, with and without its dt", async () => {
     const anchor = { chunks: String(bases[1]!.chunks + 123), rows: String(bases[1]!.rows + 123) };
     const [dt] = await db.sql<{ dt: string }[]>`select ${db.sql.unsafe(DT_TEXT)} as dt from log_events where id = ${anchor.chunks}::bigint`;
@@ -560,3 +580,24 @@ describe("a database whose journal changes from rows to chunks and back", () => 
     }
   }, 120_000);
 });
+
+test("the retention sweep removes a deleted source's hot chunks and rows at once", async () => {
+  const gone = await lp.createSource();
+  await writeBatch(chunksWriter, [{ source: Number(gone.id), dt: ago(1_000), json: JSON.stringify({ message: "chunk" }) }]);
+  await writeBatch(rowsWriter, [{ source: Number(gone.id), dt: ago(2_000), json: JSON.stringify({ message: "row" }) }]);
+  const held = async () =>
+    (
+      await db.sql<{ rows: number; chunks: number }[]>`
+        select (select count(*)::int from log_hot where source_id = ${Number(gone.id)}) as rows,
+          (select coalesce(sum(n), 0)::int from log_chunks where source_id = ${Number(gone.id)}) as chunks`
+    )[0]!;
+  expect(await held()).toEqual({ rows: 1, chunks: 1 });
+  await db.sql`insert into source_deletions (source_id) values (${Number(gone.id)})`;
+  try {
+    const result = await sweep(db.sql as never, new AbortController().signal, () => {});
+    expect(result.rowsRemoved).toBeGreaterThanOrEqual(2);
+    expect(await held()).toEqual({ rows: 0, chunks: 0 });
+  } finally {
+    await db.sql`delete from source_deletions where source_id = ${Number(gone.id)}`;
+  }
+}, 60_000);
