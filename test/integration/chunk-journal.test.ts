@@ -400,7 +400,9 @@ describe("the query API around hot chunks reads as around the same jsonb rows", 
       const events: Event[] = [];
       for (let i = 0; i < count; i++) {
         const json = batch === 1 && i === 123 ? JSON.stringify({ message: `the one ${WORD} here`, i }) : jsonOf(i, "word");
-        events.push({ source: Number(chunked.id), dt: ago(Math.floor(next() * 3_000_000), Math.floor(next() * 1000)), json });
+        // The first batch's first three events two days back: its first chunk spans a gap of two days.
+        const dt = batch === 0 && i < 3 ? ago(2 * 86_400_000 + i * 1_000, i) : ago(Math.floor(next() * 3_000_000), Math.floor(next() * 1000));
+        events.push({ source: Number(chunked.id), dt, json });
       }
       const chunks = await writeBatch(chunksWriter, events);
       const rows = await writeBatch(rowsWriter, retarget(events, new Map([[Number(chunked.id), Number(rowed.id)]])));
@@ -480,6 +482,22 @@ describe("the query API around hot chunks reads as around the same jsonb rows", 
       expect(fromChunks.data.length).toBe(81);
       expect(fromChunks.meta).toEqual({ anchor_id: anchor.chunks, anchor_index: 40 });
       expect(firstDifference(normalised(fromChunks.data, "chunks"), normalised(fromRows.data, "rows"))).toBeUndefined();
+    }
+  });
+
+  test("the context around an event two days before the others steps across the gap both ways", async () => {
+    const contextOf = (source: TestSource, journal: "chunks" | "rows", id: number) =>
+      get(`/api/v2/query/context?source_id=${source.id}&id=${bases[0]![journal] + id}&before=5&after=5`);
+    for (const id of [0, 2]) {
+      const [fromChunks, fromRows] = [await contextOf(chunked, "chunks", id), await contextOf(rowed, "rows", id)];
+      expect(
+        normalised(fromChunks.data, "chunks")
+          .slice(0, 3)
+          .map((row) => row.key),
+      ).toEqual(["0:2", "0:1", "0:0"]);
+      expect(fromChunks.data.length).toBe(id === 0 ? 8 : 6);
+      expect(firstDifference(normalised(fromChunks.data, "chunks"), normalised(fromRows.data, "rows"))).toBeUndefined();
+      expect(fromChunks.meta).toEqual({ ...fromRows.meta, anchor_id: String(bases[0]!.chunks + id) });
     }
   });
 
