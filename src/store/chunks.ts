@@ -131,7 +131,7 @@ function chunkOf(buffers: readonly Buffer[], places: readonly Place[], from: num
   for (const value of [firstId, lastId, readInt64(buffers[minAt.part]!, minAt.at + SOURCE_AT)]) {
     at = tuple.writeInt32BE(8, at);
     at = tuple.writeInt32BE(Math.floor(value / TWO_32), at);
-    at = tuple.writeUInt32BE(value % TWO_32 >>> 0, at);
+    at = tuple.writeUInt32BE((value % TWO_32) >>> 0, at);
   }
   // min_dt and max_dt: the tuples' own 8 bytes (timestamptz's binary form).
   for (const place of [minAt, maxAt]) {

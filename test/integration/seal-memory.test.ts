@@ -70,7 +70,9 @@ const staged = async () => Number((await db.sql<{ n: string }[]>`select count(*)
 
 async function hotTexts(source: TestSource) {
   await lp.flusher.flush();
-  return db.sql<{ id: string; line: string }[]>`select id::text, raw::text as line from logpond_hot_between(array[${Number(source.id)}::bigint], '-infinity', 'infinity') order by id`;
+  return db.sql<
+    { id: string; line: string }[]
+  >`select id::text, raw::text as line from logpond_hot_between(array[${Number(source.id)}::bigint], '-infinity', 'infinity') order by id`;
 }
 
 async function blockTexts(source: TestSource) {

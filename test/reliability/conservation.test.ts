@@ -658,8 +658,9 @@ for (const fault of moveFaults) {
         await waitFor(
           "the service's sealer to seal every row of the source",
           async () =>
-            (await sql`(select 1 from log_hot where source_id = ${source.id} limit 1) union all (select 1 from log_chunks where source_id = ${source.id} limit 1)`)
-              .length === 0,
+            (
+              await sql`(select 1 from log_hot where source_id = ${source.id} limit 1) union all (select 1 from log_chunks where source_id = ${source.id} limit 1)`
+            ).length === 0,
           POLL,
         );
         expect(await last.stop()).toBe(0);

@@ -366,7 +366,9 @@ test.each(["rows", "chunks"] as const)(
         checked++;
       }
     }
-    console.log(`fuzz (${hotTier}): ${caseNo} cases, ${accepted.length} bodies accepted, ${rows.length} events stored, ${checked} compared with the specification`);
+    console.log(
+      `fuzz (${hotTier}): ${caseNo} cases, ${accepted.length} bodies accepted, ${rows.length} events stored, ${checked} compared with the specification`,
+    );
   },
   TIME_LIMIT_MS * 2,
 );
