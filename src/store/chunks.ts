@@ -154,6 +154,8 @@ export interface ReadChunk {
   /** Events before this (microseconds since 2000-01-01) are past their source's retention; null: none is kept (a deleted source). */
   keepFrom: PgMicros | null;
   payload: Uint8Array;
+  /** The payload's text when a seal thread has opened it already (SealPool.unseal): not opened again here. */
+  text?: Buffer;
 }
 
 /**
@@ -163,7 +165,7 @@ export interface ReadChunk {
  * as it does for the memory path's tuples.
  */
 export function chunkRows(chunk: ReadChunk): { rows: ReadRow[]; events: number } {
-  const text = openPayloadBytes(chunk.payload);
+  const text = chunk.text ?? openPayloadBytes(chunk.payload);
   const ids = arrayLine(text, 0);
   const dts = arrayLine(text, ids.end + 2);
   const source = Buffer.from(chunk.sourceId, "latin1");

@@ -15,6 +15,7 @@ import { writeBlocks } from "./blocks-sql";
 import { fieldsOf, tuplesOf } from "../codec/tuples";
 import { microsText } from "../codec/time";
 import { jsonbText } from "../codec/jsonb-text";
+import { openPayloadBytes } from "../codec/pgp";
 import { THREAD_GC_EVERY_BYTES } from "../memory/costs";
 import { serve } from "../rpc";
 
@@ -129,6 +130,9 @@ serve<SealCall, unknown, string>(
       switch (call.kind) {
         case "chunk":
           return { items: buildBlocks(unpackRows(call.chunk), call.chunk.maxEvents), thread: threadId };
+        case "unseal":
+          // Each text in a buffer of its own (transferred): the inflated one may be a view of more.
+          return call.payloads.map((payload) => new Uint8Array(openPayloadBytes(payload)));
         case "open":
           sql ??= postgres(call.url, { max: 1, onnotice: () => {}, connection: { application_name: "logpond-seal" } });
           maxEvents = call.maxEvents;
@@ -152,6 +156,7 @@ serve<SealCall, unknown, string>(
     wire: (error) => (error instanceof Error ? error.message : String(error)),
     // Each payload and filter owns its buffer (codec/pgp.ts, codec/grams.ts).
     transfer: (value) => {
+      if (Array.isArray(value)) return value.map((text: Uint8Array) => text.buffer as ArrayBuffer); // unseal's texts
       const items = (value as { items?: (Block | Filter)[] } | undefined)?.items;
       return items ? items.map((item) => (item.kind === "block" ? item.payload : item.slices).buffer as ArrayBuffer) : [];
     },

@@ -432,7 +432,7 @@ async function sealRows(
   // would make a block spanning hours (test/integration/seal-order.test.ts).
   await tx.unsafe("set local synchronize_seqscans = off");
   const readers = [rowReader(tx, merged ? `${within}${table} m on m.id between r.f and r.l` : `${table} m`)];
-  if (twin) readers.push(chunkReader(tx, merged ? `${within}${twin} c on c.first_id between r.f and r.l` : `${twin} c`));
+  if (twin) readers.push(chunkReader(tx, merged ? `${within}${twin} c on c.first_id between r.f and r.l` : `${twin} c`, pool));
   const done = { moved: 0, sealed: 0, blocks: 0 };
   let chunk: ReadRow[] = [];
   let chunkBytes = 0;
@@ -538,11 +538,12 @@ const PG_EPOCH_SECONDS = 946_684_800;
 
 /**
  * A seal's reader of the chunk journal (`from`: the table or its batches' ranges, as `c`): each
- * chunk's payload opened here (store/chunks.ts chunkRows; PostgreSQL only reads its bytes), its
- * lines made jsonb's text on the seal thread. Kept: the events at or after their source's
- * retention cutoff, none of a deleted source.
+ * chunk's payload opened on a seal thread (SealPool.unseal; here without a pool), cut into rows
+ * here (store/chunks.ts chunkRows; PostgreSQL only reads its bytes), its lines made jsonb's text on
+ * the seal thread that builds them. Kept: the events at or after their source's retention cutoff,
+ * none of a deleted source.
  */
-function chunkReader(tx: Sql, from: string): () => Promise<Fetched> {
+function chunkReader(tx: Sql, from: string, pool: SealPool | undefined): () => Promise<Fetched> {
   let declared = false;
   const micros = (text: string): PgMicros => (text.length <= 15 ? Number(text) : BigInt(text));
   return async () => {
@@ -563,8 +564,10 @@ function chunkReader(tx: Sql, from: string): () => Promise<Fetched> {
     );
     const kept: ReadRow[] = [];
     let events = 0;
-    for (const chunk of chunks) {
+    const texts = pool && chunks.length > 0 ? await pool.unseal(chunks.map((chunk) => chunk.payload)) : [];
+    for (const [i, chunk] of chunks.entries()) {
       const opened = chunkRows({
+        text: texts[i],
         firstId: Number(chunk.first_id),
         sourceId: chunk.source_id,
         minDt: micros(chunk.min_dt),
