@@ -1,0 +1,87 @@
+// Review of the chunk journal (HOT_TIER=chunks): interleavings of a seal and a reader.
+// store/sealer.ts's header: TRUNCATE is not MVCC-safe for a snapshot taken before it and used
+// after, so a reader must take its locks before its snapshot (one statement, SQL functions inlined).
+// logpond_hot_newest_before and logpond_hot_oldest_after (store/sql/functions.sql) are scalar SQL
+// functions with subqueries, which PostgreSQL does not inline: they lock log_hot and log_chunks when
+// they first run, after the calling statement took its snapshot.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import postgres from "postgres";
+import { eventMicros } from "../../src/codec/time";
+import { tupleHead, TUPLE_HEAD, setIds, writeTuple } from "../../src/codec/tuples";
+import { type FlushConnection, openFlushConnection } from "../../src/store/copy";
+import { runMigrations } from "../../src/store/db";
+import { sealAll } from "../../src/store/sealer";
+import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
+import { waitFor } from "../helpers/wait";
+
+const ADVISORY = 4_242_421;
+let db: ScratchDatabase;
+let writer: FlushConnection;
+beforeAll(async () => {
+  db = await createScratchDatabase("chunkreview");
+  await runMigrations(db.url);
+  writer = openFlushConnection(db.url, 30_000, "chunks");
+});
+afterAll(async () => {
+  await writer.close();
+  await db.drop();
+});
+
+async function writeOne(source: number, dt: string, json: string): Promise<void> {
+  const out = Buffer.alloc(TUPLE_HEAD + 3 * json.length);
+  const length = writeTuple(out, 0, tupleHead(source), eventMicros(dt)!, json);
+  const firstId = await writer.reserveIds(1);
+  setIds(out.subarray(0, length), 1, firstId);
+  await writer.write(crypto.randomUUID(), [out.subarray(0, length)], { firstId, lastId: firstId });
+}
+
+test("probes through logpond_hot_newest_before / oldest_after during a seal's commit see the moved event in neither tier (a view read sees it)", async () => {
+  const source = 800_000_000 + Math.floor(Math.random() * 1_000_000);
+  const dt = "2026-11-28T10:00:00.000000Z";
+  await writeOne(source, dt, JSON.stringify({ message: "moved by the seal" }));
+  // A seal that stops at its COMMIT (after its INSERTs and its TRUNCATE), holding its locks: a
+  // deferred trigger on log_blocks waits for an advisory lock this test holds (past the seal's
+  // lock_timeout: the trigger's own wait is not the seal's).
+  await db.sql.unsafe(`create function review_hold() returns trigger language plpgsql as $$
+    begin perform set_config('lock_timeout', '0', true); perform pg_advisory_xact_lock(${ADVISORY}); return null; end $$`);
+  await db.sql.unsafe(
+    `create constraint trigger review_hold after insert on log_blocks deferrable initially deferred for each row execute function review_hold()`,
+  );
+  const holder = postgres(db.url, { max: 1, onnotice: () => {} });
+  const probe = postgres(db.url, { max: 1, onnotice: () => {} });
+  const probe2 = postgres(db.url, { max: 1, onnotice: () => {} });
+  const view = postgres(db.url, { max: 1, onnotice: () => {} });
+  try {
+    await holder`select pg_advisory_lock(${ADVISORY})`;
+    const sealing = sealAll(db.sql as never);
+    await waitFor("the seal to wait at its commit", async () => (await db.sql`select 1 from pg_stat_activity where wait_event = 'advisory'`).length > 0);
+    // read.ts NEWEST_BEFORE's shape: the blocks in the statement, the hot tier through the function.
+    const probed = probe<{ dt: string | null }[]>`
+      select to_char(greatest(
+        (select max(b.max_dt) from log_blocks b where b.source_id = ${source} and b.generation is null),
+        logpond_hot_newest_before(array[${source}::bigint], now())) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`.execute();
+    const after = probe2<{ dt: string | null }[]>`
+      select to_char(least(
+        (select min(b.max_dt) from log_blocks b where b.source_id = ${source} and b.generation is null),
+        logpond_hot_oldest_after(array[${source}::bigint], '-infinity')) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`.execute();
+    const viewed = view<{ dt: string | null }[]>`
+      select to_char(max(dt) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt from log_events where source_id = ${source}`.execute();
+    await waitFor(
+      "both readers to wait for the seal's locks",
+      async () => (await db.sql`select 1 from pg_stat_activity where wait_event_type = 'Lock' and wait_event = 'relation'`).length >= 3,
+    );
+    await holder`select pg_advisory_unlock(${ADVISORY})`;
+    await sealing;
+    const [[p], [a], [v]] = await Promise.all([probed, after, viewed]);
+    expect(v!.dt).toBe(dt);
+    // Fails: null and null. The probes' snapshot predates the seal's commit (no block), their locks
+    // on the hot tables came after its TRUNCATE (no chunk).
+    expect({ newestBefore: p!.dt, oldestAfter: a!.dt }).toEqual({ newestBefore: dt, oldestAfter: dt });
+  } finally {
+    await holder.end({ timeout: 1 });
+    await probe.end({ timeout: 1 });
+    await probe2.end({ timeout: 1 });
+    await view.end({ timeout: 1 });
+    await db.sql.unsafe(`drop trigger if exists review_hold on log_blocks`);
+  }
+}, 60_000);
