@@ -85,3 +85,66 @@ test("probes through logpond_hot_newest_before / oldest_after during a seal's co
     await db.sql.unsafe(`drop trigger if exists review_hold on log_blocks`);
   }
 }, 60_000);
+
+// A generation without its chunk twin (opened by a logpond from before drizzle/0015, which the
+// sealer supports: store/sealer.ts chunksOf): this logpond's chunks of its ids go to
+// log_chunks_default and are sealed from there, while SEAL_FROM=memory has staged blocks of the same
+// batches under that generation, published when it is sealed.
+test("SEAL_FROM=memory: chunks of a generation without its twin are sealed from log_chunks_default and published from memory too", async () => {
+  const { startTestLogpond } = await import("../helpers/logpond");
+  const { tiers } = await import("../helpers/sealing");
+  // A database of its own: nothing sealed in it before this process's memory path.
+  const db = await createScratchDatabase("chunkreview_memory");
+  await runMigrations(db.url);
+  const openStart = async () =>
+    (
+      await db.sql<{ start: string | null }[]>`
+        select max(substring(c.relname from '^log_hot_g([0-9]+)$')::bigint)::text as start
+        from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'log_hot'::regclass`
+    )[0]!.start;
+  const before = await openStart();
+  const lp = await startTestLogpond({ DATABASE_URL: db.url, SEAL_INTERVAL_MS: "600000", SEAL_FROM: "memory", HOT_TIER: "chunks" });
+  try {
+    const source = await lp.createSource();
+    // The generation this process opens at its start for the memory path (store/sealer.ts openGeneration).
+    const open = { start: await waitFor("the memory path's generation", openStart, { until: (start) => start !== before }) };
+    // The generation before it sealed and dropped (it was empty: "empty", no close).
+    await lp.sealer.sealNow();
+    // As an older logpond would have opened it: no log_chunks_g<start>.
+    await db.sql.unsafe(`drop table log_chunks_g${open!.start}`);
+    // A straggler of the dropped generation (ids below the open one's): to log_chunks_default.
+    const straggler = openFlushConnection(db.url, 30_000, "chunks");
+    try {
+      const json = JSON.stringify({ message: "straggler" });
+      const out = Buffer.alloc(TUPLE_HEAD + 3 * json.length);
+      const length = writeTuple(out, 0, tupleHead(Number(source.id)), eventMicros(new Date().toISOString())!, json);
+      setIds(out.subarray(0, length), 1, 100);
+      await straggler.write(crypto.randomUUID(), [out.subarray(0, length)], { firstId: 100, lastId: 100 });
+    } finally {
+      await straggler.close();
+    }
+    const events = Array.from({ length: 50 }, (_, i) => ({ message: `twinless ${i}` }));
+    expect((await lp.ingest(source.token, JSON.stringify(events))).status).toBe(202);
+    await lp.flusher.flush();
+    expect(Number((await db.sql`select coalesce(sum(n), 0)::int as n from log_chunks_default where source_id = ${Number(source.id)}`)[0]!.n)).toBe(51);
+    // The older logpond's batch: rows in log_hot_g<start> and its flush_batches row.
+    await db.sql.begin(async (tx) => {
+      const [counter] = await tx<{ first: string }[]>`
+        update logpond_counters set value = value + 1 where name = 'event_id' returning (value - 1)::text as first`;
+      const first = Number(counter!.first);
+      await tx`insert into log_hot (id, source_id, dt, raw) values (${first}, ${Number(source.id)}, now(), '{"message":"old logpond"}')`;
+      await tx`
+        with next as (update logpond_counters set value = value + 1 where name = 'commit_seq' returning value)
+        insert into flush_batches (id, seq, first_id, last_id, committed_at) select gen_random_uuid(), next.value, ${first}, ${first}, now() from next`;
+    });
+    const first = await lp.sealer.sealNow();
+    const second = await lp.sealer.sealNow();
+    expect(first.fromMemory + second.fromMemory).toBe(50);
+    const after = await tiers(db.sql as never, Number(source.id));
+    // Fails: sealed 102, distinct ids 52 — the 50 chunk events are in blocks twice.
+    expect({ hot: after.hot, sealed: after.sealed, distinctIds: after.distinctIds }).toEqual({ hot: 0, sealed: 52, distinctIds: 52 });
+  } finally {
+    await lp.stop();
+    await db.drop();
+  }
+}, 60_000);
