@@ -143,13 +143,13 @@ const PROBE = {
   before:
     "select to_char(greatest(" +
     "(select max(b.max_dt) from log_blocks b where b.source_id = $1::bigint and b.generation is null and b.max_dt <= $2::text::timestamptz), " +
-    "logpond_hot_newest_before(array[$1::bigint], $2::text::timestamptz + interval '1 microsecond'), " +
+    "(select h.dt from logpond_hot_newest(array[$1::bigint], $2::text::timestamptz + interval '1 microsecond') h), " +
     `(select $2::text::timestamptz where exists (select 1 from log_blocks b where b.source_id = $1::bigint and b.generation is null and ${meets("$2", "$2")} and b.max_dt > $2::text::timestamptz))` +
     `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`,
   after:
     "select to_char(least(" +
     "(select min(b.max_dt) from log_blocks b where b.source_id = $1::bigint and b.generation is null and b.max_dt > $2::text::timestamptz), " +
-    "logpond_hot_oldest_after(array[$1::bigint], $2::text::timestamptz)" +
+    "(select h.dt from logpond_hot_oldest(array[$1::bigint], $2::text::timestamptz) h)" +
     `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`,
 };
 

@@ -310,7 +310,7 @@ const NEWEST_BEFORE =
   "(select max(e.dt) from unnest($2::bigint[]) s(id), lateral (select b.* from log_blocks b where b.source_id = s.id and b.generation is null " +
   `and ${meets("$1", "$1")} and b.min_dt < $1::text::timestamptz offset 0) b ` +
   "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) e where e.dt < $1::text::timestamptz), " +
-  "logpond_hot_newest_before($2::bigint[], $1::text::timestamptz)" +
+  "(select h.dt from logpond_hot_newest($2::bigint[], $1::text::timestamptz) h)" +
   `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`;
 
 /**

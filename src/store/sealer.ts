@@ -276,7 +276,9 @@ async function sealTable(
       const read = (ranges?: Ranges) => sealRows(tx as unknown as Sql, table, twin, signal, handled, pool, ranges);
       let moved: { moved: number; sealed: number; blocks: number; fromMemory: number } | undefined;
       if (generation !== undefined) {
-        if (typeof staged === "object") moved = await publishStaged(tx as unknown as Sql, generation, staged, read);
+        // Without its chunk twin (a generation an earlier logpond opened), its batches' chunks went to
+        // log_chunks_default, sealed with it: staged blocks of them would be a second copy.
+        if (typeof staged === "object" && twin) moved = await publishStaged(tx as unknown as Sql, generation, staged, read);
         if (!moved) await dropStaged(tx as unknown as Sql, generation);
       }
       moved ??= { ...(await read()), fromMemory: 0 };
@@ -545,7 +547,10 @@ const PG_EPOCH_SECONDS = 946_684_800;
  */
 function chunkReader(tx: Sql, from: string, pool: SealPool | undefined): () => Promise<Fetched> {
   let declared = false;
-  const micros = (text: string): PgMicros => (text.length <= 15 ? Number(text) : BigInt(text));
+  const micros = (text: string): PgMicros => {
+    const value = Number(text);
+    return Number.isSafeInteger(value) ? value : BigInt(text);
+  };
   return async () => {
     if (!declared) {
       declared = true;

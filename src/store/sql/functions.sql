@@ -43,7 +43,8 @@ $$;
 -- The hot tier's events of some sources with from_dt <= dt <= to_dt: log_hot's rows, and the
 -- events of log_chunks' chunks (drizzle/0015, HOT_TIER=chunks) that meet the window, opened like a
 -- block's payload; a chunk's lines are the JSON as it was sent, made jsonb here as COPY makes a
--- row's. Every reader of the hot tier below asks this function or logpond_hot_by_id, never the tables.
+-- row's. The readers of the hot tier ask this function, logpond_hot_by_id, logpond_hot_newest or
+-- logpond_hot_oldest (or the view log_events), never the tables.
 CREATE OR REPLACE FUNCTION "logpond_hot_between"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz)
 RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
@@ -66,10 +67,15 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	FROM "log_chunks" c CROSS JOIN LATERAL "logpond_block_events"(c."first_id", c."min_dt", NULL, NULL, NULL, c."payload") e
 	WHERE c."first_id" <= to_id AND c."last_id" >= from_id AND e."id" >= from_id AND e."id" <= to_id
 $$;
--- The newest dt of the hot tier's events of some sources before `before` (null: none): a chunk that
--- ends before it counts by its max_dt; only one that spans it is opened.
-CREATE OR REPLACE FUNCTION "logpond_hot_newest_before"(source_ids bigint[], before timestamptz)
-RETURNS timestamptz
+-- The newest dt of the hot tier's events of some sources before `before` (one row; null: none): a
+-- chunk that ends before it counts by its max_dt; only one that spans it is opened. A table, not a
+-- scalar, so that the planner inlines it: a scalar function with subqueries would lock the tables
+-- after its caller's snapshot, and see neither tier's copy of an event a seal moves meanwhile
+-- (store/sealer.ts, TRUNCATE; test/integration/chunk-review.test.ts).
+DROP FUNCTION IF EXISTS "logpond_hot_newest_before"(bigint[], timestamptz);
+DROP FUNCTION IF EXISTS "logpond_hot_oldest_after"(bigint[], timestamptz);
+CREATE OR REPLACE FUNCTION "logpond_hot_newest"(source_ids bigint[], before timestamptz)
+RETURNS TABLE ("dt" timestamptz)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	SELECT greatest(
 		(SELECT max(h."dt") FROM "log_hot" h WHERE h."source_id" = ANY(source_ids) AND h."dt" < before),
@@ -77,9 +83,9 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 		(SELECT max(e."dt") FROM "log_chunks" c CROSS JOIN LATERAL "logpond_block_events"(c."first_id", c."min_dt", NULL, NULL, NULL, c."payload") e
 			WHERE c."source_id" = ANY(source_ids) AND c."max_dt" >= before AND c."min_dt" < before AND e."dt" < before))
 $$;
--- The oldest dt of the hot tier's events of some sources after `after` (null: none).
-CREATE OR REPLACE FUNCTION "logpond_hot_oldest_after"(source_ids bigint[], after timestamptz)
-RETURNS timestamptz
+-- The oldest dt of the hot tier's events of some sources after `after` (one row; null: none).
+CREATE OR REPLACE FUNCTION "logpond_hot_oldest"(source_ids bigint[], after timestamptz)
+RETURNS TABLE ("dt" timestamptz)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	SELECT least(
 		(SELECT min(h."dt") FROM "log_hot" h WHERE h."source_id" = ANY(source_ids) AND h."dt" > after),
