@@ -1,6 +1,7 @@
 // One flush stream's connection to PostgreSQL, and the only code that writes log events.
-// A batch is one transaction: BEGIN; its id into flush_batches; COPY log_hot FROM STDIN (binary
-// format: codec/tuples.ts, ids already set), or with HOT_TIER=chunks COPY log_chunks (store/chunks.ts); the order its events' keys were sent in, when any is
+// A batch is one transaction: BEGIN; its id into flush_batches; COPY log_chunks FROM STDIN (binary
+// format, a few rows per source: store/chunks.ts), or with HOT_TIER=rows COPY log_hot (a row per
+// event: codec/tuples.ts, ids already set); the order its events' keys were sent in, when any is
 // not jsonb's (store/key-orders.ts); one statement that takes the next commit
 // seq (the counter row's lock is held until COMMIT, so seq follows commit order across streams
 // and processes), records seq and the id range in flush_batches and NOTIFYs logpond_batches; COMMIT. Every operation has a deadline; past it the connection is destroyed (never

@@ -404,14 +404,14 @@ export function mergeRanges(ranges: Ranges): Ranges {
 }
 
 /**
- * The rows of `table` (locked by the caller's transaction), through one server-side cursor, in
+ * The events of `table` and of its chunk twin (both locked by the caller's transaction): its rows
+ * through one server-side cursor (rowReader), then its chunks through another (chunkReader), in
  * chunks of about CHUNK_BYTES of text — the rows' bytes are held here while their blocks are built —
  * each made into blocks on a seal thread (store/seal-pool.ts; without a pool, here) while the next
  * ones are fetched, up to one chunk per thread in flight, and written in the order they were read.
  * A chunk is built once the next one has been read, less the events it carries into that one
  * (store/seal-carry.ts): a source-day's blocks then do not overlap at the chunks' edges.
- * Rows of deleted sources and past their source's retention are counted, not sealed. A fetch takes as many rows as the average
- * row so far says fit in FETCH_BYTES (events run up to a few MB): the first takes FIRST_FETCH.
+ * Events of deleted sources and past their source's retention are counted, not sealed.
  */
 async function sealRows(
   tx: Sql,
@@ -422,8 +422,6 @@ async function sealRows(
   pool: SealPool | undefined,
   ranges?: Ranges,
 ): Promise<{ moved: number; sealed: number; blocks: number }> {
-  // Only these batches' rows: each range joined (log_hot_id_brin finds its pages), adjacent ones
-  // merged; numbers, inlined (DECLARE takes no parameters).
   const merged = ranges ? mergeRanges(ranges) : undefined;
   // Only these batches' rows and chunks: each range joined (the BRIN indexes on id and first_id find
   // their pages; a chunk lies inside one batch's range), adjacent ones merged; numbers, inlined
