@@ -60,6 +60,10 @@ export const logChunks = pgTable(
     maxDt: timestamp("max_dt", { withTimezone: true, precision: 6 }).notNull(),
     n: integer("n").notNull(),
     payload: bytea("payload").notNull(),
+    /** Events per (minute since the epoch, level), as log_blocks' (drizzle/0016); null in chunks written before it. */
+    histMinutes: bigint("hist_minutes", { mode: "number" }).array(),
+    histLevels: text("hist_levels").array(),
+    histCounts: integer("hist_counts").array(),
   },
   (table) => [index("log_chunks_source_dt").on(table.sourceId, table.maxDt), index("log_chunks_id_brin").using("brin", table.firstId)],
 );
