@@ -311,14 +311,94 @@ function topObject(): JsonbText {
 
 /** nullif(lower(left(value ->> text, 40)), '') from the member's jsonb text. */
 function levelOf(valueText: string): string | null {
-  let level: string;
   const first = valueText.charCodeAt(0);
   if (first === 0x6e) return null; // JSON null: ->> gives SQL NULL
-  if (first === QUOTE) level = valueText.includes("\\") ? (JSON.parse(valueText) as string) : valueText.slice(1, -1);
-  else level = valueText; // a number, a boolean, an object or an array: its jsonb text
-  if (level.length > LEVEL_CHARS) level = level.slice(0, codePointsEnd(level, LEVEL_CHARS));
+  if (first === QUOTE) return levelText(valueText.includes("\\") ? (JSON.parse(valueText) as string) : valueText.slice(1, -1));
+  return levelText(valueText); // a number, a boolean, an object or an array: its jsonb text
+}
+
+/** nullif(lower(left(value, 40)), ''). */
+function levelText(value: string): string | null {
+  const level = value.length > LEVEL_CHARS ? value.slice(0, codePointsEnd(value, LEVEL_CHARS)) : value;
   if (level === "") return null;
   return HAS_UPPER.test(level) ? level.replace(UPPER, lowerLetter) : level;
+}
+
+const LEVEL_KEY = Buffer.from('"level"');
+const UNICODE_ESCAPE = Buffer.from("\\u");
+/** A number ->> gives as it is written: no exponent, no leading zero, not a negative zero. */
+const PLAIN_NUMBER = /^(?:0|-?[1-9][0-9]*)(?:\.[0-9]+)?$|^-0\.[0-9]*[1-9][0-9]*$/;
+
+/**
+ * jsonbText(json).level of the JSON text at bytes[start, end) (UTF-8), without making its jsonb
+ * text: the last top-level "level" member found by a scan of the strings and brackets up to it
+ * (the text is skipped by indexOf, not read unit by unit). A line with a \u escape is given to
+ * jsonbText whole (a key so spelled may be "level"; JSON.stringify writes them only for control
+ * characters and lone surrogates). A value ->> cannot give as written (an
+ * object, an array, a number with an exponent) is read from jsonbText. What the flush counts per
+ * minute and level in each chunk (store/chunks.ts), as the sealer does for a block.
+ */
+export function levelOfJson(bytes: Buffer, start: number, end: number): string | null {
+  const line = bytes.subarray(start, end); // indexOf looks no further than the line
+  // A key spelled with \u escapes may be "level" (JSON.stringify never writes one so): jsonbText decodes it.
+  if (line.indexOf(UNICODE_ESCAPE) >= 0) return jsonbText(line.toString("utf8")).level;
+  let found = line.indexOf(LEVEL_KEY);
+  let valueAt = -1;
+  let depth = 0;
+  let i = 0;
+  while (found >= 0) {
+    while (i < found) {
+      const c = line[i]!;
+      if (c === QUOTE) i = stringEnd(line, i) + 1;
+      else {
+        if (c === OPEN_OBJECT || c === OPEN_ARRAY) depth++;
+        else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) depth--;
+        i++;
+      }
+    }
+    if (i === found) {
+      // A string token starts here ("level" holds no backslash: its second quote ends it).
+      i = found + LEVEL_KEY.length;
+      let j = i;
+      while (isBlank(line[j]!)) j++;
+      if (depth === 1 && line[j] === COLON) {
+        j++;
+        while (isBlank(line[j]!)) j++;
+        valueAt = j;
+      }
+    } // else: the match lay inside a string the scan skipped
+    found = line.indexOf(LEVEL_KEY, i);
+  }
+  if (valueAt < 0) return null;
+  const first = line[valueAt]!;
+  if (first === QUOTE) {
+    const close = stringEnd(line, valueAt);
+    const slash = line.indexOf(BACKSLASH, valueAt);
+    if (slash >= 0 && slash < close) return levelText(JSON.parse(line.toString("utf8", valueAt, close + 1)) as string);
+    return levelText(line.toString("utf8", valueAt + 1, close));
+  }
+  if (first === 0x6e) return null; // JSON null: ->> gives SQL NULL
+  if (first === 0x74) return "true";
+  if (first === 0x66) return "false";
+  if (first === MINUS || (first >= DIGIT_ZERO && first <= DIGIT_NINE)) {
+    let k = valueAt + 1;
+    while (k < line.length && !isBlank(line[k]!) && line[k] !== COMMA && line[k] !== CLOSE_OBJECT) k++;
+    const number = line.toString("latin1", valueAt, k);
+    if (PLAIN_NUMBER.test(number)) return levelText(number);
+  }
+  return jsonbText(line.toString("utf8")).level;
+}
+
+const isBlank = (c: number) => c === SPACE || c === 0x0a || c === 0x0d || c === 0x09;
+
+/** Where the string token whose opening quote is at `at` closes (its last quote). */
+function stringEnd(bytes: Buffer, at: number): number {
+  for (let q = bytes.indexOf(QUOTE, at + 1); ; q = bytes.indexOf(QUOTE, q + 1)) {
+    if (q < 0) return bytes.length;
+    let backslashes = 0;
+    while (bytes[q - 1 - backslashes] === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return q;
+  }
 }
 
 const HAS_UPPER = /[A-Z]/;

@@ -1,8 +1,8 @@
 // GET /api/v2/query/histogram: how many events of some sources match a query in each time bucket
 // of a window, split by level. Statements over both tiers with the query API's own window, source
 // and query rules (query/request.ts, query/sql.ts), all within its QUERY_TIMEOUT_MS. Without a
-// query, one statement: sealed blocks inside the window are counted from their per-minute counts
-// and never opened. With one, slices of the window, newest first, two at a time: blocks are skipped
+// query, one statement: hot chunks and sealed blocks inside the window are counted from their
+// per-minute counts and never opened. With one, slices of the window, newest first, two at a time: blocks are skipped
 // by their filters (query/prefilter.ts) and scanned, and what is counted in time is answered.
 import { AppError } from "../errors";
 import { LEVEL_MAX_CHARS } from "../store/blocks";
@@ -226,11 +226,15 @@ function countSlice(sql: Sql, request: HistogramRequest, slice: Slice, timeoutMs
   const counted = request.query
     ? `select floor(extract(epoch from dt) / $3::bigint)::bigint as bucket, ${level("raw")} as level, count(*) as n from ${events} ` +
       `where ${window("dt")} and source_id = any($4::bigint[])${filter} group by 1, 2`
-    : // No query: hot rows one by one; a block inside the window by its counts per minute (exact when
-      // a bucket is whole minutes), without opening it; a block across the window's edge line by line.
-      // A staged block (generation not null, drizzle/0011) is skipped: its events are still hot rows.
-      `select floor(extract(epoch from dt) / $3::bigint)::bigint as bucket, ${level("raw")} as level, count(*) as n from logpond_hot_between($4::bigint[], $1::text::timestamptz, $2::text::timestamptz) ` +
+    : // No query: a hot chunk or a block inside the window by its counts per minute (exact when a
+      // bucket is whole minutes), without opening it; hot rows, and a chunk or a block across the
+      // window's edge, line by line. A staged block (generation not null, drizzle/0011) is skipped:
+      // its events are still hot.
+      `select floor(extract(epoch from dt) / $3::bigint)::bigint as bucket, ${level("raw")} as level, count(*) as n ` +
+      `from logpond_hot_uncounted($4::bigint[], $1::text::timestamptz, $2::text::timestamptz, $3::bigint % 60 = 0) ` +
       `where ${window("dt")} group by 1, 2 ` +
+      `union all select floor(h.minute::numeric * 60 / $3::bigint)::bigint, ${fold("h.level")}, sum(h.n) ` +
+      `from logpond_hot_minutes($4::bigint[], $1::text::timestamptz, $2::text::timestamptz) h where $3::bigint % 60 = 0 group by 1, 2 ` +
       `union all select floor(h.minute::numeric * 60 / $3::bigint)::bigint, ${fold("h.level")}, sum(h.n) from log_blocks b ` +
       `cross join lateral unnest(b.hist_minutes, b.hist_levels, b.hist_counts) as h(minute, level, n) ` +
       `where b.source_id = any($4::bigint[]) and b.generation is null and b.min_dt >= $1::text::timestamptz and b.max_dt ${upper} $2::text::timestamptz and $3::bigint % 60 = 0 group by 1, 2 ` +

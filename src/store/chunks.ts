@@ -5,9 +5,12 @@
 // first_id, line 2 `{…}` each dt minus min_dt in microseconds, then the JSON texts one per line as
 // the encoder wrote them (JSON.stringify's: never a raw newline; what jsonb refuses already
 // replaced: codec/encode.ts), deflated at CHUNK_LEVEL and framed so logpond_block_events opens it.
+// Beside it, its events per (minute, level) as a block's hist_* (drizzle/0016): the level histogram
+// counts a chunk inside its window from them without opening it (query/histogram.ts).
 // And back (chunkRows): a chunk's events as the rows a seal builds blocks from, when the sealer reads
 // a generation back (store/sealer.ts). Pure: bytes in, bytes out; chunkTuples runs on the flush
 // thread (store/flush-worker.ts), chunkRows on the sealer's.
+import { levelOfJson } from "../codec/jsonb-text";
 import { openPayloadBytes, PayloadText } from "../codec/pgp";
 import { microsText, type PgMicros } from "../codec/time";
 import { asBuffer, DT_AT, ID_AT, next, readInt64, SOURCE_AT, TUPLE_HEAD } from "../codec/tuples";
@@ -28,9 +31,34 @@ const CHUNK_MAX_SPAN_MICROS = 2 ** 51;
  * its size matters for the WAL, hardly for the disk; level 1 is the cheapest that deflates.
  */
 export const CHUNK_LEVEL = 1;
-/** A log_chunks COPY tuple's fields: first_id, last_id, source_id, min_dt, max_dt, n, payload. */
-const FIELDS = 7;
+/** A log_chunks COPY tuple's fields: first_id, last_id, source_id, min_dt, max_dt, n, payload, hist_minutes, hist_levels, hist_counts. */
+const FIELDS = 10;
 const TWO_32 = 4294967296;
+/** A one-dimensional array's head in COPY's binary form: five int32s. */
+const ARRAY_HEAD = 20;
+const INT8_OID = 20,
+  INT4_OID = 23,
+  TEXT_OID = 25;
+/** Minutes from the Unix epoch to 2000-01-01, where PostgreSQL's microseconds start. */
+const EPOCH_MINUTES_2000 = 946_684_800 / 60;
+const MINUTE_MICROS = 60_000_000;
+
+/** floor(extract(epoch from dt) / 60) of a dt in microseconds since 2000-01-01. */
+function minuteOf(dt: number | bigint): number {
+  if (typeof dt === "number") return Math.floor(dt / MINUTE_MICROS) + EPOCH_MINUTES_2000;
+  const whole = dt / BigInt(MINUTE_MICROS);
+  return Number(dt % BigInt(MINUTE_MICROS) < 0n ? whole - 1n : whole) + EPOCH_MINUTES_2000;
+}
+
+/** An array field's length, then its head; where its elements start. */
+function arrayHead(tuple: Buffer, at: number, elements: number, hasNull: number, oid: number, length: number): number {
+  at = tuple.writeInt32BE(ARRAY_HEAD + elements, at);
+  at = tuple.writeInt32BE(1, at);
+  at = tuple.writeInt32BE(hasNull, at);
+  at = tuple.writeInt32BE(oid, at);
+  at = tuple.writeInt32BE(length, at);
+  return tuple.writeInt32BE(1, at);
+}
 
 /** One tuple's place: its part, and where it starts and ends there. */
 interface Place {
@@ -93,6 +121,10 @@ function chunkOf(buffers: readonly Buffer[], places: readonly Place[], from: num
   let minDt = dtOf(buffers[minAt.part]!, minAt.at);
   let maxDt = minDt;
   let exact = true;
+  // Events per (minute since the epoch, level), the level as the sealer reads it (codec/jsonb-text.ts).
+  const counts = new Map<number, Map<string | null, number>>();
+  let lastMinute = Number.NaN;
+  let ofMinute: Map<string | null, number> | undefined;
   for (let i = from; i < to; i++) {
     const place = places[i]!;
     const bytes = buffers[place.part]!;
@@ -102,6 +134,14 @@ function chunkOf(buffers: readonly Buffer[], places: readonly Place[], from: num
     const dt = dtOf(bytes, place.at);
     if (typeof dt === "bigint") exact = false;
     dts[i - from] = dt;
+    const minute = minuteOf(dt);
+    if (minute !== lastMinute) {
+      ofMinute = counts.get(minute);
+      if (!ofMinute) counts.set(minute, (ofMinute = new Map()));
+      lastMinute = minute;
+    }
+    const level = levelOfJson(bytes, place.at + TUPLE_HEAD, place.end);
+    ofMinute!.set(level, (ofMinute!.get(level) ?? 0) + 1);
     if (dt < minDt) [minDt, minAt] = [dt, place];
     if (dt > maxDt) [maxDt, maxAt] = [dt, place];
   }
@@ -126,7 +166,22 @@ function chunkOf(buffers: readonly Buffer[], places: readonly Place[], from: num
     text.bytes(buffers[place.part]!, place.at + TUPLE_HEAD, place.end);
   }
   const payload = text.seal(CHUNK_LEVEL);
-  const tuple = Buffer.allocUnsafe(2 + 5 * 12 + 8 + 4 + payload.length);
+  const minutes: number[] = [];
+  const levels: (Buffer | null)[] = [];
+  const tallies: number[] = [];
+  let levelBytes = 0;
+  for (const [minute, byLevel] of counts) {
+    for (const [level, count] of byLevel) {
+      const name = level === null ? null : Buffer.from(level);
+      minutes.push(minute);
+      levels.push(name);
+      tallies.push(count);
+      levelBytes += 4 + (name?.length ?? 0);
+    }
+  }
+  const pairs = minutes.length;
+  const histBytes = 3 * (4 + ARRAY_HEAD) + pairs * 12 + levelBytes + pairs * 8;
+  const tuple = Buffer.allocUnsafe(2 + 5 * 12 + 8 + 4 + payload.length + histBytes);
   let at = tuple.writeInt16BE(FIELDS, 0);
   for (const value of [firstId, lastId, readInt64(buffers[minAt.part]!, minAt.at + SOURCE_AT)]) {
     at = tuple.writeInt32BE(8, at);
@@ -142,6 +197,25 @@ function chunkOf(buffers: readonly Buffer[], places: readonly Place[], from: num
   at = tuple.writeInt32BE(to - from, at);
   at = tuple.writeInt32BE(payload.length, at);
   tuple.set(payload, at);
+  at += payload.length;
+  // hist_minutes bigint[], hist_levels text[], hist_counts integer[]: one-dimensional arrays in
+  // COPY's binary form (ndim, has nulls, element type, length, lower bound 1, then the elements).
+  at = arrayHead(tuple, at, pairs * 12, 0, INT8_OID, pairs);
+  for (const minute of minutes) {
+    at = tuple.writeInt32BE(8, at);
+    at = tuple.writeInt32BE(Math.floor(minute / TWO_32), at);
+    at = tuple.writeUInt32BE((minute % TWO_32) >>> 0, at);
+  }
+  at = arrayHead(tuple, at, levelBytes, levels.includes(null) ? 1 : 0, TEXT_OID, pairs);
+  for (const level of levels) {
+    at = tuple.writeInt32BE(level === null ? -1 : level.length, at);
+    if (level !== null) at += level.copy(tuple, at);
+  }
+  at = arrayHead(tuple, at, pairs * 8, 0, INT4_OID, pairs);
+  for (const tally of tallies) {
+    at = tuple.writeInt32BE(4, at);
+    at = tuple.writeInt32BE(tally, at);
+  }
   return tuple;
 }
 

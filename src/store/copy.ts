@@ -191,7 +191,11 @@ export function openFlushConnection(url: string, deadlineMs: number, hotTier: Ho
         batchId,
         async (current) => {
           if (chunks)
-            await copy(current, chunks, current`copy log_chunks (first_id, last_id, source_id, min_dt, max_dt, n, payload) from stdin (format binary)`);
+            await copy(
+              current,
+              chunks,
+              current`copy log_chunks (first_id, last_id, source_id, min_dt, max_dt, n, payload, hist_minutes, hist_levels, hist_counts) from stdin (format binary)`,
+            );
           else await copy(current, tuples, current`copy log_hot (id, source_id, dt, raw) from stdin (format binary)`);
           if (orders) await insertKeyOrders(current, orders);
         },

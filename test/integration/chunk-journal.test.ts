@@ -519,6 +519,108 @@ describe("the query API around hot chunks reads as around the same jsonb rows", 
   });
 });
 
+describe("a hot chunk's events per minute and level (drizzle/0016)", () => {
+  let chunked: TestSource;
+  let rowed: TestSource;
+  const at = (ms: number) => new Date(ms).toISOString();
+  /** Levels as senders write them, and as jsonb's ->> must read them (escapes, numbers, objects, duplicates, spaces). */
+  const levels = [
+    `{"level":"info","m":1}`,
+    `{"level":"ERR","m":2}`,
+    `{"m":3,"level":50}`,
+    `{"level":"\\u0057ARN"}`,
+    `{"level":{"name":"Fatal"},"m":5}`,
+    `{"level":null}`,
+    `{"level":""}`,
+    `{"m":"no level"}`,
+    `{"level":"first","level":"Second"}`,
+    `{"nested":{"level":"not me"},"level" : "Spaced"}`,
+    `{"msg":"\\"level\\":\\"in a string\\"","level":"debug"}`,
+    `{"level":1.5e1}`,
+    `{"level":"${"Ünï".repeat(20)}"}`,
+    `{"level":true}`,
+  ];
+
+  beforeAll(async () => {
+    chunked = await lp.createSource({ logs_retention: 3652 });
+    rowed = await lp.createSource({ logs_retention: 3652 });
+    const next = random(23);
+    // 2,500 events over the last 30 minutes out of time order: three chunks, each across many minutes.
+    const events: Event[] = Array.from({ length: 2_500 }, (_, i) => ({
+      source: Number(chunked.id),
+      dt: ago(60_000 + Math.floor(next() * 1_800_000), Math.floor(next() * 1000)),
+      json: levels[i % levels.length]!,
+    }));
+    await writeBatch(chunksWriter, events);
+    await writeBatch(rowsWriter, retarget(events, new Map([[Number(chunked.id), Number(rowed.id)]])));
+    // Times before 1970 and 2000 and past PgMicros' exact numbers (a minute is floored, not truncated).
+    const far = ["0001-01-01T00:00:00.000001Z", "0500-06-15T12:00:30Z", "1969-12-31T23:59:30.5Z", "1999-12-31T23:59:59.999999Z", "9999-12-31T23:59:59.999999Z"];
+    const farSource = looseSource();
+    await writeBatch(
+      chunksWriter,
+      far.flatMap((dt, i) => [0, 1, 2].map((k) => ({ source: farSource, dt: micros(dt), json: levels[i + k]! }))),
+    );
+  });
+
+  test("each chunk's counts are what PostgreSQL counts from its lines, whatever their times", async () => {
+    // Every chunk of the database: this one's, and the first describe's (years 1 to 9999).
+    const counted = await db.sql`
+      select h.minute::text, h.level, sum(h.n)::int as n from log_chunks c
+        cross join lateral unnest(c.hist_minutes, c.hist_levels, c.hist_counts) as h(minute, level, n)
+      group by 1, 2 order by 1, 2`;
+    const read = await db.sql`
+      select floor(extract(epoch from e.dt) / 60)::bigint::text as minute, nullif(lower(left(e.line::jsonb->>'level', 40)), '') as level, count(*)::int as n
+      from log_chunks c cross join lateral logpond_block_events(c.first_id, c.min_dt, null, null, null, c.payload) e
+      group by 1, 2 order by 1, 2`;
+    expect(read.length).toBeGreaterThan(levels.length);
+    expect(firstDifference(counted, read)).toBeUndefined();
+    const [unset] = await db.sql`select count(*)::int as n from log_chunks where hist_minutes is null`;
+    expect(unset!.n).toBe(0);
+  });
+
+  const histogram = async (source: TestSource, from: number, to: number, buckets: number) => {
+    const response = await lp.api("GET", `/api/v2/query/histogram?source_ids=${source.id}&from=${at(from)}&to=${at(to)}&buckets=${buckets}`);
+    expect(response.status).toBe(200);
+    return (await response.json()) as { data: { count: number; levels: Record<string, number> }[]; meta: { total: number; bucket_seconds: number } };
+  };
+  // Whole minutes with every chunk inside; whole minutes across the chunks (each cut by the window);
+  // 5-second buckets (minutes cannot say): the counts where they can answer, the lines elsewhere.
+  const windows = [
+    { from: NOW - 2 * 3_600_000, to: NOW, buckets: 30, counted: true },
+    { from: NOW - 900_000, to: NOW, buckets: 15, counted: false },
+    { from: NOW - 1_200_000, to: NOW - 600_000, buckets: 200, counted: false },
+  ];
+
+  test("the level histogram from the counts and from the lines is the jsonb rows' histogram", async () => {
+    for (const window of windows) {
+      const [fromChunks, fromRows] = [
+        await histogram(chunked, window.from, window.to, window.buckets),
+        await histogram(rowed, window.from, window.to, window.buckets),
+      ];
+      expect(fromChunks).toEqual(fromRows);
+      expect(fromChunks.meta.total).toBeGreaterThan(0);
+    }
+  });
+
+  test("a chunk inside the window is counted from its counts, not opened; one written before them is opened", async () => {
+    const source = Number(chunked.id);
+    const before = await Promise.all(windows.map((w) => histogram(chunked, w.from, w.to, w.buckets)));
+    // Counts a thousand times the truth show where the histogram reads them.
+    await db.sql`update log_chunks set hist_counts = (select array_agg(n * 1000 order by k) from unnest(hist_counts) with ordinality u(n, k)) where source_id = ${source}`;
+    try {
+      for (const [i, window] of windows.entries()) {
+        const after = await histogram(chunked, window.from, window.to, window.buckets);
+        expect({ i, total: after.meta.total }).toEqual({ i, total: before[i]!.meta.total * (window.counted ? 1000 : 1) });
+      }
+      // A chunk without counts (written before drizzle/0016) is opened.
+      await db.sql`update log_chunks set hist_minutes = null, hist_levels = null, hist_counts = null where source_id = ${source}`;
+      for (const [i, window] of windows.entries()) expect(await histogram(chunked, window.from, window.to, window.buckets)).toEqual(before[i]!);
+    } finally {
+      await db.sql`delete from log_chunks where source_id = ${source}`;
+    }
+  });
+});
+
 describe("a database whose journal changes from rows to chunks and back", () => {
   let db2: ScratchDatabase;
   let dataDir: string;

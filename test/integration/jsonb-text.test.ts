@@ -8,7 +8,7 @@ import { afterAll, expect, test } from "bun:test";
 import fc from "fast-check";
 import postgres from "postgres";
 import { realisticBatch } from "../../bench/corpus";
-import { jsonbText, type JsonbText } from "../../src/codec/jsonb-text";
+import { jsonbText, type JsonbText, levelOfJson } from "../../src/codec/jsonb-text";
 import { JSONB_CASES } from "../fixtures/jsonb-text-cases";
 
 const RUNS = Number(process.env.JSONB_RUNS ?? (process.env.RELIABILITY === "full" ? 3000 : 200));
@@ -34,6 +34,9 @@ async function agree(texts: string[]): Promise<void> {
   const expected = await fromPostgres(texts);
   for (let i = 0; i < texts.length; i++) {
     expect({ json: texts[i], ...jsonbText(texts[i]!) }).toEqual({ json: texts[i], ...expected[i]! });
+    // And the flush's level (store/chunks.ts), from the bytes alone.
+    const bytes = Buffer.from(texts[i]!);
+    expect({ json: texts[i], level: levelOfJson(bytes, 0, bytes.length) }).toEqual({ json: texts[i], level: expected[i]!.level });
   }
 }
 

@@ -3,11 +3,45 @@
 // embedded PostgreSQL and random texts through both.
 import { expect, test } from "bun:test";
 import { realisticBatch } from "../../bench/corpus";
-import { jsonbText, numericText } from "../../src/codec/jsonb-text";
+import { jsonbText, levelOfJson, numericText } from "../../src/codec/jsonb-text";
 import { JSONB_CASES } from "../fixtures/jsonb-text-cases";
 
 test.each(JSONB_CASES.map((c) => [c.name, c] as const))("%s", (_name, c) => {
   expect(jsonbText(c.json)).toEqual({ line: c.line, shape: c.shape ?? "", level: c.level ?? null });
+});
+
+// The flush's level (store/chunks.ts): the same answer from the bytes, with other lines around them
+// that hold a "level" of their own (a search must not run past its line's end).
+test.each(JSONB_CASES.map((c) => [c.name, c] as const))("levelOfJson: %s", (_name, c) => {
+  const before = Buffer.from(`{"level":"before"}`);
+  const after = Buffer.from(`{"level":"after","x":"\\"level\\":1"}`);
+  const bytes = Buffer.concat([before, Buffer.from(c.json), after]);
+  expect(levelOfJson(bytes, before.length, bytes.length - after.length)).toBe(c.level ?? null);
+});
+
+test.each([
+  [`{"a":{"level":"inner"},"b":"x"}`, null],
+  [`{"a":"\\"level\\":\\"quoted\\"","level":"warn"}`, "warn"],
+  [`{"msg":"the \\"level\\" is","n":1}`, null],
+  [`{"a\\"level":"escaped key"}`, null],
+  [`{"level":"first","level":"Last"}`, "last"],
+  [`{"level":50}`, "50"],
+  [`{"level":-0}`, "0"],
+  [`{"level":-0.50}`, "-0.50"],
+  [`{"level":1.5e2}`, "150"],
+  [`{"level":{"name":"ERROR","n":1}}`, '{"n": 1, "name": "error"}'],
+  [`{"level":[1,2]}`, "[1, 2]"],
+  [`{"level":true}`, "true"],
+  [`{"level":null}`, null],
+  [`{"level":""}`, null],
+  [`{"level":"\\u0045RROR"}`, "error"],
+  [`{"level":"${"Ž".repeat(45)}"}`, "Ž".repeat(40)],
+  [`[{"level":"in an array"}]`, null],
+  [`{"x":[{"level":"deep"}],"level" : "Spaced"}`, "spaced"],
+])("levelOfJson(%s) = %p", (json, expected) => {
+  const bytes = Buffer.from(json);
+  expect(levelOfJson(bytes, 0, bytes.length)).toBe(expected);
+  expect(jsonbText(json).level).toBe(expected);
 });
 
 test.each([

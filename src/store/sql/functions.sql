@@ -44,8 +44,11 @@ $$;
 -- events of log_chunks' chunks (drizzle/0015, HOT_TIER=chunks) that meet the window, opened like a
 -- block's payload; a chunk's lines are the JSON as it was sent, made jsonb here as COPY makes a
 -- row's. The readers of the hot tier ask this function, logpond_hot_by_id, logpond_hot_newest or
--- logpond_hot_oldest (or the view log_events), never the tables.
-CREATE OR REPLACE FUNCTION "logpond_hot_between"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz)
+-- logpond_hot_oldest (or the view log_events), never the tables. logpond_hot_uncounted gives them
+-- too, but with `minutes` true it leaves out the chunks that logpond_hot_minutes counts: those that
+-- lie inside the window and carry their per-minute counts (drizzle/0016). The level histogram reads
+-- both (src/query/histogram.ts), so a hot chunk is counted without being opened, as a block is.
+CREATE OR REPLACE FUNCTION "logpond_hot_uncounted"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz, minutes boolean)
 RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	SELECT h."id", h."source_id", h."dt", h."raw" FROM "log_hot" h
@@ -54,6 +57,21 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	SELECT e."id", c."source_id", e."dt", e."line"::jsonb
 	FROM "log_chunks" c CROSS JOIN LATERAL "logpond_block_events"(c."first_id", c."min_dt", NULL, NULL, NULL, c."payload") e
 	WHERE c."source_id" = ANY(source_ids) AND c."max_dt" >= from_dt AND c."min_dt" <= to_dt AND e."dt" >= from_dt AND e."dt" <= to_dt
+		AND NOT (minutes AND c."hist_minutes" IS NOT NULL AND c."min_dt" >= from_dt AND c."max_dt" <= to_dt)
+$$;
+CREATE OR REPLACE FUNCTION "logpond_hot_between"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz)
+RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+	SELECT * FROM "logpond_hot_uncounted"(source_ids, from_dt, to_dt, false)
+$$;
+-- Events per (minute since the epoch, level) of the chunks logpond_hot_uncounted leaves out with
+-- `minutes` true; the level is nullif(lower(left(raw->>'level', 40)), ''), as in log_blocks' counts.
+CREATE OR REPLACE FUNCTION "logpond_hot_minutes"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz)
+RETURNS TABLE ("minute" bigint, "level" text, "n" integer)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+	SELECT h."minute", h."level", h."n"
+	FROM "log_chunks" c CROSS JOIN LATERAL unnest(c."hist_minutes", c."hist_levels", c."hist_counts") AS h("minute", "level", "n")
+	WHERE c."source_id" = ANY(source_ids) AND c."hist_minutes" IS NOT NULL AND c."min_dt" >= from_dt AND c."max_dt" <= to_dt
 $$;
 -- The hot tier's events with first_id <= id <= last_id (a batch's range; one event's id twice).
 -- (Not named first_id and last_id: in SQL, log_chunks' columns of those names would take precedence.)
