@@ -4,4 +4,7 @@
 -- migration: those are opened, as before.
 ALTER TABLE "log_chunks" ADD COLUMN IF NOT EXISTS "hist_minutes" bigint[];--> statement-breakpoint
 ALTER TABLE "log_chunks" ADD COLUMN IF NOT EXISTS "hist_levels" text[];--> statement-breakpoint
-ALTER TABLE "log_chunks" ADD COLUMN IF NOT EXISTS "hist_counts" integer[];
+ALTER TABLE "log_chunks" ADD COLUMN IF NOT EXISTS "hist_counts" integer[];--> statement-breakpoint
+-- And the chunks of a range of ids (logpond_hot_by_id: the tail's batches, the context's anchor):
+-- BRIN on first_id bounds them from above only, so every chunk before the range was read.
+CREATE INDEX IF NOT EXISTS "log_chunks_last_id" ON "log_chunks" USING btree ("last_id");

@@ -65,7 +65,12 @@ export const logChunks = pgTable(
     histLevels: text("hist_levels").array(),
     histCounts: integer("hist_counts").array(),
   },
-  (table) => [index("log_chunks_source_dt").on(table.sourceId, table.maxDt), index("log_chunks_id_brin").using("brin", table.firstId)],
+  (table) => [
+    index("log_chunks_source_dt").on(table.sourceId, table.maxDt),
+    index("log_chunks_id_brin").using("brin", table.firstId),
+    // A range of ids (the tail's batches, the context's anchor): the chunks that end at or after its start.
+    index("log_chunks_last_id").on(table.lastId),
+  ],
 );
 
 /**
