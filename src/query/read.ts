@@ -83,18 +83,31 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   // lies between it and the start is hot or in a block that straddles it: one slice; the slices
   // below grow from it, so a source whose newest event is hours old does not sort hours of blocks.
   // A staged block (generation not null, drizzle/0011) is not one yet: its events are hot rows.
+  // Without a query, the hot chunks can say more: the newest of them that hold a page's events
+  // start at or after a time (logpond_hot_newest_holding), so the first slice starts there when it
+  // is later (a burst of millions of hot events within the last seconds: bench/read.ts).
   let anchor: string | undefined;
   if (newest) {
+    const upper = request.after && request.after.dt < request.to ? request.after.dt : request.to;
     const [newestBlock] = await within((tx) =>
-      tx.unsafe<{ dt: string | null }[]>(
+      tx.unsafe<{ dt: string | null; hot: string | null }[]>(
         // Per source, so each is one entry of the (source_id, max_dt) index read backwards: over
         // `= any(…)` PostgreSQL read every block of the window (25-44 ms at 20 M events).
-        `select to_char(max(newest) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt from unnest($1::bigint[]) s(id), lateral (
+        `select to_char(max(newest) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt, ` +
+          (request.query
+            ? "null as hot "
+            : `(select to_char((h.dt - interval '1 microsecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') from logpond_hot_newest_holding($1::bigint[], $4::text::timestamptz, $5::integer) h) as hot `) +
+          `from unnest($1::bigint[]) s(id), lateral (
          select max(max_dt) as newest from log_blocks where source_id = s.id and generation is null and max_dt >= $2::text::timestamptz and max_dt <= $3::text::timestamptz) n`,
-        [request.sourceIds, request.from, request.after && request.after.dt < request.to ? request.after.dt : request.to] as never[],
+        // A cursor's own dt is left out of the chunks counted: its page holds only what lies before the cursor.
+        (request.query
+          ? [request.sourceIds, request.from, upper]
+          : [request.sourceIds, request.from, upper, request.after && request.after.dt < request.to ? shiftMicros(upper, -1) : upper, wanted]) as never[],
       ),
     );
     anchor = newestBlock?.dt ?? undefined;
+    const hot = newestBlock?.hot ?? undefined;
+    if (hot !== undefined && (anchor === undefined || hot > anchor)) anchor = hot;
   }
   // An open bound is passed closed, a microsecond in (dt has microseconds): the tiers' function
   // then leaves out a block that only touches it, as the newest block does the slice above the

@@ -73,6 +73,28 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	FROM "log_chunks" c CROSS JOIN LATERAL unnest(c."hist_minutes", c."hist_levels", c."hist_counts") AS h("minute", "level", "n")
 	WHERE c."source_id" = ANY(source_ids) AND c."hist_minutes" IS NOT NULL AND c."min_dt" >= from_dt AND c."max_dt" <= to_dt
 $$;
+-- A time before which none of the newest `events` hot chunk events of some sources at or before
+-- `upper` lies: the least min_dt of the newest chunks (by max_dt) that hold that many events (null:
+-- they hold fewer). The query API's newest page starts its first slice there (src/query/read.ts),
+-- so a burst whose events all share the last seconds is not opened whole for a page of 100. Any
+-- chunks that hold that many would give a true bound; a seal that moves them meanwhile moves
+-- their events, not their times.
+CREATE OR REPLACE FUNCTION "logpond_hot_newest_holding"(source_ids bigint[], upper timestamptz, events integer)
+RETURNS TABLE ("dt" timestamptz)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+	SELECT CASE WHEN max(p."newer" + p."n") >= events THEN min(p."min_dt") END
+	FROM (
+		SELECT q."min_dt", q."n", sum(q."n") OVER (ORDER BY q."max_dt" DESC ROWS UNBOUNDED PRECEDING) - q."n" AS "newer"
+		FROM (
+			SELECT c."min_dt", c."max_dt", c."n" FROM unnest(source_ids) s("id")
+			CROSS JOIN LATERAL (
+				SELECT c."min_dt", c."max_dt", c."n" FROM "log_chunks" c
+				WHERE c."source_id" = s."id" AND c."max_dt" <= upper ORDER BY c."max_dt" DESC LIMIT events) c
+			ORDER BY c."max_dt" DESC LIMIT events
+		) q
+	) p
+	WHERE p."newer" < events
+$$;
 -- The hot tier's events with first_id <= id <= last_id (a batch's range; one event's id twice).
 -- (Not named first_id and last_id: in SQL, log_chunks' columns of those names would take precedence.)
 CREATE OR REPLACE FUNCTION "logpond_hot_by_id"(from_id bigint, to_id bigint)
