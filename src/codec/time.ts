@@ -57,6 +57,14 @@ export function microsText(micros: PgMicros): string {
   return `${isoMillis(ms + PG_EPOCH_MS).slice(0, 23)}${String(rest).padStart(3, "0")}Z`;
 }
 
+/** floor(extract(epoch from dt) / 60): the Unix minute of PgMicros (blocks' and chunks' per-minute counts). */
+export function epochMinute(micros: PgMicros): number {
+  const pgEpochMinutes = PG_EPOCH_MS / 60_000;
+  if (typeof micros === "number") return Math.floor(micros / 60_000_000) + pgEpochMinutes;
+  const whole = micros / 60_000_000n;
+  return Number(micros % 60_000_000n < 0n ? whole - 1n : whole) + pgEpochMinutes;
+}
+
 function read(dt: unknown): boolean {
   switch (typeof dt) {
     case "number":

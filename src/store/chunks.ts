@@ -12,7 +12,7 @@
 // thread (store/flush-worker.ts), chunkRows on the sealer's.
 import { levelOfJson } from "../codec/jsonb-text";
 import { openPayloadBytes, PayloadText } from "../codec/pgp";
-import { microsText, type PgMicros } from "../codec/time";
+import { epochMinute, microsText, type PgMicros } from "../codec/time";
 import { asBuffer, DT_AT, ID_AT, next, readInt64, SOURCE_AT, TUPLE_HEAD } from "../codec/tuples";
 import type { ReadRow } from "./seal-pool";
 
@@ -39,17 +39,6 @@ const ARRAY_HEAD = 20;
 const INT8_OID = 20,
   INT4_OID = 23,
   TEXT_OID = 25;
-/** Minutes from the Unix epoch to 2000-01-01, where PostgreSQL's microseconds start. */
-const EPOCH_MINUTES_2000 = 946_684_800 / 60;
-const MINUTE_MICROS = 60_000_000;
-
-/** floor(extract(epoch from dt) / 60) of a dt in microseconds since 2000-01-01. */
-function minuteOf(dt: number | bigint): number {
-  if (typeof dt === "number") return Math.floor(dt / MINUTE_MICROS) + EPOCH_MINUTES_2000;
-  const whole = dt / BigInt(MINUTE_MICROS);
-  return Number(dt % BigInt(MINUTE_MICROS) < 0n ? whole - 1n : whole) + EPOCH_MINUTES_2000;
-}
-
 /** An array field's length, then its head; where its elements start. */
 function arrayHead(tuple: Buffer, at: number, elements: number, hasNull: number, oid: number, length: number): number {
   at = tuple.writeInt32BE(ARRAY_HEAD + elements, at);
@@ -134,7 +123,7 @@ function chunkOf(buffers: readonly Buffer[], places: readonly Place[], from: num
     const dt = dtOf(bytes, place.at);
     if (typeof dt === "bigint") exact = false;
     dts[i - from] = dt;
-    const minute = minuteOf(dt);
+    const minute = epochMinute(dt);
     if (minute !== lastMinute) {
       ofMinute = counts.get(minute);
       if (!ofMinute) counts.set(minute, (ofMinute = new Map()));

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { dateText, eventMicros, eventTime, microsOfMillis, microsText } from "../../src/codec/time";
+import { dateText, epochMinute, eventMicros, eventTime, microsOfMillis, microsText } from "../../src/codec/time";
 
 const at = "2026-11-21T12:30:41.695Z";
 test.each([
@@ -97,4 +97,15 @@ test("dateText is Date#toISOString, in and out of the years 1–9999", () => {
     new Date(-1),
   ];
   for (const date of dates) expect(dateText(date)).toBe(date.toISOString());
+});
+
+test.each([
+  ["1970-01-01T00:00:00Z", 0],
+  ["1969-12-31T23:59:59.999999Z", -1],
+  ["2000-01-01T00:00:59.999999Z", 15_778_080],
+  ["1999-12-31T23:59:00Z", 15_778_079],
+  ["0001-01-01T00:00:00.000001Z", Date.parse("0001-01-01T00:00:00Z") / 60_000],
+  ["9999-12-31T23:59:59.999999Z", Math.floor(Date.parse("9999-12-31T23:59:00Z") / 60_000)],
+])("epochMinute(%s) = %d, floored as PostgreSQL's floor(extract(epoch from dt) / 60)", (dt, minute) => {
+  expect(epochMinute(eventMicros(dt)!)).toBe(minute);
 });
