@@ -83,31 +83,31 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   // lies between it and the start is hot or in a block that straddles it: one slice; the slices
   // below grow from it, so a source whose newest event is hours old does not sort hours of blocks.
   // A staged block (generation not null, drizzle/0011) is not one yet: its events are hot rows.
-  // Without a query, the hot chunks can say more: the newest of them that hold a page's events
-  // start at or after a time (logpond_hot_newest_holding), so the first slice starts there when it
-  // is later (a burst of millions of hot events within the last seconds: bench/read.ts).
-  let anchor: string | undefined;
+  // The hot chunks say more: the newest of them that hold so many events start at or after a time
+  // (logpond_hot_newest_holding), and each such time cuts a slice too (a burst of millions of hot
+  // events within the last seconds: bench/read.ts). Without a query, a page's worth; with one,
+  // 10, 100, 1,000 and 10,000 pages' worth, so a query that matches one event in ten opens about
+  // ten pages' events, and one that matches less opens ten times more at each step, not the burst.
+  const anchors: string[] = [];
   if (newest) {
     const upper = request.after && request.after.dt < request.to ? request.after.dt : request.to;
+    const steps = request.query ? HOT_STEPS_WITH_QUERY : [1];
+    const holding = steps.map(
+      (step) =>
+        `(select to_char((h.dt - interval '1 microsecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') from logpond_hot_newest_holding($1::bigint[], $4::text::timestamptz, $5::integer * ${step}) h)`,
+    );
     const [newestBlock] = await within((tx) =>
-      tx.unsafe<{ dt: string | null; hot: string | null }[]>(
+      tx.unsafe<{ dt: string | null; hot: (string | null)[] }[]>(
         // Per source, so each is one entry of the (source_id, max_dt) index read backwards: over
         // `= any(…)` PostgreSQL read every block of the window (25-44 ms at 20 M events).
-        `select to_char(max(newest) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt, ` +
-          (request.query
-            ? "null as hot "
-            : `(select to_char((h.dt - interval '1 microsecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') from logpond_hot_newest_holding($1::bigint[], $4::text::timestamptz, $5::integer) h) as hot `) +
+        `select to_char(max(newest) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt, array[${holding.join(", ")}]::text[] as hot ` +
           `from unnest($1::bigint[]) s(id), lateral (
          select max(max_dt) as newest from log_blocks where source_id = s.id and generation is null and max_dt >= $2::text::timestamptz and max_dt <= $3::text::timestamptz) n`,
         // A cursor's own dt is left out of the chunks counted: its page holds only what lies before the cursor.
-        (request.query
-          ? [request.sourceIds, request.from, upper]
-          : [request.sourceIds, request.from, upper, request.after && request.after.dt < request.to ? shiftMicros(upper, -1) : upper, wanted]) as never[],
+        [request.sourceIds, request.from, upper, request.after && request.after.dt < request.to ? shiftMicros(upper, -1) : upper, wanted] as never[],
       ),
     );
-    anchor = newestBlock?.dt ?? undefined;
-    const hot = newestBlock?.hot ?? undefined;
-    if (hot !== undefined && (anchor === undefined || hot > anchor)) anchor = hot;
+    for (const dt of [newestBlock?.dt, ...(newestBlock?.hot ?? [])]) if (dt) anchors.push(dt);
   }
   // An open bound is passed closed, a microsecond in (dt has microseconds): the tiers' function
   // then leaves out a block that only touches it, as the newest block does the slice above the
@@ -127,7 +127,7 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   // statement over both tiers, so each is read once whatever the sealer moves meanwhile; the
   // farther half is cancelled when the nearer one fills the page.
   const half = <T>(which: 0 | 1, run: () => Promise<T>): Promise<T> => (seams.half ? seams.half(which, run) : run());
-  for (const slice of slices(request, newest, anchor)) {
+  for (const slice of slices(request, newest, anchors)) {
     const limit = wanted - rows.length;
     const halves = split(slice, newest);
     if (!halves) {
@@ -219,6 +219,9 @@ type Half = { found: { id: string; dt: string; row: string }[] } | { error: unkn
 /** How long a cancelled half keeps its connection for PostgreSQL to take the cancel (a connect and one message). */
 const CANCEL_DELIVERY_MS = 1_000;
 
+/** With a query, the newest hot chunks holding this many pages' events each cut a slice (readEvents). */
+const HOT_STEPS_WITH_QUERY = [10, 100, 1_000, 10_000];
+
 const SLICE_MS = [10_000, 60_000, 300_000, 1_800_000, 10_800_000, 86_400_000, 604_800_000];
 /** A slice at least this long is read as two halves at once (readEvents). */
 export const SPLIT_FROM_MS = 3_600_000;
@@ -245,16 +248,18 @@ export function split(slice: Slice, newest: boolean): [Slice, Slice] | undefined
 
 /**
  * Contiguous sub-windows of [from, to], starting where the page starts and growing away from it.
- * Newest first, an `anchor` (a dt inside the window, before the page's start) cuts the first one
- * there and the growing ones start from it.
+ * Newest first, `anchors` (dts inside the window, before the page's start, in any order) cut the
+ * first ones there, newest first, and the growing ones start from the oldest of them.
  */
-export function* slices(request: Pick<ReadRequest, "from" | "to" | "after">, newest: boolean, anchor?: string): Generator<Slice> {
+export function* slices(request: Pick<ReadRequest, "from" | "to" | "after">, newest: boolean, anchors: readonly string[] = []): Generator<Slice> {
   const at = (ms: number) => micros(new Date(ms).toISOString());
   const ms = (dt: string) => Date.parse(`${dt.slice(0, 23)}Z`);
   if (newest) {
     let upper = request.after && request.after.dt < request.to ? request.after.dt : request.to;
     let upperOp: "<=" | "<" = "<=";
-    if (anchor !== undefined && anchor > request.from && anchor < upper) {
+    // PostgreSQL's texts of years 0001-9999: ordered as text as in time.
+    for (const anchor of [...anchors].sort().reverse()) {
+      if (anchor <= request.from || anchor >= upper) continue;
       yield { lower: anchor, lowerOp: ">", upper, upperOp };
       [upper, upperOp] = [anchor, "<="];
     }

@@ -446,23 +446,57 @@ describe("the query API around hot chunks reads as around the same jsonb rows", 
     }
   });
 
+  /** Every page of a newest-first read by the cursor, as "key dt" of each row. */
+  const walk = async (source: TestSource, journal: "chunks" | "rows", params: string) => {
+    const keys: string[] = [];
+    let url: string | null =
+      `/api/v2/query/live-tail?source_ids=${source.id}&from=${at(NOW - 3 * 86_400_000)}&to=${at(NOW + 60_000)}&order=newest_first&${params}`;
+    while (url) {
+      const page = (await get(url)) as { data: Record<string, unknown>[]; pagination: { next: string | null } };
+      keys.push(...normalised(page.data, journal).map((row) => `${row.key} ${row.dt}`));
+      url = page.pagination.next ? new URL(page.pagination.next).pathname + new URL(page.pagination.next).search : null;
+    }
+    return keys;
+  };
+
   test("newest first, page after page by the cursor: the chunks' bound on the first slice loses and repeats nothing", async () => {
     // Small pages: each starts its first slice at the newest chunks that hold it (query/read.ts).
-    const walk = async (source: TestSource, journal: "chunks" | "rows") => {
-      const keys: string[] = [];
-      let url: string | null =
-        `/api/v2/query/live-tail?source_ids=${source.id}&from=${at(NOW - 3 * 86_400_000)}&to=${at(NOW + 60_000)}&batch=150&order=newest_first`;
-      while (url) {
-        const page = (await get(url)) as { data: Record<string, unknown>[]; pagination: { next: string | null } };
-        keys.push(...normalised(page.data, journal).map((row) => `${row.key} ${row.dt}`));
-        url = page.pagination.next ? new URL(page.pagination.next).pathname + new URL(page.pagination.next).search : null;
-      }
-      return keys;
-    };
-    const [fromChunks, fromRows] = [await walk(chunked, "chunks"), await walk(rowed, "rows")];
+    const [fromChunks, fromRows] = [await walk(chunked, "chunks", "batch=150"), await walk(rowed, "rows", "batch=150")];
     expect(fromChunks.length).toBe(2_300);
     expect(new Set(fromChunks).size).toBe(2_300);
     expect(firstDifference(fromChunks, fromRows)).toBeUndefined();
+  });
+
+  test("newest first with a query, page after page: the slices cut where the newest chunks hold 10, 100, … pages lose and repeat nothing", async () => {
+    // level:warn is one event in 27 (jsonOf); pages of 10 make the steps 110, 1,100, 11,000 events.
+    const [fromChunks, fromRows] = [await walk(chunked, "chunks", "batch=10&query=level:warn"), await walk(rowed, "rows", "batch=10&query=level:warn")];
+    expect(fromRows.length).toBeGreaterThan(60);
+    expect(new Set(fromChunks).size).toBe(fromChunks.length);
+    expect(firstDifference(fromChunks, fromRows)).toBeUndefined();
+    // A stream in time order: six chunks of 500 events 10 ms apart, one after another, so the steps
+    // fall between the events of the window rather than before all of them.
+    const stream = await lp.createSource({ logs_retention: 3652 });
+    let first = 0;
+    for (let batch = 0; batch < 6; batch++) {
+      const events: Event[] = [];
+      for (let i = batch * 500; i < (batch + 1) * 500; i++) events.push({ source: Number(stream.id), dt: ago(600_000 - i * 10), json: jsonOf(i, "word") });
+      const id = await writeBatch(chunksWriter, events);
+      if (batch === 0) first = id;
+    }
+    const keys: unknown[] = [];
+    let url: string | null =
+      `/api/v2/query/live-tail?source_ids=${stream.id}&from=${at(NOW - 3_600_000)}&to=${at(NOW + 60_000)}&order=newest_first&batch=10&query=request`;
+    while (url) {
+      const page = (await get(url)) as { data: Record<string, unknown>[]; pagination: { next: string | null } };
+      keys.push(...page.data.map((row) => row.dt));
+      url = page.pagination.next ? new URL(page.pagination.next).pathname + new URL(page.pagination.next).search : null;
+    }
+    const expected = Array.from({ length: 3_000 }, (_, i) => i)
+      .filter((i) => i % 9 === 0)
+      .reverse()
+      .map((i) => new Date(NOW - 600_000 + i * 10).toISOString().replace("Z", "000Z"));
+    expect(first).toBeGreaterThan(0);
+    expect(firstDifference(keys, expected)).toBeUndefined();
   });
 
   test("a search for a word one chunk event holds finds that event alone", async () => {

@@ -15,21 +15,34 @@ function inside(slice: ReturnType<typeof slices> extends Generator<infer S> ? S 
 }
 
 test.each([
-  ["newest first, no anchor", true, undefined, undefined],
-  ["newest first, anchor 2 h before to", true, iso(T - 2 * 3_600_000), undefined],
-  ["newest first, anchor and a cursor after it", true, iso(T - 5 * 3_600_000), { dt: iso(T - 3_600_000), id: "7" }],
-  ["newest first, anchor at to (ignored)", true, iso(T), undefined],
-  ["newest first, anchor before from (ignored)", true, iso(T - 30 * 3_600_000), undefined],
-  ["oldest first", false, undefined, undefined],
-])("%s: every instant of the window is in exactly one slice (and one half), in the page's order", (_name, newest, anchor, after) => {
+  ["newest first, no anchor", true, [], undefined],
+  ["newest first, anchor 2 h before to", true, [iso(T - 2 * 3_600_000)], undefined],
+  ["newest first, anchor and a cursor after it", true, [iso(T - 5 * 3_600_000)], { dt: iso(T - 3_600_000), id: "7" }],
+  ["newest first, anchor at to (ignored)", true, [iso(T)], undefined],
+  ["newest first, anchor before from (ignored)", true, [iso(T - 30 * 3_600_000)], undefined],
+  [
+    "newest first, anchors out of order, twice the same, one after the cursor",
+    true,
+    [iso(T - 9_000), iso(T - 40), iso(T - 2 * 3_600_000), iso(T - 40), iso(T - 30)],
+    { dt: iso(T - 35), id: "7" },
+  ],
+  ["newest first, anchors seconds apart", true, [iso(T - 20), iso(T - 300), iso(T - 4_000), iso(T - 70_000)], undefined],
+  ["oldest first", false, [], undefined],
+])("%s: every instant of the window is in exactly one slice (and one half), in the page's order", (_name, newest, anchors, after) => {
   const request = { from: iso(T - 24 * 3_600_000), to: iso(T), after };
-  const whole = [...slices(request, newest, anchor)];
+  const whole = [...slices(request, newest, anchors)];
   const halves = whole.flatMap((slice) => split(slice, newest) ?? [slice]);
   expect(halves.length).toBeGreaterThan(whole.length); // a 24 h window has slices of hours
   for (const slice of whole) expect(split(slice, newest) === undefined).toBe(Date.parse(slice.upper) - Date.parse(slice.lower) < SPLIT_FROM_MS);
   checkSlices(whole, request, newest, after);
   checkSlices(halves, request, newest, after);
-  if (anchor && anchor > request.from && anchor < request.to && !after) expect(whole[0]!.lower).toBe(anchor);
+  // Each anchor inside the window and before the page's start cuts a slice there, newest first.
+  const start = after ? after.dt : request.to;
+  const cuts = [...new Set(anchors)]
+    .filter((anchor) => anchor > request.from && anchor < start)
+    .sort()
+    .reverse();
+  if (newest) expect(whole.slice(0, cuts.length).map((slice) => slice.lower)).toEqual(cuts);
 });
 
 function checkSlices(
