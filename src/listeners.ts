@@ -34,6 +34,7 @@ import type { Registry } from "./metrics";
 import { closing, type Service } from "./service";
 import type { SourceCache } from "./sources/cache";
 import { createSourceService } from "./sources/service";
+import { ScanPool } from "./query/scan-pool";
 import { within } from "./timers";
 import type { TokenService } from "./tokens/service";
 
@@ -50,7 +51,7 @@ export interface ManagementDeps {
   metrics: Metrics;
   routes: Parameters<typeof sourceRoutes>[0];
   tokens: Parameters<typeof tokenRoutes>[0]["service"];
-  read: { tail: TailHub; queryTimeoutMs: number; tailLimits: { maxRows: number; maxBytes: number } };
+  read: { tail: TailHub; queryTimeoutMs: number; tailLimits: { maxRows: number; maxBytes: number }; scans?: ScanPool };
   web: Awaited<ReturnType<typeof webRoutes>>;
   log: (line: string) => void;
   /** Why logpond cannot take events now, for /ready (server.ts). */
@@ -71,7 +72,7 @@ export function managementApp(deps: ManagementDeps) {
       .use(sourceRoutes(deps.routes))
       .use(tokenRoutes({ service: deps.tokens, authenticate: deps.routes.authenticate }))
       .use(viewRoutes({ service: createViewService(deps.store.db), authenticate: deps.routes.authenticate }))
-      .use(queryRoutes({ ...reading, queryTimeoutMs: deps.read.queryTimeoutMs, metrics: deps.metrics }))
+      .use(queryRoutes({ ...reading, queryTimeoutMs: deps.read.queryTimeoutMs, metrics: deps.metrics, scans: deps.read.scans }))
   );
 }
 
@@ -173,12 +174,14 @@ export async function startManagementListener(
   },
 ): Promise<Listener> {
   const { store, tail, tokens } = deps;
+  // The query API's threads (query/scan-pool.ts), started by the first histogram that needs them.
+  const scans = new ScanPool();
   const server = listenManagement(config, {
     store,
     metrics: deps.metrics,
     log: deps.log,
     unready: deps.ready,
-    read: { tail, queryTimeoutMs: config.queryTimeoutMs, tailLimits: { maxRows: config.tailQueueMaxRows, maxBytes: config.tailQueueMaxBytes } },
+    read: { tail, queryTimeoutMs: config.queryTimeoutMs, tailLimits: { maxRows: config.tailQueueMaxRows, maxBytes: config.tailQueueMaxBytes }, scans },
     web: await webRoutes(),
     routes: {
       service: createSourceService(store.db, deps.sources.cache, (id) => {
@@ -191,7 +194,14 @@ export async function startManagementListener(
     tokens: tokens.service,
   }).server!;
   return {
-    ...closing("management listener", () => server.stop(true), 1_000),
+    ...closing(
+      "management listener",
+      () => {
+        scans.close();
+        return server.stop(true);
+      },
+      1_000,
+    ),
     url: listenerUrl(config.apiHost, server.port),
     port: server.port!,
   };

@@ -11,6 +11,9 @@ import { queryTimeout, tiers, timed } from "./read";
 import { FIELD_PATH, FIELD_PATH_MAX_CHARS, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
 import { aliasObject } from "./levels";
 import type { Node } from "./parse";
+import { prefilter } from "./prefilter";
+import type { Counts } from "./scan";
+import type { ScanPool } from "./scan-pool";
 import { compileQuery } from "./sql";
 
 export const BUCKETS_DEFAULT = 100;
@@ -102,8 +105,8 @@ export const SLICES_AT_ONCE = 2;
  * over a long window still shows its recent part (at 20 M events a day, one 30-minute bucket of
  * `timeout` is seconds of scanning). Nothing counted in time → the usual 503.
  */
-export function readHistogram(sql: Sql, request: HistogramRequest, timeoutMs: number): Promise<Histogram> {
-  return histogramOf(request, timeoutMs, (slice, left) => countSlice(sql, request, slice, left));
+export function readHistogram(sql: Sql, request: HistogramRequest, timeoutMs: number, scans?: ScanPool): Promise<Histogram> {
+  return histogramOf(request, timeoutMs, (slice, left) => countSlice(sql, request, slice, left, scans));
 }
 
 /** A stretch of the window counted by one statement: [from, to), or [from, to] when `last`. */
@@ -205,7 +208,7 @@ export async function histogramOf(
  * buckets × (LEVELS_PER_STATEMENT + 2) rows leave PostgreSQL, however many distinct levels the
  * events carry. The bucket is an epoch index, exact to the microsecond.
  */
-function countSlice(sql: Sql, request: HistogramRequest, slice: Slice, timeoutMs: number): Promise<Counted> {
+function countSlice(sql: Sql, request: HistogramRequest, slice: Slice, timeoutMs: number, scans?: ScanPool): Promise<Counted> {
   const params: unknown[] = [slice.from, slice.to, slice.bucketSeconds, request.sourceIds];
   const upper = slice.last ? "<=" : "<";
   let filter = "";
@@ -214,7 +217,14 @@ function countSlice(sql: Sql, request: HistogramRequest, slice: Slice, timeoutMs
     params.push(...condition.params);
     filter = ` and ${condition.text}`;
   }
-  const events = request.query ? tiers(params, "$4::bigint[]", "$1::text::timestamptz", "$2::text::timestamptz", request.query) : "";
+  // With a query and the scan threads, the v4 blocks are counted by them (countScanned, below) and
+  // PostgreSQL counts the rest: the hot tier and v3 blocks.
+  const scanned = request.query !== undefined && scans !== undefined;
+  const events = !request.query
+    ? ""
+    : scanned
+      ? matchingIn(params, request.query, false)
+      : tiers(params, "$4::bigint[]", "$1::text::timestamptz", "$2::text::timestamptz", request.query);
   // A level is counted under its severity when the one table of level names knows it (`err`,
   // `ERROR` and pino's 50 are all "error", as `level:error` finds them), else under its own text
   // lowered; blocks' per-minute counts keep the lowered text and are folded here the same way.
@@ -223,9 +233,13 @@ function countSlice(sql: Sql, request: HistogramRequest, slice: Slice, timeoutMs
   const fold = (lowered: string) => `coalesce(${aliases} ->> ${lowered}, ${lowered})`;
   const level = (raw: string) => fold(`nullif(lower(left(${raw}->>'level', ${LEVEL_MAX_CHARS})), '')`);
   const window = (dt: string) => `${dt} >= $1::text::timestamptz and ${dt} ${upper} $2::text::timestamptz`;
+  // The scan threads' counts, as three arrays (bucket, lowered level, events) added last.
+  const threads = scanned
+    ? `union all select u.bucket, ${fold("u.level")}, u.n from unnest($${params.length + 1}::bigint[], $${params.length + 2}::text[], $${params.length + 3}::bigint[]) u(bucket, level, n) `
+    : "";
   const counted = request.query
     ? `select floor(extract(epoch from dt) / $3::bigint)::bigint as bucket, ${level("raw")} as level, count(*) as n from ${events} ` +
-      `where ${window("dt")} and source_id = any($4::bigint[])${filter} group by 1, 2`
+      `where ${window("dt")} and source_id = any($4::bigint[])${filter} group by 1, 2 ${threads}`
     : // No query: a hot chunk or a block inside the window by its counts per minute (exact when a
       // bucket is whole minutes), without opening it; hot rows, and a chunk or a block across the
       // window's edge, line by line. A staged block (generation not null, drizzle/0011) is skipped:
@@ -248,5 +262,102 @@ function countSlice(sql: Sql, request: HistogramRequest, slice: Slice, timeoutMs
     `top as (select level from counted where level is not null group by level order by sum(n) desc, level limit ${LEVELS_PER_STATEMENT}) ` +
     `select bucket::text as bucket, case when counted.level is null then null when counted.level in (select level from top) then counted.level else 'other' end as level, ` +
     `sum(n)::text as n from counted group by 1, 2`;
-  return timed(sql, timeoutMs, (tx) => tx.unsafe<Counted>(text, params as never[]));
+  if (!scanned) return timed(sql, timeoutMs, (tx) => tx.unsafe<Counted>(text, params as never[]));
+  return countScanned(sql, { ...slice, query: request.query!, sourceIds: request.sourceIds }, timeoutMs, scans!, async (tx, counts) => {
+    params.push(counts.buckets, counts.levels, counts.counts);
+    return tx.unsafe<Counted>(text, params as never[]);
+  });
+}
+
+/** logpond_events_matching_in for the query, with or without the blocks that have a payload. Adds its parameters. */
+function matchingIn(params: unknown[], query: Node, payloads: boolean): string {
+  const needs = prefilter(query);
+  params.push(needs.grams, needs.nums, needs.ilikes, needs.likes);
+  const n = params.length;
+  return `logpond_events_matching_in($4::bigint[], $1::text::timestamptz, $2::text::timestamptz, $${n - 3}::bigint[], $${n - 2}::bigint[], $${n - 1}::text[], $${n}::text[], ${payloads})`;
+}
+
+/** Blocks per call to a scan thread: a few MB of text to open, and a deadline checked between calls. */
+const SCAN_BATCH_BLOCKS = 8;
+
+/**
+ * A slice counted in one REPEATABLE READ transaction, so that a seal or a merge between its
+ * statements moves nothing out of its sight or into it twice: the v4 blocks that may hold matches
+ * (logpond_blocks_matching, read by a cursor) are counted on the scan threads, a few calls per
+ * thread at a time, then `rest` counts the other tiers with the threads' counts added.
+ */
+async function countScanned(
+  sql: Sql,
+  slice: Slice & { query: Node; sourceIds: number[] },
+  timeoutMs: number,
+  scans: ScanPool,
+  rest: (tx: Sql, counts: Counts) => Promise<Counted>,
+): Promise<Counted> {
+  const deadline = performance.now() + timeoutMs;
+  const left = () => {
+    const ms = Math.floor(deadline - performance.now());
+    if (ms < 1) throw queryTimeout(timeoutMs);
+    return String(ms);
+  };
+  try {
+    return (await sql.begin("isolation level repeatable read read only", async (tx) => {
+      await tx`select set_config('statement_timeout', ${left()}, true)`;
+      const [bounds] = await tx.unsafe<{ from_us: string; to_us: string }[]>(
+        "select (extract(epoch from $1::text::timestamptz) * 1000000)::bigint::text as from_us, (extract(epoch from $2::text::timestamptz) * 1000000)::bigint::text as to_us",
+        [slice.from, slice.to],
+      );
+      const needs = prefilter(slice.query);
+      const totals = new Map<string, { bucket: string; level: string | null; n: number }>();
+      const add = (counts: Counts) => {
+        counts.buckets.forEach((bucket, i) => {
+          const level = counts.levels[i]!;
+          const key = level === null ? bucket : `${bucket} ${level}`;
+          const entry = totals.get(key);
+          if (entry) entry.n += counts.counts[i]!;
+          else totals.set(key, { bucket, level, n: counts.counts[i]! });
+        });
+      };
+      const running = new Set<Promise<void>>();
+      let failed: { error: unknown } | undefined;
+      const blocks = tx
+        .unsafe<{ min_us: string; payload: Buffer }[]>(
+          "select min_us::text as min_us, payload from logpond_blocks_matching($1::bigint[], $2::text::timestamptz, $3::text::timestamptz, $4::bigint[], $5::bigint[])",
+          [slice.sourceIds, slice.from, slice.to, needs.grams, needs.nums] as never[],
+        )
+        .cursor(SCAN_BATCH_BLOCKS);
+      for await (const batch of blocks) {
+        left();
+        const call = scans
+          .count({
+            payloads: batch.map((block) => block.payload),
+            minUs: batch.map((block) => block.min_us),
+            fromUs: bounds!.from_us,
+            toUs: bounds!.to_us,
+            toIncluded: slice.last,
+            bucketSeconds: slice.bucketSeconds,
+            query: slice.query,
+          })
+          .then(add, (error: unknown) => {
+            failed ??= { error };
+          })
+          .finally(() => running.delete(call));
+        running.add(call);
+        while (running.size >= scans.size * 2) await Promise.race(running);
+        if (failed) break;
+      }
+      await Promise.all(running);
+      if (failed) throw failed.error;
+      await tx`select set_config('statement_timeout', ${left()}, true)`;
+      const counts: Counts = { buckets: [], levels: [], counts: [] };
+      for (const { bucket, level, n } of totals.values()) {
+        counts.buckets.push(bucket);
+        counts.levels.push(level);
+        counts.counts.push(n);
+      }
+      return rest(tx as unknown as Sql, counts);
+    })) as Counted;
+  } catch (error) {
+    if ((error as { code?: string }).code === "57014") throw queryTimeout(timeoutMs);
+    throw error;
+  }
 }

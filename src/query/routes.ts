@@ -13,6 +13,7 @@ import type { Sql } from "../store/db";
 import { readAggregate, readAggregateRequest } from "./aggregate";
 import { CONTEXT_DEFAULT, readContext, readContextRequest } from "./context";
 import { readHistogram, readHistogramRequest } from "./histogram";
+import type { ScanPool } from "./scan-pool";
 import { readHistogramBy } from "./histogram-by";
 import { newestBefore, readDeadLetters, readEvents } from "./read";
 import { checkSources, makeCursor, nextLink, readBatch, readOrder, readRequest, readSourceIds, refuseUnknown, single } from "./request";
@@ -23,6 +24,8 @@ export interface QueryRoutesDeps {
   queryTimeoutMs: number;
   /** Times each request (logpond_query_request_duration_seconds). */
   metrics?: Registry;
+  /** Where a histogram with a query counts its sealed blocks; without it PostgreSQL counts them. */
+  scans?: ScanPool;
 }
 
 /** The timed query routes, the `route` label's values (the live-tail stream is no latency: not timed). */
@@ -53,7 +56,7 @@ function page(rows: string[], next: string | null, meta?: Record<string, unknown
   return new Response(`{"data":[${rows.join(",")}],"pagination":{"next":${JSON.stringify(next)}}${tail}}`, { headers: JSON_HEADERS });
 }
 
-export function queryRoutes({ sql, authenticate, queryTimeoutMs, metrics: registry }: QueryRoutesDeps) {
+export function queryRoutes({ sql, authenticate, queryTimeoutMs, metrics: registry, scans }: QueryRoutesDeps) {
   const metrics = registry && queryDurations(registry);
   return new Elysia({ name: "logpond/query", prefix: "/api/v2/query" })
     .resolve(async ({ request }) => ({ access: await authenticate(request) }))
@@ -79,7 +82,7 @@ export function queryRoutes({ sql, authenticate, queryTimeoutMs, metrics: regist
         const read = readHistogramRequest(new URL(request.url));
         await checkSources(sql, read.sourceIds, read.malformed, access);
         const answer =
-          read.by === undefined ? await readHistogram(sql, read, queryTimeoutMs) : await readHistogramBy(sql, { ...read, by: read.by }, queryTimeoutMs);
+          read.by === undefined ? await readHistogram(sql, read, queryTimeoutMs, scans) : await readHistogramBy(sql, { ...read, by: read.by }, queryTimeoutMs);
         return new Response(JSON.stringify(answer), { headers: JSON_HEADERS });
       }),
     )

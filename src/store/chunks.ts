@@ -263,8 +263,8 @@ export function chunkRows(chunk: ReadChunk): { rows: ReadRow[]; events: number }
 const add = (a: PgMicros, b: number | bigint): PgMicros =>
   typeof a === "number" && typeof b === "number" && Math.abs(a + b) < 2 ** 52 ? a + b : BigInt(a) + BigInt(b);
 
-/** A `{…}` line of integers starting at `at`: its values (bigint past 2^53), and where it ends (its closing brace). */
-function arrayLine(text: Buffer, at: number): { values: (number | bigint)[]; end: number } {
+/** A `{…}` line of integers starting at `at` (a payload's offsets: chunks' and blocks' alike): its values (bigint past 2^53), and where it ends (its closing brace). */
+export function arrayLine(text: Buffer, at: number): { values: (number | bigint)[]; end: number } {
   if (text[at] !== 0x7b) throw new Error("not a chunk's payload (no offsets line)");
   const values: (number | bigint)[] = [];
   let i = at + 1;

@@ -266,7 +266,7 @@ $$;
 -- caller's condition on raw still decides exactly. A v4 block's text is checked against the
 -- needles after it is opened (its lines, not a `body`), so a block is opened only when its filter
 -- passes, and a line is parsed only when it matches every needle.
-CREATE OR REPLACE FUNCTION "logpond_events_matching"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz, grams bigint[], nums bigint[], ilikes text[], likes text[])
+CREATE OR REPLACE FUNCTION "logpond_events_matching_in"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz, grams bigint[], nums bigint[], ilikes text[], likes text[], payloads boolean)
 RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb, "line" text)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	SELECT h."id", h."source_id", h."dt", h."raw", h."raw"::text FROM "logpond_hot_between"(source_ids, from_dt, to_dt) h
@@ -292,6 +292,7 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 		SELECT b.* FROM "log_blocks" b
 		WHERE b."filter_id" = c."id" AND b."filter_slot" = c."slot"
 			AND b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt AND b."generation" IS NULL
+			AND (payloads OR b."payload" IS NULL)
 			AND (b."min_dt" >= from_dt AND b."max_dt" <= to_dt OR EXISTS (SELECT 1 FROM unnest(b."dts") d WHERE d >= from_dt AND d <= to_dt)
 				OR b."dts" IS NULL AND EXISTS (SELECT 1 FROM unnest(b."hist_minutes") m WHERE m >= floor(extract(epoch FROM from_dt) / 60) AND m <= floor(extract(epoch FROM to_dt) / 60)))
 			AND CASE WHEN c."slot" IS NOT NULL THEN b."body" IS NULL OR b."body" LIKE ALL (likes) AND b."body" ILIKE ALL (ilikes) END
@@ -306,6 +307,7 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 		e."line"
 	FROM "log_blocks" b CROSS JOIN LATERAL "logpond_block_events"(b."min_id", b."min_dt", b."ids", b."dts", b."body", b."payload") e
 	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt AND b."filter_id" IS NULL AND b."generation" IS NULL
+		AND (payloads OR b."payload" IS NULL)
 		AND (b."min_dt" >= from_dt AND b."max_dt" <= to_dt OR EXISTS (SELECT 1 FROM unnest(b."dts") d WHERE d >= from_dt AND d <= to_dt)
 			OR b."dts" IS NULL AND EXISTS (SELECT 1 FROM unnest(b."hist_minutes") m WHERE m >= floor(extract(epoch FROM from_dt) / 60) AND m <= floor(extract(epoch FROM to_dt) / 60)))
 		-- CASE fixes the order: the filter (a few bytes) before the text (the whole block).
@@ -315,4 +317,45 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 			THEN b."body" IS NULL OR b."body" LIKE ALL (likes) AND b."body" ILIKE ALL (ilikes)
 			ELSE false END
 		AND e."dt" >= from_dt AND e."dt" <= to_dt
+$$;
+-- With `payloads` false, logpond_events_matching_in leaves out the blocks that have a payload (v4):
+-- the histogram opens those in the application (logpond_blocks_matching, src/query/scan.ts).
+CREATE OR REPLACE FUNCTION "logpond_events_matching"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz, grams bigint[], nums bigint[], ilikes text[], likes text[])
+RETURNS TABLE ("id" bigint, "source_id" bigint, "dt" timestamptz, "raw" jsonb, "line" text)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+	SELECT * FROM "logpond_events_matching_in"(source_ids, from_dt, to_dt, grams, nums, ilikes, likes, true)
+$$;
+-- The blocks with a payload that logpond_events_matching_in opens for a query (their filter holds
+-- `grams` and `nums`, their time range meets the window), as the application opens them: the first
+-- event's time in microseconds since the Unix epoch, and the payload. Their text is not checked
+-- here: the application checks the needles once it has opened them.
+CREATE OR REPLACE FUNCTION "logpond_blocks_matching"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz, grams bigint[], nums bigint[])
+RETURNS TABLE ("min_us" bigint, "payload" bytea)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+	SELECT (extract(epoch FROM b."min_dt") * 1000000)::bigint, b."payload"
+	FROM (
+		SELECT f."id", k."slot"
+		FROM "log_filters" f
+		CROSS JOIN LATERAL unnest("logpond_filter_slots"(f."slices", f."bits", f."blocks", grams || nums)) k("slot")
+		WHERE f."source_id" = ANY(source_ids) AND f."max_dt" >= from_dt AND f."min_dt" <= to_dt
+		OFFSET 0
+	) c
+	CROSS JOIN LATERAL (
+		SELECT b.* FROM "log_blocks" b
+		WHERE b."filter_id" = c."id" AND b."filter_slot" = c."slot" AND b."payload" IS NOT NULL
+			AND b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt AND b."generation" IS NULL
+			AND (b."min_dt" >= from_dt AND b."max_dt" <= to_dt OR EXISTS (SELECT 1 FROM unnest(b."dts") d WHERE d >= from_dt AND d <= to_dt)
+				OR b."dts" IS NULL AND EXISTS (SELECT 1 FROM unnest(b."hist_minutes") m WHERE m >= floor(extract(epoch FROM from_dt) / 60) AND m <= floor(extract(epoch FROM to_dt) / 60)))
+		OFFSET 0
+	) b
+	UNION ALL
+	SELECT (extract(epoch FROM b."min_dt") * 1000000)::bigint, b."payload"
+	FROM "log_blocks" b
+	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt AND b."filter_id" IS NULL AND b."generation" IS NULL
+		AND b."payload" IS NOT NULL
+		AND (b."min_dt" >= from_dt AND b."max_dt" <= to_dt OR EXISTS (SELECT 1 FROM unnest(b."dts") d WHERE d >= from_dt AND d <= to_dt)
+			OR b."dts" IS NULL AND EXISTS (SELECT 1 FROM unnest(b."hist_minutes") m WHERE m >= floor(extract(epoch FROM from_dt) / 60) AND m <= floor(extract(epoch FROM to_dt) / 60)))
+		AND (b."bloom" IS NULL OR NOT EXISTS (
+			SELECT 1 FROM unnest(grams) g, LATERAL (SELECT g % (octet_length(b."bloom")::bigint * 8) AS bit) p
+			WHERE get_bit(substring(b."bloom" FROM (p.bit / 8)::int + 1 FOR 1), (p.bit % 8)::int) = 0))
 $$;

@@ -1,0 +1,155 @@
+// A query's events counted inside sealed v4 blocks by the application, as PostgreSQL counts them
+// through logpond_events_matching (src/store/sql/functions.sql) and query/sql.ts: each payload
+// opened (codec/pgp.ts), each line in the window matched, counted per (bucket, level). Pure and
+// synchronous: it runs on the scan threads (query/scan-pool.ts), never on the HTTP thread.
+// - A line is matched on its text first: it must hold every needle (query/prefilter.ts), ASCII
+//   letters lowered as ILIKE lowers them in the embedded database's C ctype. A query made of words
+//   only is decided there, as query/sql.ts decides it on `line`; any other is decided by
+//   query/match.ts on the parsed line, the predicate the live tail uses (both checked against
+//   PostgreSQL: test/integration/query-language.test.ts, test/integration/histogram-scan.test.ts).
+// - The level is nullif(lower(left(raw->>'level', 40)), '') (codec/jsonb-text.ts levelOfJson); the
+//   caller folds it into its severity in SQL, as it folds PostgreSQL's own counts.
+// - The bucket is floor(extract(epoch from dt) / bucketSeconds), in exact microseconds.
+import { levelOfJson } from "../codec/jsonb-text";
+import { openPayloadBytes } from "../codec/pgp";
+import { arrayLine } from "../store/chunks";
+import { compileMatcher, parseExact } from "./match";
+import type { Node } from "./parse";
+import { prefilter } from "./prefilter";
+import { jsonEscape } from "./sql";
+import { asciiLower } from "../codec/grams";
+
+export interface CountRequest {
+  /** The blocks' payloads, as logpond_blocks_matching gives them. */
+  payloads: Uint8Array[];
+  /** Each block's first event time, in microseconds since the epoch (decimal text). */
+  minUs: string[];
+  /** The window in microseconds since the epoch: [fromUs, toUs], or [fromUs, toUs) when not toIncluded. */
+  fromUs: string;
+  toUs: string;
+  toIncluded: boolean;
+  bucketSeconds: number;
+  query: Node;
+}
+
+/** Events per (bucket, level), one entry per distinct pair. */
+export interface Counts {
+  buckets: string[];
+  levels: (string | null)[];
+  counts: number[];
+}
+
+export function countBlocks(request: CountRequest): Counts {
+  const match = lineMatcher(request.query);
+  const bucketUs = BigInt(request.bucketSeconds) * 1_000_000n;
+  const from = BigInt(request.fromUs);
+  const to = BigInt(request.toUs) - (request.toIncluded ? 0n : 1n);
+  const totals = new Map<string, { bucket: bigint; level: string | null; n: number }>();
+  for (let k = 0; k < request.payloads.length; k++) {
+    const text = openPayloadBytes(request.payloads[k]!);
+    const lowered = lowerAscii(text);
+    const ids = arrayLine(text, 0);
+    const dts = arrayLine(text, ids.end + 2);
+    const min = BigInt(request.minUs[k]!);
+    // Times relative to the block's first one: numbers (offsets are below 2^51: store/blocks.ts).
+    const lower = clamp(from - min);
+    const upper = clamp(to - min);
+    // The bucket of min + offset is base + floor((rest + offset) / size), rest in [0, size).
+    const base = floorDiv(min, bucketUs);
+    const rest = Number(min - base * bucketUs);
+    const size = Number(bucketUs);
+    match.reset();
+    let at = dts.end + 1;
+    for (let i = 0; i < dts.values.length; i++) {
+      const start = at + 1;
+      let end = text.indexOf(0x0a, start);
+      if (end < 0) end = text.length;
+      at = end;
+      const offset = Number(dts.values[i]!);
+      if (offset < lower || offset > upper) continue;
+      if (!match.test(text, lowered, start, end)) continue;
+      const bucket = base + BigInt(Math.floor((rest + offset) / size));
+      const level = levelOfJson(text, start, end);
+      const key = `${bucket} ${level ?? ""}${level === null ? "" : "."}`;
+      const entry = totals.get(key);
+      if (entry) entry.n++;
+      else totals.set(key, { bucket, level, n: 1 });
+    }
+  }
+  const counts: Counts = { buckets: [], levels: [], counts: [] };
+  for (const { bucket, level, n } of totals.values()) {
+    counts.buckets.push(String(bucket));
+    counts.levels.push(level);
+    counts.counts.push(n);
+  }
+  return counts;
+}
+
+/** Offsets past ±2^52 µs lie outside any block (store/blocks.ts keeps a block's within 2^51). */
+const clamp = (value: bigint): number => (value > 2n ** 52n ? 2 ** 52 : value < -(2n ** 52n) ? -(2 ** 52) : Number(value));
+
+function floorDiv(a: bigint, b: bigint): bigint {
+  const q = a / b;
+  return a % b !== 0n && a < 0n !== b < 0n ? q - 1n : q;
+}
+
+/** A copy of `text` with its ASCII capitals lowered (UTF-8's other bytes are all ≥ 0x80: untouched). */
+function lowerAscii(text: Buffer): Buffer {
+  const lowered = Buffer.allocUnsafe(text.length);
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    lowered[i] = c >= 0x41 && c <= 0x5a ? c + 0x20 : c;
+  }
+  return lowered;
+}
+
+interface LineMatcher {
+  /** Before each block's lines. */
+  reset(): void;
+  /** Whether the line at [start, end) of `text` (and of its ASCII-lowered copy) matches. */
+  test(text: Buffer, lowered: Buffer, start: number, end: number): boolean;
+}
+
+/**
+ * The query as a test of a block's line. The needles (ASCII, lowered) are found in the lowered
+ * copy, each at its next place from the line on, so a block is searched once per needle whatever
+ * its lines hold.
+ */
+export function lineMatcher(query: Node): LineMatcher {
+  const words = wordsOnly(query);
+  const needles = [...prefilter(query).needles, ...(words ?? [])].map((needle) => Buffer.from(needle, "utf8"));
+  const next = needles.map(() => -1);
+  let lowered: Buffer | undefined;
+  const holds = (k: number, start: number, end: number): boolean => {
+    if (next[k]! < start) next[k] = lowered!.indexOf(needles[k]!, start);
+    return next[k]! >= 0 && next[k]! + needles[k]!.length <= end;
+  };
+  const matcher = words ? undefined : compileMatcher(query);
+  return {
+    reset() {
+      lowered = undefined;
+      next.fill(-1);
+    },
+    test(text, lower, start, end) {
+      lowered = lower;
+      for (let k = 0; k < needles.length; k++) if (!holds(k, start, end)) return false;
+      return matcher ? matcher(parseExact(text.toString("utf8", start, end)) as Record<string, unknown>) : true;
+    },
+  };
+}
+
+/**
+ * The lowered texts of a query that is one word or words joined by AND, when each is ASCII (then
+ * holding them all is the match: query/sql.ts's `line ilike '%…%'` on each); else undefined.
+ */
+function wordsOnly(query: Node): string[] | undefined {
+  const terms = query.kind === "and" ? query.nodes : [query];
+  const words: string[] = [];
+  for (const term of terms) {
+    if (term.kind !== "text") return undefined;
+    const text = asciiLower(jsonEscape(term.text));
+    if (/[^\x00-\x7f]/.test(text)) return undefined;
+    words.push(text);
+  }
+  return words;
+}

@@ -1,0 +1,159 @@
+// A histogram with a query counts its sealed v4 blocks on the scan threads (query/scan.ts,
+// query/histogram.ts countScanned) and the rest in PostgreSQL: the answer is the one PostgreSQL
+// gives alone (logpond_events_matching, query/sql.ts), for words, fields, levels, negations and
+// their combinations, over windows and buckets whose edges cut blocks, with events still hot beside
+// the sealed ones. Events are made to be awkward: levels in every case and type, 40+ characters,
+// non-ASCII capitals, escapes, the word in keys and values, numbers written several ways.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { readHistogram, readHistogramRequest } from "../../src/query/histogram";
+import { ScanPool } from "../../src/query/scan-pool";
+import type { CountRequest } from "../../src/query/scan";
+import type { Sql } from "../../src/store/db";
+import { sealAll } from "../../src/store/sealer";
+import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
+
+const HOUR = 3_600_000;
+// Six whole hours that ended at least two hours ago.
+const BASE = Math.floor((Date.now() - 8 * HOUR) / HOUR) * HOUR;
+const micro = (ms: number, us = 0) => `${new Date(ms).toISOString().slice(0, 23)}${String(us).padStart(3, "0")}Z`;
+
+const LEVELS: unknown[] = [
+  "info",
+  "INFO",
+  "Error",
+  "warn",
+  "WARNING",
+  50,
+  30,
+  "",
+  null,
+  { severity: "x" },
+  "é-Level",
+  "ÉRROR",
+  "x".repeat(45),
+  'we"ird',
+  undefined,
+];
+const WORDS = ["timeout", "TimeOut", "time-out", "retry", "user", "日本語 timeout", 'a "quoted" timeout', "back\\slash", "line\nbreak", "ünïcode"];
+
+let lp: TestLogpond;
+let web: TestSource;
+let jobs: TestSource;
+const pool = new ScanPool(2);
+let calls = 0;
+/** The pool, counting the blocks handed to it. */
+const counting = {
+  size: pool.size,
+  count(request: CountRequest) {
+    calls += request.payloads.length;
+    return pool.count(request);
+  },
+} as unknown as ScanPool;
+
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state * 1_664_525 + 1_013_904_223) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
+function eventsOf(count: number, seed: number, from: number, span: number): Record<string, unknown>[] {
+  const next = random(seed);
+  const pick = <T>(list: readonly T[]) => list[Math.floor(next() * list.length)]!;
+  const events: Record<string, unknown>[] = [];
+  for (let i = 0; i < count; i++) {
+    const event: Record<string, unknown> = { dt: micro(from + Math.floor(next() * span), Math.floor(next() * 1000)), message: `${pick(WORDS)} ${i}` };
+    const level = pick(LEVELS);
+    if (level !== undefined) event.level = level;
+    if (next() < 0.5) event.status = pick([200, 404, 500, 500.5, "500", 1e21]);
+    if (next() < 0.3) event.user = { plan: pick(["pro", "free", "Pro"]), timeout_ms: Math.floor(next() * 100) };
+    if (next() < 0.1) event.tags = ["a", pick(["b", "timeout"])];
+    events.push(event);
+  }
+  return events;
+}
+
+/** Events a microsecond before, on, and a microsecond after the edges of the window that cuts blocks. */
+const EDGES = [
+  [micro(BASE + HOUR + 1_234, 566), micro(BASE + HOUR + 1_234, 567), micro(BASE + HOUR + 1_234, 568)],
+  [micro(BASE + 4 * HOUR + 98_765, 0), micro(BASE + 4 * HOUR + 98_765, 1), micro(BASE + 4 * HOUR + 98_765, 2)],
+];
+
+beforeAll(async () => {
+  lp = await startTestLogpond();
+  web = await lp.createSource();
+  jobs = await lp.createSource();
+  // Sealed: 4,000 + 500 events over the six hours, plus one on the window's last microsecond.
+  const sealed = eventsOf(4_000, 7, BASE, 6 * HOUR);
+  sealed.push({ dt: micro(BASE + 6 * HOUR - 1, 999), level: "error", message: "timeout at the last microsecond" });
+  // On each hour (a bucket's and a slice's edge) and a microsecond before it, and around the edges
+  // of the window that cuts blocks.
+  const edges = [...[1, 2, 3, 4, 5].flatMap((k) => [micro(BASE + k * HOUR), micro(BASE + k * HOUR - 1, 999)]), ...EDGES.flat()];
+  for (const dt of edges) sealed.push({ dt, level: "warn", message: "timeout on an edge" });
+  for (let i = 0; i < sealed.length; i += 1_000) expect((await lp.ingest(web.token, JSON.stringify(sealed.slice(i, i + 1_000)))).status).toBe(202);
+  expect((await lp.ingest(jobs.token, JSON.stringify(eventsOf(500, 8, BASE, 6 * HOUR)))).status).toBe(202);
+  await lp.flusher.flush();
+  await sealAll(lp.sql as unknown as Sql);
+  const [blocks] = await lp.sql<
+    { n: number; payloads: number }[]
+  >`select count(*)::int as n, count(payload)::int as payloads from log_blocks where generation is null`;
+  expect(blocks!.n).toBeGreaterThan(1);
+  expect(blocks!.payloads).toBe(blocks!.n);
+  // Hot beside them: 600 more over the same hours.
+  expect((await lp.ingest(web.token, JSON.stringify(eventsOf(600, 9, BASE, 6 * HOUR)))).status).toBe(202);
+  await lp.flusher.flush();
+}, 120_000);
+
+afterAll(async () => {
+  pool.close();
+  await lp.stop();
+});
+
+const QUERIES = [
+  "timeout",
+  "TIMEOUT",
+  "time",
+  "timeout user",
+  "timeout OR retry",
+  "-timeout",
+  "日本語",
+  '"quoted"',
+  "status:500",
+  "status>=400",
+  "status=500",
+  "level:error",
+  "level:warn timeout",
+  "user.plan:pro",
+  "user.timeout_ms<50",
+  "tags:timeout",
+  "-level:info -retry",
+];
+
+const WINDOWS: [string, string, string, number][] = [
+  ["six hours, 7 buckets", micro(BASE), micro(BASE + 6 * HOUR - 1, 999), 7],
+  ["six hours, 96 buckets", micro(BASE), micro(BASE + 6 * HOUR - 1, 999), 96],
+  ["edges inside blocks", micro(BASE + HOUR + 1_234, 567), micro(BASE + 4 * HOUR + 98_765, 1), 500],
+];
+
+test.each(QUERIES)("%s: the scan threads' histogram is PostgreSQL's, over every window", async (query) => {
+  for (const [name, from, to, buckets] of WINDOWS) {
+    const url = new URL(`http://x/?source_ids=${web.id},${jobs.id}&query=${encodeURIComponent(query)}&from=${from}&to=${to}&buckets=${buckets}`);
+    const request = readHistogramRequest(url);
+    const before = calls;
+    const scanned = await readHistogram(lp.sql as unknown as Sql, request, 120_000, counting);
+    const alone = await readHistogram(lp.sql as unknown as Sql, request, 120_000);
+    expect({ name, complete: scanned.meta.complete }).toEqual({ name, complete: true });
+    expect({ name, scanned }).toEqual({ name, scanned: alone });
+    expect({ name, opened: calls > before }).toEqual({ name, opened: true });
+  }
+});
+
+test("what the threads count is added to the hot tier's: the word's events all counted once", async () => {
+  const url = new URL(`http://x/?source_ids=${web.id},${jobs.id}&query=timeout&from=${micro(BASE)}&to=${micro(BASE + 6 * HOUR - 1, 999)}&buckets=7`);
+  const answer = await readHistogram(lp.sql as unknown as Sql, readHistogramRequest(url), 120_000, counting);
+  const [expected] = await lp.sql<{ n: number }[]>`
+    select count(*)::int as n from log_events where source_id in (${Number(web.id)}, ${Number(jobs.id)}) and raw::text ilike '%timeout%'`;
+  expect(answer.meta.total).toBe(expected!.n);
+  expect(expected!.n).toBeGreaterThan(1_000);
+});
