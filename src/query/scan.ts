@@ -3,10 +3,11 @@
 // opened (codec/pgp.ts), each line in the window matched, counted per (bucket, level). Pure and
 // synchronous: it runs on the scan threads (query/scan-pool.ts), never on the HTTP thread.
 // - A line is matched on its text first: it must hold every needle (query/prefilter.ts), ASCII
-//   letters lowered as ILIKE lowers them in the embedded database's C ctype. A query made of words
-//   only is decided there, as query/sql.ts decides it on `line`; any other is decided by
-//   query/match.ts on the parsed line, the predicate the live tail uses (both checked against
-//   PostgreSQL: test/integration/query-language.test.ts, test/integration/histogram-scan.test.ts).
+//   letters lowered as ILIKE lowers them in the embedded database's C ctype. Words (`text` terms)
+//   are then found in the line's text, as query/sql.ts finds them on `line`; every other term is
+//   decided by query/match.ts on the line parsed once, the predicate the live tail uses (both
+//   checked against PostgreSQL: test/integration/query-language.test.ts,
+//   test/integration/histogram-scan.test.ts).
 // - The level is nullif(lower(left(raw->>'level', 40)), '') (codec/jsonb-text.ts levelOfJson); the
 //   caller folds it into its severity in SQL, as it folds PostgreSQL's own counts.
 // - The bucket is floor(extract(epoch from dt) / bucketSeconds), in exact microseconds.
@@ -110,46 +111,73 @@ interface LineMatcher {
   test(text: Buffer, lowered: Buffer, start: number, end: number): boolean;
 }
 
-/**
- * The query as a test of a block's line. The needles (ASCII, lowered) are found in the lowered
- * copy, each at its next place from the line on, so a block is searched once per needle whatever
- * its lines hold.
- */
-export function lineMatcher(query: Node): LineMatcher {
-  const words = wordsOnly(query);
-  const needles = [...prefilter(query).needles, ...(words ?? [])].map((needle) => Buffer.from(needle, "utf8"));
-  const next = needles.map(() => -1);
-  let lowered: Buffer | undefined;
-  const holds = (k: number, start: number, end: number): boolean => {
-    if (next[k]! < start) next[k] = lowered!.indexOf(needles[k]!, start);
-    return next[k]! >= 0 && next[k]! + needles[k]!.length <= end;
-  };
-  const matcher = words ? undefined : compileMatcher(query);
-  return {
-    reset() {
-      lowered = undefined;
-      next.fill(-1);
-    },
-    test(text, lower, start, end) {
-      lowered = lower;
-      for (let k = 0; k < needles.length; k++) if (!holds(k, start, end)) return false;
-      return matcher ? matcher(parseExact(text.toString("utf8", start, end)) as Record<string, unknown>) : true;
-    },
-  };
+/** The line being tested, its parsed event made at most once. */
+interface Line {
+  text: Buffer;
+  lowered: Buffer;
+  start: number;
+  end: number;
+  parsed: Record<string, unknown> | undefined;
 }
 
 /**
- * The lowered texts of a query that is one word or words joined by AND, when each is ASCII (then
- * holding them all is the match: query/sql.ts's `line ilike '%…%'` on each); else undefined.
+ * The query as a test of a block's line. The needles every match holds (ASCII, lowered) are looked
+ * for first; then words (`text` terms) are found in the line's text as query/sql.ts finds them on
+ * `line`, and every other term is decided by query/match.ts on the line parsed once. Each ASCII
+ * word or needle is found in the lowered copy at its next place from the line on, so a block is
+ * searched once per word whatever its lines hold (lines are tested in order).
  */
-function wordsOnly(query: Node): string[] | undefined {
-  const terms = query.kind === "and" ? query.nodes : [query];
-  const words: string[] = [];
-  for (const term of terms) {
-    if (term.kind !== "text") return undefined;
-    const text = asciiLower(jsonEscape(term.text));
-    if (/[^\x00-\x7f]/.test(text)) return undefined;
-    words.push(text);
-  }
-  return words;
+export function lineMatcher(query: Node): LineMatcher {
+  const resets: (() => void)[] = [];
+  const found = (word: string): ((line: Line) => boolean) => {
+    if (/[^\x00-\x7f]/.test(word)) return (line) => asciiLower(line.text.toString("utf8", line.start, line.end)).includes(word);
+    const needle = Buffer.from(word, "latin1");
+    let next = -1;
+    resets.push(() => {
+      next = -1;
+    });
+    return (line) => {
+      if (next < line.start) next = line.lowered.indexOf(needle, line.start);
+      return next >= 0 && next + needle.length <= line.end;
+    };
+  };
+  const compile = (node: Node): ((line: Line) => boolean) => {
+    switch (node.kind) {
+      case "and": {
+        const parts = node.nodes.map(compile);
+        return (line) => parts.every((part) => part(line));
+      }
+      case "or": {
+        const parts = node.nodes.map(compile);
+        return (line) => parts.some((part) => part(line));
+      }
+      case "not": {
+        const inner = compile(node.node);
+        return (line) => !inner(line);
+      }
+      case "text":
+        return found(asciiLower(jsonEscape(node.text)));
+      default: {
+        const predicate = compileMatcher(node);
+        return (line) => predicate((line.parsed ??= parseExact(line.text.toString("utf8", line.start, line.end)) as Record<string, unknown>));
+      }
+    }
+  };
+  const needles = prefilter(query).needles.map(found);
+  const matches = compile(query);
+  const line: Line = { text: Buffer.alloc(0), lowered: Buffer.alloc(0), start: 0, end: 0, parsed: undefined };
+  return {
+    reset() {
+      for (const reset of resets) reset();
+    },
+    test(text, lowered, start, end) {
+      line.text = text;
+      line.lowered = lowered;
+      line.start = start;
+      line.end = end;
+      line.parsed = undefined;
+      for (const needle of needles) if (!needle(line)) return false;
+      return matches(line);
+    },
+  };
 }

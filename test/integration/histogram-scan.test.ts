@@ -118,6 +118,8 @@ const QUERIES = [
   "timeout OR retry",
   "-timeout",
   "日本語",
+  "ünïcode",
+  "ÜNÏCODE",
   '"quoted"',
   "status:500",
   "status>=400",
