@@ -7,6 +7,7 @@
 import { AppError } from "../errors";
 import { LEVEL_MAX_CHARS } from "../store/blocks";
 import type { Sql } from "../store/db";
+import { inSnapshot } from "../store/snapshot";
 import { queryTimeout, tiers, timed } from "./read";
 import { FIELD_PATH, FIELD_PATH_MAX_CHARS, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
 import { aliasObject } from "./levels";
@@ -105,8 +106,16 @@ export const SLICES_AT_ONCE = 2;
  * over a long window still shows its recent part (at 20 M events a day, one 30-minute bucket of
  * `timeout` is seconds of scanning). Nothing counted in time → the usual 503.
  */
-export function readHistogram(sql: Sql, request: HistogramRequest, timeoutMs: number, scans?: ScanPool): Promise<Histogram> {
-  return histogramOf(request, timeoutMs, (slice, left) => countSlice(sql, request, slice, left, scans));
+export function readHistogram(sql: Sql, request: HistogramRequest, timeoutMs: number, scans?: ScanPool, seams: HistogramSeams = {}): Promise<Histogram> {
+  return histogramOf(request, timeoutMs, (slice, left) => countSlice(sql, request, slice, left, scans, seams));
+}
+
+/**
+ * What a test injects: `beforeRest` runs inside a scanned slice's snapshot, after the scan threads
+ * counted its blocks and before PostgreSQL counts the rest (countScanned).
+ */
+export interface HistogramSeams {
+  beforeRest?(): Promise<void>;
 }
 
 /** A stretch of the window counted by one statement: [from, to), or [from, to] when `last`. */
@@ -208,7 +217,14 @@ export async function histogramOf(
  * buckets × (LEVELS_PER_STATEMENT + 2) rows leave PostgreSQL, however many distinct levels the
  * events carry. The bucket is an epoch index, exact to the microsecond.
  */
-function countSlice(sql: Sql, request: HistogramRequest, slice: Slice, timeoutMs: number, scans?: ScanPool): Promise<Counted> {
+function countSlice(
+  sql: Sql,
+  request: HistogramRequest,
+  slice: Slice,
+  timeoutMs: number,
+  scans: ScanPool | undefined,
+  seams: HistogramSeams,
+): Promise<Counted> {
   const params: unknown[] = [slice.from, slice.to, slice.bucketSeconds, request.sourceIds];
   const upper = slice.last ? "<=" : "<";
   let filter = "";
@@ -263,7 +279,7 @@ function countSlice(sql: Sql, request: HistogramRequest, slice: Slice, timeoutMs
     `select bucket::text as bucket, case when counted.level is null then null when counted.level in (select level from top) then counted.level else 'other' end as level, ` +
     `sum(n)::text as n from counted group by 1, 2`;
   if (!scanned) return timed(sql, timeoutMs, (tx) => tx.unsafe<Counted>(text, params as never[]));
-  return countScanned(sql, { ...slice, query: request.query!, sourceIds: request.sourceIds }, timeoutMs, scans!, async (tx, counts) => {
+  return countScanned(sql, { ...slice, query: request.query!, sourceIds: request.sourceIds }, timeoutMs, scans!, seams, async (tx, counts) => {
     params.push(counts.buckets, counts.levels, counts.counts);
     return tx.unsafe<Counted>(text, params as never[]);
   });
@@ -281,7 +297,7 @@ function matchingIn(params: unknown[], query: Node, payloads: boolean): string {
 const SCAN_BATCH_BLOCKS = 8;
 
 /**
- * A slice counted in one REPEATABLE READ transaction, so that a seal or a merge between its
+ * A slice counted in one snapshot (store/snapshot.ts), so that a seal or a merge between its
  * statements moves nothing out of its sight or into it twice: the v4 blocks that may hold matches
  * (logpond_blocks_matching, read by a cursor) are counted on the scan threads, a few calls per
  * thread at a time, then `rest` counts the other tiers with the threads' counts added.
@@ -291,6 +307,7 @@ async function countScanned(
   slice: Slice & { query: Node; sourceIds: number[] },
   timeoutMs: number,
   scans: ScanPool,
+  seams: HistogramSeams,
   rest: (tx: Sql, counts: Counts) => Promise<Counted>,
 ): Promise<Counted> {
   const deadline = performance.now() + timeoutMs;
@@ -300,8 +317,7 @@ async function countScanned(
     return String(ms);
   };
   try {
-    return (await sql.begin("isolation level repeatable read read only", async (tx) => {
-      await tx`select set_config('statement_timeout', ${left()}, true)`;
+    return await inSnapshot(sql, Number(left()), async (tx) => {
       const [bounds] = await tx.unsafe<{ from_us: string; to_us: string }[]>(
         "select (extract(epoch from $1::text::timestamptz) * 1000000)::bigint::text as from_us, (extract(epoch from $2::text::timestamptz) * 1000000)::bigint::text as to_us",
         [slice.from, slice.to],
@@ -354,8 +370,9 @@ async function countScanned(
         counts.levels.push(level);
         counts.counts.push(n);
       }
-      return rest(tx as unknown as Sql, counts);
-    })) as Counted;
+      await seams.beforeRest?.();
+      return rest(tx, counts);
+    });
   } catch (error) {
     if ((error as { code?: string }).code === "57014") throw queryTimeout(timeoutMs);
     throw error;
