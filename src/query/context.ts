@@ -1,22 +1,24 @@
 // The query API's context read: one source's events around one event (the anchor), in (dt, id)
-// order, whichever tier holds them. First the anchor: from its id alone, a hot row through log_hot's
-// id partitions and BRIN on id, a sealed one through the blocks' GiST index on their id range, then
-// only the ids array of the blocks of this source that cover it (a block is opened to learn the
-// dt); with the row's `dt` given too, the hot row by id, or for a sealed one only the blocks' rows
-// that span that dt (none is opened: the anchor is checked in the answer, below). Then each side is
-// read outwards from the anchor in time slices (the first sized from the events per second of the
-// anchor's blocks, then 10 s, 1 min, 5 min, …), one statement per slice over both tiers of this one
-// source, keyset on (dt, id): slices are contiguous and each is one snapshot, so an event the
-// sealer moves meanwhile is read once. The first slices of both sides are one statement, so a block
-// that spans the anchor (the first slices always open it) is opened once. A slice's blocks are found
-// by the GiST index on (source_id, their time range) (drizzle/0013): the few that meet the slice,
-// however many blocks the day holds. An empty slice is followed by a probe for the nearest event time
-// beyond it, so a gap of days costs one statement, not a scan of what lies past it.
+// order, whichever tier holds them. First the anchor: from its id alone, a hot one by its id
+// (logpond_hot_by_id, store/sql/functions.sql), a sealed one through the blocks' GiST index on
+// their id range, then only the ids array of the blocks of this source that cover it (a block is
+// opened to learn the dt); with the row's `dt` given too, the hot row by id, or for a sealed one
+// only the blocks' rows that span that dt (none is opened: the anchor is checked in the answer,
+// below). Then each side is read outwards from the anchor in time slices (the first sized from the
+// events per second of the anchor's blocks, then 10 s, 1 min, 5 min, …), one statement per slice
+// over both tiers of this one source, keyset on (dt, id): slices are contiguous and each is one
+// snapshot, so an event the sealer moves meanwhile is read once. The first slices of both sides
+// are one statement, so a block that spans the anchor (the first slices always open it) is opened
+// once. A slice's blocks are found by the GiST index on (source_id, their time range)
+// (drizzle/0013): the few that meet the slice, however many blocks the day holds. An empty slice
+// is followed by a probe for the nearest event time beyond it, so a gap of days costs one
+// statement, not a scan of what lies past it. The blocks' SQL is store/tiers.ts's.
 import { eventTime } from "../codec/time";
 import { AppError } from "../errors";
 import type { Sql } from "../store/db";
 import { showInSentOrder } from "../store/key-orders";
-import { DT_TEXT, meets, queryTimeout, timed } from "./read";
+import { blockEventById, blockEventsBetween, blockSpansPast, blocksMayHold, DENSITY, earliestBlockEndAfter, latestBlockEndAtOrBefore } from "../store/tiers";
+import { DT_TEXT, queryTimeout, timed } from "./read";
 import { micros, refuseUnknown, single } from "./request";
 
 /** Neighbours per side when not asked for, and at most. */
@@ -60,8 +62,6 @@ const EARLIEST = "0001-01-01T00:00:00.000000Z";
 const LATEST = "9999-12-31T23:59:59.999999Z";
 const msOf = (dt: string) => Date.parse(`${dt.slice(0, 23)}Z`);
 const textOf = (ms: number) => micros(new Date(ms).toISOString());
-/** A block's events per millisecond. */
-const DENSITY = "b.n / greatest(extract(epoch from b.max_dt - b.min_dt)::float8 * 1000, 1)";
 
 /**
  * The anchor's dt (none: no event of this source has that id, and that dt when given), and for a
@@ -70,22 +70,19 @@ const DENSITY = "b.n / greatest(extract(epoch from b.max_dt - b.min_dt)::float8 
  * dt and whose ids may hold it (their range, and a v3 block's ids array) say it may be there, and
  * the answer's first row after it is the anchor or the read is a 404 (readContext). Their densities
  * add up: blocks may overlap in time. Here and below a staged block (generation not null,
- * drizzle/0011) is skipped: its events are still hot rows.
+ * drizzle/0011) is skipped (store/tiers.ts): its events are still hot rows.
  */
 const LOOKUP = (withDt: boolean) =>
   withDt
     ? `select ${DT_TEXT} as dt, density from (` +
       "select h.dt, null::float8 as density, 0 as tier from logpond_hot_by_id($1::bigint, $1::bigint) h where h.source_id = $2::bigint and h.dt = $3::text::timestamptz " +
       "union all " +
-      `select $3::text::timestamptz, sum(${DENSITY}), 1 from log_blocks b where b.source_id = $2::bigint and b.generation is null and ${meets("$3", "$3")} ` +
-      "having bool_or(int8range(b.min_id, b.max_id, '[]') @> $1::bigint and (b.ids is null or $1::bigint = any(b.ids)))" +
+      blocksMayHold(`$3::text::timestamptz, sum(${DENSITY}), 1`, "$1", "$2::bigint", "$3") +
       ") anchor order by tier limit 1"
     : `select ${DT_TEXT} as dt, density from (` +
       "select h.dt, null::float8 as density from logpond_hot_by_id($1::bigint, $1::bigint) h where h.source_id = $2::bigint " +
       "union all " +
-      `select u.dt, ${DENSITY} from log_blocks b ` +
-      "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as u " +
-      "where b.source_id = $2::bigint and b.generation is null and (b.ids is null or $1::bigint = any(b.ids)) and int8range(b.min_id, b.max_id, '[]') @> $1::bigint and u.id = $1::bigint" +
+      blockEventById(`u.dt, ${DENSITY}`, "$1", "$2::bigint") +
       ") anchor limit 1";
 
 /**
@@ -96,12 +93,7 @@ const LOOKUP = (withDt: boolean) =>
 const EVENTS = (lower: string, upper: string) =>
   `select h.id, h.source_id, h.dt, h.raw::text as line from logpond_hot_between(array[$1::bigint], ${lower}::text::timestamptz, ${upper}::text::timestamptz) h ` +
   "union all " +
-  "select e.id, b.source_id, e.dt, e.line from log_blocks b " +
-  "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as e " +
-  `where b.source_id = $1::bigint and b.generation is null and ${meets(lower, upper)} ` +
-  `and (b.min_dt >= ${lower}::text::timestamptz and b.max_dt <= ${upper}::text::timestamptz or exists (select 1 from unnest(b.dts) d where d >= ${lower}::text::timestamptz and d <= ${upper}::text::timestamptz) ` +
-  `or b.dts is null and exists (select 1 from unnest(b.hist_minutes) m where m >= floor(extract(epoch from ${lower}::text::timestamptz) / 60) and m <= floor(extract(epoch from ${upper}::text::timestamptz) / 60))) ` +
-  `and e.dt >= ${lower}::text::timestamptz and e.dt <= ${upper}::text::timestamptz`;
+  blockEventsBetween("$1::bigint", lower, upper);
 
 /** A page's columns of the rows of EVENTS: the row text is built for the page only, after the sort. */
 const ROW = `id::text as id, ${DT_TEXT} as dt, (line::jsonb || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', source_id::text, 'id', id::text))::text as row`;
@@ -142,13 +134,13 @@ const FIRST = (farOp: string) =>
 const PROBE = {
   before:
     "select to_char(greatest(" +
-    "(select max(b.max_dt) from log_blocks b where b.source_id = $1::bigint and b.generation is null and b.max_dt <= $2::text::timestamptz), " +
+    `${latestBlockEndAtOrBefore("$1::bigint", "$2")}, ` +
     "(select h.dt from logpond_hot_newest(array[$1::bigint], $2::text::timestamptz + interval '1 microsecond') h), " +
-    `(select $2::text::timestamptz where exists (select 1 from log_blocks b where b.source_id = $1::bigint and b.generation is null and ${meets("$2", "$2")} and b.max_dt > $2::text::timestamptz))` +
+    `(select $2::text::timestamptz where ${blockSpansPast("$1::bigint", "$2")})` +
     `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`,
   after:
     "select to_char(least(" +
-    "(select min(b.max_dt) from log_blocks b where b.source_id = $1::bigint and b.generation is null and b.max_dt > $2::text::timestamptz), " +
+    `${earliestBlockEndAfter("$1::bigint", "$2")}, ` +
     "(select h.dt from logpond_hot_oldest(array[$1::bigint], $2::text::timestamptz) h)" +
     `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`,
 };

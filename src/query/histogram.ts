@@ -8,6 +8,7 @@ import { AppError } from "../errors";
 import { LEVEL_MAX_CHARS } from "../store/blocks";
 import type { Sql } from "../store/db";
 import { inSnapshot } from "../store/snapshot";
+import { blockEventsMeeting, blockInside, blockMinutesInside } from "../store/tiers";
 import { queryTimeout, tiers, timed } from "./read";
 import { FIELD_PATH, FIELD_PATH_MAX_CHARS, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
 import { aliasObject } from "./levels";
@@ -265,13 +266,11 @@ function countSlice(
       `where ${window("dt")} group by 1, 2 ` +
       `union all select floor(h.minute::numeric * 60 / $3::bigint)::bigint, ${fold("h.level")}, sum(h.n) ` +
       `from logpond_hot_minutes($4::bigint[], $1::text::timestamptz, $2::text::timestamptz) h where $3::bigint % 60 = 0 group by 1, 2 ` +
-      `union all select floor(h.minute::numeric * 60 / $3::bigint)::bigint, ${fold("h.level")}, sum(h.n) from log_blocks b ` +
-      `cross join lateral unnest(b.hist_minutes, b.hist_levels, b.hist_counts) as h(minute, level, n) ` +
-      `where b.source_id = any($4::bigint[]) and b.generation is null and b.min_dt >= $1::text::timestamptz and b.max_dt ${upper} $2::text::timestamptz and $3::bigint % 60 = 0 group by 1, 2 ` +
-      `union all select floor(extract(epoch from e.dt) / $3::bigint)::bigint, ${level("e.line::jsonb")}, count(*) from log_blocks b ` +
-      `cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) as e ` +
-      `where b.source_id = any($4::bigint[]) and b.generation is null and b.max_dt >= $1::text::timestamptz and b.min_dt ${upper} $2::text::timestamptz ` +
-      `and not (b.min_dt >= $1::text::timestamptz and b.max_dt ${upper} $2::text::timestamptz and $3::bigint % 60 = 0) ` +
+      `union all select floor(h.minute::numeric * 60 / $3::bigint)::bigint, ${fold("h.level")}, sum(h.n) ` +
+      `${blockMinutesInside("$4::bigint[]", "$1", upper, "$2")} and $3::bigint % 60 = 0 group by 1, 2 ` +
+      `union all select floor(extract(epoch from e.dt) / $3::bigint)::bigint, ${level("e.line::jsonb")}, count(*) ` +
+      `${blockEventsMeeting("$4::bigint[]", "$1", upper, "$2")} ` +
+      `and not (${blockInside("$1", upper, "$2")} and $3::bigint % 60 = 0) ` +
       `and ${window("e.dt")} group by 1, 2`;
   const text =
     `with counted as (${counted}), ` +

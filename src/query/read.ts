@@ -5,6 +5,7 @@
 import { AppError } from "../errors";
 import type { Sql } from "../store/db";
 import { showInSentOrder } from "../store/key-orders";
+import { blocksAcross, newestBlockEndBefore, newestBlockEndWithin, openedAs } from "../store/tiers";
 import { micros, type Position, type ReadRequest } from "./request";
 import type { Node } from "./parse";
 import { prefilter } from "./prefilter";
@@ -102,7 +103,7 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
         // `= any(…)` PostgreSQL read every block of the window (25-44 ms at 20 M events).
         `select to_char(max(newest) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt, array[${holding.join(", ")}]::text[] as hot ` +
           `from unnest($1::bigint[]) s(id), lateral (
-         select max(max_dt) as newest from log_blocks where source_id = s.id and generation is null and max_dt >= $2::text::timestamptz and max_dt <= $3::text::timestamptz) n`,
+         ${newestBlockEndWithin("s.id", "$2", "$3")}) n`,
         // A cursor's own dt is left out of the chunks counted: its page holds only what lies before the cursor.
         [request.sourceIds, request.from, upper, request.after && request.after.dt < request.to ? shiftMicros(upper, -1) : upper, wanted] as never[],
       ),
@@ -193,17 +194,6 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   });
   return { rows: kept.map((r) => r.row), next: more && last ? { dt: last.dt, id: last.id } : undefined };
 }
-
-/**
- * A condition on block `b`: its time range meets [`lower`, `upper`] (SQL texts), found by the GiST
- * index on (source_id, tstzrange(min_dt, max_dt)) (drizzle/0013). The plain bounds beside it let
- * PostgreSQL skip the other days' partitions (log_blocks is partitioned by max_dt; a block holds
- * one UTC day, store/blocks.ts, so it ends before the day after `upper` begins).
- */
-export const meets = (lower: string, upper: string) =>
-  `tstzrange(b.min_dt, b.max_dt, '[]') && tstzrange(${lower}::text::timestamptz, ${upper}::text::timestamptz, '[]') ` +
-  `and b.max_dt >= ${lower}::text::timestamptz and b.max_dt < (date_trunc('day', ${upper}::text::timestamptz, 'UTC') + interval '1 day') ` +
-  `and b.min_dt <= ${upper}::text::timestamptz`;
 
 /** `dt` (YYYY-MM-DDTHH:MM:SS.ffffffZ) `delta` (±1) microseconds later. */
 export function shiftMicros(dt: string, delta: 1 | -1): string {
@@ -323,11 +313,9 @@ const OLDER_SLICE_MS = [3_600_000, 86_400_000, 604_800_000, 2_592_000_000];
  */
 const NEWEST_BEFORE =
   "select to_char(greatest(" +
-  "(select max(newest) from unnest($2::bigint[]) s(id), lateral (select max(b.max_dt) as newest from log_blocks b " +
-  "where b.source_id = s.id and b.generation is null and b.max_dt < $1::text::timestamptz) n), " +
-  "(select max(e.dt) from unnest($2::bigint[]) s(id), lateral (select b.* from log_blocks b where b.source_id = s.id and b.generation is null " +
-  `and ${meets("$1", "$1")} and b.min_dt < $1::text::timestamptz offset 0) b ` +
-  "cross join lateral logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) e where e.dt < $1::text::timestamptz), " +
+  `(select max(newest) from unnest($2::bigint[]) s(id), lateral (${newestBlockEndBefore("s.id", "$1")}) n), ` +
+  `(select max(e.dt) from unnest($2::bigint[]) s(id), lateral (${blocksAcross("s.id", "$1")} offset 0) b ` +
+  `${openedAs("e")} where e.dt < $1::text::timestamptz), ` +
   "(select h.dt from logpond_hot_newest($2::bigint[], $1::text::timestamptz) h)" +
   `) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt`;
 
