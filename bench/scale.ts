@@ -189,6 +189,8 @@ async function main(): Promise<void> {
   const sizeBefore = await databaseSize(sql);
   const blocksBefore = await tierSize(sql, "log_blocks");
   const hotBefore = sumSizes(await tierSize(sql, "log_hot"), await tierSize(sql, "log_chunks"));
+  const filtersBefore = await tierSize(sql, "log_filters");
+  const keyOrdersBefore = await tierSize(sql, "log_key_orders");
   const walBefore = await walPosition(sql);
   const fullPagesBefore = await walFullPages(sql);
   const sampler = startSampler(sql);
@@ -303,6 +305,8 @@ async function main(): Promise<void> {
   const hot = sumSizes(await tierSize(sql, "log_hot"), await tierSize(sql, "log_chunks"));
   const blocksGrowth = tierTotal(blocks) - tierTotal(blocksBefore);
   const hotGrowth = tierTotal(hot) - tierTotal(hotBefore);
+  const filtersGrowth = tierTotal(await tierSize(sql, "log_filters")) - tierTotal(filtersBefore);
+  const keyOrdersGrowth = tierTotal(await tierSize(sql, "log_key_orders")) - tierTotal(keyOrdersBefore);
   const perEvent = (n: number) => fmt(n / EVENTS, 1);
   say(
     "database growth bytes/event",
@@ -317,8 +321,9 @@ async function main(): Promise<void> {
     `body or payload ${perEvent(columns.body)}, ids ${perEvent(columns.ids)}, dts ${perEvent(columns.dts)}; the rest of a block row ${perEvent(blocks.heap + blocks.toast - blocksBefore.heap - blocksBefore.toast - columns.body - columns.ids - columns.dts)} (tuple headers, TOAST chunk overhead, free space)`,
   );
   say(
-    "hot tier and the rest bytes/event",
-    `log_hot and log_chunks ${perEvent(hotGrowth)} (${hot.partitions} partitions left), everything else ${perEvent(growth - blocksGrowth - hotGrowth)} (catalog, flush_batches, free space maps)`,
+    "hot tier, filters and the rest bytes/event",
+    `log_hot and log_chunks ${perEvent(hotGrowth)} (${hot.partitions} partitions left), log_filters ${perEvent(filtersGrowth)} (the blocks' word filters), ` +
+      `log_key_orders ${perEvent(keyOrdersGrowth)}, everything else ${perEvent(growth - blocksGrowth - hotGrowth - filtersGrowth - keyOrdersGrowth)} (catalog, flush_batches, free space maps)`,
   );
   say(
     "WAL bytes/event",

@@ -270,7 +270,7 @@ export interface TierSize {
 }
 
 /** One table's leaf partitions (log_hot, the chunk journal or log_blocks). */
-export async function tierSize(sql: postgres.Sql, tier: "log_hot" | "log_chunks" | "log_blocks"): Promise<TierSize> {
+export async function tierSize(sql: postgres.Sql, tier: "log_hot" | "log_chunks" | "log_blocks" | "log_filters" | "log_key_orders"): Promise<TierSize> {
   const [row] = await sql`
     select coalesce(sum(pg_table_size(c.oid) - coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)), 0)::bigint as heap,
       coalesce(sum(coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)), 0)::bigint as toast,
