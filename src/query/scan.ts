@@ -95,7 +95,7 @@ function floorDiv(a: bigint, b: bigint): bigint {
 }
 
 /** A copy of `text` with its ASCII capitals lowered (UTF-8's other bytes are all ≥ 0x80: untouched). */
-function lowerAscii(text: Buffer): Buffer {
+export function lowerAscii(text: Buffer): Buffer {
   const lowered = Buffer.allocUnsafe(text.length);
   for (let i = 0; i < text.length; i++) {
     const c = text[i]!;

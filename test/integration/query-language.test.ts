@@ -8,6 +8,7 @@ import postgres from "postgres";
 import { compileMatcher, jsonbText, parseExact } from "../../src/query/match";
 import { parseQuery, QueryError, type Node } from "../../src/query/parse";
 import { tiers } from "../../src/query/read";
+import { countBlocks, lineMatcher, lowerAscii } from "../../src/query/scan";
 import { compileQuery } from "../../src/query/sql";
 import { buildBlocks, type MovedRow } from "../../src/store/blocks";
 import { writeBlocks } from "../../src/store/blocks-sql";
@@ -356,6 +357,9 @@ async function agree(events: Record<string, unknown>[], queries: string[]): Prom
       raw::text as line, '' as shape, null as level
     from query_language_events`;
   await writeBlocks(sql as never, buildBlocks(moved, 4));
+  const blocks = await sql<{ min_us: string; payload: Buffer }[]>`
+    select (extract(epoch from min_dt) * 1000000)::bigint::text as min_us, payload from log_blocks where source_id = ${BLOCK_SOURCE}`;
+  expect(blocks.every((block) => block.payload !== null)).toBe(true);
   for (const query of queries) {
     const node = parseQuery(query)!;
     const condition = compileQuery(node, 1);
@@ -373,6 +377,25 @@ async function agree(events: Record<string, unknown>[], queries: string[]): Prom
       params as never[],
     );
     expect({ query, tier: "blocks", matched: sealed.map((r) => r.n) }).toEqual({ query, tier: "blocks", matched: expected });
+    // The scan threads' test of a line (query/scan.ts) on each event's jsonb text, and their count
+    // over the blocks' payloads, as a histogram with a query uses them.
+    const lines = lineMatcher(node);
+    const scanned = stored.flatMap((row) => {
+      const text = Buffer.from(row.text, "utf8");
+      lines.reset();
+      return lines.test(text, lowerAscii(text), 0, text.length) ? [row.n] : [];
+    });
+    expect({ query, tier: "scan threads", matched: scanned }).toEqual({ query, tier: "scan threads", matched: expected });
+    const counted = countBlocks({
+      payloads: blocks.map((block) => block.payload),
+      minUs: blocks.map((block) => block.min_us),
+      fromUs: "-62135596800000000",
+      toUs: "253402300799999999",
+      toIncluded: true,
+      bucketSeconds: 86_400,
+      query: node,
+    }).counts.reduce((sum, n) => sum + n, 0);
+    expect({ query, tier: "scanned blocks", counted }).toEqual({ query, tier: "scanned blocks", counted: expected.length });
   }
 }
 
