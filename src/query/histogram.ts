@@ -9,7 +9,7 @@ import { LEVEL_MAX_CHARS } from "../store/blocks";
 import type { Sql } from "../store/db";
 import { inSnapshot } from "../store/snapshot";
 import { blockEventsMeeting, blockInside, blockMinutesInside } from "../store/tiers";
-import { queryTimeout, tiers, timed } from "./read";
+import { besideScans, queryTimeout, SCAN_BATCH_BLOCKS, tiers, timed } from "./read";
 import { FIELD_PATH, FIELD_PATH_MAX_CHARS, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
 import { aliasObject } from "./levels";
 import type { Node } from "./parse";
@@ -240,7 +240,7 @@ function countSlice(
   const events = !request.query
     ? ""
     : scanned
-      ? matchingIn(params, request.query, false)
+      ? besideScans(params, "$4::bigint[]", "$1::text::timestamptz", "$2::text::timestamptz", request.query)
       : tiers(params, "$4::bigint[]", "$1::text::timestamptz", "$2::text::timestamptz", request.query);
   // A level is counted under its severity when the one table of level names knows it (`err`,
   // `ERROR` and pino's 50 are all "error", as `level:error` finds them), else under its own text
@@ -283,17 +283,6 @@ function countSlice(
     return tx.unsafe<Counted>(text, params as never[]);
   });
 }
-
-/** logpond_events_matching_in for the query, with or without the blocks that have a payload. Adds its parameters. */
-function matchingIn(params: unknown[], query: Node, payloads: boolean): string {
-  const needs = prefilter(query);
-  params.push(needs.grams, needs.nums, needs.ilikes, needs.likes);
-  const n = params.length;
-  return `logpond_events_matching_in($4::bigint[], $1::text::timestamptz, $2::text::timestamptz, $${n - 3}::bigint[], $${n - 2}::bigint[], $${n - 1}::text[], $${n}::text[], ${payloads})`;
-}
-
-/** Blocks per call to a scan thread: a few MB of text to open, and a deadline checked between calls. */
-const SCAN_BATCH_BLOCKS = 8;
 
 /**
  * A slice counted in one snapshot (store/snapshot.ts), so that a seal or a merge between its

@@ -5,10 +5,13 @@
 import { AppError } from "../errors";
 import type { Sql } from "../store/db";
 import { showInSentOrder } from "../store/key-orders";
+import { inSnapshot } from "../store/snapshot";
 import { blocksAcross, newestBlockEndBefore, newestBlockEndWithin, openedAs } from "../store/tiers";
 import { micros, type Position, type ReadRequest } from "./request";
 import type { Node } from "./parse";
 import { prefilter } from "./prefilter";
+import type { Found } from "./scan";
+import type { ScanPool } from "./scan-pool";
 import { compileQuery } from "./sql";
 import { within as atMost } from "../timers";
 
@@ -30,7 +33,7 @@ export interface ReadSeams {
   half?<T>(which: 0 | 1, run: () => Promise<T>): Promise<T>;
 }
 
-export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: number, seams: ReadSeams = {}): Promise<Page> {
+export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: number, seams: ReadSeams = {}, scans?: ScanPool): Promise<Page> {
   const newest = request.order === "newest_first";
   const params: unknown[] = ["", "", 0];
   const conditions: string[] = [];
@@ -52,7 +55,12 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   params.push(request.sourceIds);
   const sources = `$${params.length}::bigint[]`;
   conditions.push(`source_id = any(${sources})`);
-  const events = tiers(params, sources, "$1::text::timestamptz", "$2::text::timestamptz", request.query);
+  // With a query and the scan threads, the v4 blocks are opened and matched by them (readScanned,
+  // below) and PostgreSQL reads the hot tier and v3 blocks.
+  const scanned = request.query !== undefined && scans !== undefined;
+  const events = scanned
+    ? besideScans(params, sources, "$1::text::timestamptz", "$2::text::timestamptz", request.query!)
+    : tiers(params, sources, "$1::text::timestamptz", "$2::text::timestamptz", request.query);
   const direction = newest ? "desc" : "asc";
   // The row text is built outside the ordered, limited subquery: PostgreSQL computes a select
   // list before the sort, so inline it was built for every row of the window (a newest page over
@@ -128,8 +136,44 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   // statement over both tiers, so each is read once whatever the sealer moves meanwhile; the
   // farther half is cancelled when the nearer one fills the page.
   const half = <T>(which: 0 | 1, run: () => Promise<T>): Promise<T> => (seams.half ? seams.half(which, run) : run());
+  // A slice read with the scan threads: one snapshot (store/snapshot.ts) for the hot tier's rows
+  // (PostgreSQL) and the blocks' (the threads), so a seal or a merge meanwhile moves no event out of
+  // the page or into it twice; the threads use every core, so a slice is not split in halves.
+  const readScanned = async (slice: Slice, limit: number) => {
+    const own = [...params];
+    own[0] = slice.lowerOp === ">" ? shiftMicros(slice.lower, 1) : slice.lower;
+    own[1] = slice.upperOp === "<" ? shiftMicros(slice.upper, -1) : slice.upper;
+    own[2] = limit;
+    const left = Math.floor(deadline - performance.now());
+    if (left <= 0) throw queryTimeout(timeoutMs);
+    try {
+      return await inSnapshot(sql, left, async (tx) => {
+        const hot = await tx.unsafe<{ id: string; dt: string; row: string }[]>(query, own as never[]);
+        const found = await scanBlocks(tx, scans!, {
+          sourceIds: request.sourceIds,
+          lower: own[0] as string,
+          upper: own[1] as string,
+          after: request.after,
+          newest,
+          limit,
+          query: request.query!,
+          deadline,
+          timeoutMs,
+        });
+        return mergePage(tx, hot, found, newest, limit);
+      });
+    } catch (error) {
+      if ((error as { code?: string }).code === "57014") throw queryTimeout(timeoutMs);
+      throw error;
+    }
+  };
   for (const slice of slices(request, newest, anchors)) {
     const limit = wanted - rows.length;
+    if (scanned) {
+      rows.push(...(await readScanned(slice, limit)));
+      if (rows.length >= wanted) break;
+      continue;
+    }
     const halves = split(slice, newest);
     if (!halves) {
       rows.push(...(await within((tx) => read(tx, slice, limit))));
@@ -377,6 +421,124 @@ export async function newestBefore(sql: Sql, request: ReadRequest, timeoutMs: nu
     if (error instanceof AppError && error.reason === "query_timeout") return undefined;
     throw error;
   }
+}
+
+/** Blocks per call to a scan thread: a few MB of text to open, and a deadline checked between calls. */
+export const SCAN_BATCH_BLOCKS = 8;
+
+/**
+ * The events of the v4 blocks that may hold matches (logpond_blocks_matching, read by a cursor)
+ * matched on the scan threads inside [lower, upper] (closed) and past the cursor: the `limit`
+ * nearest the page's start, in its order. QUERY_TIMEOUT_MS is checked between the batches (opening
+ * is no statement: statement_timeout does not see it).
+ */
+async function scanBlocks(
+  tx: Sql,
+  scans: ScanPool,
+  read: {
+    sourceIds: number[];
+    lower: string;
+    upper: string;
+    after: Position | undefined;
+    newest: boolean;
+    limit: number;
+    query: Node;
+    deadline: number;
+    timeoutMs: number;
+  },
+): Promise<Found[]> {
+  const [bounds] = await tx.unsafe<{ lower_us: string; upper_us: string; after_us: string | null }[]>(
+    "select (extract(epoch from $1::text::timestamptz) * 1000000)::bigint::text as lower_us, (extract(epoch from $2::text::timestamptz) * 1000000)::bigint::text as upper_us, " +
+      "(extract(epoch from $3::text::timestamptz) * 1000000)::bigint::text as after_us",
+    [read.lower, read.upper, read.after?.dt ?? null] as never[],
+  );
+  const needs = prefilter(read.query);
+  const order = read.newest ? -1 : 1;
+  let best: Found[] = [];
+  let failed: { error: unknown } | undefined;
+  const running = new Set<Promise<void>>();
+  const blocks = tx
+    .unsafe<{ source_id: string; min_id: string; min_us: string; payload: Buffer }[]>(
+      "select source_id::text as source_id, min_id::text as min_id, min_us::text as min_us, payload " +
+        "from logpond_blocks_matching($1::bigint[], $2::text::timestamptz, $3::text::timestamptz, $4::bigint[], $5::bigint[])",
+      [read.sourceIds, read.lower, read.upper, needs.grams, needs.nums] as never[],
+    )
+    .cursor(SCAN_BATCH_BLOCKS);
+  for await (const batch of blocks) {
+    if (performance.now() >= read.deadline) throw queryTimeout(read.timeoutMs);
+    const call = scans
+      .match({
+        payloads: batch.map((block) => block.payload),
+        minUs: batch.map((block) => block.min_us),
+        minIds: batch.map((block) => block.min_id),
+        sources: batch.map((block) => block.source_id),
+        lowerUs: bounds!.lower_us,
+        upperUs: bounds!.upper_us,
+        after: read.after && { us: bounds!.after_us!, id: read.after.id },
+        newest: read.newest,
+        limit: read.limit,
+        query: read.query,
+      })
+      .then(
+        (found) => {
+          best = [...best, ...found].sort((a, b) => order * compareEvents(a, b)).slice(0, read.limit);
+        },
+        (error: unknown) => {
+          failed ??= { error };
+        },
+      )
+      .finally(() => running.delete(call));
+    running.add(call);
+    while (running.size >= scans.size * 2) await Promise.race(running);
+    if (failed) break;
+  }
+  await Promise.all(running);
+  if (failed) throw failed.error;
+  return best;
+}
+
+/** (dt, id) ascending; dts as DT_TEXT prints them (fixed width: ordered as text for years 0001-9999). */
+const compareEvents = (a: { dt: string; id: string }, b: { dt: string; id: string }) => (a.dt === b.dt ? Number(a.id) - Number(b.id) : a.dt < b.dt ? -1 : 1);
+
+/**
+ * The hot tier's rows of a slice (with their row text) and the blocks' events the threads found,
+ * as the `limit` nearest the page's start in its order; the blocks' rows are built by PostgreSQL
+ * as the page's query builds a row (so their text is the same to the byte).
+ */
+async function mergePage(tx: Sql, hot: { id: string; dt: string; row: string }[], found: Found[], newest: boolean, limit: number) {
+  const order = newest ? -1 : 1;
+  const page = [...hot.map((row) => ({ ...row, found: undefined })), ...found.map((event) => ({ id: event.id, dt: event.dt, row: "", found: event }))]
+    .sort((a, b) => order * compareEvents(a, b))
+    .slice(0, limit);
+  const built = page.filter((entry) => entry.found !== undefined);
+  if (built.length > 0) {
+    const rows = await tx.unsafe<{ row: string }[]>(
+      `select (e.line::jsonb || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', e.source_id::text, 'id', e.id::text))::text as row ` +
+        "from unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) with ordinality e(id, source_id, dt_text, line, n) " +
+        "cross join lateral (select e.dt_text::timestamptz as dt) t order by e.n",
+      [
+        built.map((entry) => entry.id),
+        built.map((entry) => entry.found!.source),
+        built.map((entry) => entry.dt),
+        built.map((entry) => entry.found!.line),
+      ] as never[],
+    );
+    built.forEach((entry, i) => {
+      entry.row = rows[i]!.row;
+    });
+  }
+  return page.map(({ id, dt, row }) => ({ id, dt, row }));
+}
+
+/**
+ * tiers() beside the scan threads: the same events less those of v4 blocks (the threads read
+ * those): logpond_events_matching_in with `payloads` false, whatever the query's needles. Adds its parameters.
+ */
+export function besideScans(params: unknown[], sources: string, from: string, to: string, query: Node): string {
+  const needs = prefilter(query);
+  params.push(needs.grams, needs.nums, needs.ilikes, needs.likes);
+  const n = params.length;
+  return `logpond_events_matching_in(${sources}, ${from}, ${to}, $${n - 3}::bigint[], $${n - 2}::bigint[], $${n - 1}::text[], $${n}::text[], false)`;
 }
 
 /**

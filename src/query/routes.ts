@@ -67,7 +67,7 @@ export function queryRoutes({ sql, authenticate, queryTimeoutMs, metrics: regist
         const read = readRequest(url);
         await checkSources(sql, read.sourceIds, read.malformed, access);
         const started = performance.now();
-        const result = await readEvents(sql, read, queryTimeoutMs);
+        const result = await readEvents(sql, read, queryTimeoutMs, {}, scans);
         const next = result.next ? nextLink(url, makeCursor(read, result.next)) : null;
         if (result.rows.length > 0) return page(result.rows, next);
         // An empty page says whether anything older matches, and where the newest of it is, so a

@@ -1,20 +1,31 @@
-// The scan threads: a histogram with a query opens and counts its sealed v4 blocks here
-// (query/scan.ts), on as many threads as the machine has cores, never on the HTTP thread. A call
+// The scan threads: the query API's reads with a query open and match their sealed v4 blocks here
+// (query/scan.ts: a histogram's counts, a page's events), on as many threads as the machine has
+// cores, never on the HTTP thread. A call
 // is one batch of blocks and goes to the thread with the fewest calls waiting; a thread that fails
 // fails only its own calls, and the next call starts a new one (rpc.ts). Holds no data between calls.
 import { availableParallelism } from "node:os";
 import { ThreadClient } from "../rpc";
-import type { CountRequest, Counts } from "./scan";
+import type { CountRequest, Counts, Found, MatchRequest } from "./scan";
+
+export type ScanCall = { kind: "count"; request: CountRequest } | { kind: "match"; request: MatchRequest };
 
 export class ScanPool {
-  private readonly threads: ThreadClient<CountRequest, Counts, string>[] = [];
+  private readonly threads: ThreadClient<ScanCall, unknown, string>[] = [];
 
   constructor(readonly size: number = availableParallelism()) {}
 
   count(request: CountRequest): Promise<Counts> {
+    return this.call({ kind: "count", request }) as Promise<Counts>;
+  }
+
+  match(request: MatchRequest): Promise<Found[]> {
+    return this.call({ kind: "match", request }) as Promise<Found[]>;
+  }
+
+  private call(call: ScanCall): Promise<unknown> {
     while (this.threads.length < this.size) {
       this.threads.push(
-        new ThreadClient<CountRequest, Counts, string>({
+        new ThreadClient<ScanCall, unknown, string>({
           url: new URL("./scan-worker.ts", import.meta.url).href,
           name: "scan thread",
           answered: (message) => new Error(`a scan thread failed: ${message}`),
@@ -24,7 +35,7 @@ export class ScanPool {
       );
     }
     const thread = this.threads.reduce((a, b) => (b.waiting < a.waiting ? b : a));
-    return thread.call(request);
+    return thread.call(call);
   }
 
   close(): void {

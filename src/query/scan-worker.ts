@@ -1,6 +1,10 @@
 // A scan thread's side (query/scan-pool.ts; calls and answers through rpc.ts): each call counts a
-// batch of blocks (query/scan.ts) and answers with the counts. No state, no I/O.
+// batch of blocks for a histogram or finds a page's events in it (query/scan.ts) and answers with
+// them. No state, no I/O.
 import { serve } from "../rpc";
-import { countBlocks, type CountRequest, type Counts } from "./scan";
+import { countBlocks, matchBlocks } from "./scan";
+import type { ScanCall } from "./scan-pool";
 
-serve<CountRequest, Counts, string>(countBlocks, { wire: (error) => (error instanceof Error ? error.message : String(error)) });
+serve<ScanCall, unknown, string>((call) => (call.kind === "count" ? countBlocks(call.request) : matchBlocks(call.request)), {
+  wire: (error) => (error instanceof Error ? error.message : String(error)),
+});

@@ -12,6 +12,7 @@
 //   caller folds it into its severity in SQL, as it folds PostgreSQL's own counts.
 // - The bucket is floor(extract(epoch from dt) / bucketSeconds), in exact microseconds.
 import { levelOfJson } from "../codec/jsonb-text";
+import { microsText } from "../codec/time";
 import { openPayloadBytes } from "../codec/pgp";
 import { arrayLine } from "../store/chunks";
 import { compileMatcher, parseExact } from "./match";
@@ -47,35 +48,19 @@ export function countBlocks(request: CountRequest): Counts {
   const to = BigInt(request.toUs) - (request.toIncluded ? 0n : 1n);
   const totals = new Map<string, { bucket: bigint; level: string | null; n: number }>();
   for (let k = 0; k < request.payloads.length; k++) {
-    const text = openPayloadBytes(request.payloads[k]!);
-    const lowered = lowerAscii(text);
-    const ids = arrayLine(text, 0);
-    const dts = arrayLine(text, ids.end + 2);
     const min = BigInt(request.minUs[k]!);
-    // Times relative to the block's first one: numbers (offsets are below 2^51: store/blocks.ts).
-    const lower = clamp(from - min);
-    const upper = clamp(to - min);
     // The bucket of min + offset is base + floor((rest + offset) / size), rest in [0, size).
     const base = floorDiv(min, bucketUs);
     const rest = Number(min - base * bucketUs);
     const size = Number(bucketUs);
-    match.reset();
-    let at = dts.end + 1;
-    for (let i = 0; i < dts.values.length; i++) {
-      const start = at + 1;
-      let end = text.indexOf(0x0a, start);
-      if (end < 0) end = text.length;
-      at = end;
-      const offset = Number(dts.values[i]!);
-      if (offset < lower || offset > upper) continue;
-      if (!match.test(text, lowered, start, end)) continue;
+    eachMatch(request.payloads[k]!, match, clamp(from - min), clamp(to - min), (text, start, end, offset) => {
       const bucket = base + BigInt(Math.floor((rest + offset) / size));
       const level = levelOfJson(text, start, end);
-      const key = `${bucket} ${level ?? ""}${level === null ? "" : "."}`;
+      const key = level === null ? String(bucket) : `${bucket} ${level}`;
       const entry = totals.get(key);
       if (entry) entry.n++;
       else totals.set(key, { bucket, level, n: 1 });
-    }
+    });
   }
   const counts: Counts = { buckets: [], levels: [], counts: [] };
   for (const { bucket, level, n } of totals.values()) {
@@ -84,6 +69,100 @@ export function countBlocks(request: CountRequest): Counts {
     counts.counts.push(n);
   }
   return counts;
+}
+
+export interface MatchRequest {
+  /** The blocks' payloads, first event times (µs since the Unix epoch), first ids and sources, as logpond_blocks_matching gives them. */
+  payloads: Uint8Array[];
+  minUs: string[];
+  minIds: string[];
+  sources: string[];
+  /** The slice, both ends included (µs since the Unix epoch; an open end is passed a microsecond in). */
+  lowerUs: string;
+  upperUs: string;
+  /** The page's cursor: only events past it (dt in µs since the Unix epoch, id) in the page's order. */
+  after: { us: string; id: string } | undefined;
+  newest: boolean;
+  /** At most this many, the nearest to the page's start. */
+  limit: number;
+  query: Node;
+}
+
+/** An event a page may show: its id, dt (RFC 3339, six fraction digits, as query/read.ts DT_TEXT prints it), source and JSON text. */
+export interface Found {
+  id: string;
+  dt: string;
+  source: string;
+  line: string;
+}
+
+/**
+ * The events of the blocks that match the query inside the slice and past the cursor, the `limit`
+ * nearest to the page's start, in the page's order: (dt, id) descending newest first, else
+ * ascending.
+ */
+export function matchBlocks(request: MatchRequest): Found[] {
+  const match = lineMatcher(request.query);
+  const lower = BigInt(request.lowerUs);
+  const upper = BigInt(request.upperUs);
+  const after = request.after && { us: BigInt(request.after.us), id: Number(request.after.id) };
+  const found: { us: bigint; id: number; source: string; line: string }[] = [];
+  for (let k = 0; k < request.payloads.length; k++) {
+    const min = BigInt(request.minUs[k]!);
+    const minId = Number(request.minIds[k]!);
+    const source = request.sources[k]!;
+    eachMatch(request.payloads[k]!, match, clamp(lower - min), clamp(upper - min), (text, start, end, offset, idOffset) => {
+      const us = min + BigInt(offset);
+      const id = minId + idOffset;
+      if (after) {
+        const past = us === after.us ? (request.newest ? id < after.id : id > after.id) : request.newest ? us < after.us : us > after.us;
+        if (!past) return;
+      }
+      found.push({ us, id, source, line: text.toString("utf8", start, end) });
+    });
+  }
+  const sign = request.newest ? -1 : 1;
+  found.sort((a, b) => sign * (a.us === b.us ? a.id - b.id : a.us < b.us ? -1 : 1));
+  return found.slice(0, request.limit).map((event) => ({
+    id: String(event.id),
+    dt: microsText(event.us - PG_EPOCH_US),
+    source: event.source,
+    line: event.line,
+  }));
+}
+
+/** PostgreSQL's epoch (2000-01-01) in µs since the Unix epoch: codec/time.ts counts from it. */
+const PG_EPOCH_US = 946_684_800_000_000n;
+
+/**
+ * Each line of a payload whose time offset (from the block's first event) is within [lower,
+ * upper] and that `match` accepts, in the payload's order: its bytes [start, end) of the opened
+ * text, its time offset and its id offset (from the block's first id).
+ */
+function eachMatch(
+  payload: Uint8Array,
+  match: LineMatcher,
+  lower: number,
+  upper: number,
+  visit: (text: Buffer, start: number, end: number, offset: number, idOffset: number) => void,
+): void {
+  // Offsets are below 2^51 (store/blocks.ts): numbers.
+  const text = openPayloadBytes(payload);
+  const lowered = lowerAscii(text);
+  const ids = arrayLine(text, 0);
+  const dts = arrayLine(text, ids.end + 2);
+  match.reset();
+  let at = dts.end + 1;
+  for (let i = 0; i < dts.values.length; i++) {
+    const start = at + 1;
+    let end = text.indexOf(0x0a, start);
+    if (end < 0) end = text.length;
+    at = end;
+    const offset = Number(dts.values[i]!);
+    if (offset < lower || offset > upper) continue;
+    if (!match.test(text, lowered, start, end)) continue;
+    visit(text, start, end, offset, Number(ids.values[i]!));
+  }
 }
 
 /** Offsets past ±2^52 µs lie outside any block (store/blocks.ts keeps a block's within 2^51). */

@@ -326,13 +326,15 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	SELECT * FROM "logpond_events_matching_in"(source_ids, from_dt, to_dt, grams, nums, ilikes, likes, true)
 $$;
 -- The blocks with a payload that logpond_events_matching_in opens for a query (their filter holds
--- `grams` and `nums`, their time range meets the window), as the application opens them: the first
--- event's time in microseconds since the Unix epoch, and the payload. Their text is not checked
--- here: the application checks the needles once it has opened them.
-CREATE OR REPLACE FUNCTION "logpond_blocks_matching"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz, grams bigint[], nums bigint[])
-RETURNS TABLE ("min_us" bigint, "payload" bytea)
+-- `grams` and `nums`, their time range meets the window), as the application opens them
+-- (src/query/scan.ts): their source, first id, first event's time in microseconds since the Unix
+-- epoch, and payload. Their text is not checked here: the application checks the needles once it
+-- has opened them. Dropped first: its result columns changed once (nothing depends on it).
+DROP FUNCTION IF EXISTS "logpond_blocks_matching"(bigint[], timestamptz, timestamptz, bigint[], bigint[]);
+CREATE FUNCTION "logpond_blocks_matching"(source_ids bigint[], from_dt timestamptz, to_dt timestamptz, grams bigint[], nums bigint[])
+RETURNS TABLE ("source_id" bigint, "min_id" bigint, "min_us" bigint, "payload" bytea)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-	SELECT (extract(epoch FROM b."min_dt") * 1000000)::bigint, b."payload"
+	SELECT b."source_id", b."min_id", (extract(epoch FROM b."min_dt") * 1000000)::bigint, b."payload"
 	FROM (
 		SELECT f."id", k."slot"
 		FROM "log_filters" f
@@ -349,7 +351,7 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 		OFFSET 0
 	) b
 	UNION ALL
-	SELECT (extract(epoch FROM b."min_dt") * 1000000)::bigint, b."payload"
+	SELECT b."source_id", b."min_id", (extract(epoch FROM b."min_dt") * 1000000)::bigint, b."payload"
 	FROM "log_blocks" b
 	WHERE b."source_id" = ANY(source_ids) AND b."max_dt" >= from_dt AND b."min_dt" <= to_dt AND b."filter_id" IS NULL AND b."generation" IS NULL
 		AND b."payload" IS NOT NULL
