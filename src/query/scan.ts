@@ -216,8 +216,12 @@ export function lineMatcher(query: Node): LineMatcher {
       next = -1;
     });
     return (line) => {
-      if (next < line.start) next = line.lowered.indexOf(needle, line.start);
-      return next >= 0 && next + needle.length <= line.end;
+      if (next < line.start) {
+        next = line.lowered.indexOf(needle, line.start);
+        // None left in the block: no later line holds it either.
+        if (next < 0) next = Number.POSITIVE_INFINITY;
+      }
+      return next + needle.length <= line.end;
     };
   };
   const compile = (node: Node): ((line: Line) => boolean) => {
