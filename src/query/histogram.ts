@@ -9,11 +9,10 @@ import { LEVEL_MAX_CHARS } from "../store/blocks";
 import type { Sql } from "../store/db";
 import { inSnapshot } from "../store/snapshot";
 import { blockEventsMeeting, blockInside, blockMinutesInside } from "../store/tiers";
-import { besideScans, queryTimeout, SCAN_BATCH_BLOCKS, tiers, timed } from "./read";
+import { besideScans, candidateBlocks, queryTimeout, tiers, timed } from "./read";
 import { FIELD_PATH, FIELD_PATH_MAX_CHARS, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
 import { aliasObject } from "./levels";
 import type { Node } from "./parse";
-import { prefilter } from "./prefilter";
 import type { Counts } from "./scan";
 import type { ScanPool } from "./scan-pool";
 import { compileQuery } from "./sql";
@@ -310,7 +309,6 @@ async function countScanned(
         "select (extract(epoch from $1::text::timestamptz) * 1000000)::bigint::text as from_us, (extract(epoch from $2::text::timestamptz) * 1000000)::bigint::text as to_us",
         [slice.from, slice.to],
       );
-      const needs = prefilter(slice.query);
       const totals = new Map<string, { bucket: string; level: string | null; n: number }>();
       const add = (counts: Counts) => {
         counts.buckets.forEach((bucket, i) => {
@@ -321,18 +319,10 @@ async function countScanned(
           else totals.set(key, { bucket, level, n: counts.counts[i]! });
         });
       };
-      const running = new Set<Promise<void>>();
-      let failed: { error: unknown } | undefined;
-      const blocks = tx
-        .unsafe<{ min_us: string; payload: Buffer }[]>(
-          "select min_us::text as min_us, payload from logpond_blocks_matching($1::bigint[], $2::text::timestamptz, $3::text::timestamptz, $4::bigint[], $5::bigint[])",
-          [slice.sourceIds, slice.from, slice.to, needs.grams, needs.nums] as never[],
-        )
-        .cursor(SCAN_BATCH_BLOCKS);
-      for await (const batch of blocks) {
-        left();
-        const call = scans
-          .count({
+      await scans.spread(
+        candidateBlocks(tx, slice.sourceIds, slice.from, slice.to, slice.query),
+        (batch) =>
+          scans.count({
             payloads: batch.map((block) => block.payload),
             minUs: batch.map((block) => block.min_us),
             fromUs: bounds!.from_us,
@@ -340,17 +330,10 @@ async function countScanned(
             toIncluded: slice.last,
             bucketSeconds: slice.bucketSeconds,
             query: slice.query,
-          })
-          .then(add, (error: unknown) => {
-            failed ??= { error };
-          })
-          .finally(() => running.delete(call));
-        running.add(call);
-        while (running.size >= scans.size * 2) await Promise.race(running);
-        if (failed) break;
-      }
-      await Promise.all(running);
-      if (failed) throw failed.error;
+          }),
+        add,
+        left,
+      );
       await tx`select set_config('statement_timeout', ${left()}, true)`;
       const counts: Counts = { buckets: [], levels: [], counts: [] };
       for (const { bucket, level, n } of totals.values()) {

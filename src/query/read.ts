@@ -452,22 +452,12 @@ async function scanBlocks(
       "(extract(epoch from $3::text::timestamptz) * 1000000)::bigint::text as after_us",
     [read.lower, read.upper, read.after?.dt ?? null] as never[],
   );
-  const needs = prefilter(read.query);
   const order = read.newest ? -1 : 1;
   let best: Found[] = [];
-  let failed: { error: unknown } | undefined;
-  const running = new Set<Promise<void>>();
-  const blocks = tx
-    .unsafe<{ source_id: string; min_id: string; min_us: string; payload: Buffer }[]>(
-      "select source_id::text as source_id, min_id::text as min_id, min_us::text as min_us, payload " +
-        "from logpond_blocks_matching($1::bigint[], $2::text::timestamptz, $3::text::timestamptz, $4::bigint[], $5::bigint[])",
-      [read.sourceIds, read.lower, read.upper, needs.grams, needs.nums] as never[],
-    )
-    .cursor(SCAN_BATCH_BLOCKS);
-  for await (const batch of blocks) {
-    if (performance.now() >= read.deadline) throw queryTimeout(read.timeoutMs);
-    const call = scans
-      .match({
+  await scans.spread(
+    candidateBlocks(tx, read.sourceIds, read.lower, read.upper, read.query),
+    (batch) =>
+      scans.match({
         payloads: batch.map((block) => block.payload),
         minUs: batch.map((block) => block.min_us),
         minIds: batch.map((block) => block.min_id),
@@ -478,23 +468,30 @@ async function scanBlocks(
         newest: read.newest,
         limit: read.limit,
         query: read.query,
-      })
-      .then(
-        (found) => {
-          best = [...best, ...found].sort((a, b) => order * compareEvents(a, b)).slice(0, read.limit);
-        },
-        (error: unknown) => {
-          failed ??= { error };
-        },
-      )
-      .finally(() => running.delete(call));
-    running.add(call);
-    while (running.size >= scans.size * 2) await Promise.race(running);
-    if (failed) break;
-  }
-  await Promise.all(running);
-  if (failed) throw failed.error;
+      }),
+    (found) => {
+      best = [...best, ...found].sort((a, b) => order * compareEvents(a, b)).slice(0, read.limit);
+    },
+    () => {
+      if (performance.now() >= read.deadline) throw queryTimeout(read.timeoutMs);
+    },
+  );
   return best;
+}
+
+/**
+ * The v4 blocks that may hold matches of `query` in [lower, upper] (closed), as the scan threads
+ * open them (logpond_blocks_matching), by a cursor of SCAN_BATCH_BLOCKS.
+ */
+export function candidateBlocks(tx: Sql, sourceIds: number[], lower: string, upper: string, query: Node) {
+  const needs = prefilter(query);
+  return tx
+    .unsafe<{ source_id: string; min_id: string; min_us: string; payload: Buffer }[]>(
+      "select source_id::text as source_id, min_id::text as min_id, min_us::text as min_us, payload " +
+        "from logpond_blocks_matching($1::bigint[], $2::text::timestamptz, $3::text::timestamptz, $4::bigint[], $5::bigint[])",
+      [sourceIds, lower, upper, needs.grams, needs.nums] as never[],
+    )
+    .cursor(SCAN_BATCH_BLOCKS);
 }
 
 /** (dt, id) ascending; dts as DT_TEXT prints them (fixed width: ordered as text for years 0001-9999). */

@@ -22,6 +22,32 @@ export class ScanPool {
     return this.call({ kind: "match", request }) as Promise<Found[]>;
   }
 
+  /**
+   * Each of a cursor's batches of blocks handed to the threads by `call`, at most two calls per
+   * thread waiting; `before` runs before each batch (it throws past a deadline); each answer goes to
+   * `take` as it comes. Settles when every call made has answered; the first failure is thrown then.
+   */
+  async spread<B, T>(batches: AsyncIterable<B>, call: (batch: B) => Promise<T>, take: (value: T) => void, before: () => void): Promise<void> {
+    const running = new Set<Promise<void>>();
+    let failed: { error: unknown } | undefined;
+    try {
+      for await (const batch of batches) {
+        before();
+        const answer: Promise<void> = call(batch)
+          .then(take, (error: unknown) => {
+            failed ??= { error };
+          })
+          .finally(() => running.delete(answer));
+        running.add(answer);
+        while (running.size >= this.size * 2) await Promise.race(running);
+        if (failed) break;
+      }
+    } finally {
+      await Promise.all(running);
+    }
+    if (failed) throw failed.error;
+  }
+
   private call(call: ScanCall): Promise<unknown> {
     while (this.threads.length < this.size) {
       this.threads.push(

@@ -57,6 +57,7 @@ const counting = {
     calls += request.payloads.length;
     return pool.match(request);
   },
+  spread: pool.spread.bind(pool),
 } as unknown as ScanPool;
 
 function random(seed: number): () => number {
