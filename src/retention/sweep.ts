@@ -1,9 +1,8 @@
 // One retention sweep (docs/storage.md) over the sealed tier: block partitions ahead are created;
-// daily block partitions every source has outlived are detached and dropped; the blocks of
-// shorter-lived sources and of deleted sources are deleted through log_blocks' (source_id, max_dt)
-// index; the search filters (log_filters) none of whose blocks is left; dead letters and key orders
-// (store/key-orders.ts) too; a deleted
-// source's rows still in the hot tier. Expired hot rows need
+// daily block partitions every source has outlived are detached and dropped (store/partitions.ts);
+// the blocks of shorter-lived sources and of deleted sources are deleted, then the search filters
+// none of whose blocks is left, and a deleted source's events still in the hot tier
+// (store/expire.ts); dead letters and key orders (store/key-orders.ts) too. Expired hot rows need
 // no sweep: the sealer does not seal rows that are expired or of deleted sources (store/sealer.ts).
 // A block goes when its newest event has expired, so an event may outlive its retention by the
 // time span of its block (seconds to minutes at a steady rate; docs/storage.md).
@@ -12,15 +11,14 @@
 // Deletes never touch a source_id that is neither a source nor a tombstone (a dropped day takes
 // everything in it).
 import type { Sql } from "../store/db";
+import { BLOCKS_PER_STATEMENT, deleteBlocks, deleteHotEvents, deleteOrphanFilters, hotLeaves, oldestBlockTime, pgArray } from "../store/expire";
 import { forgetKeyOrders } from "../store/key-orders";
-import { DAY_MS, DDL_LOCK_TIMEOUT, ensurePartitions, listPartitions, PARTITION_LOCK, type Partition } from "../store/partitions";
+import { DAY_MS, dropPartition, ensurePartitions, listPartitions, type Partition, partitionSize } from "../store/partitions";
 
 /** Daily partitions prepared beyond today, so a day never starts in the default partition. */
 export const DAYS_AHEAD = 3;
 /** A deleted source's events are searched again on every sweep this long, for late arrivals. */
 export const TOMBSTONE_GRACE_MS = DAY_MS;
-/** Blocks one DELETE statement removes, at most (up to BLOCK_EVENTS events each). */
-const BLOCKS_PER_STATEMENT = 200;
 const DEAD_LETTERS_PER_STATEMENT = 5_000;
 /**
  * Share of wall time a sweep spends in DELETE statements: after each it rests (DUTY⁻¹ − 1)× as
@@ -77,16 +75,16 @@ export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) =
   for (const partition of await listPartitions(sql)) {
     signal.throwIfAborted();
     try {
-      if (partition.to.getTime() <= keepFrom.getTime()) await dropPartition(sql, partition, result, signal, log);
+      if (partition.to.getTime() <= keepFrom.getTime()) await dropDay(sql, partition, result, signal, log);
     } catch (error) {
       // Dropped meanwhile by a sweep that did not take the scheduler's lock (a tool, a test).
       if ((error as { code?: string }).code !== UNDEFINED_TABLE) throw error;
     }
   }
   const gone = [...cutoffs, ...deleted.map((sourceId) => ({ sourceId, before: new Date(8.64e15) }))];
-  for (const cutoff of gone) await deleteBlocks(sql, cutoff, result, signal);
-  await deleteFilters(sql, cutoffs, deleted, result, signal);
-  await deleteHotRows(sql, deleted, result, signal);
+  for (const cutoff of gone) await expireBlocks(sql, cutoff, result, signal);
+  await expireFilters(sql, cutoffs, deleted, result, signal);
+  await expireHotEvents(sql, deleted, result, signal);
   await deleteDeadLetters(sql, deleted, result, signal, now);
   // The key orders of events every source's retention has passed (by commit time: an event's dt is
   // within INGEST_MAX_FUTURE_MS of its reception, a day by default; the margin covers a week).
@@ -100,27 +98,17 @@ export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) =
   result.tombstonesCleared = cleared.count;
 
   result.partitions = (await listPartitions(sql)).length + 1;
-  const [oldest] = await sql<{ ms: number | null }[]>`select (extract(epoch from min(min_dt)) * 1000)::float8 as ms from log_blocks`;
-  result.oldestEvent = oldest?.ms == null ? null : new Date(oldest.ms);
+  result.oldestEvent = await oldestBlockTime(sql);
   return result;
 }
 
-/** DETACH (brief ACCESS EXCLUSIVE on log_blocks, waited for at most DDL_LOCK_TIMEOUT) then DROP. */
-async function dropPartition(sql: Sql, partition: Partition, result: SweepResult, signal: AbortSignal, log: (line: string) => void): Promise<boolean> {
-  const [size] = await sql.unsafe<{ rows: string; bytes: string }[]>(
-    `select (select coalesce(sum(n), 0) from ${partition.name})::text as rows, pg_total_relation_size('${partition.name}')::text as bytes`,
-  );
+/** A day every source has outlived, dropped whole; its blocks are deleted instead when the day cannot be detached. */
+async function dropDay(sql: Sql, partition: Partition, result: SweepResult, signal: AbortSignal, log: (line: string) => void): Promise<boolean> {
+  const size = await partitionSize(sql, partition);
   for (let attempt = 0; attempt < DETACH_TRIES; attempt++) {
     signal.throwIfAborted();
     try {
-      await sql.begin(async (tx) => {
-        await tx`select pg_advisory_xact_lock(${PARTITION_LOCK})`;
-        const [attached] = await tx`select 1 from pg_class where relname = ${partition.name} and relispartition`;
-        if (!attached) throw Object.assign(new Error(`${partition.name} is gone`), { code: UNDEFINED_TABLE });
-        await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
-        await tx.unsafe(`alter table log_blocks detach partition ${partition.name}`);
-      });
-      await sql.unsafe(`drop table ${partition.name}`);
+      await dropPartition(sql, partition);
       result.partitionsDropped++;
       result.rowsRemoved += Number(size?.rows ?? 0);
       result.bytesRemoved += Number(size?.bytes ?? 0);
@@ -128,7 +116,7 @@ async function dropPartition(sql: Sql, partition: Partition, result: SweepResult
       return true;
     } catch (error) {
       if ((error as { code?: string }).code !== "55P03") throw error;
-      // Readers and the sealer hold log_blocks: wait for a gap rather than queue in front of them.
+      // Readers and the sealer hold the blocks' table: wait for a gap rather than queue in front of them.
       await Bun.sleep(50 + Math.random() * 100);
     }
   }
@@ -138,76 +126,38 @@ async function dropPartition(sql: Sql, partition: Partition, result: SweepResult
 
 /**
  * A deleted source's events not sealed yet, at once rather than at the next seal (the sealer drops
- * them too): one DELETE per hot partition (log_hot's rows, log_chunks' chunks: drizzle/0015), which
- * holds a minute or so of events; row locks only.
+ * them too): one DELETE per hot partition, which holds a minute or so of events; row locks only.
  */
-async function deleteHotRows(sql: Sql, deleted: number[], result: SweepResult, signal: AbortSignal): Promise<void> {
+async function expireHotEvents(sql: Sql, deleted: number[], result: SweepResult, signal: AbortSignal): Promise<void> {
   if (deleted.length === 0) return;
-  const leaves = await sql<{ name: string; chunks: boolean }[]>`
-    select c.relname as name, t.tier = 'log_chunks' as chunks
-    from (values ('log_hot'), ('log_chunks')) t0(tier), lateral (select t0.tier, p.relid from pg_partition_tree(t0.tier::regclass) p where p.isleaf) t
-    join pg_class c on c.oid = t.relid`;
-  for (const { name, chunks } of leaves) {
+  for (const leaf of await hotLeaves(sql)) {
     signal.throwIfAborted();
-    const [removed] = await sql
-      .unsafe<{ events: number }[]>(
-        `with gone as (delete from ${name} where source_id = any($1::bigint[]) returning ${chunks ? "n" : "1 as n"}) select coalesce(sum(n), 0)::int as events from gone`,
-        [pgArray(deleted)],
-      )
-      .catch((error) => {
-        if ((error as { code?: string }).code === UNDEFINED_TABLE) return [{ events: 0 }]; // sealed and dropped meanwhile
-        throw error;
-      });
-    result.rowsRemoved += removed?.events ?? 0;
+    result.rowsRemoved += await deleteHotEvents(sql, leaf, deleted);
   }
 }
 
-/** A source's blocks whose newest event is before its cutoff, BLOCKS_PER_STATEMENT at a time (index on (source_id, max_dt)). */
-async function deleteBlocks(sql: Sql, cutoff: Cutoff, result: SweepResult, signal: AbortSignal): Promise<void> {
-  const before = cutoff.before.getTime() >= 8.64e15 ? "infinity" : cutoff.before.toISOString();
+/** A source's blocks whose newest event is before its cutoff, BLOCKS_PER_STATEMENT at a time. */
+async function expireBlocks(sql: Sql, cutoff: Cutoff, result: SweepResult, signal: AbortSignal): Promise<void> {
   for (;;) {
     signal.throwIfAborted();
     const started = performance.now();
-    // ctid is unique within one partition only: the pair with tableoid names one block.
-    const [removed] = await sql.unsafe<{ blocks: number; events: number; bytes: number }[]>(
-      `with gone as (
-         delete from log_blocks b where (b.tableoid, b.ctid) in (
-           select tableoid, ctid from log_blocks where source_id = $1::bigint and max_dt < $2::text::timestamptz limit ${BLOCKS_PER_STATEMENT})
-         returning n, pg_column_size(b.*) as bytes)
-       select count(*)::int as blocks, coalesce(sum(n), 0)::int as events, coalesce(sum(bytes), 0)::float8 as bytes from gone`,
-      [cutoff.sourceId, before],
-    );
-    result.rowsRemoved += removed?.events ?? 0;
-    result.bytesRemoved += removed?.bytes ?? 0;
-    if ((removed?.blocks ?? 0) < BLOCKS_PER_STATEMENT) return;
+    const removed = await deleteBlocks(sql, cutoff.sourceId, cutoff.before);
+    result.rowsRemoved += removed.events;
+    result.bytesRemoved += removed.bytes;
+    if (removed.blocks < BLOCKS_PER_STATEMENT) return;
     await rest(performance.now() - started, signal);
   }
 }
 
-/**
- * Filter rows none of whose blocks is left. Only a block's removal orphans one (a filter is written
- * in its blocks' transaction), so only rows that could have lost blocks are looked at: newest
- * event before the latest cutoff, or of a deleted source. A row with a block left stays whatever
- * happened meanwhile: a block is never without its filter (a search would not find it).
- */
-async function deleteFilters(sql: Sql, cutoffs: Cutoff[], deleted: number[], result: SweepResult, signal: AbortSignal): Promise<void> {
-  const latest = cutoffs.length === 0 ? "-infinity" : new Date(Math.max(...cutoffs.map((c) => c.before.getTime()))).toISOString();
+/** Filters orphaned by the blocks just deleted: those of rows before the latest cutoff, or of a deleted source. */
+async function expireFilters(sql: Sql, cutoffs: Cutoff[], deleted: number[], result: SweepResult, signal: AbortSignal): Promise<void> {
+  const latest = cutoffs.length === 0 ? null : new Date(Math.max(...cutoffs.map((c) => c.before.getTime())));
   for (;;) {
     signal.throwIfAborted();
     const started = performance.now();
-    const [removed] = await sql.unsafe<{ filters: number; bytes: number }[]>(
-      `with gone as (
-         delete from log_filters where id = any(array(
-           select f.id from log_filters f
-           where (f.max_dt < $1::text::timestamptz or f.source_id = any($2::bigint[]))
-             and not exists (select 1 from log_blocks b where b.filter_id = f.id)
-           limit ${BLOCKS_PER_STATEMENT}))
-         returning pg_column_size(log_filters.*) as bytes)
-       select count(*)::int as filters, coalesce(sum(bytes), 0)::float8 as bytes from gone`,
-      [latest, pgArray(deleted)],
-    );
-    result.bytesRemoved += removed?.bytes ?? 0;
-    if ((removed?.filters ?? 0) < BLOCKS_PER_STATEMENT) return;
+    const removed = await deleteOrphanFilters(sql, latest, deleted);
+    result.bytesRemoved += removed.bytes;
+    if (removed.filters < BLOCKS_PER_STATEMENT) return;
     await rest(performance.now() - started, signal);
   }
 }
@@ -226,11 +176,6 @@ async function rest(workedMs: number, signal: AbortSignal): Promise<void> {
     signal.addEventListener("abort", done);
   });
   signal.throwIfAborted();
-}
-
-/** Arrays go as text literals: postgres.js serialises typed array parameters only in some paths. */
-function pgArray(values: readonly (number | string)[]): string {
-  return `{${values.join(",")}}`;
 }
 
 async function deleteDeadLetters(sql: Sql, deleted: number[], result: SweepResult, signal: AbortSignal, now: Date): Promise<void> {

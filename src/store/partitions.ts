@@ -1,9 +1,9 @@
 // log_blocks' daily range partitions by max_dt (UTC days, named log_blocks_pYYYYMMDD), created
 // ahead by logpond; log_blocks_default takes any block outside them, so sealing never fails for a
-// block's time. A day goes whole when every source has outlived it (retention/sweep.ts).
-// Invariants: idempotent and safe with several instances (advisory lock, existence re-checked
-// under it); every DDL runs under a short lock_timeout so it never queues in front of a COPY
-// for longer than that. Never DROPs a partition (retention/ does, by the same lock rules).
+// block's time. A day goes whole (dropPartition) when retention/sweep.ts finds every source has
+// outlived it. Invariants: idempotent and safe with several instances (advisory lock, existence
+// re-checked under it); every DDL that locks log_blocks runs under a short lock_timeout so it never
+// queues in front of a COPY or a seal for longer than that. Never decides which day goes.
 import type { Sql } from "./db";
 
 export const DAY_MS = 86_400_000;
@@ -12,6 +12,7 @@ export const PARTITION_LOCK = 73_615_402;
 /** How long a DDL statement may wait for a lock (and so hold up a COPY queued behind it). */
 export const DDL_LOCK_TIMEOUT = "20ms";
 const NAME = /^log_blocks_p(\d{4})(\d{2})(\d{2})$/;
+const UNDEFINED_TABLE = "42P01";
 
 export interface Partition {
   name: string;
@@ -94,4 +95,27 @@ async function createPartition(sql: Sql, partition: Partition): Promise<boolean>
     await tx.unsafe(`alter table ${name} drop constraint ${name}_range`);
     return true;
   });
+}
+
+/** A daily partition's events (their blocks' n) and size on disk, as text (bigints). */
+export async function partitionSize(sql: Sql, partition: Partition): Promise<{ rows: string; bytes: string } | undefined> {
+  const [size] = await sql.unsafe<{ rows: string; bytes: string }[]>(
+    `select (select coalesce(sum(n), 0) from ${partition.name})::text as rows, pg_total_relation_size('${partition.name}')::text as bytes`,
+  );
+  return size;
+}
+
+/**
+ * DETACH (brief ACCESS EXCLUSIVE on log_blocks, waited for at most DDL_LOCK_TIMEOUT: 55P03 when
+ * busy, the caller may retry) then DROP. 42P01 when the partition is no longer attached.
+ */
+export async function dropPartition(sql: Sql, partition: Partition): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(${PARTITION_LOCK})`;
+    const [attached] = await tx`select 1 from pg_class where relname = ${partition.name} and relispartition`;
+    if (!attached) throw Object.assign(new Error(`${partition.name} is gone`), { code: UNDEFINED_TABLE });
+    await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
+    await tx.unsafe(`alter table log_blocks detach partition ${partition.name}`);
+  });
+  await sql.unsafe(`drop table ${partition.name}`);
 }
