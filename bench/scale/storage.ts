@@ -270,12 +270,14 @@ export interface TierSize {
 }
 
 /** One table's leaf partitions (log_hot, the chunk journal or log_blocks). */
+/** A table's size: a partitioned one's leaves, or a plain table itself (pg_partition_tree lists none for it). */
 export async function tierSize(sql: postgres.Sql, tier: "log_hot" | "log_chunks" | "log_blocks" | "log_filters" | "log_key_orders"): Promise<TierSize> {
   const [row] = await sql`
     select coalesce(sum(pg_table_size(c.oid) - coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)), 0)::bigint as heap,
       coalesce(sum(coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)), 0)::bigint as toast,
       coalesce(sum(pg_indexes_size(c.oid)), 0)::bigint as indexes, count(*)::int as partitions
-    from pg_partition_tree(${tier}::regclass) t join pg_class c on c.oid = t.relid where t.isleaf`;
+    from pg_class c where c.oid in (select t.relid from pg_partition_tree(${tier}::regclass) t where t.isleaf)
+      or c.oid = ${tier}::regclass and c.relkind = 'r'`;
   return { heap: Number(row!.heap), toast: Number(row!.toast), indexes: Number(row!.indexes), partitions: row!.partitions as number };
 }
 
