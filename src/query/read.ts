@@ -31,6 +31,8 @@ export interface Page {
  */
 export interface ReadSeams {
   half?<T>(which: 0 | 1, run: () => Promise<T>): Promise<T>;
+  /** With the scan threads, read short slices with them too (they read only slices to be split otherwise). */
+  scanShort?: boolean;
 }
 
 export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: number, seams: ReadSeams = {}, scans?: ScanPool): Promise<Page> {
@@ -55,12 +57,12 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   params.push(request.sourceIds);
   const sources = `$${params.length}::bigint[]`;
   conditions.push(`source_id = any(${sources})`);
-  // With a query and the scan threads, the v4 blocks are opened and matched by them (readScanned,
-  // below) and PostgreSQL reads the hot tier and v3 blocks.
+  // With a query and the scan threads, a long slice's v4 blocks are opened and matched by them
+  // (readScanned, below) and PostgreSQL reads the hot tier and v3 blocks (`beside`).
   const scanned = request.query !== undefined && scans !== undefined;
-  const events = scanned
-    ? besideScans(params, sources, "$1::text::timestamptz", "$2::text::timestamptz", request.query!)
-    : tiers(params, sources, "$1::text::timestamptz", "$2::text::timestamptz", request.query);
+  const besideParams = [...params];
+  const beside = scanned ? besideScans(besideParams, sources, "$1::text::timestamptz", "$2::text::timestamptz", request.query!) : "";
+  const events = tiers(params, sources, "$1::text::timestamptz", "$2::text::timestamptz", request.query);
   const direction = newest ? "desc" : "asc";
   // The row text is built outside the ordered, limited subquery: PostgreSQL computes a select
   // list before the sort, so inline it was built for every row of the window (a newest page over
@@ -68,10 +70,12 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   // `dt` would be the text outputs. Both tiers are read (tiers() below).
   // The page's rows carry their JSON text (`line`), not jsonb: a block's lines are parsed only for
   // the query's condition, if any, and for the page itself (logpond_events_between's header).
-  const query =
+  const pageOf = (events: string) =>
     `select id::text as id, ${DT_TEXT} as dt, (line::jsonb || jsonb_build_object('dt', ${DT_TEXT}, 'source_id', source_id::text, 'id', id::text))::text as row ` +
     `from (select id, source_id, dt, line from ${events} where dt >= $1::text::timestamptz and dt <= $2::text::timestamptz and ${conditions.join(" and ")} ` +
     `order by dt ${direction}, id ${direction} limit $3) page order by page.dt ${direction}, page.id ${direction}`;
+  const query = pageOf(events);
+  const besideQuery = pageOf(beside);
 
   const wanted = request.batch + 1;
   const rows: { id: string; dt: string; row: string }[] = [];
@@ -138,9 +142,9 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   const half = <T>(which: 0 | 1, run: () => Promise<T>): Promise<T> => (seams.half ? seams.half(which, run) : run());
   // A slice read with the scan threads: one snapshot (store/snapshot.ts) for the hot tier's rows
   // (PostgreSQL) and the blocks' (the threads), so a seal or a merge meanwhile moves no event out of
-  // the page or into it twice; the threads use every core, so a slice is not split in halves.
-  const readScanned = async (slice: Slice, limit: number) => {
-    const own = [...params];
+  // the page or into it twice.
+  const readScanned = async (slice: Slice, limit: number, abandoned: () => boolean = () => false) => {
+    const own = [...besideParams];
     own[0] = slice.lowerOp === ">" ? shiftMicros(slice.lower, 1) : slice.lower;
     own[1] = slice.upperOp === "<" ? shiftMicros(slice.upper, -1) : slice.upper;
     own[2] = limit;
@@ -148,7 +152,7 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
     if (left <= 0) throw queryTimeout(timeoutMs);
     try {
       return await inSnapshot(sql, left, async (tx) => {
-        const hot = await tx.unsafe<{ id: string; dt: string; row: string }[]>(query, own as never[]);
+        const hot = await tx.unsafe<{ id: string; dt: string; row: string }[]>(besideQuery, own as never[]);
         const found = await scanBlocks(tx, scans!, {
           sourceIds: request.sourceIds,
           lower: own[0] as string,
@@ -159,6 +163,7 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
           query: request.query!,
           deadline,
           timeoutMs,
+          abandoned,
         });
         return mergePage(tx, hot, found, newest, limit);
       });
@@ -169,12 +174,38 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   };
   for (const slice of slices(request, newest, anchors)) {
     const limit = wanted - rows.length;
-    if (scanned) {
-      rows.push(...(await readScanned(slice, limit)));
+    const halves = split(slice, newest);
+    if (scanned && (halves || seams.scanShort)) {
+      // A long slice with the scan threads (a short one holds a few blocks: one statement reads it
+      // sooner), as two halves at once, each in a snapshot of its own: PostgreSQL's filter probes
+      // are one core per statement. An event is in one half by its dt, so each is read once
+      // whatever a seal moves between the two snapshots. The farther half stops between its
+      // batches once the nearer one has filled the page.
+      if (!halves) {
+        rows.push(...(await readScanned(slice, limit)));
+        if (rows.length >= wanted) break;
+        continue;
+      }
+      let filled = false;
+      const farther: Promise<Half> = readScanned(halves[1], limit, () => filled).then(
+        (found) => ({ found }),
+        (error: unknown) => ({ error }),
+      );
+      try {
+        rows.push(...(await readScanned(halves[0], limit)));
+      } catch (error) {
+        filled = true;
+        await farther; // no statement outlives its request
+        throw error;
+      }
+      if (rows.length >= wanted) filled = true;
+      const outcome = await farther;
+      if (rows.length >= wanted) break;
+      if ("error" in outcome) throw outcome.error;
+      rows.push(...outcome.found.slice(0, wanted - rows.length));
       if (rows.length >= wanted) break;
       continue;
     }
-    const halves = split(slice, newest);
     if (!halves) {
       rows.push(...(await within((tx) => read(tx, slice, limit))));
     } else {
@@ -445,6 +476,8 @@ async function scanBlocks(
     query: Node;
     deadline: number;
     timeoutMs: number;
+    /** True once the page no longer needs this read: it stops between batches. */
+    abandoned: () => boolean;
   },
 ): Promise<Found[]> {
   const [bounds] = await tx.unsafe<{ lower_us: string; upper_us: string; after_us: string | null }[]>(
@@ -473,6 +506,7 @@ async function scanBlocks(
       best = [...best, ...found].sort((a, b) => order * compareEvents(a, b)).slice(0, read.limit);
     },
     () => {
+      if (read.abandoned()) throw new Error("the page was filled by the nearer half");
       if (performance.now() >= read.deadline) throw queryTimeout(read.timeoutMs);
     },
   );

@@ -125,6 +125,9 @@ export const logBlocks = pgTable(
     index("log_blocks_filter_idx").on(table.filterId, table.filterSlot),
     // The seal of a generation finds its staged blocks (few: only the ones not yet made visible).
     index("log_blocks_generation_idx").on(table.generation).where(sql`${table.generation} is not null`),
+    // Whether a window has v3 blocks (no payload) at all: a read with the scan threads skips
+    // PostgreSQL's filter probes when it has none (logpond_events_matching_in, drizzle/0017).
+    index("log_blocks_v3_idx").on(table.sourceId, table.maxDt).where(sql`${table.payload} is null`),
   ],
 );
 

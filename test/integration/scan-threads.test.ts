@@ -167,7 +167,7 @@ test.each(QUERIES)("%s: the scan threads' histogram is PostgreSQL's, over every 
 });
 
 /** Pages of `query` over [from, to] read with the scan threads and by PostgreSQL alone, compared page after page (at most `most`). */
-async function comparePages(query: string, from: string, to: string, batch: number, most: number): Promise<void> {
+async function comparePages(query: string, from: string, to: string, batch: number, most: number, scanShort = true): Promise<void> {
   for (const order of ["newest_first", "oldest_first"]) {
     const url = new URL(`http://x/?source_ids=${web.id},${jobs.id}&query=${encodeURIComponent(query)}&from=${from}&to=${to}&batch=${batch}&order=${order}`);
     const request = readRequest(url);
@@ -175,7 +175,7 @@ async function comparePages(query: string, from: string, to: string, batch: numb
     let after = request.after;
     let pages = 0;
     while (pages < most) {
-      const scanned = await readEvents(lp.sql as unknown as Sql, { ...request, after }, 120_000, {}, counting);
+      const scanned = await readEvents(lp.sql as unknown as Sql, { ...request, after }, 120_000, { scanShort }, counting);
       const alone = await readEvents(lp.sql as unknown as Sql, { ...request, after }, 120_000);
       expect({ query, order, pages, scanned }).toEqual({ query, order, pages, scanned: alone });
       pages++;
@@ -200,6 +200,15 @@ test.each(["timeout", "-timeout"])(
   async (query) => {
     const [, from, to] = WINDOWS[0]!;
     await comparePages(query, from, to, 400, 1_000);
+  },
+  120_000,
+);
+
+test.each(["timeout", "retry", "level:error"])(
+  "%s: as the API reads them (the threads for slices of an hour or more, one statement for shorter ones), pages are PostgreSQL's",
+  async (query) => {
+    // Two days on either side: the first slices are empty and the data is reached in long ones.
+    await comparePages(query, micro(BASE - 48 * HOUR), micro(BASE + 8 * HOUR), 97, 1_000, false);
   },
   120_000,
 );

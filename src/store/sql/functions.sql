@@ -281,6 +281,9 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 		FROM "log_filters" f
 		CROSS JOIN LATERAL unnest("logpond_filter_slots"(f."slices", f."bits", f."blocks", grams || nums)) k("slot")
 		WHERE f."source_id" = ANY(source_ids) AND f."max_dt" >= from_dt AND f."min_dt" <= to_dt
+			-- Without payloads, only v3 blocks are read: no probe at all when the window has none
+			-- (drizzle/0017's partial index, once per statement).
+			AND (payloads OR EXISTS (SELECT 1 FROM "log_blocks" v WHERE v."payload" IS NULL AND v."source_id" = ANY(source_ids) AND v."max_dt" >= from_dt AND v."min_dt" <= to_dt))
 		OFFSET 0
 	) c
 	-- Each candidate's block looked up by (filter_id, filter_slot), in a LATERAL subquery behind
