@@ -137,6 +137,13 @@ test("a v3 database upgrades in place: its hot rows and text blocks are kept, ne
       const data = ((await found.json()) as { data: { id: string }[] }).data;
       const quoted = everything.filter((event) => event.raw.includes("quotes"));
       expect(data.map((row) => String(row.id)).sort()).toEqual(quoted.map((event) => event.id).sort());
+      // And counted: the v4 block on the scan threads, the v3 block by PostgreSQL (query/histogram.ts).
+      const counted = await lp.api(
+        "GET",
+        `/api/v2/query/histogram?source_ids=${sourceId}&from=${day}T00:00:00Z&to=${day}T23:59:59.999999Z&buckets=24&query=quotes`,
+      );
+      expect(counted.status).toBe(200);
+      expect(((await counted.json()) as { meta: { total: number; complete: boolean } }).meta).toMatchObject({ total: quoted.length, complete: true });
     } finally {
       await lp.stop();
     }
