@@ -164,13 +164,13 @@ test("the view and functions come from src/store/sql/ at start: two starts at on
     const definitions = async () =>
       db.sql<{ name: string; xmin: string; staged: boolean }[]>`
         select proname as name, xmin::text as xmin, prosrc like '%generation%' as staged from pg_proc
-        where proname in ('logpond_events_uncounted', 'log_events_by_id', 'logpond_events_matching', 'logpond_block_summaries') order by 1`;
+        where proname in ('logpond_events_uncounted', 'log_events_by_id', 'logpond_events_matching_in', 'logpond_block_summaries') order by 1`;
     const first = await definitions();
-    // (logpond_events_between reads through logpond_events_uncounted.)
+    // (logpond_events_between reads through logpond_events_uncounted, logpond_events_matching through logpond_events_matching_in.)
     expect(first.map((row) => [row.name, row.staged])).toEqual([
       ["log_events_by_id", true],
       ["logpond_block_summaries", true],
-      ["logpond_events_matching", true],
+      ["logpond_events_matching_in", true],
       ["logpond_events_uncounted", true],
     ]);
     const [view] = await db.sql<{ staged: boolean }[]>`select pg_get_viewdef('log_events') like '%generation IS NULL%' as staged`;
