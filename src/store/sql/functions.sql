@@ -95,6 +95,25 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	) p
 	WHERE p."newer" < events
 $$;
+-- logpond_hot_newest_holding for the sealed blocks (visible ones: generation IS NULL) that end at or
+-- before `upper`: a burst sealed within seconds holds millions of events in the query API's first
+-- slice, and with a query the page reads from there (src/query/read.ts).
+CREATE OR REPLACE FUNCTION "logpond_blocks_newest_holding"(source_ids bigint[], upper timestamptz, events integer)
+RETURNS TABLE ("dt" timestamptz)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+	SELECT CASE WHEN max(p."newer" + p."n") >= events THEN min(p."min_dt") END
+	FROM (
+		SELECT q."min_dt", q."n", sum(q."n") OVER (ORDER BY q."max_dt" DESC ROWS UNBOUNDED PRECEDING) - q."n" AS "newer"
+		FROM (
+			SELECT b."min_dt", b."max_dt", b."n" FROM unnest(source_ids) s("id")
+			CROSS JOIN LATERAL (
+				SELECT b."min_dt", b."max_dt", b."n" FROM "log_blocks" b
+				WHERE b."source_id" = s."id" AND b."generation" IS NULL AND b."max_dt" <= upper ORDER BY b."max_dt" DESC LIMIT events) b
+			ORDER BY b."max_dt" DESC LIMIT events
+		) q
+	) p
+	WHERE p."newer" < events
+$$;
 -- The hot tier's events with first_id <= id <= last_id (a batch's range; one event's id twice).
 -- (Not named first_id and last_id: in SQL, log_chunks' columns of those names would take precedence.)
 CREATE OR REPLACE FUNCTION "logpond_hot_by_id"(from_id bigint, to_id bigint)
