@@ -65,6 +65,24 @@ export function epochMinute(micros: PgMicros): number {
   return Number(micros % 60_000_000n < 0n ? whole - 1n : whole) + pgEpochMinutes;
 }
 
+/** PostgreSQL's epoch in Unix microseconds. */
+const PG_EPOCH_US = BigInt(PG_EPOCH_MS) * 1000n;
+
+/**
+ * A time's microseconds since the Unix epoch, as (extract(epoch from dt) * 1000000)::bigint gives
+ * them: of an RFC 3339 text (the query API's windows and cursors), or of PgMicros.
+ */
+export function unixMicros(dt: string | PgMicros): bigint {
+  const micros = typeof dt === "string" ? eventMicros(dt) : dt;
+  if (micros === undefined) throw new Error(`not a time: ${JSON.stringify(dt).slice(0, 64)}`);
+  return BigInt(micros) + PG_EPOCH_US;
+}
+
+/** microsText of microseconds since the Unix epoch. */
+export function unixMicrosText(micros: bigint): string {
+  return microsText(micros - PG_EPOCH_US);
+}
+
 function read(dt: unknown): boolean {
   switch (typeof dt) {
     case "number":

@@ -4,6 +4,7 @@
 // query, one statement: hot chunks and sealed blocks inside the window are counted from their
 // per-minute counts and never opened. With one, slices of the window, newest first, two at a time: blocks are skipped
 // by their filters (query/prefilter.ts) and scanned, and what is counted in time is answered.
+import { unixMicros } from "../codec/time";
 import { AppError } from "../errors";
 import { LEVEL_MAX_CHARS } from "../store/blocks";
 import type { Sql } from "../store/db";
@@ -305,10 +306,6 @@ async function countScanned(
   };
   try {
     return await inSnapshot(sql, Number(left()), async (tx) => {
-      const [bounds] = await tx.unsafe<{ from_us: string; to_us: string }[]>(
-        "select (extract(epoch from $1::text::timestamptz) * 1000000)::bigint::text as from_us, (extract(epoch from $2::text::timestamptz) * 1000000)::bigint::text as to_us",
-        [slice.from, slice.to],
-      );
       const totals = new Map<string, { bucket: string; level: string | null; n: number }>();
       const add = (counts: Counts) => {
         counts.buckets.forEach((bucket, i) => {
@@ -325,8 +322,8 @@ async function countScanned(
           scans.count({
             payloads: batch.map((block) => block.payload),
             minUs: batch.map((block) => block.min_us),
-            fromUs: bounds!.from_us,
-            toUs: bounds!.to_us,
+            fromUs: String(unixMicros(slice.from)),
+            toUs: String(unixMicros(slice.to)),
             toIncluded: slice.last,
             bucketSeconds: slice.bucketSeconds,
             query: slice.query,

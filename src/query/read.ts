@@ -2,6 +2,7 @@
 // a page costs the same however deep the cursor is and equal dts are ordered by id.
 // Rows are built as JSON text by PostgreSQL and spliced into the body unparsed. Every statement
 // runs under its own statement_timeout; only the management pool is used, never a flush connection.
+import { unixMicros } from "../codec/time";
 import { AppError } from "../errors";
 import type { Sql } from "../store/db";
 import { showInSentOrder } from "../store/key-orders";
@@ -483,11 +484,6 @@ async function scanBlocks(
     abandoned: () => boolean;
   },
 ): Promise<Found[]> {
-  const [bounds] = await tx.unsafe<{ lower_us: string; upper_us: string; after_us: string | null }[]>(
-    "select (extract(epoch from $1::text::timestamptz) * 1000000)::bigint::text as lower_us, (extract(epoch from $2::text::timestamptz) * 1000000)::bigint::text as upper_us, " +
-      "(extract(epoch from $3::text::timestamptz) * 1000000)::bigint::text as after_us",
-    [read.lower, read.upper, read.after?.dt ?? null] as never[],
-  );
   const order = read.newest ? -1 : 1;
   let best: Found[] = [];
   await scans.spread(
@@ -498,9 +494,9 @@ async function scanBlocks(
         minUs: batch.map((block) => block.min_us),
         minIds: batch.map((block) => block.min_id),
         sources: batch.map((block) => block.source_id),
-        lowerUs: bounds!.lower_us,
-        upperUs: bounds!.upper_us,
-        after: read.after && { us: bounds!.after_us!, id: read.after.id },
+        lowerUs: String(unixMicros(read.lower)),
+        upperUs: String(unixMicros(read.upper)),
+        after: read.after && { us: String(unixMicros(read.after.dt)), id: read.after.id },
         newest: read.newest,
         limit: read.limit,
         query: read.query,

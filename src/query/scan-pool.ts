@@ -33,8 +33,10 @@ export class ScanPool {
     try {
       for await (const batch of batches) {
         before();
+        // Never rejects (`take` included): a failure is kept and thrown once every call has ended.
         const answer: Promise<void> = call(batch)
-          .then(take, (error: unknown) => {
+          .then(take)
+          .catch((error: unknown) => {
             failed ??= { error };
           })
           .finally(() => running.delete(answer));

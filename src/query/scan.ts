@@ -12,7 +12,7 @@
 //   caller folds it into its severity in SQL, as it folds PostgreSQL's own counts.
 // - The bucket is floor(extract(epoch from dt) / bucketSeconds), in exact microseconds.
 import { levelOfJson } from "../codec/jsonb-text";
-import { microsText } from "../codec/time";
+import { unixMicrosText } from "../codec/time";
 import { openPayloadBytes } from "../codec/pgp";
 import { arrayLine } from "../store/chunks";
 import { compileMatcher, parseExact } from "./match";
@@ -125,14 +125,11 @@ export function matchBlocks(request: MatchRequest): Found[] {
   found.sort((a, b) => sign * (a.us === b.us ? a.id - b.id : a.us < b.us ? -1 : 1));
   return found.slice(0, request.limit).map((event) => ({
     id: String(event.id),
-    dt: microsText(event.us - PG_EPOCH_US),
+    dt: unixMicrosText(event.us),
     source: event.source,
     line: event.line,
   }));
 }
-
-/** PostgreSQL's epoch (2000-01-01) in µs since the Unix epoch: codec/time.ts counts from it. */
-const PG_EPOCH_US = 946_684_800_000_000n;
 
 /**
  * Each line of a payload whose time offset (from the block's first event) is within [lower,

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { dateText, epochMinute, eventMicros, eventTime, microsOfMillis, microsText } from "../../src/codec/time";
+import { dateText, epochMinute, eventMicros, eventTime, microsOfMillis, microsText, unixMicros, unixMicrosText } from "../../src/codec/time";
 
 const at = "2026-11-21T12:30:41.695Z";
 test.each([
@@ -108,4 +108,20 @@ test.each([
   ["9999-12-31T23:59:59.999999Z", Math.floor(Date.parse("9999-12-31T23:59:00Z") / 60_000)],
 ])("epochMinute(%s) = %d, floored as PostgreSQL's floor(extract(epoch from dt) / 60)", (dt, minute) => {
   expect(epochMinute(eventMicros(dt)!)).toBe(minute);
+});
+
+test("unixMicros reads the query API's window texts as µs since the Unix epoch, and unixMicrosText writes them back", () => {
+  const cases: [string, bigint][] = [
+    ["1970-01-01T00:00:00.000000Z", 0n],
+    ["1970-01-01T00:00:00.000001Z", 1n],
+    ["1969-12-31T23:59:59.999999Z", -1n],
+    ["2026-11-29T01:02:03.456789Z", 1_795_914_123_456_789n],
+    ["0001-01-01T00:00:00.000000Z", -62_135_596_800_000_000n],
+    ["9999-12-31T23:59:59.999999Z", 253_402_300_799_999_999n],
+  ];
+  for (const [text, micros] of cases) {
+    expect([text, unixMicros(text)]).toEqual([text, micros]);
+    expect(unixMicrosText(micros)).toBe(text);
+  }
+  expect(() => unixMicros("not a time")).toThrow();
 });
