@@ -542,6 +542,11 @@ const PG_EPOCH_SECONDS = 946_684_800;
  * here (store/chunks.ts chunkRows; PostgreSQL only reads its bytes), its lines made jsonb's text on
  * the seal thread that builds them. Kept: the events at or after their source's retention cutoff,
  * none of a deleted source.
+ * In time order (by each chunk's least time), not the table's: two flush streams reserve their ids
+ * in either order, so a batch of older events can follow, in ids and on disk, a batch of newer ones
+ * (20,000 events each), more than the carry reaches back (CARRY_BYTES); read so, the newer batch's
+ * blocks were built before the older one was read, and the two overlapped for the merges to rewrite.
+ * The sort holds only TOAST pointers (the payload is stored out of line).
  */
 function chunkReader(tx: Sql, from: string, pool: SealPool | undefined): () => Promise<Fetched> {
   let declared = false;
@@ -559,7 +564,8 @@ function chunkReader(tx: Sql, from: string, pool: SealPool | undefined): () => P
            d.source_id is not null as gone,
            case when s.id is not null then ((extract(epoch from now() - make_interval(secs => s.logs_retention * 86400)) - ${PG_EPOCH_SECONDS}) * 1000000)::bigint::text end as keep_from,
            c.payload
-         from ${from} left join sources s on s.id = c.source_id left join source_deletions d on d.source_id = c.source_id`,
+         from ${from} left join sources s on s.id = c.source_id left join source_deletions d on d.source_id = c.source_id
+         order by c.min_dt, c.first_id`,
       );
     }
     const chunks = await tx.unsafe<{ first_id: string; source_id: string; min_dt: string; gone: boolean; keep_from: string | null; payload: Buffer }[]>(
