@@ -83,7 +83,7 @@ test("a seal of events slightly out of time order builds blocks of the day that 
 test("a seal of a stretch whose older half was committed after its newer half builds blocks that do not overlap", async () => {
   // Three sources, as bench/scale.ts sends them: of every 100 events, 90, 9 and 1, a request per
   // source for each 1,000 of the stream; each event up to 4 minutes (2,400 events) off its place.
-  const sources = [];
+  const sources: TestSource[] = [];
   for (let i = 0; i < 3; i++) sources.push(await lp.createSource({ logs_retention: 3652 }));
   const next = rng(33);
   const base = Date.parse("2025-06-04T01:00:00.000Z");
