@@ -9,10 +9,23 @@ import type { CountRequest, Counts, Found, MatchRequest } from "./scan";
 
 export type ScanCall = { kind: "count"; request: CountRequest } | { kind: "match"; request: MatchRequest };
 
+/**
+ * Payload bytes the scan threads hold at most, all reads together (calls waiting and running),
+ * while a read has another call running: a block of big events is up to store/blocks.ts
+ * BLOCK_MAX_BYTES of text, so two batches of eight per thread could hold gigabytes on many cores.
+ * The realistic corpus's blocks are about 115 KB each, far below it.
+ */
+export const SCAN_HELD_BYTES = 32 * 1024 * 1024;
+
 export class ScanPool {
   private readonly threads: ThreadClient<ScanCall, unknown, string>[] = [];
+  /** Payload bytes of the calls made and not yet answered, every read's. */
+  private held = 0;
 
-  constructor(readonly size: number = availableParallelism()) {}
+  constructor(
+    readonly size: number = availableParallelism(),
+    readonly maxHeldBytes: number = SCAN_HELD_BYTES,
+  ) {}
 
   count(request: CountRequest): Promise<Counts> {
     return this.call({ kind: "count", request }) as Promise<Counts>;
@@ -24,24 +37,37 @@ export class ScanPool {
 
   /**
    * Each of a cursor's batches of blocks handed to the threads by `call`, at most two calls per
-   * thread waiting; `before` runs before each batch (it throws past a deadline); each answer goes to
-   * `take` as it comes. Settles when every call made has answered; the first failure is thrown then.
+   * thread waiting and, while this read has a call running, no more payload bytes held than
+   * maxHeldBytes, every read's together (a read with none running always makes one: no read waits
+   * on another's); `before` runs before each batch (it throws past a deadline); each answer goes
+   * to `take` as it comes. Settles when every call made has answered; the first failure is thrown then.
    */
-  async spread<B, T>(batches: AsyncIterable<B>, call: (batch: B) => Promise<T>, take: (value: T) => void, before: () => void): Promise<void> {
+  async spread<B extends readonly { payload: Uint8Array }[], T>(
+    batches: AsyncIterable<B>,
+    call: (batch: B) => Promise<T>,
+    take: (value: T) => void,
+    before: () => void,
+  ): Promise<void> {
     const running = new Set<Promise<void>>();
     let failed: { error: unknown } | undefined;
     try {
       for await (const batch of batches) {
         before();
+        const bytes = batch.reduce((sum, block) => sum + block.payload.byteLength, 0);
+        this.held += bytes;
         // Never rejects (`take` included): a failure is kept and thrown once every call has ended.
-        const answer: Promise<void> = call(batch)
+        const answer: Promise<void> = Promise.resolve()
+          .then(() => call(batch))
           .then(take)
           .catch((error: unknown) => {
             failed ??= { error };
           })
-          .finally(() => running.delete(answer));
+          .finally(() => {
+            this.held -= bytes;
+            running.delete(answer);
+          });
         running.add(answer);
-        while (running.size >= this.size * 2) await Promise.race(running);
+        while (running.size > 0 && (running.size >= this.size * 2 || this.held > this.maxHeldBytes)) await Promise.race(running);
         if (failed) break;
       }
     } finally {

@@ -221,6 +221,27 @@ test.each(["timeout", "retry", "level:error"])(
   120_000,
 );
 
+test("with a bound on held payloads below one batch's, each read's calls go one at a time and answer as PostgreSQL", async () => {
+  const narrow = new ScanPool(2, 1);
+  try {
+    const [, from, to, buckets] = WINDOWS[2]!;
+    const url = new URL(`http://x/?source_ids=${web.id},${jobs.id}&query=timeout&from=${from}&to=${to}&buckets=${buckets}`);
+    const request = readHistogramRequest(url);
+    const [scanned, other] = await Promise.all([
+      readHistogram(lp.sql as unknown as Sql, request, 120_000, narrow),
+      readHistogram(lp.sql as unknown as Sql, readHistogramRequest(new URL(url.href.replace("query=timeout", "query=retry"))), 120_000, narrow),
+    ]);
+    expect(scanned).toEqual(await readHistogram(lp.sql as unknown as Sql, request, 120_000));
+    expect(other.meta.complete).toBe(true);
+    const page = readRequest(new URL(`http://x/?source_ids=${web.id},${jobs.id}&query=timeout&from=${from}&to=${to}&batch=61&order=newest_first`));
+    expect(await readEvents(lp.sql as unknown as Sql, page, 120_000, { scanShort: true }, narrow)).toEqual(
+      await readEvents(lp.sql as unknown as Sql, page, 120_000),
+    );
+  } finally {
+    narrow.close();
+  }
+});
+
 test("what the threads count is added to the hot tier's: the word's events all counted once", async () => {
   const url = new URL(`http://x/?source_ids=${web.id},${jobs.id}&query=timeout&from=${micro(BASE)}&to=${micro(BASE + 6 * HOUR - 1, 999)}&buckets=7`);
   const answer = await readHistogram(lp.sql as unknown as Sql, readHistogramRequest(url), 120_000, counting);
