@@ -78,7 +78,9 @@ $$;
 -- they hold fewer). The query API's newest page starts its first slice there (src/query/read.ts),
 -- so a burst whose events all share the last seconds is not opened whole for a page of 100. Any
 -- chunks that hold that many would give a true bound; a seal that moves them meanwhile moves
--- their events, not their times.
+-- their events, not their times. Only the newest events / 250 + 16 chunks are summed (null when
+-- they hold fewer: no bound, a slower read, never a wrong one): a LIMIT of `events` read every
+-- block of a day for the query API's 10,000-page step (33 ms of a needle's 160 at 20 M events).
 CREATE OR REPLACE FUNCTION "logpond_hot_newest_holding"(source_ids bigint[], upper timestamptz, events integer)
 RETURNS TABLE ("dt" timestamptz)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
@@ -89,8 +91,8 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 			SELECT c."min_dt", c."max_dt", c."n" FROM unnest(source_ids) s("id")
 			CROSS JOIN LATERAL (
 				SELECT c."min_dt", c."max_dt", c."n" FROM "log_chunks" c
-				WHERE c."source_id" = s."id" AND c."max_dt" <= upper ORDER BY c."max_dt" DESC LIMIT events) c
-			ORDER BY c."max_dt" DESC LIMIT events
+				WHERE c."source_id" = s."id" AND c."max_dt" <= upper ORDER BY c."max_dt" DESC LIMIT least(events, events / 250 + 16)) c
+			ORDER BY c."max_dt" DESC LIMIT least(events, events / 250 + 16)
 		) q
 	) p
 	WHERE p."newer" < events
@@ -108,8 +110,8 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 			SELECT b."min_dt", b."max_dt", b."n" FROM unnest(source_ids) s("id")
 			CROSS JOIN LATERAL (
 				SELECT b."min_dt", b."max_dt", b."n" FROM "log_blocks" b
-				WHERE b."source_id" = s."id" AND b."generation" IS NULL AND b."max_dt" <= upper ORDER BY b."max_dt" DESC LIMIT events) b
-			ORDER BY b."max_dt" DESC LIMIT events
+				WHERE b."source_id" = s."id" AND b."generation" IS NULL AND b."max_dt" <= upper ORDER BY b."max_dt" DESC LIMIT least(events, events / 250 + 16)) b
+			ORDER BY b."max_dt" DESC LIMIT least(events, events / 250 + 16)
 		) q
 	) p
 	WHERE p."newer" < events
