@@ -73,29 +73,32 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	FROM "log_chunks" c CROSS JOIN LATERAL unnest(c."hist_minutes", c."hist_levels", c."hist_counts") AS h("minute", "level", "n")
 	WHERE c."source_id" = ANY(source_ids) AND c."hist_minutes" IS NOT NULL AND c."min_dt" >= from_dt AND c."max_dt" <= to_dt
 $$;
--- A time before which none of the newest `events` hot chunk events of some sources at or before
--- `upper` lies: the least min_dt of the newest chunks (by max_dt) that hold that many events (null:
--- they hold fewer). The query API's newest page starts its first slice there (src/query/read.ts),
--- so a burst whose events all share the last seconds is not opened whole for a page of 100. Any
--- chunks that hold that many would give a true bound; a seal that moves them meanwhile moves
--- their events, not their times. Only the newest events / 250 + 16 chunks are summed (null when
--- they hold fewer: no bound, a slower read, never a wrong one): a LIMIT of `events` read every
--- block of a day for the query API's 10,000-page step (33 ms of a needle's 160 at 20 M events).
+-- A time at or after which at least `events` hot chunk events of some sources at or before `upper`
+-- lie: the latest min_dt such that the chunks beginning at or after it hold that many (null: none
+-- does). The query API's newest page starts its first slice there (src/query/read.ts), so a burst
+-- whose events all share the last seconds is not opened whole for a page of 100. Any chunks that
+-- hold that many give a true bound; a seal that moves them meanwhile moves their events, not their
+-- times. Counted from each chunk's own start, so a sparse source's chunk that spans minutes does not
+-- pull the bound back over the dense ones' (it did when the bound was the least min_dt of the
+-- newest chunks that held the events: a `timeout` page opened 30 blocks at 20 M, 219 ms). Only the
+-- newest events / 250 + 16 chunks of each source are looked at (null when they hold fewer: no
+-- bound, a slower read, never a wrong one): a LIMIT of `events` read every block of a day for the
+-- query API's 10,000-page step (33 ms of a needle's 160 at 20 M events).
 CREATE OR REPLACE FUNCTION "logpond_hot_newest_holding"(source_ids bigint[], upper timestamptz, events integer)
 RETURNS TABLE ("dt" timestamptz)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-	SELECT CASE WHEN max(p."newer" + p."n") >= events THEN min(p."min_dt") END
+	SELECT max(q."min_dt")
 	FROM (
-		SELECT q."min_dt", q."n", sum(q."n") OVER (ORDER BY q."max_dt" DESC ROWS UNBOUNDED PRECEDING) - q."n" AS "newer"
+		SELECT c."min_dt", sum(c."n") OVER (ORDER BY c."min_dt" DESC ROWS UNBOUNDED PRECEDING) AS "through"
 		FROM (
 			SELECT c."min_dt", c."max_dt", c."n" FROM unnest(source_ids) s("id")
 			CROSS JOIN LATERAL (
 				SELECT c."min_dt", c."max_dt", c."n" FROM "log_chunks" c
 				WHERE c."source_id" = s."id" AND c."max_dt" <= upper ORDER BY c."max_dt" DESC LIMIT least(events, events / 250 + 16)) c
 			ORDER BY c."max_dt" DESC LIMIT least(events, events / 250 + 16)
-		) q
-	) p
-	WHERE p."newer" < events
+		) c
+	) q
+	WHERE q."through" >= events
 $$;
 -- logpond_hot_newest_holding for the sealed blocks (visible ones: generation IS NULL) that end at or
 -- before `upper`: a burst sealed within seconds holds millions of events in the query API's first
@@ -103,18 +106,18 @@ $$;
 CREATE OR REPLACE FUNCTION "logpond_blocks_newest_holding"(source_ids bigint[], upper timestamptz, events integer)
 RETURNS TABLE ("dt" timestamptz)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-	SELECT CASE WHEN max(p."newer" + p."n") >= events THEN min(p."min_dt") END
+	SELECT max(q."min_dt")
 	FROM (
-		SELECT q."min_dt", q."n", sum(q."n") OVER (ORDER BY q."max_dt" DESC ROWS UNBOUNDED PRECEDING) - q."n" AS "newer"
+		SELECT b."min_dt", sum(b."n") OVER (ORDER BY b."min_dt" DESC ROWS UNBOUNDED PRECEDING) AS "through"
 		FROM (
 			SELECT b."min_dt", b."max_dt", b."n" FROM unnest(source_ids) s("id")
 			CROSS JOIN LATERAL (
 				SELECT b."min_dt", b."max_dt", b."n" FROM "log_blocks" b
 				WHERE b."source_id" = s."id" AND b."generation" IS NULL AND b."max_dt" <= upper ORDER BY b."max_dt" DESC LIMIT least(events, events / 250 + 16)) b
 			ORDER BY b."max_dt" DESC LIMIT least(events, events / 250 + 16)
-		) q
-	) p
-	WHERE p."newer" < events
+		) b
+	) q
+	WHERE q."through" >= events
 $$;
 -- The hot tier's events with first_id <= id <= last_id (a batch's range; one event's id twice).
 -- (Not named first_id and last_id: in SQL, log_chunks' columns of those names would take precedence.)
