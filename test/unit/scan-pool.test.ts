@@ -47,38 +47,39 @@ async function answerUntil(done: Promise<unknown>, answerOne: () => void): Promi
   }
 }
 
-test("two calls per thread at most when the batches are small", async () => {
-  const pool = new ScanPool(3, 1 << 20);
+/** One read of `batches` through `pool`, its calls answered one a tick: what it took, and how many calls and bytes were open at most. */
+async function spreadAll(pool: ScanPool, batches: Batch[]) {
   const calls = heldCalls();
   const taken: number[] = [];
   const done = pool.spread(
-    cursor(Array.from({ length: 20 }, () => batch(8, 100))),
+    cursor(batches),
     calls.call,
     (n) => taken.push(n),
     () => {},
   );
   await answerUntil(done, calls.answerOne);
   await done;
+  return { taken, most: calls.most };
+}
+
+test("two calls per thread at most when the batches are small", async () => {
+  const { taken, most } = await spreadAll(
+    new ScanPool(3, 1 << 20),
+    Array.from({ length: 20 }, () => batch(8, 100)),
+  );
   expect(taken).toHaveLength(20);
-  expect(calls.most.calls).toBe(6);
+  expect(most.calls).toBe(6);
 });
 
 test("no more payload bytes held than the bound while a call runs", async () => {
-  const pool = new ScanPool(4, 10_000);
-  const calls = heldCalls();
-  const taken: number[] = [];
   // 3,000 bytes a batch: three fit under 10,000, the fourth waits, though eight calls could run.
-  const done = pool.spread(
-    cursor(Array.from({ length: 12 }, () => batch(3, 1_000))),
-    calls.call,
-    (n) => taken.push(n),
-    () => {},
+  const { taken, most } = await spreadAll(
+    new ScanPool(4, 10_000),
+    Array.from({ length: 12 }, () => batch(3, 1_000)),
   );
-  await answerUntil(done, calls.answerOne);
-  await done;
   expect(taken).toEqual(Array(12).fill(3_000));
-  expect(calls.most.calls).toBe(4);
-  expect(calls.most.bytes).toBeLessThanOrEqual(12_000);
+  expect(most.calls).toBe(4);
+  expect(most.bytes).toBeLessThanOrEqual(12_000);
 });
 
 test("a batch bigger than the bound still goes, one at a time, and two reads do not wait on each other", async () => {
