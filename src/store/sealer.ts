@@ -651,6 +651,10 @@ export interface Sealer {
   openGeneration(): Promise<void>;
 }
 
+/** How long opening the memory path's first generation asks again for locks that were busy (startSealer). */
+const OPEN_PATIENCE_MS = 5_000;
+const OPEN_RETRY_MS = 50;
+
 /**
  * Runs the sealer: every SEAL_INTERVAL_MS the open generation closes (if it has rows), and closed ones
  * are sealed at once. An event is in a block about SEAL_INTERVAL_MS plus one pass after its commit.
@@ -691,11 +695,25 @@ export function startSealer(
   const local = !options.stager && options.url && options.subscribe ? stageCommits(pool, options.subscribe, options.hold) : undefined;
   const staging: Stager | undefined = options.stager ?? local?.staging;
   // The open generation holds batches from before this start: a new one takes the memory path's.
-  const openGeneration = () =>
-    closeGeneration(sql, true, (start) => staging?.opening(start)).then(
-      () => {},
-      (error: Error) => log(`sealer: could not open a generation for the memory path (${error.message}); the next pass does`),
-    );
+  // A lock not granted within DDL_LOCK_TIMEOUT (a pass sealing the default partition holds it for a
+  // moment) is asked again, for OPEN_PATIENCE_MS at most: given up, the batches until the next
+  // close are read back (test/integration/workers-memory.test.ts failed so in a full suite run).
+  const openGeneration = async () => {
+    const until = performance.now() + OPEN_PATIENCE_MS;
+    try {
+      for (;;) {
+        const opened = await closeGeneration(sql, true, (start) => staging?.opening(start));
+        if (opened !== "busy") return;
+        if (performance.now() >= until) {
+          log(`sealer: could not open a generation for the memory path (its locks were busy for ${OPEN_PATIENCE_MS} ms); the next pass does`);
+          return;
+        }
+        await Bun.sleep(OPEN_RETRY_MS);
+      }
+    } catch (error) {
+      log(`sealer: could not open a generation for the memory path (${(error as Error).message}); the next pass does`);
+    }
+  };
   // Another process's stager (the workers') is told when its holders listen (openGeneration).
   if (local) void openGeneration();
   const totals: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0, fromMemory: 0 };

@@ -48,9 +48,13 @@ test("the workers' blocks are published from the first generation after the star
   }
   const sent = requests * 5;
   await waitFor("every event sealed", () => metric("logpond_sealer_events_sealed_total"), { until: (n) => n >= sent, timeoutMs: 60_000, intervalMs: 100 });
-  expect(await metric("logpond_sealer_events_from_memory_total")).toBe(sent);
+  // Why a generation was read back, if one was (the sealer's log says which worker could not vouch for it).
+  const readBack = service
+    .output()
+    .split("\n")
+    .filter((line) => line.includes("read back from its rows") || line.includes("could not open a generation"));
+  expect({ fromMemory: await metric("logpond_sealer_events_from_memory_total"), readBack }).toEqual({ fromMemory: sent, readBack: [] });
   const rows = await db.sql<{ n: number }[]>`select (raw->>'n')::int as n from log_events where source_id = ${source.id} order by 1`;
   expect(rows.map((row) => row.n)).toEqual(Array.from({ length: sent }, (_, i) => i));
   expect(Number((await db.sql`select count(*)::int as n from log_blocks where generation is not null`)[0]!.n)).toBe(0);
-  expect(service.output()).not.toContain("read back from its rows");
 }, 120_000);
