@@ -112,15 +112,19 @@ beforeAll(async () => {
   await lp.flusher.flush();
   await sealAll(lp.sql as unknown as Sql);
   // A third of the blocks as storage v3 wrote them (ids, dts, a text body, no payload), kept in
-  // their filter groups: PostgreSQL reads those beside the threads.
+  // their filter groups: PostgreSQL reads those beside the threads. Every third of this test's
+  // blocks in time order, so the layout is the same whatever ids the suite's other files took.
+  const ours = [Number(web.id), Number(jobs.id)];
   await lp.sql`
     update log_blocks b set (ids, dts, body, payload) = (
       select array_agg(e.id order by e.n), array_agg(e.dt order by e.n), string_agg(e.line, E'\n' order by e.n), null::bytea
       from logpond_block_events(b.min_id, b.min_dt, b.ids, b.dts, b.body, b.payload) with ordinality e(id, dt, line, n))
-    where b.generation is null and b.min_id % 3 = 0`;
+    from (select source_id, min_id, row_number() over (order by source_id, min_dt, min_id) as k
+          from log_blocks where generation is null and source_id = any(${ours}::bigint[])) r
+    where b.source_id = r.source_id and b.min_id = r.min_id and b.generation is null and r.k % 3 = 0`;
   const [blocks] = await lp.sql<{ n: number; payloads: number; grouped: number }[]>`
     select count(*)::int as n, count(payload)::int as payloads, count(*) filter (where payload is null and filter_id is not null)::int as grouped
-    from log_blocks where generation is null`;
+    from log_blocks where generation is null and source_id = any(${ours}::bigint[])`;
   expect(blocks!.payloads).toBeGreaterThan(1);
   expect(blocks!.grouped).toBeGreaterThan(0);
   // Hot beside them: 600 more over the same hours.
@@ -176,6 +180,9 @@ test.each(QUERIES)("%s: the scan threads' histogram is PostgreSQL's, over every 
 
 /** Pages of `query` over [from, to] read with the scan threads and by PostgreSQL alone, compared page after page (at most `most`). */
 async function comparePages(query: string, from: string, to: string, batch: number, most: number, scanShort = true): Promise<void> {
+  // Whether the threads opened a block, by order: a page may fill from the hot tier and the v3
+  // blocks PostgreSQL reads before a v4 block is reached, in one order, not in both.
+  const opened: Record<string, boolean> = {};
   for (const order of ["newest_first", "oldest_first"]) {
     const url = new URL(`http://x/?source_ids=${web.id},${jobs.id}&query=${encodeURIComponent(query)}&from=${from}&to=${to}&batch=${batch}&order=${order}`);
     const request = readRequest(url);
@@ -190,8 +197,9 @@ async function comparePages(query: string, from: string, to: string, batch: numb
       if (!scanned.next) break;
       after = scanned.next;
     }
-    expect({ query, order, opened: calls > before }).toEqual({ query, order, opened: true });
+    opened[order] = calls > before;
   }
+  expect({ query, opened: Object.values(opened).some(Boolean) }).toEqual({ query, opened: true });
 }
 
 test.each(QUERIES)("%s: pages read with the scan threads are PostgreSQL's, the first six both ways, in a window that cuts blocks", async (query) => {
