@@ -98,8 +98,8 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   // below grow from it, so a source whose newest event is hours old does not sort hours of blocks.
   // A staged block (generation not null, drizzle/0011) is not one yet: its events are hot rows.
   // The hot chunks and the blocks say more: the newest of them that hold so many events start at or
-  // after a time (logpond_hot_newest_holding, logpond_blocks_newest_holding), and each such time
-  // cuts a slice too (a burst of millions of events within the last seconds: bench/read.ts).
+  // after a time (logpond_newest_holding), and each such time cuts a slice too (a burst of millions
+  // of events within the last seconds: bench/read.ts).
   // Without a query, a page's worth; with one, 10, 100, 1,000 and 10,000 pages' worth, so a query
   // that matches one event in ten opens about ten pages' events, and one that matches less opens
   // ten times more at each step, not the burst.
@@ -107,11 +107,9 @@ export async function readEvents(sql: Sql, request: ReadRequest, timeoutMs: numb
   if (newest) {
     const upper = request.after && request.after.dt < request.to ? request.after.dt : request.to;
     const steps = request.query ? HOT_STEPS_WITH_QUERY : [1];
-    const holding = steps.flatMap((step) =>
-      ["logpond_hot_newest_holding", "logpond_blocks_newest_holding"].map(
-        (tier) =>
-          `(select to_char((h.dt - interval '1 microsecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') from ${tier}($1::bigint[], $4::text::timestamptz, $5::integer * ${step}) h)`,
-      ),
+    const holding = steps.map(
+      (step) =>
+        `(select to_char((h.dt - interval '1 microsecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') from logpond_newest_holding($1::bigint[], $4::text::timestamptz, $5::integer * ${step}) h)`,
     );
     const [newestBlock] = await within((tx) =>
       tx.unsafe<{ dt: string | null; hot: (string | null)[] }[]>(

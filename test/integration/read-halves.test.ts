@@ -20,7 +20,7 @@ const NEARER_AT = T - 2_170_000 - 30 * 60_000;
 
 beforeAll(async () => {
   // Rows: hot chunks would bound the first slice to the five events' own times (query/read.ts,
-  // logpond_hot_newest_holding), and these reads would never be split.
+  // logpond_newest_holding), and these reads would never be split.
   lp = await startTestLogpond({ HOT_TIER: "rows" });
   source = await lp.createSource();
   const events = Array.from({ length: 5 }, (_, i) => ({ n: i, dt: new Date(NEARER_AT - i * 1000).toISOString() }));

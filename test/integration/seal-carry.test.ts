@@ -62,19 +62,19 @@ async function expectSealedApart(id: number, total: number): Promise<void> {
 }
 
 /**
- * The time a tier's newest-holding function gives (store/sql/functions.sql; the query API's newest
- * page cuts a slice there) is a true bound: at least that many of the sources' events lie at or
- * after it. With 1,000-event chunks and blocks it gives one for every step the page asks for up to
- * the stretch's size (it may give none only when the newest chunks or blocks are small).
+ * The time logpond_newest_holding gives (store/sql/functions.sql; the query API's newest page cuts
+ * a slice there) is a true bound: at least that many of the sources' events lie at or after it.
+ * With 1,000-event chunks and blocks it gives one for every step the page asks for up to the
+ * stretch's size (it may give none only when the newest chunks or blocks are small). `tier`: where
+ * the events are when it is asked (named in a failure).
  */
-async function expectNewestHolding(fn: string, sourceIds: number[]): Promise<void> {
+async function expectNewestHolding(tier: "hot" | "sealed", sourceIds: number[]): Promise<void> {
   for (const events of [101, 1_010, 10_100, 40_000, 101_000]) {
-    const [row] = await lp.sql.unsafe<{ dt: string | null; at_or_after: number }[]>(
-      `select h.dt::text as dt, (select count(*)::int from log_events e where e.source_id = any($1::bigint[]) and e.dt >= h.dt) as at_or_after from ${fn}($1::bigint[], 'infinity', $2) h`,
-      [sourceIds, events],
-    );
-    if (events <= 40_000) expect({ fn, events, found: row!.dt !== null }).toEqual({ fn, events, found: true });
-    else expect({ fn, events, dt: row!.dt }).toEqual({ fn, events, dt: null });
+    const [row] = await lp.sql<{ dt: string | null; at_or_after: number }[]>`
+      select h.dt::text as dt, (select count(*)::int from log_events e where e.source_id = any(${sourceIds}::bigint[]) and e.dt >= h.dt) as at_or_after
+      from logpond_newest_holding(${sourceIds}::bigint[], 'infinity', ${events}) h`;
+    if (events <= 40_000) expect({ tier, events, found: row!.dt !== null }).toEqual({ tier, events, found: true });
+    else expect({ tier, events, dt: row!.dt }).toEqual({ tier, events, dt: null });
     if (row!.dt !== null) expect(row!.at_or_after).toBeGreaterThanOrEqual(events);
   }
 }
@@ -124,8 +124,8 @@ test("a seal of a stretch whose older half was committed after its newer half bu
     from log_events where source_id = ${sources[0]!.id}`;
   expect(BigInt(ids!.newer)).toBeLessThan(BigInt(ids!.older));
   const sourceIds = sources.map((s) => Number(s.id));
-  await expectNewestHolding("logpond_hot_newest_holding", sourceIds);
+  await expectNewestHolding("hot", sourceIds);
   await sealAll(2 * PIECE);
   for (const [i, s] of sources.entries()) await expectSealedApart(Number(s.id), sent[i]!);
-  await expectNewestHolding("logpond_blocks_newest_holding", sourceIds);
+  await expectNewestHolding("sealed", sourceIds);
 }, 300_000);

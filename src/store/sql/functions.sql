@@ -73,49 +73,34 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	FROM "log_chunks" c CROSS JOIN LATERAL unnest(c."hist_minutes", c."hist_levels", c."hist_counts") AS h("minute", "level", "n")
 	WHERE c."source_id" = ANY(source_ids) AND c."hist_minutes" IS NOT NULL AND c."min_dt" >= from_dt AND c."max_dt" <= to_dt
 $$;
--- A time at or after which at least `events` hot chunk events of some sources at or before `upper`
--- lie: the latest min_dt such that the chunks beginning at or after it hold that many (null: none
--- does). The query API's newest page starts its first slice there (src/query/read.ts), so a burst
--- whose events all share the last seconds is not opened whole for a page of 100. Any chunks that
--- hold that many give a true bound; a seal that moves them meanwhile moves their events, not their
--- times. Counted from each chunk's own start, so a sparse source's chunk that spans minutes does not
--- pull the bound back over the dense ones' (it did when the bound was the least min_dt of the
--- newest chunks that held the events: a `timeout` page opened 30 blocks at 20 M, 219 ms). Only the
--- newest events / 250 + 16 chunks of each source are looked at (null when they hold fewer: no
--- bound, a slower read, never a wrong one): a LIMIT of `events` read every block of a day for the
--- query API's 10,000-page step (33 ms of a needle's 160 at 20 M events).
-CREATE OR REPLACE FUNCTION "logpond_hot_newest_holding"(source_ids bigint[], upper timestamptz, events integer)
+-- A time at or after which at least `events` events of some sources at or before `upper` lie, hot
+-- or sealed: the latest min_dt such that the chunks and visible blocks (generation IS NULL)
+-- beginning at or after it hold that many (null: none does). The query API's newest page cuts a
+-- slice there (src/query/read.ts), so a burst whose events all share the last seconds, hot or
+-- sealed within seconds, is not opened whole for a page of 100. Any chunks and blocks that hold
+-- that many give a true bound; a seal that moves events meanwhile moves them, not their times.
+-- Counted from each chunk's or block's own start, so a sparse source's block that spans minutes
+-- does not pull the bound back over the dense ones' (the least min_dt of the newest that held the
+-- events did: a `timeout` page opened 30 blocks at 20 M, 219 ms). Only the newest events / 250 + 16
+-- of each source and tier are looked at (null when they hold fewer: no bound, a slower read, never
+-- a wrong one): a LIMIT of `events` read every block of a day for the 10,000-page step (33 ms of a
+-- needle's 160 at 20 M events). Replaces logpond_hot_newest_holding and logpond_blocks_newest_holding.
+DROP FUNCTION IF EXISTS "logpond_hot_newest_holding"(bigint[], timestamptz, integer);
+DROP FUNCTION IF EXISTS "logpond_blocks_newest_holding"(bigint[], timestamptz, integer);
+CREATE OR REPLACE FUNCTION "logpond_newest_holding"(source_ids bigint[], upper timestamptz, events integer)
 RETURNS TABLE ("dt" timestamptz)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	SELECT max(q."min_dt")
 	FROM (
-		SELECT c."min_dt", sum(c."n") OVER (ORDER BY c."min_dt" DESC ROWS UNBOUNDED PRECEDING) AS "through"
-		FROM (
-			SELECT c."min_dt", c."max_dt", c."n" FROM unnest(source_ids) s("id")
-			CROSS JOIN LATERAL (
-				SELECT c."min_dt", c."max_dt", c."n" FROM "log_chunks" c
-				WHERE c."source_id" = s."id" AND c."max_dt" <= upper ORDER BY c."max_dt" DESC LIMIT least(events, events / 250 + 16)) c
-			ORDER BY c."max_dt" DESC LIMIT least(events, events / 250 + 16)
-		) c
-	) q
-	WHERE q."through" >= events
-$$;
--- logpond_hot_newest_holding for the sealed blocks (visible ones: generation IS NULL) that end at or
--- before `upper`: a burst sealed within seconds holds millions of events in the query API's first
--- slice, and with a query the page reads from there (src/query/read.ts).
-CREATE OR REPLACE FUNCTION "logpond_blocks_newest_holding"(source_ids bigint[], upper timestamptz, events integer)
-RETURNS TABLE ("dt" timestamptz)
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
-	SELECT max(q."min_dt")
-	FROM (
-		SELECT b."min_dt", sum(b."n") OVER (ORDER BY b."min_dt" DESC ROWS UNBOUNDED PRECEDING) AS "through"
-		FROM (
-			SELECT b."min_dt", b."max_dt", b."n" FROM unnest(source_ids) s("id")
-			CROSS JOIN LATERAL (
-				SELECT b."min_dt", b."max_dt", b."n" FROM "log_blocks" b
-				WHERE b."source_id" = s."id" AND b."generation" IS NULL AND b."max_dt" <= upper ORDER BY b."max_dt" DESC LIMIT least(events, events / 250 + 16)) b
-			ORDER BY b."max_dt" DESC LIMIT least(events, events / 250 + 16)
-		) b
+		SELECT t."min_dt", sum(t."n") OVER (ORDER BY t."min_dt" DESC ROWS UNBOUNDED PRECEDING) AS "through"
+		FROM unnest(source_ids) s("id")
+		CROSS JOIN LATERAL (
+			(SELECT c."min_dt", c."n" FROM "log_chunks" c
+			WHERE c."source_id" = s."id" AND c."max_dt" <= upper ORDER BY c."max_dt" DESC LIMIT least(events, events / 250 + 16))
+			UNION ALL
+			(SELECT b."min_dt", b."n" FROM "log_blocks" b
+			WHERE b."source_id" = s."id" AND b."generation" IS NULL AND b."max_dt" <= upper ORDER BY b."max_dt" DESC LIMIT least(events, events / 250 + 16))
+		) t
 	) q
 	WHERE q."through" >= events
 $$;
