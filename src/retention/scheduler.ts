@@ -55,7 +55,7 @@ export function startRetention(
         const result = await sweep(sql, signal, log, new Date());
         last = result;
         swept(result, (performance.now() - started) / 1000);
-        if (result.rowsRemoved > 0 || result.partitionsDropped > 0 || result.deadLettersRemoved > 0) {
+        if (result.rowsRemoved > 0 || result.partitionsDropped > 0 || result.deadLettersRemoved > 0 || result.partitionsRebuilt > 0) {
           log(
             `retention: ${result.rowsRemoved} events (${result.bytesRemoved} bytes) and ${result.deadLettersRemoved} dead letters removed, ${result.partitionsDropped} partitions dropped, in ${((performance.now() - started) / 1000).toFixed(1)} s`,
           );
@@ -107,10 +107,15 @@ function retentionSeries(metrics: Registry): (result: SweepResult, seconds: numb
   );
   const bytes = metrics.counter(
     "logpond_retention_bytes_removed_total",
-    "Bytes removed: dropped partitions' size on disk, deleted rows' estimated stored size (their partition's average); a deleted row's space is reused by later rows of that partition only, and returns to the disk when the partition is dropped.",
+    "Bytes removed: dropped partitions' size on disk, deleted rows' estimated stored size (their partition's average); a deleted row's space is reused by later rows of that partition only, and returns to the disk when the partition is dropped or rebuilt (logpond_retention_bytes_returned_total).",
   );
   const deadLetters = metrics.counter("logpond_retention_dead_letters_removed_total", "Dead letters removed by retention and deleted-source purges.");
   const partitions = metrics.counter("logpond_retention_partitions_dropped_total", "Daily partitions dropped because every source had outlived them.");
+  const rebuilt = metrics.counter(
+    "logpond_retention_partitions_rebuilt_total",
+    "Daily partitions rebuilt into a new table because most of their space was deleted blocks' (docs/storage.md).",
+  );
+  const returned = metrics.counter("logpond_retention_bytes_returned_total", "Bytes on disk the rebuilt daily partitions shrank by.");
   const duration = metrics.histogram("logpond_retention_sweep_duration_seconds", "Completed retention sweeps' duration.", BUCKETS.sweep);
   let lastSeconds = 0;
   metrics.gauge("logpond_retention_last_sweep_duration_seconds", "Duration of the last completed retention sweep.", () => lastSeconds);
@@ -120,6 +125,8 @@ function retentionSeries(metrics: Registry): (result: SweepResult, seconds: numb
     bytes.inc(result.bytesRemoved);
     deadLetters.inc(result.deadLettersRemoved);
     partitions.inc(result.partitionsDropped);
+    rebuilt.inc(result.partitionsRebuilt);
+    returned.inc(result.bytesReturned);
     duration.observe(seconds);
     lastSeconds = seconds;
   };

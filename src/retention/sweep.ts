@@ -5,7 +5,8 @@
 // (store/expire.ts); dead letters and key orders (store/key-orders.ts) too. Expired hot rows need
 // no sweep: the sealer does not seal rows that are expired or of deleted sources (store/sealer.ts).
 // A block goes when its newest event has expired, so an event may outlive its retention by the
-// time span of its block (seconds to minutes at a steady rate; docs/storage.md).
+// time span of its block (seconds to minutes at a steady rate; docs/storage.md). A day whose space is
+// mostly that of deleted blocks is then rebuilt (store/partitions.ts), so the disk gets it back.
 // Invariants: no statement holds a lock a COPY or a seal needs for longer than DDL_LOCK_TIMEOUT;
 // every DELETE is bounded (BLOCKS_PER_STATEMENT) and the AbortSignal is checked between them.
 // Deletes never touch a source_id that is neither a source nor a tombstone (a dropped day takes
@@ -13,7 +14,7 @@
 import type { Sql } from "../store/db";
 import { BLOCKS_PER_STATEMENT, deleteBlocks, deleteHotEvents, deleteOrphanFilters, hotLeaves, oldestBlockTime, pgArray } from "../store/expire";
 import { forgetKeyOrders } from "../store/key-orders";
-import { DAY_MS, dropPartition, ensurePartitions, listPartitions, type Partition, partitionSize } from "../store/partitions";
+import { DAY_MS, dropPartition, ensurePartitions, listPartitions, type Partition, partitionSize, partitionSpace, rebuildPartition } from "../store/partitions";
 
 /** Daily partitions prepared beyond today, so a day never starts in the default partition. */
 export const DAYS_AHEAD = 3;
@@ -27,6 +28,13 @@ const DEAD_LETTERS_PER_STATEMENT = 5_000;
  */
 const DUTY = 0.1;
 const DETACH_TRIES = 20;
+/**
+ * A day is rebuilt when this much of its space on disk, at least, is not its blocks' (deleted
+ * blocks' space is reused only by blocks of the same day, which rarely come once it is past)...
+ */
+export const REBUILD_MIN_BYTES = 64 * 1024 * 1024;
+/** ...and that is at least this share of it (a rebuild copies the rest). */
+const REBUILD_MIN_SHARE = 0.5;
 /** Key orders are kept this many days past the longest retention (store/key-orders.ts). */
 const KEY_ORDER_MARGIN_DAYS = 7;
 const UNDEFINED_TABLE = "42P01";
@@ -34,6 +42,9 @@ const UNDEFINED_TABLE = "42P01";
 export interface SweepResult {
   partitionsCreated: number;
   partitionsDropped: number;
+  /** Days rebuilt to give deleted blocks' space back, and the bytes they shrank by. */
+  partitionsRebuilt: number;
+  bytesReturned: number;
   /** Events removed (in dropped partitions and deleted blocks). */
   rowsRemoved: number;
   bytesRemoved: number;
@@ -51,10 +62,18 @@ interface Cutoff {
   before: Date;
 }
 
-export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) => void, now = new Date()): Promise<SweepResult> {
+export async function sweep(
+  sql: Sql,
+  signal: AbortSignal,
+  log: (line: string) => void,
+  now = new Date(),
+  rebuildMinBytes = REBUILD_MIN_BYTES,
+): Promise<SweepResult> {
   const result: SweepResult = {
     partitionsCreated: 0,
     partitionsDropped: 0,
+    partitionsRebuilt: 0,
+    bytesReturned: 0,
     rowsRemoved: 0,
     bytesRemoved: 0,
     deadLettersRemoved: 0,
@@ -86,6 +105,7 @@ export async function sweep(sql: Sql, signal: AbortSignal, log: (line: string) =
   await expireFilters(sql, cutoffs, deleted, result, signal);
   await expireHotEvents(sql, deleted, result, signal);
   await deleteDeadLetters(sql, deleted, result, signal, now);
+  await rebuildDays(sql, rebuildMinBytes, result, signal, log);
   // The key orders of events every source's retention has passed (by commit time: an event's dt is
   // within INGEST_MAX_FUTURE_MS of its reception, a day by default; the margin covers a week).
   const longest = Math.max(0, ...sources.map((s) => s.days));
@@ -122,6 +142,31 @@ async function dropDay(sql: Sql, partition: Partition, result: SweepResult, sign
   }
   log(`retention: ${partition.name} could not be detached (log_blocks busy ${DETACH_TRIES} times); deleting its blocks instead`);
   return false;
+}
+
+/** Days whose space is mostly deleted blocks', each rebuilt (store/partitions.ts); a busy one is left for the next sweep. */
+async function rebuildDays(sql: Sql, minBytes: number, result: SweepResult, signal: AbortSignal, log: (line: string) => void): Promise<void> {
+  for (const partition of await listPartitions(sql)) {
+    signal.throwIfAborted();
+    const before = await partitionSpace(sql, partition);
+    const dead = before.total - before.live;
+    if (dead < minBytes || dead < before.total * REBUILD_MIN_SHARE) continue;
+    const started = performance.now();
+    try {
+      if (!(await rebuildPartition(sql, partition, DETACH_TRIES))) continue;
+    } catch (error) {
+      if ((error as { code?: string }).code !== "55P03") throw error;
+      log(`retention: ${partition.name} not rebuilt this time (a lock stayed busy); the next sweep tries again`);
+      continue;
+    }
+    const after = await partitionSpace(sql, partition);
+    result.partitionsRebuilt++;
+    result.bytesReturned += Math.max(0, before.total - after.total);
+    log(
+      `retention: rebuilt ${partition.name}, ${before.total} → ${after.total} bytes on disk, in ${((performance.now() - started) / 1000).toFixed(1)} s (its deleted blocks' space given back)`,
+    );
+    await rest(performance.now() - started, signal);
+  }
 }
 
 /**

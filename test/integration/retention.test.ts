@@ -160,6 +160,8 @@ test("/metrics reports partitions, the oldest event and what retention removed",
   expect(text).toMatch(/^logpond_storage_oldest_event_timestamp_seconds \d+/m);
   expect(text).toMatch(/^logpond_retention_rows_removed_total \d+$/m);
   expect(text).toMatch(/^logpond_retention_bytes_removed_total \d+$/m);
+  expect(text).toMatch(/^logpond_retention_partitions_rebuilt_total \d+$/m);
+  expect(text).toMatch(/^logpond_retention_bytes_returned_total \d+$/m);
   expect(text).toMatch(/^logpond_retention_sweep_duration_seconds_sum [\d.e-]+$/m);
 });
 
