@@ -533,6 +533,8 @@ function rowReader(tx: Sql, from: string): () => Promise<Fetched> {
 
 /** Chunks one FETCH of the chunk journal brings: up to CHUNK_EVENTS events each (store/chunks.ts). */
 const CHUNKS_PER_FETCH = 8;
+/** The payload's column in chunkReader's cursor (first_id, source_id, min_dt, gone, keep_from, payload). */
+const CHUNK_PAYLOAD = 5;
 /** Microseconds from the Unix epoch to 2000-01-01, PostgreSQL's (codec/time.ts PgMicros). */
 const PG_EPOCH_SECONDS = 946_684_800;
 
@@ -558,7 +560,7 @@ function chunkReader(tx: Sql, from: string, pool: SealPool | undefined): () => P
     if (!declared) {
       declared = true;
       await tx.unsafe(
-        `declare seal_chunks no scroll cursor for
+        `declare seal_chunks binary no scroll cursor for
          select c.first_id::text as first_id, c.source_id::text as source_id,
            ((extract(epoch from c.min_dt) - ${PG_EPOCH_SECONDS}) * 1000000)::bigint::text as min_dt,
            d.source_id is not null as gone,
@@ -568,20 +570,22 @@ function chunkReader(tx: Sql, from: string, pool: SealPool | undefined): () => P
          order by c.min_dt, c.first_id`,
       );
     }
-    const chunks = await tx.unsafe<{ first_id: string; source_id: string; min_dt: string; gone: boolean; keep_from: string | null; payload: Buffer }[]>(
-      `fetch ${CHUNKS_PER_FETCH} from seal_chunks`,
-    );
+    // A binary cursor: a payload comes as its bytes, not as hex text PostgreSQL would encode and this
+    // thread decode; a text column's bytes are its UTF-8, a boolean one byte. Each payload is copied
+    // out of the socket's buffer, which a view would send whole to the seal thread.
+    const chunks = await tx.unsafe<(Buffer | null)[][]>(`fetch ${CHUNKS_PER_FETCH} from seal_chunks`).raw();
+    const payloads = chunks.map((chunk) => Buffer.from(chunk[CHUNK_PAYLOAD]!));
     const kept: ReadRow[] = [];
     let events = 0;
-    const texts = pool && chunks.length > 0 ? await pool.unseal(chunks.map((chunk) => chunk.payload)) : [];
-    for (const [i, chunk] of chunks.entries()) {
+    const texts = pool && chunks.length > 0 ? await pool.unseal(payloads) : [];
+    for (const [i, [firstId, sourceId, minDt, gone, keepFrom]] of chunks.entries()) {
       const opened = chunkRows({
         text: texts[i],
-        firstId: Number(chunk.first_id),
-        sourceId: chunk.source_id,
-        minDt: micros(chunk.min_dt),
-        keepFrom: chunk.gone ? null : chunk.keep_from === null ? -Infinity : micros(chunk.keep_from),
-        payload: chunk.payload,
+        firstId: Number(firstId!.toString("latin1")),
+        sourceId: sourceId!.toString("latin1"),
+        minDt: micros(minDt!.toString("latin1")),
+        keepFrom: gone![0] === 1 ? null : keepFrom === null ? -Infinity : micros(keepFrom!.toString("latin1")),
+        payload: payloads[i]!,
       });
       for (const row of opened.rows) kept.push(row);
       events += opened.events;
