@@ -155,7 +155,9 @@ async function rebuildDays(sql: Sql, minBytes: number, result: SweepResult, sign
     try {
       if (!(await rebuildPartition(sql, partition, DETACH_TRIES))) continue;
     } catch (error) {
-      if ((error as { code?: string }).code !== "55P03") throw error;
+      // Busy, a writer came, or PostgreSQL chose it to end a deadlock: rolled back, nothing changed.
+      const code = (error as { code?: string }).code;
+      if (code !== "55P03" && code !== "40P01") throw error;
       log(`retention: ${partition.name} not rebuilt this time (a lock stayed busy); the next sweep tries again`);
       continue;
     }

@@ -142,8 +142,9 @@ const ROW_BYTES = 300;
  * from it goes back to the disk (VACUUM only truncates empty pages at a table's end). The day is
  * locked SHARE while it is copied (reads go on; a seal, merge or DELETE of that day waits), then
  * log_blocks ACCESS EXCLUSIVE for the swap (DETACH the old, ATTACH the new with its indexes built,
- * DROP, RENAME), waited for at most DDL_LOCK_TIMEOUT, `tries` times. Values are copied as stored
- * (a payload is not inflated or deflated again). 55P03 when a lock stayed busy: nothing changed.
+ * DROP, RENAME), waited for at most DDL_LOCK_TIMEOUT, `tries` times, and not at all once a writer
+ * waits for the day. Values are copied as stored (a payload is not inflated or deflated again).
+ * 55P03 when a lock stayed busy or a writer came: nothing changed.
  * False when the day is no longer attached.
  */
 export async function rebuildPartition(sql: Sql, partition: Partition, tries: number): Promise<boolean> {
@@ -167,7 +168,16 @@ export async function rebuildPartition(sql: Sql, partition: Partition, tries: nu
     await tx.unsafe(`alter table ${next} add constraint ${next}_range check (max_dt >= '${from.toISOString()}' and max_dt < '${to.toISOString()}')`);
     const columns = await insertableColumns(tx);
     await tx.unsafe(`insert into ${next} (${columns}) select ${columns} from ${name}`);
-    await patiently(tx, `alter table log_blocks detach partition ${name}`, tries);
+    // A writer waiting for the day (behind the SHARE lock) holds log_blocks, which DETACH waits
+    // for: the two would deadlock, and PostgreSQL might end the writer (a seal). The rebuild gives
+    // way instead, before each try (a try waits DDL_LOCK_TIMEOUT, far below deadlock_timeout).
+    const writerWaits = async () => {
+      const [row] = await tx.unsafe<{ waits: boolean }[]>(
+        `select exists (select 1 from pg_locks where locktype = 'relation' and relation = '${name}'::regclass and not granted) as waits`,
+      );
+      return row?.waits === true;
+    };
+    await patiently(tx, `alter table log_blocks detach partition ${name}`, tries, writerWaits);
     await patiently(tx, `alter table log_blocks attach partition ${next} ${range}`, tries);
     await tx.unsafe(`drop table ${name}`);
     await tx.unsafe(`alter table ${next} rename to ${name}`);
@@ -182,10 +192,12 @@ const REBUILD_LOCK_TIMEOUT = "2s";
 /**
  * A DDL statement under DDL_LOCK_TIMEOUT, tried again after a short rest when its lock was busy
  * (up to `tries` times, then its 55P03), inside the caller's transaction: each try in a savepoint
- * (postgres.js fails the whole transaction on an error caught outside one).
+ * (postgres.js fails the whole transaction on an error caught outside one). A 55P03 at once when
+ * `giveWay` says so before a try.
  */
-async function patiently(tx: TransactionSql, statement: string, tries: number): Promise<void> {
+async function patiently(tx: TransactionSql, statement: string, tries: number, giveWay?: () => Promise<boolean>): Promise<void> {
   for (let attempt = 1; ; attempt++) {
+    if (await giveWay?.()) throw Object.assign(new Error(`gave way before: ${statement}`), { code: "55P03" });
     try {
       await tx.savepoint((point) => point.unsafe(statement));
       return;
