@@ -5,8 +5,8 @@
 // (store/expire.ts); dead letters and key orders (store/key-orders.ts) too. Expired hot rows need
 // no sweep: the sealer does not seal rows that are expired or of deleted sources (store/sealer.ts).
 // A block goes when its newest event has expired, so an event may outlive its retention by the
-// time span of its block (seconds to minutes at a steady rate; docs/storage.md). A day whose space is
-// mostly that of deleted blocks is then rebuilt (store/partitions.ts), so the disk gets it back.
+// time span of its block (seconds to minutes at a steady rate; docs/storage.md). A day past whose
+// space is mostly that of deleted blocks is then rebuilt (store/rebuild.ts), so the disk gets it back.
 // Invariants: no statement holds a lock a COPY or a seal needs for longer than DDL_LOCK_TIMEOUT;
 // every DELETE is bounded (BLOCKS_PER_STATEMENT) and the AbortSignal is checked between them.
 // Deletes never touch a source_id that is neither a source nor a tombstone (a dropped day takes
@@ -14,7 +14,8 @@
 import type { Sql } from "../store/db";
 import { BLOCKS_PER_STATEMENT, deleteBlocks, deleteHotEvents, deleteOrphanFilters, hotLeaves, oldestBlockTime, pgArray } from "../store/expire";
 import { forgetKeyOrders } from "../store/key-orders";
-import { DAY_MS, dropPartition, ensurePartitions, listPartitions, type Partition, partitionSize, partitionSpace, rebuildPartition } from "../store/partitions";
+import { DAY_MS, dropPartition, ensurePartitions, listPartitions, type Partition, partitionSize } from "../store/partitions";
+import { dropReplaced, partitionSpace, rebuildPartition } from "../store/rebuild";
 
 /** Daily partitions prepared beyond today, so a day never starts in the default partition. */
 export const DAYS_AHEAD = 3;
@@ -35,6 +36,11 @@ const DETACH_TRIES = 20;
 export const REBUILD_MIN_BYTES = 64 * 1024 * 1024;
 /** ...and that is at least this share of it (a rebuild copies the rest). */
 const REBUILD_MIN_SHARE = 0.5;
+/**
+ * Only a day that ended this long ago is rebuilt: yesterday still gets late events, whose seals
+ * would wait for the rebuild's copy and make it give way (and today's blocks are being written).
+ */
+const REBUILD_AFTER_MS = DAY_MS;
 /** Key orders are kept this many days past the longest retention (store/key-orders.ts). */
 const KEY_ORDER_MARGIN_DAYS = 7;
 const UNDEFINED_TABLE = "42P01";
@@ -105,7 +111,7 @@ export async function sweep(
   await expireFilters(sql, cutoffs, deleted, result, signal);
   await expireHotEvents(sql, deleted, result, signal);
   await deleteDeadLetters(sql, deleted, result, signal, now);
-  await rebuildDays(sql, rebuildMinBytes, result, signal, log);
+  await rebuildDays(sql, rebuildMinBytes, now, result, signal, log);
   // The key orders of events every source's retention has passed (by commit time: an event's dt is
   // within INGEST_MAX_FUTURE_MS of its reception, a day by default; the margin covers a week).
   const longest = Math.max(0, ...sources.map((s) => s.days));
@@ -145,10 +151,13 @@ async function dropDay(sql: Sql, partition: Partition, result: SweepResult, sign
 }
 
 /** Days whose space is mostly deleted blocks', each rebuilt (store/partitions.ts); a busy one is left for the next sweep. */
-async function rebuildDays(sql: Sql, minBytes: number, result: SweepResult, signal: AbortSignal, log: (line: string) => void): Promise<void> {
+async function rebuildDays(sql: Sql, minBytes: number, now: Date, result: SweepResult, signal: AbortSignal, log: (line: string) => void): Promise<void> {
+  await dropReplaced(sql);
   for (const partition of await listPartitions(sql)) {
     signal.throwIfAborted();
-    const before = await partitionSpace(sql, partition);
+    if (partition.to.getTime() > now.getTime() - REBUILD_AFTER_MS) continue;
+    const before = await partitionSpace(sql, partition, minBytes);
+    if (!before) continue;
     const dead = before.total - before.live;
     if (dead < minBytes || dead < before.total * REBUILD_MIN_SHARE) continue;
     const started = performance.now();
@@ -161,7 +170,7 @@ async function rebuildDays(sql: Sql, minBytes: number, result: SweepResult, sign
       log(`retention: ${partition.name} not rebuilt this time (a lock stayed busy); the next sweep tries again`);
       continue;
     }
-    const after = await partitionSpace(sql, partition);
+    const after = (await partitionSpace(sql, partition)) ?? before;
     result.partitionsRebuilt++;
     result.bytesReturned += Math.max(0, before.total - after.total);
     log(

@@ -1,13 +1,10 @@
 // log_blocks' daily range partitions by max_dt (UTC days, named log_blocks_pYYYYMMDD), created
 // ahead by logpond; log_blocks_default takes any block outside them, so sealing never fails for a
 // block's time. A day goes whole (dropPartition) when retention/sweep.ts finds every source has
-// outlived it; a day whose space is mostly dead (deleted blocks: shorter retentions, deleted
-// sources, merges) is rebuilt into a new table that takes its place (rebuildPartition), since
-// PostgreSQL gives a table's free space back to the disk only from its end. Invariants: idempotent
+// outlived it (a day mostly of deleted blocks is rebuilt: store/rebuild.ts). Invariants: idempotent
 // and safe with several instances (advisory lock, existence re-checked under it); every DDL that
 // locks log_blocks runs under a short lock_timeout so it never queues in front of a COPY or a seal
 // for longer than that. Never decides which day goes, or which is rebuilt.
-import type { TransactionSql } from "postgres";
 import type { Sql } from "./db";
 
 export const DAY_MS = 86_400_000;
@@ -121,96 +118,8 @@ export async function dropPartition(sql: Sql, partition: Partition): Promise<voi
   await sql.unsafe(`drop table ${partition.name}`);
 }
 
-/** A daily partition's size on disk, and what its blocks take (their out-of-line values and rows), in bytes. */
-export async function partitionSpace(sql: Sql, partition: Partition): Promise<{ total: number; live: number }> {
-  // pg_column_size of a value stored out of line is its stored size, read from the pointer (nothing
-  // is fetched); ROW_BYTES stands for the rest of a row and its index entries.
-  const [space] = await sql.unsafe<{ total: number; live: number }[]>(
-    `select pg_total_relation_size('${partition.name}')::float8 as total,
-       coalesce(sum(${ROW_BYTES} + coalesce(pg_column_size(payload), 0) + coalesce(pg_column_size(body), 0) + coalesce(pg_column_size(ids), 0)
-         + coalesce(pg_column_size(dts), 0) + coalesce(pg_column_size(bloom), 0) + coalesce(pg_column_size(fields), 0)), 0)::float8 as live
-     from ${partition.name}`,
-  );
-  return space ?? { total: 0, live: 0 };
-}
-
-/** A block row's columns but its big ones, and its entries in the day's indexes, about (for partitionSpace). */
-const ROW_BYTES = 300;
-
-/**
- * The day's blocks copied into a new table, which takes its place: the space of blocks deleted
- * from it goes back to the disk (VACUUM only truncates empty pages at a table's end). The day is
- * locked SHARE while it is copied (reads go on; a seal, merge or DELETE of that day waits), then
- * log_blocks ACCESS EXCLUSIVE for the swap (DETACH the old, ATTACH the new with its indexes built,
- * DROP, RENAME), waited for at most DDL_LOCK_TIMEOUT, `tries` times, and not at all once a writer
- * waits for the day. Values are copied as stored (a payload is not inflated or deflated again).
- * 55P03 when a lock stayed busy or a writer came: nothing changed.
- * False when the day is no longer attached.
- */
-export async function rebuildPartition(sql: Sql, partition: Partition, tries: number): Promise<boolean> {
-  const { name, from, to } = partition;
-  const next = `${name}_rebuilt`;
-  const range = `for values from ('${from.toISOString()}') to ('${to.toISOString()}')`;
-  return sql.begin(async (tx) => {
-    await tx`select pg_advisory_xact_lock(${PARTITION_LOCK})`;
-    const [attached] = await tx`select 1 from pg_class where relname = ${name} and relispartition`;
-    if (!attached) return false;
-    // Only writers of that day queue behind this wait (a seal of late events, a merge, the sweep's
-    // DELETE), never a COPY or a read; an autovacuum of the day gives way to it after deadlock_timeout.
-    await tx.unsafe(`set local lock_timeout = '${REBUILD_LOCK_TIMEOUT}'`);
-    await tx.unsafe(`lock table ${name} in share mode`);
-    await tx.unsafe(`set local lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
-    await tx.unsafe(`drop table if exists ${next}`); // a leftover of an interrupted attempt, never attached
-    // Its indexes made before ATTACH, which then adopts them instead of building them under its lock.
-    await tx.unsafe(
-      `create table ${next} (like log_blocks including defaults including constraints including generated including storage including compression including indexes)`,
-    );
-    await tx.unsafe(`alter table ${next} add constraint ${next}_range check (max_dt >= '${from.toISOString()}' and max_dt < '${to.toISOString()}')`);
-    const columns = await insertableColumns(tx);
-    await tx.unsafe(`insert into ${next} (${columns}) select ${columns} from ${name}`);
-    // A writer waiting for the day (behind the SHARE lock) holds log_blocks, which DETACH waits
-    // for: the two would deadlock, and PostgreSQL might end the writer (a seal). The rebuild gives
-    // way instead, before each try (a try waits DDL_LOCK_TIMEOUT, far below deadlock_timeout).
-    const writerWaits = async () => {
-      const [row] = await tx.unsafe<{ waits: boolean }[]>(
-        `select exists (select 1 from pg_locks where locktype = 'relation' and relation = '${name}'::regclass and not granted) as waits`,
-      );
-      return row?.waits === true;
-    };
-    await patiently(tx, `alter table log_blocks detach partition ${name}`, tries, writerWaits);
-    await patiently(tx, `alter table log_blocks attach partition ${next} ${range}`, tries);
-    await tx.unsafe(`drop table ${name}`);
-    await tx.unsafe(`alter table ${next} rename to ${name}`);
-    await tx.unsafe(`alter table ${name} drop constraint ${next}_range`);
-    return true;
-  });
-}
-
-/** How long a rebuild waits for the writers of its day to finish (store/partitions.ts rebuildPartition). */
-const REBUILD_LOCK_TIMEOUT = "2s";
-
-/**
- * A DDL statement under DDL_LOCK_TIMEOUT, tried again after a short rest when its lock was busy
- * (up to `tries` times, then its 55P03), inside the caller's transaction: each try in a savepoint
- * (postgres.js fails the whole transaction on an error caught outside one). A 55P03 at once when
- * `giveWay` says so before a try.
- */
-async function patiently(tx: TransactionSql, statement: string, tries: number, giveWay?: () => Promise<boolean>): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    if (await giveWay?.()) throw Object.assign(new Error(`gave way before: ${statement}`), { code: "55P03" });
-    try {
-      await tx.savepoint((point) => point.unsafe(statement));
-      return;
-    } catch (error) {
-      if ((error as { code?: string }).code !== "55P03" || attempt >= tries) throw error;
-      // Readers hold log_blocks: wait for a gap rather than queue in front of them.
-      await Bun.sleep(50 + Math.random() * 100);
-    }
-  }
-}
-
 /** log_blocks' columns by name, without generated ones (PostgreSQL computes those; it refuses values for them). */
-async function insertableColumns(tx: Pick<Sql, "unsafe">): Promise<string> {
+export async function insertableColumns(tx: Pick<Sql, "unsafe">): Promise<string> {
   const [{ columns } = { columns: "*" }] = await tx.unsafe<{ columns: string }[]>(
     `select string_agg(quote_ident(attname), ', ' order by attnum) as columns from pg_attribute
      where attrelid = 'log_blocks'::regclass and attnum > 0 and not attisdropped and attgenerated = ''`,

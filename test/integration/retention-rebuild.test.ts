@@ -1,11 +1,14 @@
-// A day whose space is mostly deleted blocks' is rebuilt by the sweep (store/partitions.ts
+// A day whose space is mostly deleted blocks' is rebuilt by the sweep (store/rebuild.ts
 // rebuildPartition), on a database of the test's own so every byte of the day is known: the disk
 // gets the space back, the other sources' events stay exactly as they were (SQL, the query API's
 // search through the filters, a late event sealed into the day afterwards), a read during the
 // rebuild sees every event, and a day a writer holds is left for the next sweep, unchanged.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { runMigrations } from "../../src/store/db";
-import { DAY_MS, ensurePartitions, partitionFor, partitionSpace, rebuildPartition } from "../../src/store/partitions";
+import type { Sql } from "../../src/store/db";
+import { DAY_MS, ensurePartitions, partitionFor } from "../../src/store/partitions";
+import { partitionSpace, rebuildPartition } from "../../src/store/rebuild";
+import { inSnapshot } from "../../src/store/snapshot";
 import { sweep } from "../../src/retention/sweep";
 import { sealAll } from "../../src/store/sealer";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
@@ -63,6 +66,10 @@ async function snapshot(sourceId: string): Promise<{ count: number; digest: stri
   return { count: row!.count, digest: row!.digest ?? "" };
 }
 
+/** Tables a rebuild made or replaced that are still there (none: each is attached or dropped). */
+const leftTables = async () =>
+  (await db.sql`select relname from pg_class where relname like ${`${day.name}\\_%`} and relkind = 'r'`).map((row) => row.relname as string);
+
 const indexesOf = async (table: string) => (await db.sql<{ n: number }[]>`select count(*)::int as n from pg_index where indrelid = ${table}::regclass`)[0]!.n;
 
 async function search(source: TestSource, query: string): Promise<unknown[]> {
@@ -94,7 +101,7 @@ test("a day that is mostly deleted blocks is rebuilt: the disk gets the space ba
   const before = await snapshot(kept.id);
   expect(before.count).toBe(1_500);
   const indexes = await indexesOf(day.name);
-  const full = await partitionSpace(db.sql, day);
+  const full = (await partitionSpace(db.sql, day))!;
 
   await deleteSource(gone);
   const lines: string[] = [];
@@ -102,7 +109,7 @@ test("a day that is mostly deleted blocks is rebuilt: the disk gets the space ba
   expect(result.rowsRemoved).toBe(6_000);
   expect(result.partitionsRebuilt).toBe(1);
   expect(lines.some((line) => line.includes(`rebuilt ${day.name}`))).toBe(true);
-  const after = await partitionSpace(db.sql, day);
+  const after = (await partitionSpace(db.sql, day))!;
   // The kept source is a fifth of the day's events: the day shrinks to about that.
   expect(after.total).toBeLessThan(full.total * 0.4);
   expect(result.bytesReturned).toBe(full.total - after.total);
@@ -113,8 +120,14 @@ test("a day that is mostly deleted blocks is rebuilt: the disk gets the space ba
   const [attached] = await db.sql`select 1 from pg_inherits where inhrelid = ${day.name}::regclass and inhparent = 'log_blocks'::regclass`;
   expect(attached).toBeDefined();
   expect(await indexesOf(day.name)).toBe(indexes);
-  expect(await db.sql`select relname from pg_class where relname like ${`${day.name}_%`} and relkind = 'r'`).toHaveLength(0);
+  expect(await leftTables()).toEqual([]);
   expect((await search(kept, "rebuilt-needle-5e11")).length).toBe(1);
+  // Its storage settings are the old table's (the payload out of line, uncompressed; autovacuum as set).
+  const [storage] = await db.sql`
+    select a.attstorage as payload, c.reloptions as options from pg_class c join pg_attribute a on a.attrelid = c.oid and a.attname = 'payload'
+    where c.oid = ${day.name}::regclass`;
+  expect(storage!.payload).toBe("e");
+  expect(storage!.options).toEqual(["autovacuum_enabled=false"]);
 
   // A late event of that day is sealed into the rebuilt table; the next sweep finds nothing to rebuild.
   await send(kept, [{ dt: at(5_000), message: "late" }]);
@@ -166,7 +179,7 @@ test("a day a writer holds is not rebuilt this time, and is left as it was", asy
     const held = await sweep(db.sql, never, (line) => lines.push(line), new Date(), 1 << 20);
     expect(held.partitionsRebuilt).toBe(0);
     expect(lines.some((line) => line.includes(`${day.name} not rebuilt this time`))).toBe(true);
-    expect(await db.sql`select relname from pg_class where relname like ${`${day.name}_%`} and relkind = 'r'`).toHaveLength(0);
+    expect(await leftTables()).toEqual([]);
   } finally {
     await holder`rollback`;
     holder.release();
@@ -255,7 +268,7 @@ test("a writer that comes for the day while the rebuild waits for log_blocks: th
     writer.release();
     reader.release();
   }
-  expect(await db.sql`select relname from pg_class where relname like ${`${day.name}_%`} and relkind = 'r'`).toHaveLength(0);
+  expect(await leftTables()).toEqual([]);
 });
 
 /** Polls `done` until it holds, for 30 s at most. */
@@ -266,3 +279,74 @@ async function until(done: () => Promise<boolean>): Promise<void> {
     await Bun.sleep(10);
   }
 }
+
+test("a VACUUM of the day's TOAST table (what autovacuum starts after the sweep's DELETEs) does not make the rebuild fail: the old table is dropped after it", async () => {
+  const gone = await lp.createSource();
+  await send(
+    gone,
+    Array.from({ length: 6_000 }, (_, i) => ({ dt: at(i), message: `toast ${i} ${noise(400)}` })),
+  );
+  await sealAll(db.sql);
+  await db.sql`delete from log_blocks where source_id = ${Number(gone.id)}`; // as the sweep's DELETEs do
+  const toast = (await db.sql<{ toast: string }[]>`select reltoastrelid::regclass::text as toast from pg_class where oid = ${day.name}::regclass`)[0]!.toast;
+  // A slow VACUUM of the TOAST table alone, as an autovacuum worker runs it: SHARE UPDATE EXCLUSIVE
+  // on the TOAST table only, which the rebuild's SHARE lock on the day neither waits for nor stops.
+  const vacuumer = await db.sql.reserve();
+  const pid = (await vacuumer<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!.pid;
+  await vacuumer`set vacuum_cost_delay = 100`;
+  await vacuumer`set vacuum_cost_limit = 1`;
+  const vacuuming = vacuumer.unsafe(`vacuum ${toast}`).catch(() => {});
+  try {
+    await until(async () => (await db.sql`select 1 from pg_stat_progress_vacuum where pid = ${pid}`).length > 0);
+    expect(await rebuildPartition(db.sql, day, 20)).toBe(true);
+  } finally {
+    await db.sql`select pg_cancel_backend(${pid})`;
+    await vacuuming;
+    vacuumer.release();
+  }
+  // The replaced table waited for the VACUUM (or was dropped once it was cancelled); a sweep drops what is left.
+  await sweep(db.sql, never, () => {}, new Date(), 1 << 20);
+  expect(await leftTables()).toEqual([]);
+});
+
+test("a reader's snapshot (store/snapshot.ts) fixed before a rebuild could commit still sees the day's blocks", async () => {
+  const source = await lp.createSource();
+  await send(
+    source,
+    Array.from({ length: 2_000 }, (_, i) => ({ dt: at(i), message: `snapshot ${i}` })),
+  );
+  await sealAll(db.sql);
+  const count = async (tx: Sql) =>
+    (await tx<{ n: number }[]>`select coalesce(sum(n), 0)::int as n from log_blocks where source_id = ${Number(source.id)} and generation is null`)[0]!.n;
+  expect(await count(db.sql)).toBe(2_000);
+  let rebuilt: string | undefined;
+  // inSnapshot's set_config fixes the snapshot; a rebuild tries between it and the first read of log_blocks.
+  const seen = await inSnapshot(db.sql, 60_000, async (tx) => {
+    rebuilt = await rebuildPartition(db.sql, day, 5).then(
+      () => "rebuilt",
+      (error: { code?: string }) => error.code ?? String(error),
+    );
+    return count(tx);
+  });
+  expect(rebuilt).toBe("55P03"); // held off by the reader's lock
+  expect(seen).toBe(2_000);
+});
+
+test("days that ended less than a day ago are not rebuilt (their late events are still being sealed)", async () => {
+  const yesterday = partitionFor(new Date(Date.now() - DAY_MS));
+  await ensurePartitions(db.sql, yesterday.from, yesterday.from);
+  await db.sql.unsafe(`alter table ${yesterday.name} set (autovacuum_enabled = false, toast.autovacuum_enabled = false)`);
+  const source = await lp.createSource();
+  const noon = yesterday.from.getTime() + 12 * 3_600_000;
+  await send(
+    source,
+    Array.from({ length: 6_000 }, (_, i) => ({ dt: new Date(noon + i * 1_000).toISOString(), message: `recent ${noise(400)}` })),
+  );
+  await sealAll(db.sql);
+  await deleteSource(source);
+  const result = await sweep(db.sql, never, () => {}, new Date(), 1 << 20);
+  expect(result.rowsRemoved).toBe(6_000);
+  expect(result.partitionsRebuilt).toBe(0);
+  const space = (await partitionSpace(db.sql, yesterday))!;
+  expect(space.total - space.live).toBeGreaterThan(2 << 20); // the space is still dead: not rebuilt
+});
