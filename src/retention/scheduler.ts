@@ -57,7 +57,7 @@ export function startRetention(
         swept(result, (performance.now() - started) / 1000);
         if (result.rowsRemoved > 0 || result.partitionsDropped > 0 || result.deadLettersRemoved > 0 || result.partitionsRebuilt > 0) {
           log(
-            `retention: ${result.rowsRemoved} events (${result.bytesRemoved} bytes) and ${result.deadLettersRemoved} dead letters removed, ${result.partitionsDropped} partitions dropped, in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+            `retention: ${result.rowsRemoved} events (${result.bytesRemoved} bytes) and ${result.deadLettersRemoved} dead letters removed, ${result.partitionsDropped} partitions dropped, ${result.partitionsRebuilt} rebuilt (${result.bytesReturned} bytes given back), in ${((performance.now() - started) / 1000).toFixed(1)} s`,
           );
         }
       } finally {

@@ -51,7 +51,8 @@ export async function rebuildPartition(sql: Sql, partition: Partition, tries: nu
   const next = `${name}_rebuilt`;
   const old = `${name}_old`;
   const range = `for values from ('${from.toISOString()}') to ('${to.toISOString()}')`;
-  await dropDetached(sql, old);
+  // A day replaced before and still held (its DROP waited past REBUILD_LOCK_TIMEOUT): the rename below would fail.
+  if (!(await dropDetached(sql, old))) throw Object.assign(new Error(`${old} is still held`), { code: "55P03" });
   const swapped = await sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(${PARTITION_LOCK})`;
     const [attached] = await tx`select 1 from pg_class where relname = ${name} and relispartition`;
@@ -100,15 +101,20 @@ export async function dropReplaced(sql: Sql): Promise<void> {
   for (const { name } of left) await dropDetached(sql, name);
 }
 
-/** DROP of a detached table, waiting REBUILD_LOCK_TIMEOUT at most (autovacuum gives way after deadlock_timeout); left for later past it. */
-async function dropDetached(sql: Sql, table: string): Promise<void> {
-  await sql
+/**
+ * DROP of a detached table, waiting REBUILD_LOCK_TIMEOUT at most (autovacuum gives way after
+ * deadlock_timeout); false when its lock stayed busy (left for later).
+ */
+async function dropDetached(sql: Sql, table: string): Promise<boolean> {
+  return sql
     .begin(async (tx) => {
       await tx.unsafe(`set local lock_timeout = '${REBUILD_LOCK_TIMEOUT}'`);
       await tx.unsafe(`drop table if exists ${table}`);
+      return true;
     })
     .catch((error: { code?: string }) => {
       if (error.code !== "55P03") throw error;
+      return false;
     });
 }
 

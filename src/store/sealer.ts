@@ -572,9 +572,9 @@ function chunkReader(tx: Sql, from: string, pool: SealPool | undefined): () => P
     }
     // A binary cursor: a payload comes as its bytes, not as hex text PostgreSQL would encode and this
     // thread decode; a text column's bytes are its UTF-8, a boolean one byte. Each payload is copied
-    // out of the socket's buffer, which a view would send whole to the seal thread.
+    // out of the socket's buffer when it goes to a seal thread, which a view would send whole.
     const chunks = await tx.unsafe<(Buffer | null)[][]>(`fetch ${CHUNKS_PER_FETCH} from seal_chunks`).raw();
-    const payloads = chunks.map((chunk) => Buffer.from(chunk[CHUNK_PAYLOAD]!));
+    const payloads = chunks.map((chunk) => (pool ? Buffer.from(chunk[CHUNK_PAYLOAD]!) : chunk[CHUNK_PAYLOAD]!));
     const kept: ReadRow[] = [];
     let events = 0;
     const texts = pool && chunks.length > 0 ? await pool.unseal(payloads) : [];
