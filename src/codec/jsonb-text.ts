@@ -697,3 +697,118 @@ function sortMembers(base: number, start: number): number {
   buf[o++] = CLOSE_OBJECT;
   return kept;
 }
+
+/** A field path as `jsonbValueAt` walks it: each key's bytes, and its index when an array's element is asked for. */
+export interface JsonbPath {
+  keys: Buffer[];
+  /** What `#>` makes of the key on an array (strtoint's rules: optional minus, decimal digits, int's range); null: no element. */
+  indexes: (number | null)[];
+}
+
+const INDEX = /^-?[0-9]+$/;
+const INT_MAX = 2_147_483_647;
+
+/** `path` ("a.b.0", the query API's field paths) as `jsonbValueAt` takes it. */
+export function jsonbPath(path: string): JsonbPath {
+  const segments = path.split(".");
+  return {
+    keys: segments.map((segment) => Buffer.from(segment, "utf8")),
+    // strtoint sets errno past int's range, and INT_MIN is refused as a negative subscript.
+    indexes: segments.map((segment) => (INDEX.test(segment) && Math.abs(Number(segment)) <= INT_MAX ? Number(segment) : null)),
+  };
+}
+
+/**
+ * The value `raw #> path` gives for the line at bytes[start, end) (jsonb's text): where its text
+ * lies, [at, to), or undefined where PostgreSQL gives NULL (a key not there, an index past the
+ * array's ends, a scalar on the way). A negative index counts from the array's end, as
+ * jsonb_get_element does. The line's text is not parsed: strings and brackets are skipped by scans.
+ */
+export function jsonbValueAt(bytes: Buffer, start: number, end: number, path: JsonbPath): { at: number; to: number } | undefined {
+  let at = pastBlanks(bytes, start, end);
+  for (let k = 0; k < path.keys.length; k++) {
+    const open = bytes[at];
+    if (open === OPEN_OBJECT) {
+      const key = path.keys[k]!;
+      let i = pastBlanks(bytes, at + 1, end);
+      let found = -1;
+      while (found < 0 && bytes[i] === QUOTE) {
+        const close = stringEnd(bytes, i);
+        // A key with an escape holds a character no field path has (query/request.ts FIELD_PATH).
+        const same = close - i - 1 === key.length && bytes.compare(key, 0, key.length, i + 1, close) === 0;
+        i = pastBlanks(bytes, pastBlanks(bytes, close + 1, end) + 1, end); // past the colon
+        if (same) found = i;
+        else i = nextMember(bytes, valueEnd(bytes, i, end), end);
+      }
+      if (found < 0) return undefined;
+      at = found;
+    } else if (open === OPEN_ARRAY) {
+      const index = path.indexes[k];
+      if (index === null || index === undefined) return undefined;
+      const elements: number[] = [];
+      let i = pastBlanks(bytes, at + 1, end);
+      // A non-negative index stops at its element; a negative one needs the array's size.
+      while (bytes[i] !== CLOSE_ARRAY && i < end && (index < 0 || elements.length <= index)) {
+        elements.push(i);
+        i = nextMember(bytes, valueEnd(bytes, i, end), end);
+      }
+      const chosen = index < 0 ? elements.length + index : index;
+      if (chosen < 0 || chosen >= elements.length) return undefined;
+      at = elements[chosen]!;
+    } else return undefined;
+  }
+  return { at, to: valueEnd(bytes, at, end) };
+}
+
+/**
+ * `raw #>> path` of the line at bytes[start, end) (jsonb's text), cut to `chars` code points as
+ * left() cuts: a string's text, a number's as numeric prints it (the line's own), an object or an
+ * array as jsonb prints it (the line's own too), true or false; null for JSON null and for what
+ * `#>` gives NULL. `number`: whether the value is a JSON number (jsonb_typeof 'number').
+ */
+export function jsonbTextAt(bytes: Buffer, start: number, end: number, path: JsonbPath, chars: number): { text: string | null; number: boolean } {
+  const found = jsonbValueAt(bytes, start, end, path);
+  if (found === undefined) return { text: null, number: false };
+  const first = bytes[found.at]!;
+  let text: string;
+  if (first === QUOTE) {
+    const slash = bytes.indexOf(BACKSLASH, found.at);
+    text =
+      slash >= 0 && slash < found.to ? (JSON.parse(bytes.toString("utf8", found.at, found.to)) as string) : bytes.toString("utf8", found.at + 1, found.to - 1);
+  } else if (first === 0x6e) return { text: null, number: false };
+  else text = bytes.toString("utf8", found.at, found.to);
+  return {
+    text: text.length > chars ? text.slice(0, codePointsEnd(text, chars)) : text,
+    number: first === MINUS || (first >= DIGIT_ZERO && first <= DIGIT_NINE),
+  };
+}
+
+function pastBlanks(bytes: Buffer, at: number, end: number): number {
+  while (at < end && isBlank(bytes[at]!)) at++;
+  return at;
+}
+
+/** Past the comma after a member or an element, or at the bracket that closes its container. */
+function nextMember(bytes: Buffer, at: number, end: number): number {
+  const i = pastBlanks(bytes, at, end);
+  return bytes[i] === COMMA ? pastBlanks(bytes, i + 1, end) : i;
+}
+
+/** Where the value at `at` ends: past its string's quote, its container's bracket, or its scalar's last character. */
+function valueEnd(bytes: Buffer, at: number, end: number): number {
+  const first = bytes[at];
+  if (first === QUOTE) return stringEnd(bytes, at) + 1;
+  if (first === OPEN_OBJECT || first === OPEN_ARRAY) {
+    let depth = 0;
+    for (let i = at; i < end; i++) {
+      const c = bytes[i]!;
+      if (c === QUOTE) i = stringEnd(bytes, i);
+      else if (c === OPEN_OBJECT || c === OPEN_ARRAY) depth++;
+      else if ((c === CLOSE_OBJECT || c === CLOSE_ARRAY) && --depth === 0) return i + 1;
+    }
+    return end;
+  }
+  let i = at;
+  while (i < end && !isBlank(bytes[i]!) && bytes[i] !== COMMA && bytes[i] !== CLOSE_OBJECT && bytes[i] !== CLOSE_ARRAY) i++;
+  return i;
+}

@@ -3,12 +3,13 @@
 // with random blanks, escapes of every kind, number spellings with exponents and long digit
 // strings, non-ASCII and astral characters, duplicate keys and nesting. Each must give exactly
 // what the sealer reads in SQL (store/sealer.ts): raw::text, the top-level keys, and
-// nullif(lower(left(raw->>'level', 40)), '').
+// nullif(lower(left(raw->>'level', 40)), ''). And a field's value as the query API counts it:
+// left(raw #>> path, n) and whether it is a number, read from raw::text (jsonbTextAt).
 import { afterAll, expect, test } from "bun:test";
 import fc from "fast-check";
 import postgres from "postgres";
 import { realisticBatch } from "../../bench/corpus";
-import { jsonbText, type JsonbText, levelOfJson } from "../../src/codec/jsonb-text";
+import { jsonbPath, jsonbText, type JsonbText, jsonbTextAt, levelOfJson } from "../../src/codec/jsonb-text";
 import { JSONB_CASES } from "../fixtures/jsonb-text-cases";
 
 const RUNS = Number(process.env.JSONB_RUNS ?? (process.env.RELIABILITY === "full" ? 3000 : 200));
@@ -205,3 +206,84 @@ test(`random JSON texts give what PostgreSQL gives (seed ${SEED}, ${RUNS} runs o
     { seed: SEED, numRuns: RUNS },
   );
 }, 300_000);
+
+/** Field paths: keys the random texts use (and some they do not), array indexes as strtoint reads them, up to three deep. */
+const pathText = fc
+  .array(
+    fc.constantFrom(
+      "a",
+      "b",
+      "A",
+      "aa",
+      "level",
+      "Level",
+      "msg",
+      "zz",
+      "x",
+      "0",
+      "1",
+      "2",
+      "-1",
+      "-2",
+      "007",
+      "-0",
+      "2147483647",
+      "2147483648",
+      "-2147483648",
+      "1-",
+    ),
+    {
+      minLength: 1,
+      maxLength: 3,
+    },
+  )
+  .map((segments) => segments.join("."));
+
+test(`a field's value at a path is PostgreSQL's raw #>> path, cut as left() cuts (seed ${SEED}, ${RUNS} runs)`, async () => {
+  await fc.assert(
+    fc.asyncProperty(fc.array(fc.tuple(topText, pathText, fc.constantFrom(3, 40, 200)), { minLength: 1, maxLength: 20 }), async (cases) => {
+      const rows = await sql<{ line: string; value: string | null; number: boolean }[]>`
+        select raw::text as line, left(raw #>> string_to_array(p, '.'), c) as value, coalesce(jsonb_typeof(raw #> string_to_array(p, '.')) = 'number', false) as number
+        from (select (x->>0)::jsonb as raw, x->>1 as p, (x->>2)::int as c, n from jsonb_array_elements(${JSON.stringify(cases)}::text::jsonb) with ordinality as u(x, n)) s
+        order by n`;
+      cases.forEach(([json, path, chars], i) => {
+        const { line, value, number } = rows[i]!;
+        // The line among others, as a block's text holds it.
+        const bytes = Buffer.from(`{"before": 1}\n${line}\n[2]`);
+        const start = Buffer.byteLength('{"before": 1}\n');
+        const found = jsonbTextAt(bytes, start, start + Buffer.byteLength(line), jsonbPath(path), chars);
+        expect({ json, path, chars, ...found }).toEqual({ json, path, chars, text: value, number });
+      });
+    }),
+    { seed: SEED, numRuns: RUNS },
+  );
+}, 300_000);
+
+test("hand-picked values at paths: nested, indexed from either end, escaped, numbers as written, cut past astral characters", async () => {
+  const cases: [string, string, number][] = [
+    ['{"a": {"b": [1, {"c": "x"}]}}', "a.b.1.c", 200],
+    ['{"a": {"b": [1, {"c": "x"}]}}', "a.b.-1.c", 200],
+    ['{"a": {"b": [1, {"c": "x"}]}}', "a.b.-3", 200],
+    ['{"a": {"b": [1, {"c": "x"}]}}', "a.b.001.c", 200],
+    ['{"a": {"b": [1, {"c": "x"}]}}', "a", 200],
+    ['{"a": {"b": [1, {"c": "x"}]}}', "a.b", 5],
+    ['{"n": 1.50e3, "m": -0.0, "s": "q\\"uo\\u00e9te\\n"}', "n", 200],
+    ['{"n": 1.50e3, "m": -0.0, "s": "q\\"uo\\u00e9te\\n"}', "m", 200],
+    ['{"n": 1.50e3, "m": -0.0, "s": "q\\"uo\\u00e9te\\n"}', "s", 200],
+    ['{"level": "😀😀😀x", "t": true, "z": null}', "level", 2],
+    ['{"level": "😀😀😀x", "t": true, "z": null}', "t", 200],
+    ['{"level": "😀😀😀x", "t": true, "z": null}', "z", 200],
+    ['[{"a": 1}, 2]', "0.a", 200],
+    ['"scalar"', "a", 200],
+  ];
+  const rows = await sql<{ line: string; value: string | null; number: boolean }[]>`
+    select raw::text as line, left(raw #>> string_to_array(p, '.'), c) as value, coalesce(jsonb_typeof(raw #> string_to_array(p, '.')) = 'number', false) as number
+    from (select (x->>0)::jsonb as raw, x->>1 as p, (x->>2)::int as c, n from jsonb_array_elements(${JSON.stringify(cases)}::text::jsonb) with ordinality as u(x, n)) s
+    order by n`;
+  expect(rows.filter((row) => row.value !== null).length).toBe(11);
+  cases.forEach(([json, path, chars], i) => {
+    const { line, value, number } = rows[i]!;
+    const bytes = Buffer.from(line);
+    expect({ json, path, ...jsonbTextAt(bytes, 0, bytes.length, jsonbPath(path), chars) }).toEqual({ json, path, text: value, number });
+  });
+});
