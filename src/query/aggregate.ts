@@ -6,21 +6,22 @@
 // `by`, the count and the statistics optionally per histogram bucket. One statement: the window's
 // events are read once. `level` is counted by severity through the one table of level names, as
 // search and the histogram do.
+import { unixMicros } from "../codec/time";
 import { AppError } from "../errors";
 import { LEVEL_MAX_CHARS } from "../store/blocks";
 import type { Sql } from "../store/db";
 import { BUCKETS_MAX, bucketSeconds } from "./histogram";
 import { aliasObject } from "./levels";
 import type { Node } from "./parse";
-import { tiers, timed } from "./read";
+import { besideScans, scanThenRest, tiers, timed } from "./read";
 import { FIELD_PATH, FIELD_PATH_MAX_CHARS, listParam, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
+import { TallyTotals, VALUE_MAX_CHARS } from "./scan";
+import type { ScanPool } from "./scan-pool";
 import { compileQuery } from "./sql";
 
 export const TOP_DEFAULT = 10;
 export const TOP_MAX = 100;
 export const FACETS_MAX = 10;
-/** A value longer than this is cut before counting, so one odd event cannot make a huge key. */
-export const VALUE_MAX_CHARS = 200;
 /** The most a caller may cap the events counted at (`max_events`). */
 export const MAX_EVENTS_MAX = 100_000_000;
 export const PERCENTILES = [0.5, 0.9, 0.95, 0.99] as const;
@@ -133,9 +134,13 @@ export interface Aggregate {
 /** The statement's answer: one row of JSON texts (postgres.js would parse json; text keeps bigints exact). */
 type Row = { more: boolean; total: string; by: string | null; facets: string | null; distinct: string | null; stats: string | null; buckets: string | null };
 
-export async function readAggregate(sql: Sql, request: AggregateRequest, timeoutMs: number): Promise<Aggregate> {
+export async function readAggregate(sql: Sql, request: AggregateRequest, timeoutMs: number, scans?: ScanPool): Promise<Aggregate> {
   const paths = countedPaths(request);
   if (paths) return readCounted(sql, request, paths, timeoutMs);
+  // With a query and no cap, the v4 blocks are tallied on the scan threads (query/scan.ts
+  // tallyBlocks) and the statement reads the other tiers, the threads' tallies added as weighted
+  // rows. A cap counts the first events in storage order: one statement reads them.
+  const threads = request.query !== undefined && request.maxEvents === undefined ? scans : undefined;
   const params: unknown[] = [request.from, request.to, request.sourceIds];
   let filter = "";
   if (request.query) {
@@ -143,80 +148,150 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
     params.push(...condition.params);
     filter = ` and ${condition.text}`;
   }
-  const events = tiers(params, "$3::bigint[]", "$1::text::timestamptz", "$2::text::timestamptz", request.query);
-  const { param, value } = expressions(params);
+  const window = ["$3::bigint[]", "$1::text::timestamptz", "$2::text::timestamptz"] as const;
+  const events = threads ? besideScans(params, ...window, request.query!) : tiers(params, ...window, request.query);
+  const { param, value, threaded } = expressions(params);
   // An integer past a double's range (kept exact as numeric) is left out, as a non-number is:
   // casting it would fail the whole statement.
-  const number = (path: string) => {
-    const at = param(path.split("."), "text[]");
-    return `case when jsonb_typeof(raw #> ${at}) = 'number' then case when abs((raw #> ${at})::numeric) < 1e308 then (raw #>> ${at})::float8 end when (raw #>> ${at}) ~ '^\\s*-?[0-9]{1,30}(\\.[0-9]{1,30})?\\s*$' then (raw #>> ${at})::float8 end`;
-  };
+  const number = (text: string, isNumber: string) =>
+    `case when ${isNumber} then case when abs((${text})::numeric) < 1e308 then (${text})::float8 end when (${text}) ~ '^\\s*-?[0-9]{1,30}(\\.[0-9]{1,30})?\\s*$' then (${text})::float8 end`;
   const size = request.buckets ? bucketSeconds(request.from, request.to, request.buckets) : null;
-  const columns = [
-    "dt",
+  // Each row of `e` stands for `n` events (1 for an event read here, a tally's events for the
+  // threads'); a facet's values are each their own weighted rows (w_f<i>), the threads' apart.
+  const at = (path: string) => param(path.split("."), "text[]");
+  const rest = [
     ...request.by.map((path, i) => `${value(path)} as b${i}`),
     ...request.facets.map((path, i) => `${value(path)} as f${i}`),
     ...(request.distinct ? [`${value(request.distinct)} as d`] : []),
-    ...(request.field ? [`${number(request.field)} as x`] : []),
+    ...(request.field ? [`${number(`raw #>> ${at(request.field)}`, `jsonb_typeof(raw #> ${at(request.field)}) = 'number'`)} as x`] : []),
     ...(size ? [`floor(extract(epoch from dt) / ${size})::bigint as bucket`] : []),
+    "1::bigint as n",
   ];
-  const read = `select ${columns.join(", ")} from ${events} where dt >= $1::text::timestamptz and dt <= $2::text::timestamptz and source_id = any($3::bigint[])${filter}`;
-  // With a cap, one event more than it is read, to tell "exactly the cap" from "more than it"; the
-  // counts are of the first `maxEvents` (storage order: no sort of the whole window first).
-  const ctes =
-    request.maxEvents === undefined
-      ? [`e as materialized (${read})`]
-      : [
-          `capped as materialized (${read} limit ${param(request.maxEvents + 1, "bigint")})`,
-          `e as materialized (select * from capped limit ${param(request.maxEvents, "bigint")})`,
-        ];
-  const top = request.by.length || request.facets.length ? param(request.top, "int") : "";
-  const byCols = request.by.map((_, i) => `b${i}`);
-  const same = (a: string, b: string) => byCols.map((c) => `${a}.${c} is not distinct from ${b}.${c}`).join(" and ");
-  if (request.by.length) {
-    ctes.push(`g as (select ${byCols.join(", ")}, count(*) as n from e group by ${byCols.join(", ")})`);
-    ctes.push(
-      `t as (select ${byCols.join(", ")}, n, row_number() over (order by n desc, ${byCols.map((c) => `${c} nulls last`).join(", ")}) - 1 as rank from g order by n desc, ${byCols.map((c) => `${c} nulls last`).join(", ")} limit ${top})`,
-    );
+  const read = `select ${rest.join(", ")} from ${events} where dt >= $1::text::timestamptz and dt <= $2::text::timestamptz and source_id = any($3::bigint[])${filter}`;
+  const tallies = threads ? new TallyTotals(request.by.length, request.facets.length) : undefined;
+  /** The threads' rows, made once their tallies are in (their arrays are the statement's last parameters). */
+  const fromThreads = () => {
+    if (!tallies) return { joint: "", facets: request.facets.map(() => "") };
+    const { joint, facets } = tallies.totals;
+    const array = (values: unknown[], type: string) => param(values, `${type}[]`);
+    const columns = [
+      ...request.by.map((path, i) => `${threaded(path, `j.b${i}`)} as b${i}`),
+      ...request.facets.map((_, i) => `null::text as f${i}`),
+      ...(request.distinct ? [`${threaded(request.distinct, "j.d")} as d`] : []),
+      ...(request.field ? [`${number("j.x", "j.number::boolean")} as x`] : []),
+      ...(size ? ["j.bucket"] : []),
+      "j.n",
+    ];
+    const unnest = [
+      `${array(joint.buckets, "bigint")}`,
+      ...joint.by.map((values) => array(values, "text")),
+      array(joint.distinct, "text"),
+      array(joint.field, "text"),
+      // As text: postgres.js sends a JS array of booleans as one boolean.
+      array(
+        joint.numbers.map((yes) => (yes ? "t" : "f")),
+        "text",
+      ),
+      array(joint.counts, "bigint"),
+    ];
+    const names = ["bucket", ...request.by.map((_, i) => `b${i}`), "d", "x", "number", "n"];
+    return {
+      joint: ` union all select ${columns.join(", ")} from unnest(${unnest.join(", ")}) j(${names.join(", ")})`,
+      facets: facets.map(
+        (facet, i) =>
+          ` union all select ${threaded(request.facets[i]!, "v.value")}, v.n from unnest(${array(facet.values, "text")}, ${array(facet.counts, "bigint")}) v(value, n)`,
+      ),
+    };
+  };
+  const statement = () => {
+    const added = fromThreads();
+    // With a cap, one event more than it is read, to tell "exactly the cap" from "more than it"; the
+    // counts are of the first `maxEvents` (storage order: no sort of the whole window first).
+    const ctes =
+      request.maxEvents === undefined
+        ? [`e as materialized (${read}${added.joint})`]
+        : [
+            `capped as materialized (${read} limit ${param(request.maxEvents + 1, "bigint")})`,
+            `e as materialized (select * from capped limit ${param(request.maxEvents, "bigint")})`,
+          ];
+    request.facets.forEach((_, i) => ctes.push(`w_f${i} as (select v, n from (select f${i} as v, n from e${added.facets[i]}) w where v is not null)`));
+    // Statistics over each event's value once: a weighted row's value n times.
+    if (request.field) ctes.push(`xs as (select x${size ? ", bucket" : ""} from e cross join lateral generate_series(1, e.n) where x is not null)`);
+    const top = request.by.length || request.facets.length ? param(request.top, "int") : "";
+    const byCols = request.by.map((_, i) => `b${i}`);
+    const same = (a: string, b: string) => byCols.map((c) => `${a}.${c} is not distinct from ${b}.${c}`).join(" and ");
+    if (request.by.length) {
+      ctes.push(`g as (select ${byCols.join(", ")}, sum(n) as n from e group by ${byCols.join(", ")})`);
+      ctes.push(
+        `t as (select ${byCols.join(", ")}, n, row_number() over (order by n desc, ${byCols.map((c) => `${c} nulls last`).join(", ")}) - 1 as rank from g order by n desc, ${byCols.map((c) => `${c} nulls last`).join(", ")} limit ${top})`,
+      );
+    }
+    const total = "(select coalesce(sum(n), 0) from e)";
+    // avg in numeric: float8's avg also sums the squares, which overflow past 1e154 (a 500).
+    const stats =
+      `json_build_object('count', count(x), 'min', min(x), 'max', max(x), 'avg', avg(x::numeric)::float8, ` +
+      `'p', percentile_cont(array[${PERCENTILES.join(", ")}]::float8[]) within group (order by x))`;
+    const selects = [
+      `${request.maxEvents === undefined ? "false" : `(select count(*) from capped) > ${request.maxEvents}`} as more`,
+      `${total}::text as total`,
+      request.by.length
+        ? `(select json_build_object('top', (select coalesce(json_agg(json_build_array(json_build_array(${byCols.join(", ")}), n) order by rank), '[]') from t), ` +
+          `'total', ${total}, 'groups', (select count(*) from g))::text) as by`
+        : "null as by",
+      request.facets.length
+        ? `(select json_agg(json_build_object('i', i, 'present', present, 'distinct', distinct_n, 'top', top) order by i)::text from (${request.facets
+            .map(
+              (_, i) =>
+                `select ${i} as i, (select coalesce(sum(n), 0) from w_f${i}) as present, (select count(distinct v) from w_f${i}) as distinct_n, ` +
+                `(select coalesce(json_agg(json_build_array(v, n) order by n desc, v), '[]') from (select v, sum(n) as n from w_f${i} group by 1 order by 2 desc, 1 limit ${top}) s) as top`,
+            )
+            .join(" union all ")}) f) as facets`
+        : "null as facets",
+      request.distinct ? "(select count(distinct d) from e)::text as distinct" : "null as distinct",
+      request.field ? `(select ${stats} from xs)::text as stats` : "null as stats",
+      size
+        ? `(select json_agg(json_build_array(bc.bucket, bc.n, ${request.by.length ? "bb.ranks" : "null"}, ${request.field ? "bs.stats" : "null"}) order by bc.bucket)::text ` +
+          `from (select bucket, sum(n) as n from e group by bucket) bc` +
+          (request.by.length
+            ? ` left join (select gb.bucket, json_agg(json_build_array(coalesce(t.rank, case when ${byCols.map((c) => `gb.${c} is null`).join(" and ")} then -2 else -1 end), gb.c)) as ranks from ` +
+              `(select bucket, ${byCols.join(", ")}, sum(n) as c from e group by bucket, ${byCols.join(", ")}) gb left join t on ${same("gb", "t")} group by gb.bucket) bb using (bucket)`
+            : "") +
+          (request.field ? ` left join (select bucket, ${stats} as stats from xs group by bucket) bs using (bucket)` : "") +
+          ") as buckets"
+        : "null as buckets",
+    ];
+    return `with ${ctes.join(", ")} select ${selects.join(", ")}`;
+  };
+  if (!threads) {
+    const text = statement();
+    const [row] = await timed(sql, timeoutMs, (tx) => tx.unsafe<Row[]>(text, params as never[]));
+    return shape(request, row!, size);
   }
-  // avg in numeric: float8's avg also sums the squares, which overflow past 1e154 (a 500).
-  const statsOf = (where: string) =>
-    `(select json_build_object('count', count(x), 'min', min(x), 'max', max(x), 'avg', avg(x::numeric)::float8, ` +
-    `'p', percentile_cont(array[${PERCENTILES.join(", ")}]::float8[]) within group (order by x)) from e where x is not null${where})::text`;
-  const selects = [
-    `${request.maxEvents === undefined ? "false" : `(select count(*) from capped) > ${request.maxEvents}`} as more`,
-    "(select count(*) from e)::text as total",
-    request.by.length
-      ? `(select json_build_object('top', (select coalesce(json_agg(json_build_array(json_build_array(${byCols.join(", ")}), n) order by rank), '[]') from t), ` +
-        `'total', (select count(*) from e), 'groups', (select count(*) from g))::text) as by`
-      : "null as by",
-    request.facets.length
-      ? `(select json_agg(json_build_object('i', i, 'present', present, 'distinct', distinct_n, 'top', top) order by i)::text from (${request.facets
-          .map(
-            (_, i) =>
-              `select ${i} as i, (select count(f${i}) from e) as present, (select count(distinct f${i}) from e) as distinct_n, ` +
-              `(select coalesce(json_agg(json_build_array(v, n) order by n desc, v), '[]') from (select f${i} as v, count(*) as n from e where f${i} is not null group by 1 order by 2 desc, 1 limit ${top}) s) as top`,
-          )
-          .join(" union all ")}) f) as facets`
-      : "null as facets",
-    request.distinct ? "(select count(distinct d) from e)::text as distinct" : "null as distinct",
-    request.field ? `${statsOf("")} as stats` : "null as stats",
-    size
-      ? `(select json_agg(json_build_array(bc.bucket, bc.n, ${request.by.length ? "bb.ranks" : "null"}, ${request.field ? "bs.stats" : "null"}) order by bc.bucket)::text ` +
-        `from (select bucket, count(*) as n from e group by bucket) bc` +
-        (request.by.length
-          ? ` left join (select gb.bucket, json_agg(json_build_array(coalesce(t.rank, case when ${byCols.map((c) => `gb.${c} is null`).join(" and ")} then -2 else -1 end), gb.c)) as ranks from ` +
-            `(select bucket, ${byCols.join(", ")}, count(*) as c from e group by bucket, ${byCols.join(", ")}) gb left join t on ${same("gb", "t")} group by gb.bucket) bb using (bucket)`
-          : "") +
-        (request.field
-          ? ` left join (select bucket, json_build_object('count', count(x), 'min', min(x), 'max', max(x), 'avg', avg(x::numeric)::float8, ` +
-            `'p', percentile_cont(array[${PERCENTILES.join(", ")}]::float8[]) within group (order by x)) as stats from e where x is not null group by bucket) bs using (bucket)`
-          : "") +
-        ") as buckets"
-      : "null as buckets",
-  ];
-  const text = `with ${ctes.join(", ")} select ${selects.join(", ")}`;
-  const [row] = await timed(sql, timeoutMs, (tx) => tx.unsafe<Row[]>(text, params as never[]));
+  const fromUs = String(unixMicros(request.from));
+  const toUs = String(unixMicros(request.to));
+  const [row] = await scanThenRest(
+    sql,
+    { sourceIds: request.sourceIds, from: request.from, to: request.to, query: request.query! },
+    timeoutMs,
+    threads,
+    (batch) =>
+      threads.tally({
+        payloads: batch.map((block) => block.payload),
+        minUs: batch.map((block) => block.min_us),
+        minIds: batch.map((block) => block.min_id),
+        sources: batch.map((block) => block.source_id),
+        fromUs,
+        toUs,
+        bucketSeconds: size,
+        query: request.query!,
+        by: request.by,
+        distinct: request.distinct,
+        field: request.field,
+        facets: request.facets,
+      }),
+    (answer) => tallies!.add(answer),
+    (tx) => tx.unsafe<Row[]>(statement(), params as never[]),
+  );
   return shape(request, row!, size);
 }
 
@@ -245,7 +320,9 @@ export function expressions(params: unknown[]) {
     if (path === "dt") return `to_char(dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
     return fromText(path, path === "level" ? "raw->>'level'" : `raw #>> ${param(path.split("."), "text[]")}`);
   };
-  return { param, value, fromText };
+  /** A field's value from the scan threads' text (query/scan.ts fieldValue) in `column`: made as `value` makes PostgreSQL's. */
+  const threaded = (path: string, column: string) => (path === "source_id" || path === "id" || path === "dt" ? column : fromText(path, column));
+  return { param, value, fromText, threaded };
 }
 
 /**

@@ -3,10 +3,12 @@
 // with `buckets`: whole blocks from their field summaries, the rest read), one statement within
 // QUERY_TIMEOUT_MS, reshaped here into the histogram's answer. With one, every matching event is
 // read, so the window is counted as the level histogram counts it (query/histogram.ts histogramOf:
-// slices from the newest, what is counted in time answered, `meta.complete` false past it).
+// slices from the newest, what is counted in time answered, `meta.complete` false past it), the
+// sealed v4 blocks on the scan threads as the level histogram counts them (countScanned).
 import { expressions, readAggregate } from "./aggregate";
-import { type Counted, histogramOf, LEVELS_MAX, type HistogramRequest, type Slice } from "./histogram";
-import { tiers, timed } from "./read";
+import { type Counted, countScanned, histogramOf, LEVELS_MAX, type HistogramRequest, type Slice } from "./histogram";
+import { besideScans, tiers, timed } from "./read";
+import type { ScanPool } from "./scan-pool";
 import { compileQuery } from "./sql";
 import type { Sql } from "../store/db";
 
@@ -33,8 +35,9 @@ export async function readHistogramBy(
   sql: Sql,
   request: HistogramRequest & { by: string },
   timeoutMs: number,
+  scans?: ScanPool,
   /** What counts a slice under a query (a test's stand-in for the statement). */
-  count: (slice: Slice, timeoutMs: number) => Promise<Counted> = (slice, left) => countSlice(sql, request, slice, left),
+  count: (slice: Slice, timeoutMs: number) => Promise<Counted> = (slice, left) => countSlice(sql, request, slice, left, scans),
 ): Promise<ValueHistogram> {
   if (request.query) {
     const histogram = await histogramOf(request, timeoutMs, count);
@@ -108,17 +111,27 @@ const VALUES_PER_STATEMENT = 32;
  * countSlice counts levels: the slice's VALUES_PER_STATEMENT most frequent values named, the rest
  * as "other", an event without the field under null (in the bucket's count only).
  */
-function countSlice(sql: Sql, request: HistogramRequest & { by: string }, slice: Slice, timeoutMs: number): Promise<Counted> {
+function countSlice(sql: Sql, request: HistogramRequest & { by: string }, slice: Slice, timeoutMs: number, scans: ScanPool | undefined): Promise<Counted> {
   const params: unknown[] = [slice.from, slice.to, slice.bucketSeconds, request.sourceIds];
   const condition = compileQuery(request.query!, params.length + 1, "line");
   params.push(...condition.params);
-  const events = tiers(params, "$4::bigint[]", "$1::text::timestamptz", "$2::text::timestamptz", request.query);
-  const { value } = expressions(params);
+  const window = ["$4::bigint[]", "$1::text::timestamptz", "$2::text::timestamptz"] as const;
+  const events = scans ? besideScans(params, ...window, request.query!) : tiers(params, ...window, request.query);
+  const { value, threaded } = expressions(params);
+  const level = value(request.by);
+  const fromThreads = threaded(request.by, "u.value");
+  // The scan threads' counts (query/scan.ts countBlocks with `by`), as three arrays added last.
+  const threads = scans
+    ? `union all select u.bucket, ${fromThreads}, u.n from unnest($${params.length + 1}::bigint[], $${params.length + 2}::text[], $${params.length + 3}::bigint[]) u(bucket, value, n) `
+    : "";
   const text =
-    `with counted as (select floor(extract(epoch from dt) / $3::bigint)::bigint as bucket, ${value(request.by)} as level, count(*) as n from ${events} ` +
-    `where dt >= $1::text::timestamptz and dt ${slice.last ? "<=" : "<"} $2::text::timestamptz and source_id = any($4::bigint[]) and ${condition.text} group by 1, 2), ` +
+    `with counted as (select floor(extract(epoch from dt) / $3::bigint)::bigint as bucket, ${level} as level, count(*) as n from ${events} ` +
+    `where dt >= $1::text::timestamptz and dt ${slice.last ? "<=" : "<"} $2::text::timestamptz and source_id = any($4::bigint[]) and ${condition.text} group by 1, 2 ${threads}), ` +
     `top as (select level from counted where level is not null group by level order by sum(n) desc, level limit ${VALUES_PER_STATEMENT}) ` +
     `select bucket::text as bucket, case when counted.level is null then null when counted.level in (select level from top) then counted.level else 'other' end as level, ` +
     `sum(n)::text as n from counted group by 1, 2`;
-  return timed(sql, timeoutMs, (tx) => tx.unsafe<Counted>(text, params as never[]));
+  if (!scans) return timed(sql, timeoutMs, (tx) => tx.unsafe<Counted>(text, params as never[]));
+  return countScanned(sql, { ...slice, query: request.query!, sourceIds: request.sourceIds, by: request.by }, timeoutMs, scans, {}, (tx, counts) =>
+    tx.unsafe<Counted>(text, [...params, counts.buckets, counts.levels, counts.counts] as never[]),
+  );
 }

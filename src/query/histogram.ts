@@ -8,9 +8,8 @@ import { unixMicros } from "../codec/time";
 import { AppError } from "../errors";
 import { LEVEL_MAX_CHARS } from "../store/blocks";
 import type { Sql } from "../store/db";
-import { inSnapshot } from "../store/snapshot";
 import { blockEventsMeeting, blockInside, blockMinutesInside } from "../store/tiers";
-import { besideScans, candidateBlocks, queryTimeout, tiers, timed } from "./read";
+import { besideScans, queryTimeout, scanThenRest, tiers, timed } from "./read";
 import { FIELD_PATH, FIELD_PATH_MAX_CHARS, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
 import { aliasObject } from "./levels";
 import type { Node } from "./parse";
@@ -285,53 +284,47 @@ function countSlice(
 }
 
 /**
- * A slice counted in one snapshot (store/snapshot.ts), so that a seal or a merge between its
- * statements moves nothing out of its sight or into it twice: the v4 blocks that may hold matches
- * (logpond_blocks_matching, read by a cursor) are counted on the scan threads, a few calls per
- * thread at a time, then `rest` counts the other tiers with the threads' counts added.
+ * A slice counted in one snapshot (query/read.ts scanThenRest): the v4 blocks that may hold
+ * matches are counted on the scan threads, then `rest` counts the other tiers with the threads'
+ * counts added.
  */
-async function countScanned(
+export function countScanned(
   sql: Sql,
-  slice: Slice & { query: Node; sourceIds: number[] },
+  slice: Slice & { query: Node; sourceIds: number[]; by?: string },
   timeoutMs: number,
   scans: ScanPool,
   seams: HistogramSeams,
   rest: (tx: Sql, counts: Counts) => Promise<Counted>,
 ): Promise<Counted> {
-  const deadline = performance.now() + timeoutMs;
-  const left = () => {
-    const ms = Math.floor(deadline - performance.now());
-    if (ms < 1) throw queryTimeout(timeoutMs);
-    return String(ms);
-  };
-  try {
-    return await inSnapshot(sql, Number(left()), async (tx) => {
-      const totals = new Map<string, { bucket: string; level: string | null; n: number }>();
-      const add = (counts: Counts) => {
-        counts.buckets.forEach((bucket, i) => {
-          const level = counts.levels[i]!;
-          const key = level === null ? bucket : `${bucket} ${level}`;
-          const entry = totals.get(key);
-          if (entry) entry.n += counts.counts[i]!;
-          else totals.set(key, { bucket, level, n: counts.counts[i]! });
-        });
-      };
-      await scans.spread(
-        candidateBlocks(tx, slice.sourceIds, slice.from, slice.to, slice.query),
-        (batch) =>
-          scans.count({
-            payloads: batch.map((block) => block.payload),
-            minUs: batch.map((block) => block.min_us),
-            fromUs: String(unixMicros(slice.from)),
-            toUs: String(unixMicros(slice.to)),
-            toIncluded: slice.last,
-            bucketSeconds: slice.bucketSeconds,
-            query: slice.query,
-          }),
-        add,
-        left,
-      );
-      await tx`select set_config('statement_timeout', ${left()}, true)`;
+  const totals = new Map<string, { bucket: string; level: string | null; n: number }>();
+  return scanThenRest(
+    sql,
+    slice,
+    timeoutMs,
+    scans,
+    (batch) =>
+      scans.count({
+        payloads: batch.map((block) => block.payload),
+        minUs: batch.map((block) => block.min_us),
+        minIds: batch.map((block) => block.min_id),
+        sources: batch.map((block) => block.source_id),
+        fromUs: String(unixMicros(slice.from)),
+        toUs: String(unixMicros(slice.to)),
+        toIncluded: slice.last,
+        bucketSeconds: slice.bucketSeconds,
+        query: slice.query,
+        by: slice.by,
+      }),
+    (counts) => {
+      counts.buckets.forEach((bucket, i) => {
+        const level = counts.levels[i]!;
+        const key = level === null ? bucket : `${bucket} ${level}`;
+        const entry = totals.get(key);
+        if (entry) entry.n += counts.counts[i]!;
+        else totals.set(key, { bucket, level, n: counts.counts[i]! });
+      });
+    },
+    async (tx) => {
       const counts: Counts = { buckets: [], levels: [], counts: [] };
       for (const { bucket, level, n } of totals.values()) {
         counts.buckets.push(bucket);
@@ -340,9 +333,6 @@ async function countScanned(
       }
       await seams.beforeRest?.();
       return rest(tx, counts);
-    });
-  } catch (error) {
-    if ((error as { code?: string }).code === "57014") throw queryTimeout(timeoutMs);
-    throw error;
-  }
+    },
+  );
 }

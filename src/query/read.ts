@@ -517,7 +517,7 @@ async function scanBlocks(
  * text this thread would decode (0.6 ms of 1,000-event block, on the one thread that answers HTTP);
  * each is copied out of the socket's buffer, which a view would send whole to a scan thread.
  */
-export async function* candidateBlocks(tx: Sql, sourceIds: number[], lower: string, upper: string, query: Node) {
+export async function* candidateBlocks(tx: Sql, sourceIds: number[], lower: string, upper: string, query: Node): AsyncGenerator<Candidate[]> {
   const needs = prefilter(query);
   const cursor = tx
     .unsafe(
@@ -574,6 +574,48 @@ async function mergePage(tx: Sql, hot: { id: string; dt: string; row: string }[]
  * tiers() beside the scan threads: the same events less those of v4 blocks (the threads read
  * those): logpond_events_matching_in with `payloads` false, whatever the query's needles. Adds its parameters.
  */
+/**
+ * A read of both tiers in one snapshot (store/snapshot.ts), so that a seal or a merge between its
+ * statements moves nothing out of its sight or into it twice: the v4 blocks that may hold matches
+ * of `window.query` in [from, to] (candidateBlocks) go to the scan threads by `call`, each answer
+ * to `take`; then `rest` reads the other tiers (besideScans) in the same snapshot. QUERY_TIMEOUT_MS
+ * is checked between the batches and bounds `rest`'s statements; a timeout is a query_timeout.
+ */
+export async function scanThenRest<A, T>(
+  sql: Sql,
+  window: { sourceIds: number[]; from: string; to: string; query: Node },
+  timeoutMs: number,
+  scans: ScanPool,
+  call: (batch: Candidate[]) => Promise<A>,
+  take: (answer: A) => void,
+  rest: (tx: Sql) => Promise<T>,
+): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  const left = () => {
+    const ms = Math.floor(deadline - performance.now());
+    if (ms < 1) throw queryTimeout(timeoutMs);
+    return String(ms);
+  };
+  try {
+    return await inSnapshot(sql, Number(left()), async (tx) => {
+      await scans.spread(candidateBlocks(tx, window.sourceIds, window.from, window.to, window.query), call, take, left);
+      await tx`select set_config('statement_timeout', ${left()}, true)`;
+      return rest(tx);
+    });
+  } catch (error) {
+    if ((error as { code?: string }).code === "57014") throw queryTimeout(timeoutMs);
+    throw error;
+  }
+}
+
+/** A v4 block candidateBlocks gives: its source, first id, first event's time (µs since the Unix epoch, decimal text) and payload. */
+export interface Candidate {
+  source_id: string;
+  min_id: string;
+  min_us: string;
+  payload: Buffer;
+}
+
 export function besideScans(params: unknown[], sources: string, from: string, to: string, query: Node): string {
   const needs = prefilter(query);
   params.push(needs.grams, needs.nums, needs.ilikes, needs.likes);

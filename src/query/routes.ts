@@ -82,7 +82,9 @@ export function queryRoutes({ sql, authenticate, queryTimeoutMs, metrics: regist
         const read = readHistogramRequest(new URL(request.url));
         await checkSources(sql, read.sourceIds, read.malformed, access);
         const answer =
-          read.by === undefined ? await readHistogram(sql, read, queryTimeoutMs, scans) : await readHistogramBy(sql, { ...read, by: read.by }, queryTimeoutMs);
+          read.by === undefined
+            ? await readHistogram(sql, read, queryTimeoutMs, scans)
+            : await readHistogramBy(sql, { ...read, by: read.by }, queryTimeoutMs, scans);
         return new Response(JSON.stringify(answer), { headers: JSON_HEADERS });
       }),
     )
@@ -91,7 +93,7 @@ export function queryRoutes({ sql, authenticate, queryTimeoutMs, metrics: regist
       timed(metrics, "/api/v2/query/aggregate", async ({ request, access }) => {
         const read = readAggregateRequest(new URL(request.url));
         await checkSources(sql, read.sourceIds, read.malformed, access);
-        return new Response(JSON.stringify(await readAggregate(sql, read, queryTimeoutMs)), { headers: JSON_HEADERS });
+        return new Response(JSON.stringify(await readAggregate(sql, read, queryTimeoutMs, scans)), { headers: JSON_HEADERS });
       }),
     )
     .get(

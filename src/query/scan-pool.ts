@@ -1,13 +1,13 @@
 // The scan threads: the query API's reads with a query open and match their sealed v4 blocks here
-// (query/scan.ts: a histogram's counts, a page's events), on as many threads as the machine has
+// (query/scan.ts: a histogram's counts, a page's events, an aggregation's tallies), on as many threads as the machine has
 // cores, never on the HTTP thread. A call
 // is one batch of blocks and goes to the thread with the fewest calls waiting; a thread that fails
 // fails only its own calls, and the next call starts a new one (rpc.ts). Holds no data between calls.
 import { availableParallelism } from "node:os";
 import { ThreadClient } from "../rpc";
-import type { CountRequest, Counts, Found, MatchRequest } from "./scan";
+import type { CountRequest, Counts, Found, MatchRequest, Tallies, TallyRequest } from "./scan";
 
-export type ScanCall = { kind: "count"; request: CountRequest } | { kind: "match"; request: MatchRequest };
+export type ScanCall = { kind: "count"; request: CountRequest } | { kind: "match"; request: MatchRequest } | { kind: "tally"; request: TallyRequest };
 
 /**
  * Payload bytes the scan threads hold at most, all reads together (calls waiting and running),
@@ -33,6 +33,10 @@ export class ScanPool {
 
   match(request: MatchRequest): Promise<Found[]> {
     return this.call({ kind: "match", request }) as Promise<Found[]>;
+  }
+
+  tally(request: TallyRequest): Promise<Tallies> {
+    return this.call({ kind: "tally", request }) as Promise<Tallies>;
   }
 
   /**

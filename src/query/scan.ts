@@ -11,7 +11,11 @@
 // - The level is nullif(lower(left(raw->>'level', 40)), '') (codec/jsonb-text.ts levelOfJson); the
 //   caller folds it into its severity in SQL, as it folds PostgreSQL's own counts.
 // - The bucket is floor(extract(epoch from dt) / bucketSeconds), in exact microseconds.
-import { levelOfJson } from "../codec/jsonb-text";
+// - A field's value (an aggregation's, a histogram's by a field) is `raw #>> path` cut as left()
+//   cuts it (codec/jsonb-text.ts jsonbTextAt), or logpond's own id, source_id and dt as the rows
+//   show them; the caller applies in SQL what query/aggregate.ts `expressions` applies after (the
+//   level's fold), so the threads' values and PostgreSQL's meet in one statement.
+import { jsonbPath, jsonbTextAt, levelOfJson } from "../codec/jsonb-text";
 import { unixMicrosText } from "../codec/time";
 import { openPayloadBytes } from "../codec/pgp";
 import { arrayLine } from "../store/chunks";
@@ -20,18 +24,24 @@ import type { Node } from "./parse";
 import { prefilter } from "./prefilter";
 import { jsonEscape } from "./sql";
 import { asciiLower } from "../codec/grams";
+import { LEVEL_MAX_CHARS } from "../store/blocks";
 
 export interface CountRequest {
   /** The blocks' payloads, as logpond_blocks_matching gives them. */
   payloads: Uint8Array[];
   /** Each block's first event time, in microseconds since the epoch (decimal text). */
   minUs: string[];
+  /** Each block's first id and source (decimal text). */
+  minIds: string[];
+  sources: string[];
   /** The window in microseconds since the epoch: [fromUs, toUs], or [fromUs, toUs) when not toIncluded. */
   fromUs: string;
   toUs: string;
   toIncluded: boolean;
   bucketSeconds: number;
   query: Node;
+  /** Counted per this field's value instead of the level (query/histogram-by.ts). */
+  by?: string;
 }
 
 /** Events per (bucket, level), one entry per distinct pair. */
@@ -43,19 +53,17 @@ export interface Counts {
 
 export function countBlocks(request: CountRequest): Counts {
   const match = lineMatcher(request.query);
-  const bucketUs = BigInt(request.bucketSeconds) * 1_000_000n;
   const from = BigInt(request.fromUs);
   const to = BigInt(request.toUs) - (request.toIncluded ? 0n : 1n);
+  const value = request.by === undefined ? undefined : fieldValue(request.by);
   const totals = new Map<string, { bucket: bigint; level: string | null; n: number }>();
   for (let k = 0; k < request.payloads.length; k++) {
     const min = BigInt(request.minUs[k]!);
-    // The bucket of min + offset is base + floor((rest + offset) / size), rest in [0, size).
-    const base = floorDiv(min, bucketUs);
-    const rest = Number(min - base * bucketUs);
-    const size = Number(bucketUs);
-    eachMatch(request.payloads[k]!, match, clamp(from - min), clamp(to - min), (text, start, end, offset) => {
-      const bucket = base + BigInt(Math.floor((rest + offset) / size));
-      const level = levelOfJson(text, start, end);
+    const bucketOf = buckets(min, request.bucketSeconds)!;
+    const event = eventOf(request, k);
+    eachMatch(request.payloads[k]!, match, clamp(from - min), clamp(to - min), (text, start, end, offset, idOffset) => {
+      const bucket = bucketOf(offset);
+      const level = value ? value(event.at(text, start, end, offset, idOffset)) : levelOfJson(text, start, end);
       const key = level === null ? String(bucket) : `${bucket} ${level}`;
       const entry = totals.get(key);
       if (entry) entry.n++;
@@ -69,6 +77,194 @@ export function countBlocks(request: CountRequest): Counts {
     counts.counts.push(n);
   }
   return counts;
+}
+
+export interface TallyRequest {
+  /** The blocks' payloads, first event times (µs since the Unix epoch), first ids and sources, as logpond_blocks_matching gives them. */
+  payloads: Uint8Array[];
+  minUs: string[];
+  minIds: string[];
+  sources: string[];
+  /** The window, both ends included (µs since the Unix epoch). */
+  fromUs: string;
+  toUs: string;
+  /** Buckets of this many seconds, or none (null). */
+  bucketSeconds: number | null;
+  query: Node;
+  /** Fields counted together, per event: the `by` pair, `distinct`'s and `field`'s (query/aggregate.ts). */
+  by: string[];
+  distinct: string | undefined;
+  field: string | undefined;
+  /** Fields counted each on its own (their values that are not null). */
+  facets: string[];
+}
+
+/**
+ * query/aggregate.ts's events as weighted rows: each distinct (bucket, `by` values, `distinct`'s
+ * value, `field`'s text and whether it is a JSON number) with its events, and per facet each
+ * value with its events.
+ */
+export interface Tallies {
+  joint: {
+    buckets: (string | null)[];
+    by: (string | null)[][];
+    distinct: (string | null)[];
+    field: (string | null)[];
+    numbers: boolean[];
+    counts: number[];
+  };
+  facets: { values: string[]; counts: number[] }[];
+}
+
+/** Tallies of the events in the blocks that match the query inside the window (what `add` merges). */
+export function tallyBlocks(request: TallyRequest): Tallies {
+  const match = lineMatcher(request.query);
+  const from = BigInt(request.fromUs);
+  const to = BigInt(request.toUs);
+  const by = request.by.map(fieldValue);
+  const distinct = request.distinct === undefined ? undefined : fieldValue(request.distinct);
+  // statistics read the whole text: left() is not applied before the cast to a number.
+  const field = request.field === undefined ? undefined : jsonbPath(request.field);
+  const facets = request.facets.map(fieldValue);
+  const tallies = emptyTallies(request.by.length, request.facets.length);
+  const joint = new Map<string, number>();
+  const perFacet = facets.map(() => new Map<string, number>());
+  for (let k = 0; k < request.payloads.length; k++) {
+    const min = BigInt(request.minUs[k]!);
+    const bucketOf = buckets(min, request.bucketSeconds);
+    const event = eventOf(request, k);
+    eachMatch(request.payloads[k]!, match, clamp(from - min), clamp(to - min), (text, start, end, offset, idOffset) => {
+      const at = event.at(text, start, end, offset, idOffset);
+      const x = field ? jsonbTextAt(text, start, end, field, Number.POSITIVE_INFINITY) : { text: null, number: false };
+      const bucket = bucketOf ? String(bucketOf(offset)) : null;
+      const key = JSON.stringify([bucket, ...by.map((value) => value(at)), distinct ? distinct(at) : null, x.text, x.number]);
+      joint.set(key, (joint.get(key) ?? 0) + 1);
+      facets.forEach((value, i) => {
+        const v = value(at);
+        if (v !== null) perFacet[i]!.set(v, (perFacet[i]!.get(v) ?? 0) + 1);
+      });
+    });
+  }
+  for (const [key, n] of joint) addJoint(tallies, JSON.parse(key) as JointKey, n);
+  perFacet.forEach((values, i) => {
+    for (const [value, n] of values) addFacet(tallies, i, value, n);
+  });
+  return tallies;
+}
+
+/** A joint entry's key: bucket, the `by` values, `distinct`'s value, `field`'s text, whether a number. */
+type JointKey = [string | null, ...(string | null | boolean)[]];
+
+export function emptyTallies(by: number, facets: number): Tallies {
+  return {
+    joint: { buckets: [], by: Array.from({ length: by }, () => []), distinct: [], field: [], numbers: [], counts: [] },
+    facets: Array.from({ length: facets }, () => ({ values: [], counts: [] })),
+  };
+}
+
+function addJoint(tallies: Tallies, key: JointKey, n: number): void {
+  const { joint } = tallies;
+  const by = joint.by.length;
+  joint.buckets.push(key[0]);
+  for (let i = 0; i < by; i++) joint.by[i]!.push(key[1 + i] as string | null);
+  joint.distinct.push(key[1 + by] as string | null);
+  joint.field.push(key[2 + by] as string | null);
+  joint.numbers.push(key[3 + by] as boolean);
+  joint.counts.push(n);
+}
+
+function addFacet(tallies: Tallies, i: number, value: string, n: number): void {
+  tallies.facets[i]!.values.push(value);
+  tallies.facets[i]!.counts.push(n);
+}
+
+/** Tallies added up: the threads' answers merged on the HTTP thread, one entry per distinct key. */
+export class TallyTotals {
+  private readonly joint = new Map<string, number>();
+  private readonly facets: Map<string, number>[];
+
+  constructor(
+    private readonly by: number,
+    facets: number,
+  ) {
+    this.facets = Array.from({ length: facets }, () => new Map());
+  }
+
+  add(tallies: Tallies): void {
+    const { joint } = tallies;
+    joint.counts.forEach((n, k) => {
+      const key = JSON.stringify([joint.buckets[k]!, ...joint.by.map((values) => values[k]!), joint.distinct[k]!, joint.field[k]!, joint.numbers[k]!]);
+      this.joint.set(key, (this.joint.get(key) ?? 0) + n);
+    });
+    tallies.facets.forEach((facet, i) => {
+      const totals = this.facets[i]!;
+      facet.counts.forEach((n, k) => totals.set(facet.values[k]!, (totals.get(facet.values[k]!) ?? 0) + n));
+    });
+  }
+
+  get totals(): Tallies {
+    const tallies = emptyTallies(this.by, this.facets.length);
+    for (const [key, n] of this.joint) addJoint(tallies, JSON.parse(key) as JointKey, n);
+    this.facets.forEach((values, i) => {
+      for (const [value, n] of values) addFacet(tallies, i, value, n);
+    });
+    return tallies;
+  }
+}
+
+/** Where an event lies and whose it is: what fieldValue reads. */
+interface EventAt {
+  text: Buffer;
+  start: number;
+  end: number;
+  us: bigint;
+  id: number;
+  source: string;
+}
+
+/** A block's events as EventAt, one object reused per block. */
+function eventOf(request: { minUs: string[]; minIds: string[]; sources: string[] }, k: number) {
+  const min = BigInt(request.minUs[k]!);
+  const minId = Number(request.minIds[k]!);
+  const event: EventAt = { text: Buffer.alloc(0), start: 0, end: 0, us: 0n, id: 0, source: request.sources[k]! };
+  return {
+    at(text: Buffer, start: number, end: number, offset: number, idOffset: number): EventAt {
+      event.text = text;
+      event.start = start;
+      event.end = end;
+      event.us = min + BigInt(offset);
+      event.id = minId + idOffset;
+      return event;
+    },
+  };
+}
+
+/**
+ * A field's value as query/aggregate.ts `expressions` reads it before applying left() and the
+ * level's fold: logpond's id, source_id and dt as the rows show them, the level's text cut to
+ * LEVEL_MAX_CHARS, any other path's `raw #>> path` cut to VALUE_MAX_CHARS.
+ */
+export function fieldValue(path: string): (event: EventAt) => string | null {
+  if (path === "id") return (event) => String(event.id);
+  if (path === "source_id") return (event) => event.source;
+  if (path === "dt") return (event) => unixMicrosText(event.us);
+  const at = jsonbPath(path);
+  const chars = path === "level" ? LEVEL_MAX_CHARS : VALUE_MAX_CHARS;
+  return (event) => jsonbTextAt(event.text, event.start, event.end, at, chars).text;
+}
+
+/** A value longer than this is cut before counting, so one odd event cannot make a huge key (query/aggregate.ts cuts PostgreSQL's the same). */
+export const VALUE_MAX_CHARS = 200;
+
+/** The bucket of a block's event by its time offset (µs from min); undefined without buckets. */
+function buckets(min: bigint, bucketSeconds: number | null): ((offset: number) => bigint) | undefined {
+  if (bucketSeconds === null) return undefined;
+  const bucketUs = BigInt(bucketSeconds) * 1_000_000n;
+  // The bucket of min + offset is base + floor((rest + offset) / size), rest in [0, size).
+  const base = floorDiv(min, bucketUs);
+  const rest = Number(min - base * bucketUs);
+  const size = Number(bucketUs);
+  return (offset) => base + BigInt(Math.floor((rest + offset) / size));
 }
 
 export interface MatchRequest {

@@ -8,7 +8,7 @@ import postgres from "postgres";
 import { compileMatcher, jsonbText, parseExact } from "../../src/query/match";
 import { parseQuery, QueryError, type Node } from "../../src/query/parse";
 import { tiers } from "../../src/query/read";
-import { countBlocks, lineMatcher, lowerAscii } from "../../src/query/scan";
+import { countBlocks, lineMatcher, lowerAscii, tallyBlocks } from "../../src/query/scan";
 import { compileQuery } from "../../src/query/sql";
 import { buildBlocks, type MovedRow } from "../../src/store/blocks";
 import { writeBlocks } from "../../src/store/blocks-sql";
@@ -357,8 +357,8 @@ async function agree(events: Record<string, unknown>[], queries: string[]): Prom
       raw::text as line, '' as shape, null as level
     from query_language_events`;
   await writeBlocks(sql as never, buildBlocks(moved, 4));
-  const blocks = await sql<{ min_us: string; payload: Buffer }[]>`
-    select (extract(epoch from min_dt) * 1000000)::bigint::text as min_us, payload from log_blocks where source_id = ${BLOCK_SOURCE}`;
+  const blocks = await sql<{ min_us: string; min_id: string; source_id: string; payload: Buffer }[]>`
+    select (extract(epoch from min_dt) * 1000000)::bigint::text as min_us, min_id::text, source_id::text, payload from log_blocks where source_id = ${BLOCK_SOURCE}`;
   expect(blocks.every((block) => block.payload !== null)).toBe(true);
   for (const query of queries) {
     const node = parseQuery(query)!;
@@ -389,6 +389,8 @@ async function agree(events: Record<string, unknown>[], queries: string[]): Prom
     const counted = countBlocks({
       payloads: blocks.map((block) => block.payload),
       minUs: blocks.map((block) => block.min_us),
+      minIds: blocks.map((block) => block.min_id),
+      sources: blocks.map((block) => block.source_id),
       fromUs: "-62135596800000000",
       toUs: "253402300799999999",
       toIncluded: true,
@@ -396,6 +398,28 @@ async function agree(events: Record<string, unknown>[], queries: string[]): Prom
       query: node,
     }).counts.reduce((sum, n) => sum + n, 0);
     expect({ query, tier: "scanned blocks", counted }).toEqual({ query, tier: "scanned blocks", counted: expected.length });
+    // And an aggregation's tallies (query/aggregate.ts on the scan threads): every match once, by id.
+    const tallied = tallyBlocks({
+      payloads: blocks.map((block) => block.payload),
+      minUs: blocks.map((block) => block.min_us),
+      minIds: blocks.map((block) => block.min_id),
+      sources: blocks.map((block) => block.source_id),
+      fromUs: "-62135596800000000",
+      toUs: "253402300799999999",
+      bucketSeconds: null,
+      query: node,
+      by: ["id"],
+      distinct: undefined,
+      field: undefined,
+      facets: [],
+    }).joint;
+    const talliedIds = tallied.by[0]!.map((id) => Number(id) - ID_BASE).sort((a, b) => a - b);
+    expect({ query, tier: "tallied blocks", matched: talliedIds, counts: new Set(tallied.counts) }).toEqual({
+      query,
+      tier: "tallied blocks",
+      matched: expected,
+      counts: new Set(expected.length ? [1] : []),
+    });
   }
 }
 

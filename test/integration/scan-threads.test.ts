@@ -1,6 +1,6 @@
-// A histogram and a page with a query open their sealed v4 blocks on the scan threads
-// (query/scan.ts; query/histogram.ts countScanned, query/read.ts readScanned) and read the rest in
-// PostgreSQL: the answer is the one PostgreSQL gives alone (logpond_events_matching, query/sql.ts),
+// A histogram (by level or by a field), a page and an aggregation with a query open their sealed
+// v4 blocks on the scan threads (query/scan.ts; query/histogram.ts countScanned, query/read.ts
+// readScanned, query/aggregate.ts) and read the rest in PostgreSQL: the answer is the one PostgreSQL gives alone (logpond_events_matching, query/sql.ts),
 // for words, fields, levels, negations and their combinations, over windows and buckets whose
 // edges cut blocks, page after page both ways, with events still hot beside the sealed ones; and a
 // seal between the two reads moves nothing out of sight. A third of the blocks are made v3 blocks
@@ -8,11 +8,13 @@
 // non-ASCII capitals, escapes, the word in keys and values, numbers written several ways.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import postgres from "postgres";
+import { readAggregate, readAggregateRequest } from "../../src/query/aggregate";
 import { readHistogram, readHistogramRequest } from "../../src/query/histogram";
+import { readHistogramBy } from "../../src/query/histogram-by";
 import { readEvents } from "../../src/query/read";
 import { readRequest } from "../../src/query/request";
 import { ScanPool } from "../../src/query/scan-pool";
-import type { CountRequest, MatchRequest } from "../../src/query/scan";
+import type { CountRequest, MatchRequest, TallyRequest } from "../../src/query/scan";
 import type { Sql } from "../../src/store/db";
 import { sealAll } from "../../src/store/sealer";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
@@ -40,6 +42,23 @@ const LEVELS: unknown[] = [
   'we"ird',
   undefined,
 ];
+/** Values of a numeric field: fractions, a negative zero, past a double's digits and range, numbers in strings, a long text. */
+const LATS: unknown[] = [
+  1.5,
+  12,
+  -0.0,
+  12345678901234567890,
+  1e300,
+  1.7976931348623157e308,
+  " 12.5 ",
+  "1e5",
+  "7",
+  true,
+  { ms: 3 },
+  null,
+  "x".repeat(250),
+  -3.25,
+];
 const WORDS = ["timeout", "TimeOut", "time-out", "retry", "user", "日本語 timeout", 'a "quoted" timeout', "back\\slash", "line\nbreak", "ünïcode"];
 
 let lp: TestLogpond;
@@ -57,6 +76,10 @@ const counting = {
   match(request: MatchRequest) {
     calls += request.payloads.length;
     return pool.match(request);
+  },
+  tally(request: TallyRequest) {
+    calls += request.payloads.length;
+    return pool.tally(request);
   },
   spread: pool.spread.bind(pool),
 } as unknown as ScanPool;
@@ -80,6 +103,8 @@ function eventsOf(count: number, seed: number, from: number, span: number): Reco
     if (next() < 0.5) event.status = pick([200, 404, 500, 500.5, "500", 1e21]);
     if (next() < 0.3) event.user = { plan: pick(["pro", "free", "Pro"]), timeout_ms: Math.floor(next() * 100) };
     if (next() < 0.1) event.tags = ["a", pick(["b", "timeout"])];
+    // Numbers as statistics meet them (not drawn: the other fields keep their draws).
+    if (i % 7 === 0) event.lat = LATS[(i / 7) % LATS.length];
     events.push(event);
   }
   return events;
@@ -298,3 +323,83 @@ test("a seal between the threads' count and PostgreSQL's moves nothing out of si
     await own.end();
   }
 }, 120_000);
+
+const BY_FIELDS = ["status", "user.plan", "tags", "tags.1", "lat", "source_id", "message"];
+
+test.each(["timeout", "status>=400", "-level:info -retry", "user.plan:pro"])(
+  "%s: a histogram by a field counted with the scan threads is PostgreSQL's, over every window",
+  async (query) => {
+    for (const by of BY_FIELDS) {
+      for (const [name, from, to, buckets] of WINDOWS) {
+        const url = new URL(`http://x/?source_ids=${web.id},${jobs.id}&query=${encodeURIComponent(query)}&from=${from}&to=${to}&buckets=${buckets}&by=${by}`);
+        const request = { ...readHistogramRequest(url), by };
+        const before = calls;
+        const scanned = await readHistogramBy(lp.sql as unknown as Sql, request, 120_000, counting);
+        const alone = await readHistogramBy(lp.sql as unknown as Sql, request, 120_000);
+        expect({ by, name, complete: scanned.meta.complete }).toEqual({ by, name, complete: true });
+        expect({ by, name, scanned }).toEqual({ by, name, scanned: alone });
+        expect({ by, name, opened: calls > before }).toEqual({ by, name, opened: true });
+      }
+    }
+  },
+  120_000,
+);
+
+/** Aggregations as the page and the API ask for them, each with and without buckets. */
+const AGGREGATIONS = [
+  "by=status",
+  "by=user.plan,level&top=3",
+  "by=tags,tags.0&top=100",
+  "facets=status,level,user.plan,tags,message,lat&top=5",
+  "distinct=user.timeout_ms",
+  "distinct=message",
+  "field=lat",
+  "field=status",
+  "by=level&field=user.timeout_ms",
+  "by=source_id",
+  "by=dt&top=5",
+  "by=id&top=7",
+];
+
+test.each(["timeout", "status>=400", "-level:info -retry", "user.plan:pro", "lat>=1"])(
+  "%s: aggregations tallied on the scan threads are PostgreSQL's, over every window",
+  async (query) => {
+    for (const asked of AGGREGATIONS) {
+      for (const [name, from, to, buckets] of WINDOWS) {
+        for (const bucketed of [false, true]) {
+          const url = new URL(
+            `http://x/?source_ids=${web.id},${jobs.id}&query=${encodeURIComponent(query)}&from=${from}&to=${to}&${asked}${bucketed ? `&buckets=${buckets}` : ""}`,
+          );
+          const request = readAggregateRequest(url);
+          const before = calls;
+          const scanned = await readAggregate(lp.sql as unknown as Sql, request, 120_000, counting);
+          const alone = await readAggregate(lp.sql as unknown as Sql, request, 120_000);
+          expect({ asked, name, bucketed, scanned }).toEqual({ asked, name, bucketed, scanned: alone });
+          expect({ asked, name, opened: calls > before }).toEqual({ asked, name, opened: true });
+        }
+      }
+    }
+  },
+  120_000,
+);
+
+test("an aggregation with a cap reads its first events in PostgreSQL, as before: the threads open nothing", async () => {
+  const [, from, to] = WINDOWS[0]!;
+  const url = new URL(`http://x/?source_ids=${web.id},${jobs.id}&query=timeout&from=${from}&to=${to}&facets=status,level&max_events=50`);
+  const before = calls;
+  const answer = await readAggregate(lp.sql as unknown as Sql, readAggregateRequest(url), 120_000, counting);
+  expect(calls).toBe(before);
+  expect(answer.meta).toMatchObject({ complete: false, partial: { reason: "max_events", max_events: 50 } });
+  expect(answer.data.count).toBe(50);
+});
+
+test("the statistics the threads tally see every kind of value as PostgreSQL does: some numbers, the rest left out", async () => {
+  const [, from, to] = WINDOWS[0]!;
+  const url = new URL(`http://x/?source_ids=${web.id},${jobs.id}&query=${encodeURIComponent("lat>=-1000 OR lat:*")}&from=${from}&to=${to}&field=lat`);
+  const answer = await readAggregate(lp.sql as unknown as Sql, readAggregateRequest(url), 120_000, counting);
+  const stats = answer.data.stats!;
+  // 1.5, 12, -0, 1.2e19, 1e300, " 12.5 ", "7", -3.25 count; 1.79e308 (past 1e308), "1e5", true, an object, null, a long text do not.
+  expect(stats.max).toBe(1e300);
+  expect(stats.min).toBe(-3.25);
+  expect(stats.count).toBeGreaterThan(0);
+});

@@ -146,7 +146,7 @@ describe("slices", () => {
     const cut = ms(req.from) + 10 * 3_600_000;
     const levelsCounter = counter((slice) => ms(slice.from) < cut);
     // The same counter's rows, each bucket's event a service named after its bucket's parity.
-    const answer = await readHistogramBy(undefined as never, req, 5000, async (slice) =>
+    const answer = await readHistogramBy(undefined as never, req, 5000, undefined, async (slice) =>
       (await levelsCounter(slice)).map((row) => ({ ...row, level: Number(row.bucket) % 2 ? "odd" : "even" })),
     );
     expect(answer.meta).toMatchObject({ by: "service", complete: false, bucket_seconds: 3600 });
