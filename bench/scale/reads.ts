@@ -72,6 +72,8 @@ export interface ReadSpec {
   runs: number;
   /** GET /api/v2/query/histogram with this many buckets instead of a page (rows: buckets counted). */
   buckets?: number;
+  /** The histogram's buckets split by this field's values instead of the level (`by`). */
+  histogramBy?: string;
 }
 
 export interface ReadResult {
@@ -111,6 +113,7 @@ export async function measureRead(apiUrl: string, spec: ReadSpec): Promise<ReadR
   if (spec.buckets) params.set("buckets", String(spec.buckets));
   else if (spec.aggregateBy) params.set("by", spec.aggregateBy);
   else params.set("batch", "100");
+  if (spec.histogramBy) params.set("by", spec.histogramBy);
   if (spec.aggregateBy) params.set("top", "10");
   if (spec.query) params.set("query", spec.query);
   if (spec.from) params.set("from", spec.from);
@@ -160,6 +163,16 @@ export function readSpecs(sources: Source[], split: number[], p: Plan): ReadSpec
       runs: search,
     },
     { name: "top-10 count by a field (http.status)", sources, from, aggregateBy: "http.status", runs: search },
+    { name: "top-10 count by a field under a frequent word (service, timeout)", sources, from, query: "timeout", aggregateBy: "service", runs: search },
+    {
+      name: "histogram of 24 h by a field under a query (http.status, http.method:POST)",
+      sources,
+      from,
+      query: "http.method:POST",
+      buckets: 96,
+      histogramBy: "http.status",
+      runs: search,
+    },
   ];
 }
 
