@@ -13,9 +13,9 @@ import type { Sql } from "../store/db";
 import { BUCKETS_MAX, bucketSeconds } from "./histogram";
 import { aliasObject } from "./levels";
 import type { Node } from "./parse";
-import { besideScans, scanThenRest, tiers, timed } from "./read";
+import { besideScans, leftOf, queryTimeout, scanThenRest, tiers, timed } from "./read";
 import { FIELD_PATH, FIELD_PATH_MAX_CHARS, listParam, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
-import { TallyTotals, VALUE_MAX_CHARS } from "./scan";
+import { TallyTotals, TooManyTallies, VALUE_MAX_CHARS } from "./scan";
 import type { ScanPool } from "./scan-pool";
 import { compileQuery } from "./sql";
 
@@ -168,7 +168,7 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
     "1::bigint as n",
   ];
   const read = `select ${rest.join(", ")} from ${events} where dt >= $1::text::timestamptz and dt <= $2::text::timestamptz and source_id = any($3::bigint[])${filter}`;
-  const tallies = threads ? new TallyTotals(request.by.length, request.facets.length) : undefined;
+  const tallies = threads ? new TallyTotals(request.by.length, request.facets.length, threads.maxTallies) : undefined;
   /** The threads' rows, made once their tallies are in (their arrays are the statement's last parameters). */
   const fromThreads = () => {
     if (!tallies) return { joint: "", facets: request.facets.map(() => "") };
@@ -269,7 +269,8 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
   }
   const fromUs = String(unixMicros(request.from));
   const toUs = String(unixMicros(request.to));
-  const [row] = await scanThenRest(
+  const started = performance.now();
+  const rows = await scanThenRest(
     sql,
     { sourceIds: request.sourceIds, from: request.from, to: request.to, query: request.query! },
     timeoutMs,
@@ -291,8 +292,19 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
       }),
     (answer) => tallies!.add(answer),
     (tx) => tx.unsafe<Row[]>(statement(), params as never[]),
-  );
-  return shape(request, row!, size);
+  ).catch((error: unknown) => {
+    if (!(error instanceof TooManyTallies)) throw error;
+    return undefined;
+  });
+  if (rows === undefined) {
+    // Too many values to add up here: PostgreSQL reads every match, in what is left of the time.
+    try {
+      return await readAggregate(sql, request, leftOf(timeoutMs, started));
+    } catch (error) {
+      throw error instanceof AppError && error.reason === "query_timeout" ? queryTimeout(timeoutMs) : error;
+    }
+  }
+  return shape(request, rows[0]!, size);
 }
 
 /** Parameters added as a part uses them (PostgreSQL refuses one it cannot type), and a field's value as text (also query/histogram-by.ts). */

@@ -7,7 +7,8 @@
 // sealed v4 blocks on the scan threads as the level histogram counts them (countScanned).
 import { expressions, readAggregate } from "./aggregate";
 import { type Counted, countScanned, histogramOf, LEVELS_MAX, type HistogramRequest, type Slice } from "./histogram";
-import { besideScans, tiers, timed } from "./read";
+import { besideScans, leftOf, tiers, timed } from "./read";
+import { TooManyTallies } from "./scan";
 import type { ScanPool } from "./scan-pool";
 import { compileQuery } from "./sql";
 import type { Sql } from "../store/db";
@@ -131,7 +132,12 @@ function countSlice(sql: Sql, request: HistogramRequest & { by: string }, slice:
     `select bucket::text as bucket, case when counted.level is null then null when counted.level in (select level from top) then counted.level else 'other' end as level, ` +
     `sum(n)::text as n from counted group by 1, 2`;
   if (!scans) return timed(sql, timeoutMs, (tx) => tx.unsafe<Counted>(text, params as never[]));
+  const started = performance.now();
   return countScanned(sql, { ...slice, query: request.query!, sourceIds: request.sourceIds, by: request.by }, timeoutMs, scans, {}, (tx, counts) =>
     tx.unsafe<Counted>(text, [...params, counts.buckets, counts.levels, counts.counts] as never[]),
-  );
+  ).catch((error: unknown) => {
+    // Too many values to add up here (ids, messages): PostgreSQL counts the slice alone, in what is left of the time.
+    if (!(error instanceof TooManyTallies)) throw error;
+    return countSlice(sql, request, slice, leftOf(timeoutMs, started), undefined);
+  });
 }

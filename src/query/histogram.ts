@@ -9,11 +9,11 @@ import { AppError } from "../errors";
 import { LEVEL_MAX_CHARS } from "../store/blocks";
 import type { Sql } from "../store/db";
 import { blockEventsMeeting, blockInside, blockMinutesInside } from "../store/tiers";
-import { besideScans, queryTimeout, scanThenRest, tiers, timed } from "./read";
+import { besideScans, leftOf, queryTimeout, scanThenRest, tiers, timed } from "./read";
 import { FIELD_PATH, FIELD_PATH_MAX_CHARS, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
 import { aliasObject } from "./levels";
 import type { Node } from "./parse";
-import type { Counts } from "./scan";
+import { type Counts, TooManyTallies } from "./scan";
 import type { ScanPool } from "./scan-pool";
 import { compileQuery } from "./sql";
 
@@ -277,16 +277,21 @@ function countSlice(
     `select bucket::text as bucket, case when counted.level is null then null when counted.level in (select level from top) then counted.level else 'other' end as level, ` +
     `sum(n)::text as n from counted group by 1, 2`;
   if (!scanned) return timed(sql, timeoutMs, (tx) => tx.unsafe<Counted>(text, params as never[]));
+  const started = performance.now();
   return countScanned(sql, { ...slice, query: request.query!, sourceIds: request.sourceIds }, timeoutMs, scans!, seams, async (tx, counts) => {
     params.push(counts.buckets, counts.levels, counts.counts);
     return tx.unsafe<Counted>(text, params as never[]);
+  }).catch((error: unknown) => {
+    // Too many levels to add up here: PostgreSQL counts the slice alone, in what is left of the time.
+    if (!(error instanceof TooManyTallies)) throw error;
+    return countSlice(sql, request, slice, leftOf(timeoutMs, started), undefined, seams);
   });
 }
 
 /**
  * A slice counted in one snapshot (query/read.ts scanThenRest): the v4 blocks that may hold
  * matches are counted on the scan threads, then `rest` counts the other tiers with the threads'
- * counts added.
+ * counts added. Past the pool's maxTallies distinct (bucket, level) pairs, TooManyTallies.
  */
 export function countScanned(
   sql: Sql,
@@ -321,6 +326,7 @@ export function countScanned(
         const key = level === null ? bucket : `${bucket} ${level}`;
         const entry = totals.get(key);
         if (entry) entry.n += counts.counts[i]!;
+        else if (totals.size >= scans.maxTallies) throw new TooManyTallies(scans.maxTallies);
         else totals.set(key, { bucket, level, n: counts.counts[i]! });
       });
     },

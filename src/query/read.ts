@@ -650,6 +650,13 @@ export async function timed<T>(sql: Sql, timeoutMs: number, work: (tx: Sql) => P
 }
 
 /** The 503 of a read cancelled at `timeoutMs` (QUERY_TIMEOUT_MS). */
+/** What is left of `timeoutMs` since `started` (performance.now()); a query_timeout when nothing is. */
+export function leftOf(timeoutMs: number, started: number): number {
+  const left = Math.floor(timeoutMs - (performance.now() - started));
+  if (left < 1) throw queryTimeout(timeoutMs);
+  return left;
+}
+
 export function queryTimeout(timeoutMs: number): AppError {
   return new AppError(
     "query_timeout",

@@ -17,6 +17,14 @@ export type ScanCall = { kind: "count"; request: CountRequest } | { kind: "match
  */
 export const SCAN_HELD_BYTES = 32 * 1024 * 1024;
 
+/**
+ * Distinct entries (a bucket and its values) a read adds up from the threads' answers on the HTTP
+ * thread, at most: a count by a field of many values (ids, user ids, messages) over a busy window
+ * would otherwise hold one entry per event (a few hundred bytes each). Past it the read is made by
+ * PostgreSQL alone, as before the threads, within what is left of QUERY_TIMEOUT_MS.
+ */
+export const SCAN_TALLIES_MAX = 200_000;
+
 export class ScanPool {
   private readonly threads: ThreadClient<ScanCall, unknown, string>[] = [];
   /** Payload bytes of the calls made and not yet answered, every read's. */
@@ -25,6 +33,7 @@ export class ScanPool {
   constructor(
     readonly size: number = availableParallelism(),
     readonly maxHeldBytes: number = SCAN_HELD_BYTES,
+    readonly maxTallies: number = SCAN_TALLIES_MAX,
   ) {}
 
   count(request: CountRequest): Promise<Counts> {

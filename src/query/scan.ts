@@ -178,27 +178,44 @@ function addFacet(tallies: Tallies, i: number, value: string, n: number): void {
   tallies.facets[i]!.counts.push(n);
 }
 
-/** Tallies added up: the threads' answers merged on the HTTP thread, one entry per distinct key. */
+/** A read's tallies grew past query/scan-pool.ts SCAN_TALLIES_MAX entries: it is made by PostgreSQL alone. */
+export class TooManyTallies extends Error {
+  constructor(max: number) {
+    super(`more than ${max} distinct values to add up`);
+  }
+}
+
+/** Tallies added up: the threads' answers merged on the HTTP thread, one entry per distinct key, at most `max` entries in all. */
 export class TallyTotals {
   private readonly joint = new Map<string, number>();
   private readonly facets: Map<string, number>[];
+  private entries = 0;
 
   constructor(
     private readonly by: number,
     facets: number,
+    private readonly max: number,
   ) {
     this.facets = Array.from({ length: facets }, () => new Map());
   }
 
+  /** Throws TooManyTallies past `max` entries. */
   add(tallies: Tallies): void {
     const { joint } = tallies;
+    const count = (totals: Map<string, number>, key: string, n: number) => {
+      const before = totals.get(key);
+      if (before === undefined && ++this.entries > this.max) throw new TooManyTallies(this.max);
+      totals.set(key, (before ?? 0) + n);
+    };
     joint.counts.forEach((n, k) => {
-      const key = JSON.stringify([joint.buckets[k]!, ...joint.by.map((values) => values[k]!), joint.distinct[k]!, joint.field[k]!, joint.numbers[k]!]);
-      this.joint.set(key, (this.joint.get(key) ?? 0) + n);
+      count(
+        this.joint,
+        JSON.stringify([joint.buckets[k]!, ...joint.by.map((values) => values[k]!), joint.distinct[k]!, joint.field[k]!, joint.numbers[k]!]),
+        n,
+      );
     });
     tallies.facets.forEach((facet, i) => {
-      const totals = this.facets[i]!;
-      facet.counts.forEach((n, k) => totals.set(facet.values[k]!, (totals.get(facet.values[k]!) ?? 0) + n));
+      facet.counts.forEach((n, k) => count(this.facets[i]!, facet.values[k]!, n));
     });
   }
 

@@ -13,8 +13,8 @@ import { readHistogram, readHistogramRequest } from "../../src/query/histogram";
 import { readHistogramBy } from "../../src/query/histogram-by";
 import { readEvents } from "../../src/query/read";
 import { readRequest } from "../../src/query/request";
-import { ScanPool } from "../../src/query/scan-pool";
-import type { CountRequest, MatchRequest, TallyRequest } from "../../src/query/scan";
+import { SCAN_HELD_BYTES, ScanPool } from "../../src/query/scan-pool";
+import { type CountRequest, type MatchRequest, TallyTotals, type TallyRequest, TooManyTallies } from "../../src/query/scan";
 import type { Sql } from "../../src/store/db";
 import { sealAll } from "../../src/store/sealer";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
@@ -82,6 +82,7 @@ const counting = {
     return pool.tally(request);
   },
   spread: pool.spread.bind(pool),
+  maxTallies: pool.maxTallies,
 } as unknown as ScanPool;
 
 function random(seed: number): () => number {
@@ -402,4 +403,49 @@ test("the statistics the threads tally see every kind of value as PostgreSQL doe
   expect(stats.max).toBe(1e300);
   expect(stats.min).toBe(-3.25);
   expect(stats.count).toBeGreaterThan(0);
+});
+
+test("past the pool's bound on values to add up, aggregations and histograms are PostgreSQL's alone: the same answers", async () => {
+  const small = new ScanPool(2, SCAN_HELD_BYTES, 20);
+  try {
+    const [, from, to, buckets] = WINDOWS[1]!;
+    const base = `http://x/?source_ids=${web.id},${jobs.id}&query=timeout&from=${from}&to=${to}`;
+    for (const asked of ["by=id&top=7", "distinct=message", "facets=message,status&top=3", "by=status"]) {
+      const request = readAggregateRequest(new URL(`${base}&${asked}&buckets=${buckets}`));
+      expect({ asked, answer: await readAggregate(lp.sql as unknown as Sql, request, 120_000, small) }).toEqual({
+        asked,
+        answer: await readAggregate(lp.sql as unknown as Sql, request, 120_000),
+      });
+    }
+    for (const by of ["id", "message", "status"]) {
+      const request = { ...readHistogramRequest(new URL(`${base}&buckets=${buckets}&by=${by}`)), by };
+      expect({ by, answer: await readHistogramBy(lp.sql as unknown as Sql, request, 120_000, small) }).toEqual({
+        by,
+        answer: await readHistogramBy(lp.sql as unknown as Sql, request, 120_000),
+      });
+    }
+    const levels = readHistogramRequest(new URL(`${base}&buckets=500`));
+    expect(await readHistogram(lp.sql as unknown as Sql, levels, 120_000, small)).toEqual(await readHistogram(lp.sql as unknown as Sql, levels, 120_000));
+  } finally {
+    small.close();
+  }
+});
+
+test("the bound is what makes the difference: past it an aggregation's tallies are refused", () => {
+  const totals = new TallyTotals(1, 0, 2);
+  const tallies = (values: string[]) => ({
+    joint: {
+      buckets: values.map(() => null),
+      by: [values],
+      distinct: values.map(() => null),
+      field: values.map(() => null),
+      numbers: values.map(() => false),
+      counts: values.map(() => 1),
+    },
+    facets: [],
+  });
+  totals.add(tallies(["a", "b"]));
+  totals.add(tallies(["a", "b"]));
+  expect(totals.totals.joint.counts).toEqual([2, 2]);
+  expect(() => totals.add(tallies(["c"]))).toThrow(TooManyTallies);
 });
