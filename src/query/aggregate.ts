@@ -137,10 +137,11 @@ type Row = { more: boolean; total: string; by: string | null; facets: string | n
 export async function readAggregate(sql: Sql, request: AggregateRequest, timeoutMs: number, scans?: ScanPool): Promise<Aggregate> {
   const paths = countedPaths(request);
   if (paths) return readCounted(sql, request, paths, timeoutMs);
-  // With a query and no cap, the v4 blocks are tallied on the scan threads (query/scan.ts
-  // tallyBlocks) and the statement reads the other tiers, the threads' tallies added as weighted
-  // rows. A cap counts the first events in storage order: one statement reads them.
-  const threads = request.query !== undefined && request.maxEvents === undefined ? scans : undefined;
+  // Without a cap, the v4 blocks (those the query's filters let through) are tallied on the scan
+  // threads (query/scan.ts tallyBlocks) and the statement reads the other tiers, the threads'
+  // tallies added as weighted rows. A cap counts the first events in storage order: one statement
+  // reads them.
+  const threads = request.maxEvents === undefined ? scans : undefined;
   const params: unknown[] = [request.from, request.to, request.sourceIds];
   let filter = "";
   if (request.query) {
@@ -149,7 +150,7 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
     filter = ` and ${condition.text}`;
   }
   const window = ["$3::bigint[]", "$1::text::timestamptz", "$2::text::timestamptz"] as const;
-  const events = threads ? besideScans(params, ...window, request.query!) : tiers(params, ...window, request.query);
+  const events = threads ? besideScans(params, ...window, request.query) : tiers(params, ...window, request.query);
   const { param, value, threaded } = expressions(params);
   // An integer past a double's range (kept exact as numeric) is left out, as a non-number is:
   // casting it would fail the whole statement.
@@ -272,7 +273,7 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
   const started = performance.now();
   const rows = await scanThenRest(
     sql,
-    { sourceIds: request.sourceIds, from: request.from, to: request.to, query: request.query! },
+    { sourceIds: request.sourceIds, from: request.from, to: request.to, query: request.query },
     timeoutMs,
     threads,
     (batch) =>
@@ -284,7 +285,7 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
         fromUs,
         toUs,
         bucketSeconds: size,
-        query: request.query!,
+        query: request.query,
         by: request.by,
         distinct: request.distinct,
         field: request.field,

@@ -517,7 +517,7 @@ async function scanBlocks(
  * text this thread would decode (0.6 ms of 1,000-event block, on the one thread that answers HTTP);
  * each is copied out of the socket's buffer, which a view would send whole to a scan thread.
  */
-export async function* candidateBlocks(tx: Sql, sourceIds: number[], lower: string, upper: string, query: Node): AsyncGenerator<Candidate[]> {
+export async function* candidateBlocks(tx: Sql, sourceIds: number[], lower: string, upper: string, query: Node | undefined): AsyncGenerator<Candidate[]> {
   const needs = prefilter(query);
   const cursor = tx
     .unsafe(
@@ -583,7 +583,7 @@ async function mergePage(tx: Sql, hot: { id: string; dt: string; row: string }[]
  */
 export async function scanThenRest<A, T>(
   sql: Sql,
-  window: { sourceIds: number[]; from: string; to: string; query: Node },
+  window: { sourceIds: number[]; from: string; to: string; query: Node | undefined },
   timeoutMs: number,
   scans: ScanPool,
   call: (batch: Candidate[]) => Promise<A>,
@@ -616,7 +616,7 @@ export interface Candidate {
   payload: Buffer;
 }
 
-export function besideScans(params: unknown[], sources: string, from: string, to: string, query: Node): string {
+export function besideScans(params: unknown[], sources: string, from: string, to: string, query: Node | undefined): string {
   const needs = prefilter(query);
   params.push(needs.grams, needs.nums, needs.ilikes, needs.likes);
   const n = params.length;

@@ -90,7 +90,8 @@ export interface TallyRequest {
   toUs: string;
   /** Buckets of this many seconds, or none (null). */
   bucketSeconds: number | null;
-  query: Node;
+  /** undefined: every event of the window. */
+  query: Node | undefined;
   /** Fields counted together, per event: the `by` pair, `distinct`'s and `field`'s (query/aggregate.ts). */
   by: string[];
   distinct: string | undefined;
@@ -358,7 +359,7 @@ function eachMatch(
 ): void {
   // Offsets are below 2^51 (store/blocks.ts): numbers.
   const text = openPayloadBytes(payload);
-  const lowered = lowerAscii(text);
+  const lowered = match.lowers ? lowerAscii(text) : text;
   const ids = arrayLine(text, 0);
   const dts = arrayLine(text, ids.end + 2);
   match.reset();
@@ -407,6 +408,8 @@ export function lowerAscii(text: Buffer): Buffer {
 }
 
 interface LineMatcher {
+  /** Whether `test` reads the lowered copy of the text (else it is given the text itself). */
+  lowers: boolean;
   /** Before each block's lines. */
   reset(): void;
   /** Whether the line at [start, end) of `text` (and of its ASCII-lowered copy) matches. */
@@ -428,8 +431,10 @@ interface Line {
  * `line`, and every other term is decided by query/match.ts on the line parsed once. Each ASCII
  * word or needle is found in the lowered copy at its next place from the line on, so a block is
  * searched once per word whatever its lines hold (lines are tested in order).
+ * With no query, every line matches.
  */
-export function lineMatcher(query: Node): LineMatcher {
+export function lineMatcher(query: Node | undefined): LineMatcher {
+  if (query === undefined) return { lowers: false, reset() {}, test: () => true };
   const resets: (() => void)[] = [];
   const found = (word: string): ((line: Line) => boolean) => {
     if (/[^\x00-\x7f]/.test(word)) return (line) => asciiLower(line.text.toString("utf8", line.start, line.end)).includes(word);
@@ -473,6 +478,7 @@ export function lineMatcher(query: Node): LineMatcher {
   const matches = compile(query);
   const line: Line = { text: Buffer.alloc(0), lowered: Buffer.alloc(0), start: 0, end: 0, parsed: undefined };
   return {
+    lowers: true,
     reset() {
       for (const reset of resets) reset();
     },

@@ -384,6 +384,24 @@ test.each(["timeout", "status>=400", "-level:info -retry", "user.plan:pro", "lat
   120_000,
 );
 
+test("without a query, aggregations the block summaries cannot answer are tallied on the scan threads, as PostgreSQL counts them", async () => {
+  // A single field's top values and facets are counted from the summaries (query/aggregate.ts readCounted).
+  const counted = new Set(["by=status", "facets=status,level,user.plan,tags,message,lat&top=5"]);
+  for (const asked of AGGREGATIONS) {
+    for (const [name, from, to, buckets] of WINDOWS) {
+      for (const bucketed of [false, true]) {
+        const url = new URL(`http://x/?source_ids=${web.id},${jobs.id}&from=${from}&to=${to}&${asked}${bucketed ? `&buckets=${buckets}` : ""}`);
+        const request = readAggregateRequest(url);
+        const before = calls;
+        const scanned = await readAggregate(lp.sql as unknown as Sql, request, 120_000, counting);
+        const alone = await readAggregate(lp.sql as unknown as Sql, request, 120_000);
+        expect({ asked, name, bucketed, scanned }).toEqual({ asked, name, bucketed, scanned: alone });
+        expect({ asked, name, opened: calls > before }).toEqual({ asked, name, opened: !counted.has(asked) });
+      }
+    }
+  }
+}, 120_000);
+
 test("an aggregation with a cap reads its first events in PostgreSQL, as before: the threads open nothing", async () => {
   const [, from, to] = WINDOWS[0]!;
   const url = new URL(`http://x/?source_ids=${web.id},${jobs.id}&query=timeout&from=${from}&to=${to}&facets=status,level&max_events=50`);
