@@ -13,9 +13,9 @@ import type { Sql } from "../store/db";
 import { BUCKETS_MAX, bucketSeconds } from "./histogram";
 import { aliasObject } from "./levels";
 import type { Node } from "./parse";
-import { besideScans, leftOf, queryTimeout, scanThenRest, tiers, timed } from "./read";
+import { besideScans, type Candidate, leftOf, queryTimeout, scanThenRest, tiers, timed } from "./read";
 import { FIELD_PATH, FIELD_PATH_MAX_CHARS, listParam, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
-import { TallyTotals, TooManyTallies, VALUE_MAX_CHARS } from "./scan";
+import { type Tallies, TallyTotals, TooManyTallies, VALUE_MAX_CHARS } from "./scan";
 import type { ScanPool } from "./scan-pool";
 import { compileQuery } from "./sql";
 
@@ -137,11 +137,11 @@ type Row = { more: boolean; total: string; by: string | null; facets: string | n
 export async function readAggregate(sql: Sql, request: AggregateRequest, timeoutMs: number, scans?: ScanPool): Promise<Aggregate> {
   const paths = countedPaths(request);
   if (paths) return readCounted(sql, request, paths, timeoutMs);
-  // Without a cap, the v4 blocks (those the query's filters let through) are tallied on the scan
-  // threads (query/scan.ts tallyBlocks) and the statement reads the other tiers, the threads'
-  // tallies added as weighted rows. A cap counts the first events in storage order: one statement
-  // reads them.
-  const threads = request.maxEvents === undefined ? scans : undefined;
+  // The v4 blocks (those the query's filters let through) are tallied on the scan threads
+  // (query/scan.ts tallyBlocks) and the statement reads the other tiers, the threads' tallies added
+  // as weighted rows. A cap counts the first events in storage order: the blocks' in the order the
+  // threads are given them, then the hot tier's and v3 blocks' (capped below).
+  const threads = scans;
   const params: unknown[] = [request.from, request.to, request.sourceIds];
   let filter = "";
   if (request.query) {
@@ -204,16 +204,20 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
       ),
     };
   };
+  /** With a cap: the matches the threads tallied, and whether they saw one past the cap. */
+  const capped = { taken: 0, more: false };
   const statement = () => {
     const added = fromThreads();
-    // With a cap, one event more than it is read, to tell "exactly the cap" from "more than it"; the
-    // counts are of the first `maxEvents` (storage order: no sort of the whole window first).
+    // With a cap, one event more than what is left of it is read, to tell "exactly the cap" from
+    // "more than it"; the counts are of the first `maxEvents` (storage order: no sort of the
+    // whole window first).
+    const left = request.maxEvents === undefined ? 0 : request.maxEvents - capped.taken;
     const ctes =
       request.maxEvents === undefined
         ? [`e as materialized (${read}${added.joint})`]
         : [
-            `capped as materialized (${read} limit ${param(request.maxEvents + 1, "bigint")})`,
-            `e as materialized (select * from capped limit ${param(request.maxEvents, "bigint")})`,
+            `capped as materialized (${read} limit ${param(left + 1, "bigint")})`,
+            `e as materialized ((select * from capped limit ${param(left, "bigint")})${added.joint})`,
           ];
     request.facets.forEach((_, i) => ctes.push(`w_f${i} as (select v, n from (select f${i} as v, n from e${added.facets[i]}) w where v is not null)`));
     // Statistics over each event's value once: a weighted row's value n times.
@@ -233,7 +237,7 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
       `json_build_object('count', count(x), 'min', min(x), 'max', max(x), 'avg', avg(x::numeric)::float8, ` +
       `'p', percentile_cont(array[${PERCENTILES.join(", ")}]::float8[]) within group (order by x))`;
     const selects = [
-      `${request.maxEvents === undefined ? "false" : `(select count(*) from capped) > ${request.maxEvents}`} as more`,
+      `${request.maxEvents === undefined ? "false" : capped.more ? "true" : `(select count(*) from capped) > ${left}`} as more`,
       `${total}::text as total`,
       request.by.length
         ? `(select json_build_object('top', (select coalesce(json_agg(json_build_array(json_build_array(${byCols.join(", ")}), n) order by rank), '[]') from t), ` +
@@ -270,29 +274,36 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
   }
   const fromUs = String(unixMicros(request.from));
   const toUs = String(unixMicros(request.to));
+  const tally = (batch: Candidate[], limit?: number) =>
+    threads.tally({
+      payloads: batch.map((block) => block.payload),
+      minUs: batch.map((block) => block.min_us),
+      minIds: batch.map((block) => block.min_id),
+      sources: batch.map((block) => block.source_id),
+      fromUs,
+      toUs,
+      bucketSeconds: size,
+      query: request.query,
+      by: request.by,
+      distinct: request.distinct,
+      field: request.field,
+      facets: request.facets,
+      limit,
+    });
+  const cap = request.maxEvents === undefined ? undefined : inOrder(request.maxEvents, capped, tally, (answer) => tallies!.add(answer));
   const started = performance.now();
   const rows = await scanThenRest(
     sql,
     { sourceIds: request.sourceIds, from: request.from, to: request.to, query: request.query },
     timeoutMs,
     threads,
-    (batch) =>
-      threads.tally({
-        payloads: batch.map((block) => block.payload),
-        minUs: batch.map((block) => block.min_us),
-        minIds: batch.map((block) => block.min_id),
-        sources: batch.map((block) => block.source_id),
-        fromUs,
-        toUs,
-        bucketSeconds: size,
-        query: request.query,
-        by: request.by,
-        distinct: request.distinct,
-        field: request.field,
-        facets: request.facets,
-      }),
-    (answer) => tallies!.add(answer),
-    (tx) => tx.unsafe<Row[]>(statement(), params as never[]),
+    cap ? cap.call : (batch) => tally(batch).then((answer) => ({ index: 0, answer })),
+    cap ? cap.take : ({ answer }) => tallies!.add(answer),
+    async (tx) => {
+      await cap?.finish();
+      return tx.unsafe<Row[]>(statement(), params as never[]);
+    },
+    cap?.done,
   ).catch((error: unknown) => {
     if (!(error instanceof TooManyTallies)) throw error;
     return undefined;
@@ -306,6 +317,54 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
     }
   }
   return shape(request, rows[0]!, size);
+}
+
+/**
+ * A capped count's batches taken in the order they were given to the threads, whatever order the
+ * threads answer in, until `max` matches are taken: each call tallies at most one match more than
+ * was left when it went (so a batch that holds more than is left says so); the batch that crosses
+ * the cap is tallied again, after the others, up to what is left of it (`finish`). `state.more`:
+ * a match past the cap was seen. Batches past the cap are not read (`done`).
+ */
+function inOrder(
+  max: number,
+  state: { taken: number; more: boolean },
+  tally: (batch: Candidate[], limit: number) => Promise<Tallies>,
+  add: (answer: Tallies) => void,
+) {
+  const batches: (Candidate[] | undefined)[] = [];
+  const answers: (Tallies | undefined)[] = [];
+  let next = 0;
+  let cut: { batch: Candidate[]; limit: number } | undefined;
+  return {
+    call: (batch: Candidate[]) => {
+      const index = batches.push(batch) - 1;
+      return tally(batch, max - state.taken + 1).then((answer) => ({ index, answer }));
+    },
+    take: ({ index, answer }: { index: number; answer: Tallies }) => {
+      answers[index] = answer;
+      for (; answers[next] !== undefined; next++) {
+        const { matched } = answers[next]!;
+        if (!state.more && state.taken + matched <= max) {
+          add(answers[next]!);
+          state.taken += matched;
+        } else if (!state.more) {
+          state.more = true;
+          if (state.taken < max) cut = { batch: batches[next]!, limit: max - state.taken };
+        }
+        answers[next] = undefined;
+        batches[next] = undefined;
+      }
+    },
+    done: () => state.more,
+    async finish() {
+      if (!cut) return;
+      const answer = await tally(cut.batch, cut.limit);
+      add(answer);
+      state.taken += answer.matched;
+      cut = undefined;
+    },
+  };
 }
 
 /** Parameters added as a part uses them (PostgreSQL refuses one it cannot type), and a field's value as text (also query/histogram-by.ts). */

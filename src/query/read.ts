@@ -589,6 +589,8 @@ export async function scanThenRest<A, T>(
   call: (batch: Candidate[]) => Promise<A>,
   take: (answer: A) => void,
   rest: (tx: Sql) => Promise<T>,
+  /** True once no more blocks are needed (ScanPool.spread's `done`). */
+  done?: () => boolean,
 ): Promise<T> {
   const deadline = performance.now() + timeoutMs;
   const left = () => {
@@ -598,7 +600,7 @@ export async function scanThenRest<A, T>(
   };
   try {
     return await inSnapshot(sql, Number(left()), async (tx) => {
-      await scans.spread(candidateBlocks(tx, window.sourceIds, window.from, window.to, window.query), call, take, left);
+      await scans.spread(candidateBlocks(tx, window.sourceIds, window.from, window.to, window.query), call, take, left, done);
       await tx`select set_config('statement_timeout', ${left()}, true)`;
       return rest(tx);
     });

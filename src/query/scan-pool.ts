@@ -53,18 +53,21 @@ export class ScanPool {
    * thread waiting and, while this read has a call running, no more payload bytes held than
    * maxHeldBytes, every read's together (a read with none running always makes one: no read waits
    * on another's); `before` runs before each batch (it throws past a deadline); each answer goes
-   * to `take` as it comes. Settles when every call made has answered; the first failure is thrown then.
+   * to `take` as it comes; once `done` says so, no more batches are read. Settles when every call
+   * made has answered; the first failure is thrown then.
    */
   async spread<B extends readonly { payload: Uint8Array }[], T>(
     batches: AsyncIterable<B>,
     call: (batch: B) => Promise<T>,
     take: (value: T) => void,
     before: () => void,
+    done: () => boolean = () => false,
   ): Promise<void> {
     const running = new Set<Promise<void>>();
     let failed: { error: unknown } | undefined;
     try {
       for await (const batch of batches) {
+        if (done()) break;
         before();
         const bytes = batch.reduce((sum, block) => sum + block.payload.byteLength, 0);
         this.held += bytes;
@@ -81,7 +84,7 @@ export class ScanPool {
           });
         running.add(answer);
         while (running.size > 0 && (running.size >= this.size * 2 || this.held > this.maxHeldBytes)) await Promise.race(running);
-        if (failed) break;
+        if (failed || done()) break;
       }
     } finally {
       await Promise.all(running);

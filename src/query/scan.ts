@@ -98,6 +98,8 @@ export interface TallyRequest {
   field: string | undefined;
   /** Fields counted each on its own (their values that are not null). */
   facets: string[];
+  /** At most this many matches are tallied, the blocks' in order (query/aggregate.ts's cap). */
+  limit?: number;
 }
 
 /**
@@ -115,6 +117,8 @@ export interface Tallies {
     counts: number[];
   };
   facets: { values: string[]; counts: number[] }[];
+  /** The matches tallied (at most the request's limit). */
+  matched: number;
 }
 
 /** Tallies of the events in the blocks that match the query inside the window (what `add` merges). */
@@ -130,11 +134,14 @@ export function tallyBlocks(request: TallyRequest): Tallies {
   const tallies = emptyTallies(request.by.length, request.facets.length);
   const joint = new Map<string, number>();
   const perFacet = facets.map(() => new Map<string, number>());
-  for (let k = 0; k < request.payloads.length; k++) {
+  const limit = request.limit ?? Number.POSITIVE_INFINITY;
+  for (let k = 0; k < request.payloads.length && tallies.matched < limit; k++) {
     const min = BigInt(request.minUs[k]!);
     const bucketOf = buckets(min, request.bucketSeconds);
     const event = eventOf(request, k);
     eachMatch(request.payloads[k]!, match, clamp(from - min), clamp(to - min), (text, start, end, offset, idOffset) => {
+      if (tallies.matched >= limit) return false;
+      tallies.matched++;
       const at = event.at(text, start, end, offset, idOffset);
       const x = field ? jsonbTextAt(text, start, end, field, Number.POSITIVE_INFINITY) : { text: null, number: false };
       const bucket = bucketOf ? String(bucketOf(offset)) : null;
@@ -160,6 +167,7 @@ export function emptyTallies(by: number, facets: number): Tallies {
   return {
     joint: { buckets: [], by: Array.from({ length: by }, () => []), distinct: [], field: [], numbers: [], counts: [] },
     facets: Array.from({ length: facets }, () => ({ values: [], counts: [] })),
+    matched: 0,
   };
 }
 
@@ -200,9 +208,13 @@ export class TallyTotals {
     this.facets = Array.from({ length: facets }, () => new Map());
   }
 
+  /** Matches added. */
+  matched = 0;
+
   /** Throws TooManyTallies past `max` entries. */
   add(tallies: Tallies): void {
     const { joint } = tallies;
+    this.matched += tallies.matched;
     const count = (totals: Map<string, number>, key: string, n: number) => {
       const before = totals.get(key);
       if (before === undefined && ++this.entries > this.max) throw new TooManyTallies(this.max);
@@ -222,6 +234,7 @@ export class TallyTotals {
 
   get totals(): Tallies {
     const tallies = emptyTallies(this.by, this.facets.length);
+    tallies.matched = this.matched;
     for (const [key, n] of this.joint) addJoint(tallies, JSON.parse(key) as JointKey, n);
     this.facets.forEach((values, i) => {
       for (const [value, n] of values) addFacet(tallies, i, value, n);
@@ -355,7 +368,8 @@ function eachMatch(
   match: LineMatcher,
   lower: number,
   upper: number,
-  visit: (text: Buffer, start: number, end: number, offset: number, idOffset: number) => void,
+  /** false: no more lines (the rest of the block is not read). */
+  visit: (text: Buffer, start: number, end: number, offset: number, idOffset: number) => void | false,
 ): void {
   // Offsets are below 2^51 (store/blocks.ts): numbers.
   const text = openPayloadBytes(payload);
@@ -372,7 +386,7 @@ function eachMatch(
     const offset = Number(dts.values[i]!);
     if (offset < lower || offset > upper) continue;
     if (!match.test(text, lowered, start, end)) continue;
-    visit(text, start, end, offset, Number(ids.values[i]!));
+    if (visit(text, start, end, offset, Number(ids.values[i]!)) === false) return;
   }
 }
 

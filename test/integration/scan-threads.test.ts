@@ -11,7 +11,8 @@ import postgres from "postgres";
 import { readAggregate, readAggregateRequest } from "../../src/query/aggregate";
 import { readHistogram, readHistogramRequest } from "../../src/query/histogram";
 import { readHistogramBy } from "../../src/query/histogram-by";
-import { readEvents } from "../../src/query/read";
+import { readEvents, tiers } from "../../src/query/read";
+import { compileQuery } from "../../src/query/sql";
 import { readRequest } from "../../src/query/request";
 import { SCAN_HELD_BYTES, ScanPool } from "../../src/query/scan-pool";
 import { type CountRequest, type MatchRequest, TallyTotals, type TallyRequest, TooManyTallies } from "../../src/query/scan";
@@ -402,14 +403,46 @@ test("without a query, aggregations the block summaries cannot answer are tallie
   }
 }, 120_000);
 
-test("an aggregation with a cap reads its first events in PostgreSQL, as before: the threads open nothing", async () => {
+test("with a cap the threads tally the first matches in their blocks' order: exactly the cap, each a real match once, partial only past it", async () => {
   const [, from, to] = WINDOWS[0]!;
-  const url = new URL(`http://x/?source_ids=${web.id},${jobs.id}&query=timeout&from=${from}&to=${to}&facets=status,level&max_events=50`);
-  const before = calls;
-  const answer = await readAggregate(lp.sql as unknown as Sql, readAggregateRequest(url), 120_000, counting);
-  expect(calls).toBe(before);
-  expect(answer.meta).toMatchObject({ complete: false, partial: { reason: "max_events", max_events: 50 } });
-  expect(answer.data.count).toBe(50);
+  const base = `http://x/?source_ids=${web.id},${jobs.id}&query=timeout&from=${from}&to=${to}`;
+  const all = await readAggregate(lp.sql as unknown as Sql, readAggregateRequest(new URL(`${base}&by=id&top=100`)), 120_000);
+  const matches = all.data.count;
+  expect(matches).toBeGreaterThan(1_000);
+  // The matches' ids as PostgreSQL alone finds them (query/sql.ts over both tiers).
+  const query = readAggregateRequest(new URL(`${base}&by=id`)).query!;
+  const params: unknown[] = [[Number(web.id), Number(jobs.id)], from, to];
+  const condition = compileQuery(query, params.length + 1, "line");
+  params.push(...condition.params);
+  const events = tiers(params, "$1::bigint[]", "$2::text::timestamptz", "$3::text::timestamptz", query);
+  const found = await lp.sql.unsafe<{ id: string }[]>(
+    `select id::text as id from ${events} where dt >= $2::text::timestamptz and dt <= $3::text::timestamptz and source_id = any($1::bigint[]) and ${condition.text}`,
+    params as never[],
+  );
+  const ids = new Set(found.map((row) => row.id));
+  expect(ids.size).toBe(matches);
+  for (const cap of [1, 50, 999, matches - 1]) {
+    const before = calls;
+    const answer = await readAggregate(lp.sql as unknown as Sql, readAggregateRequest(new URL(`${base}&by=id&top=100&max_events=${cap}`)), 120_000, counting);
+    expect(calls).toBeGreaterThan(before);
+    expect({ cap, count: answer.data.count, meta: answer.meta }).toEqual({
+      cap,
+      count: cap,
+      meta: { ...answer.meta, complete: false, partial: { reason: "max_events", max_events: cap } },
+    });
+    expect(answer.data.by!.groups).toBe(cap);
+    for (const { values, count } of answer.data.by!.top)
+      expect({ id: values[0], count, real: ids.has(values[0]!) }).toEqual({ id: values[0], count: 1, real: true });
+  }
+  // At or past the number of matches: the whole count, complete, PostgreSQL's answer.
+  for (const cap of [matches, matches + 1, 100_000]) {
+    for (const asked of ["facets=status,level&top=5", "by=user.plan,level&field=lat&buckets=7"]) {
+      const request = readAggregateRequest(new URL(`${base}&${asked}&max_events=${cap}`));
+      const scanned = await readAggregate(lp.sql as unknown as Sql, request, 120_000, counting);
+      expect({ cap, asked, scanned }).toEqual({ cap, asked, scanned: await readAggregate(lp.sql as unknown as Sql, request, 120_000) });
+      expect(scanned.meta.complete).toBe(true);
+    }
+  }
 });
 
 test("the statistics the threads tally see every kind of value as PostgreSQL does: some numbers, the rest left out", async () => {
@@ -461,6 +494,7 @@ test("the bound is what makes the difference: past it an aggregation's tallies a
       counts: values.map(() => 1),
     },
     facets: [],
+    matched: values.length,
   });
   totals.add(tallies(["a", "b"]));
   totals.add(tallies(["a", "b"]));
