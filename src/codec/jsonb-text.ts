@@ -772,9 +772,9 @@ export function jsonbTextAt(bytes: Buffer, start: number, end: number, path: Jso
   const first = bytes[found.at]!;
   let text: string;
   if (first === QUOTE) {
-    const slash = bytes.indexOf(BACKSLASH, found.at);
-    text =
-      slash >= 0 && slash < found.to ? (JSON.parse(bytes.toString("utf8", found.at, found.to)) as string) : bytes.toString("utf8", found.at + 1, found.to - 1);
+    // Looked for in the value only: the rest of a block's text may hold none.
+    const escaped = bytes.subarray(found.at, found.to).indexOf(BACKSLASH) >= 0;
+    text = escaped ? (JSON.parse(bytes.toString("utf8", found.at, found.to)) as string) : bytes.toString("utf8", found.at + 1, found.to - 1);
   } else if (first === 0x6e) return { text: null, number: false };
   else text = bytes.toString("utf8", found.at, found.to);
   return {

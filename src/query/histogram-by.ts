@@ -67,6 +67,7 @@ export async function readHistogramBy(
       missing: true,
     },
     timeoutMs,
+    scans,
   );
   const ranked = answer.data.by!.top.map(({ values: [value] }) => value ?? null);
   const named = ranked.filter((value) => value !== null).slice(0, LEVELS_MAX);

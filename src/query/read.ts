@@ -571,10 +571,6 @@ async function mergePage(tx: Sql, hot: { id: string; dt: string; row: string }[]
 }
 
 /**
- * tiers() beside the scan threads: the same events less those of v4 blocks (the threads read
- * those): logpond_events_matching_in with `payloads` false, whatever the query's needles. Adds its parameters.
- */
-/**
  * A read of both tiers in one snapshot (store/snapshot.ts), so that a seal or a merge between its
  * statements moves nothing out of its sight or into it twice: the v4 blocks that may hold matches
  * of `window.query` in [from, to] (candidateBlocks) go to the scan threads by `call`, each answer
@@ -618,6 +614,10 @@ export interface Candidate {
   payload: Buffer;
 }
 
+/**
+ * tiers() beside the scan threads: the same events less those of v4 blocks (the threads read
+ * those): logpond_events_matching_in with `payloads` false, whatever the query's needles. Adds its parameters.
+ */
 export function besideScans(params: unknown[], sources: string, from: string, to: string, query: Node | undefined): string {
   const needs = prefilter(query);
   params.push(needs.grams, needs.nums, needs.ilikes, needs.likes);
@@ -651,7 +651,6 @@ export async function timed<T>(sql: Sql, timeoutMs: number, work: (tx: Sql) => P
   }
 }
 
-/** The 503 of a read cancelled at `timeoutMs` (QUERY_TIMEOUT_MS). */
 /** What is left of `timeoutMs` since `started` (performance.now()); a query_timeout when nothing is. */
 export function leftOf(timeoutMs: number, started: number): number {
   const left = Math.floor(timeoutMs - (performance.now() - started));
@@ -659,6 +658,7 @@ export function leftOf(timeoutMs: number, started: number): number {
   return left;
 }
 
+/** The 503 of a read cancelled at `timeoutMs` (QUERY_TIMEOUT_MS). */
 export function queryTimeout(timeoutMs: number): AppError {
   return new AppError(
     "query_timeout",

@@ -15,16 +15,19 @@
 //   cuts it (codec/jsonb-text.ts jsonbTextAt), or logpond's own id, source_id and dt as the rows
 //   show them; the caller applies in SQL what query/aggregate.ts `expressions` applies after (the
 //   level's fold), so the threads' values and PostgreSQL's meet in one statement.
+import { asciiLower } from "../codec/grams";
 import { jsonbPath, jsonbTextAt, levelOfJson } from "../codec/jsonb-text";
-import { unixMicrosText } from "../codec/time";
 import { openPayloadBytes } from "../codec/pgp";
+import { unixMicrosText } from "../codec/time";
+import { LEVEL_MAX_CHARS } from "../store/blocks";
 import { arrayLine } from "../store/chunks";
 import { compileMatcher, parseExact } from "./match";
 import type { Node } from "./parse";
 import { prefilter } from "./prefilter";
 import { jsonEscape } from "./sql";
-import { asciiLower } from "../codec/grams";
-import { LEVEL_MAX_CHARS } from "../store/blocks";
+
+/** A value longer than this is cut before counting, so one odd event cannot make a huge key (query/aggregate.ts cuts PostgreSQL's the same). */
+export const VALUE_MAX_CHARS = 200;
 
 export interface CountRequest {
   /** The blocks' payloads, as logpond_blocks_matching gives them. */
@@ -135,6 +138,7 @@ export function tallyBlocks(request: TallyRequest): Tallies {
   const joint = new Map<string, number>();
   const perFacet = facets.map(() => new Map<string, number>());
   const limit = request.limit ?? Number.POSITIVE_INFINITY;
+  const key: JointKey = [null];
   for (let k = 0; k < request.payloads.length && tallies.matched < limit; k++) {
     const min = BigInt(request.minUs[k]!);
     const bucketOf = buckets(min, request.bucketSeconds);
@@ -143,14 +147,18 @@ export function tallyBlocks(request: TallyRequest): Tallies {
       if (tallies.matched >= limit) return false;
       tallies.matched++;
       const at = event.at(text, start, end, offset, idOffset);
-      const x = field ? jsonbTextAt(text, start, end, field, Number.POSITIVE_INFINITY) : { text: null, number: false };
-      const bucket = bucketOf ? String(bucketOf(offset)) : null;
-      const key = JSON.stringify([bucket, ...by.map((value) => value(at)), distinct ? distinct(at) : null, x.text, x.number]);
-      joint.set(key, (joint.get(key) ?? 0) + 1);
-      facets.forEach((value, i) => {
-        const v = value(at);
+      const x = field ? numberText(jsonbTextAt(text, start, end, field, Number.POSITIVE_INFINITY)) : NO_NUMBER;
+      key[0] = bucketOf ? String(bucketOf(offset)) : null;
+      for (let i = 0; i < by.length; i++) key[1 + i] = by[i]!(at);
+      key[1 + by.length] = distinct ? distinct(at) : null;
+      key[2 + by.length] = x.text;
+      key[3 + by.length] = x.number;
+      const entry = JSON.stringify(key);
+      joint.set(entry, (joint.get(entry) ?? 0) + 1);
+      for (let i = 0; i < facets.length; i++) {
+        const v = facets[i]!(at);
         if (v !== null) perFacet[i]!.set(v, (perFacet[i]!.get(v) ?? 0) + 1);
-      });
+      }
     });
   }
   for (const [key, n] of joint) addJoint(tallies, JSON.parse(key) as JointKey, n);
@@ -158,6 +166,20 @@ export function tallyBlocks(request: TallyRequest): Tallies {
     for (const [value, n] of values) addFacet(tallies, i, value, n);
   });
   return tallies;
+}
+
+const NO_NUMBER = { text: null, number: false };
+/** What PostgreSQL's text test (query/aggregate.ts `number`) may take, once its blanks, whatever they are, are trimmed. */
+const NUMBER_TEXT = /^[^!-~]*-?[0-9]{1,30}(?:\.[0-9]{1,30})?[^!-~]*$/;
+
+/**
+ * `field`'s value as statistics need it: a JSON number's text, or a text PostgreSQL's pattern may
+ * read as one (any character but printable ASCII counts as a blank here, more than PostgreSQL's
+ * `\s` in any locale: PostgreSQL decides); any other value as null, which it is to PostgreSQL too,
+ * so a field of long texts sends nothing back.
+ */
+function numberText(value: { text: string | null; number: boolean }): { text: string | null; number: boolean } {
+  return value.number || (value.text !== null && NUMBER_TEXT.test(value.text)) ? value : NO_NUMBER;
 }
 
 /** A joint entry's key: bucket, the `by` values, `distinct`'s value, `field`'s text, whether a number. */
@@ -283,9 +305,6 @@ export function fieldValue(path: string): (event: EventAt) => string | null {
   const chars = path === "level" ? LEVEL_MAX_CHARS : VALUE_MAX_CHARS;
   return (event) => jsonbTextAt(event.text, event.start, event.end, at, chars).text;
 }
-
-/** A value longer than this is cut before counting, so one odd event cannot make a huge key (query/aggregate.ts cuts PostgreSQL's the same). */
-export const VALUE_MAX_CHARS = 200;
 
 /** The bucket of a block's event by its time offset (µs from min); undefined without buckets. */
 function buckets(min: bigint, bucketSeconds: number | null): ((offset: number) => bigint) | undefined {

@@ -67,6 +67,8 @@ let web: TestSource;
 let jobs: TestSource;
 const pool = new ScanPool(2);
 let calls = 0;
+/** Characters of `field=` values the threads sent back. */
+let fieldChars = 0;
 /** The pool, counting the blocks handed to it. */
 const counting = {
   size: pool.size,
@@ -78,9 +80,11 @@ const counting = {
     calls += request.payloads.length;
     return pool.match(request);
   },
-  tally(request: TallyRequest) {
+  async tally(request: TallyRequest) {
     calls += request.payloads.length;
-    return pool.tally(request);
+    const answer = await pool.tally(request);
+    for (const text of answer.joint.field) fieldChars += text?.length ?? 0;
+    return answer;
   },
   spread: pool.spread.bind(pool),
   maxTallies: pool.maxTallies,
@@ -443,6 +447,24 @@ test("with a cap the threads tally the first matches in their blocks' order: exa
       expect(scanned.meta.complete).toBe(true);
     }
   }
+});
+
+test("statistics of a field of texts send nothing back from the threads: a text that cannot be a number is null to PostgreSQL too", async () => {
+  const [, from, to] = WINDOWS[0]!;
+  const request = readAggregateRequest(new URL(`http://x/?source_ids=${web.id},${jobs.id}&query=timeout&from=${from}&to=${to}&field=message`));
+  const before = fieldChars;
+  const scanned = await readAggregate(lp.sql as unknown as Sql, request, 120_000, counting);
+  expect(scanned).toEqual(await readAggregate(lp.sql as unknown as Sql, request, 120_000));
+  expect(scanned.data.stats!.count).toBe(0);
+  expect(fieldChars - before).toBe(0);
+  // A field of numbers still sends its values: the check above is not vacuous.
+  await readAggregate(
+    lp.sql as unknown as Sql,
+    readAggregateRequest(new URL(`http://x/?source_ids=${web.id},${jobs.id}&from=${from}&to=${to}&field=lat`)),
+    120_000,
+    counting,
+  );
+  expect(fieldChars - before).toBeGreaterThan(0);
 });
 
 test("the statistics the threads tally see every kind of value as PostgreSQL does: some numbers, the rest left out", async () => {
