@@ -13,7 +13,7 @@ import type { Sql } from "../store/db";
 import { BUCKETS_MAX, bucketSeconds } from "./histogram";
 import { aliasObject } from "./levels";
 import type { Node } from "./parse";
-import { besideScans, type Candidate, leftOf, queryTimeout, scanThenRest, tiers, timed } from "./read";
+import { besideScans, blockBatch, type Candidate, leftOf, queryTimeout, scanThenRest, tiers, timed } from "./read";
 import { FIELD_PATH, FIELD_PATH_MAX_CHARS, listParam, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
 import { type Tallies, TallyTotals, TooManyTallies, VALUE_MAX_CHARS } from "./scan";
 import type { ScanPool } from "./scan-pool";
@@ -239,18 +239,12 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
     const selects = [
       `${request.maxEvents === undefined ? "false" : capped.more ? "true" : `(select count(*) from capped) > ${left}`} as more`,
       `${total}::text as total`,
-      request.by.length
-        ? `(select json_build_object('top', (select coalesce(json_agg(json_build_array(json_build_array(${byCols.join(", ")}), n) order by rank), '[]') from t), ` +
-          `'total', ${total}, 'groups', (select count(*) from g))::text) as by`
-        : "null as by",
+      request.by.length ? bySelect(byCols, total) : "null as by",
       request.facets.length
-        ? `(select json_agg(json_build_object('i', i, 'present', present, 'distinct', distinct_n, 'top', top) order by i)::text from (${request.facets
-            .map(
-              (_, i) =>
-                `select ${i} as i, (select coalesce(sum(n), 0) from w_f${i}) as present, (select count(distinct v) from w_f${i}) as distinct_n, ` +
-                `(select coalesce(json_agg(json_build_array(v, n) order by n desc, v), '[]') from (select v, sum(n) as n from w_f${i} group by 1 order by 2 desc, 1 limit ${top}) s) as top`,
-            )
-            .join(" union all ")}) f) as facets`
+        ? facetsSelect(
+            request.facets.map((_, i) => `w_f${i}`),
+            top,
+          )
         : "null as facets",
       request.distinct ? "(select count(distinct d) from e)::text as distinct" : "null as distinct",
       request.field ? `(select ${stats} from xs)::text as stats` : "null as stats",
@@ -276,10 +270,7 @@ export async function readAggregate(sql: Sql, request: AggregateRequest, timeout
   const toUs = String(unixMicros(request.to));
   const tally = (batch: Candidate[], limit?: number) =>
     threads.tally({
-      payloads: batch.map((block) => block.payload),
-      minUs: batch.map((block) => block.min_us),
-      minIds: batch.map((block) => block.min_id),
-      sources: batch.map((block) => block.source_id),
+      ...blockBatch(batch),
       fromUs,
       toUs,
       bucketSeconds: size,
@@ -367,6 +358,21 @@ function inOrder(
   };
 }
 
+/** The `by` answer's column: the ranked groups of `t` (columns `cols`, weight `n`), the total, and how many groups `g` holds. */
+const bySelect = (cols: string[], total: string) =>
+  `(select json_build_object('top', (select coalesce(json_agg(json_build_array(json_build_array(${cols.join(", ")}), n) order by rank), '[]') from t), ` +
+  `'total', ${total}, 'groups', (select count(*) from g))::text) as by`;
+
+/** The `facets` answer's column: for each facet's weighted values (tables of `v`, `n`), the events with a value, its distinct values and its top ones. */
+const facetsSelect = (streams: string[], top: string) =>
+  `(select json_agg(json_build_object('i', i, 'present', present, 'distinct', distinct_n, 'top', top) order by i)::text from (${streams
+    .map(
+      (w, i) =>
+        `select ${i} as i, (select coalesce(sum(n), 0) from ${w} where v is not null) as present, (select count(distinct v) from ${w}) as distinct_n, ` +
+        `(select coalesce(json_agg(json_build_array(v, n) order by n desc, v), '[]') from (select v, sum(n) as n from ${w} where v is not null group by 1 order by 2 desc, 1 limit ${top}) s) as top`,
+    )
+    .join(" union all ")}) f) as facets`;
+
 /** Parameters added as a part uses them (PostgreSQL refuses one it cannot type), and a field's value as text (also query/histogram-by.ts). */
 export function expressions(params: unknown[]) {
   const param = (value: unknown, cast: string) => {
@@ -448,18 +454,12 @@ async function readCounted(sql: Sql, request: AggregateRequest, paths: string[],
   const selects = [
     "false as more",
     `${total}::text as total`,
-    request.by.length
-      ? `(select json_build_object('top', (select coalesce(json_agg(json_build_array(json_build_array(b0), n) order by rank), '[]') from t), ` +
-        `'total', ${total}, 'groups', (select count(*) from g))::text) as by`
-      : "null as by",
+    request.by.length ? bySelect(["b0"], total) : "null as by",
     request.facets.length
-      ? `(select json_agg(json_build_object('i', i, 'present', present, 'distinct', distinct_n, 'top', top) order by i)::text from (${request.facets
-          .map(
-            (_, i) =>
-              `select ${i} as i, (select coalesce(sum(n), 0) from w_f${i} where v is not null) as present, (select count(distinct v) from w_f${i}) as distinct_n, ` +
-              `(select coalesce(json_agg(json_build_array(v, n) order by n desc, v), '[]') from (select v, sum(n) as n from w_f${i} where v is not null group by 1 order by 2 desc, 1 limit ${top}) s) as top`,
-          )
-          .join(" union all ")}) f) as facets`
+      ? facetsSelect(
+          request.facets.map((_, i) => `w_f${i}`),
+          top,
+        )
       : "null as facets",
     "null as distinct",
     "null as stats",

@@ -9,7 +9,7 @@ import { AppError } from "../errors";
 import { LEVEL_MAX_CHARS } from "../store/blocks";
 import type { Sql } from "../store/db";
 import { blockEventsMeeting, blockInside, blockMinutesInside } from "../store/tiers";
-import { besideScans, leftOf, queryTimeout, scanThenRest, tiers, timed } from "./read";
+import { besideScans, blockBatch, leftOf, queryTimeout, scanThenRest, tiers, timed } from "./read";
 import { FIELD_PATH, FIELD_PATH_MAX_CHARS, micros, readQuery, readSourceIds, readWindow, refuseUnknown, single } from "./request";
 import { aliasObject } from "./levels";
 import type { Node } from "./parse";
@@ -309,10 +309,7 @@ export function countScanned(
     scans,
     (batch) =>
       scans.count({
-        payloads: batch.map((block) => block.payload),
-        minUs: batch.map((block) => block.min_us),
-        minIds: batch.map((block) => block.min_id),
-        sources: batch.map((block) => block.source_id),
+        ...blockBatch(batch),
         fromUs: String(unixMicros(slice.from)),
         toUs: String(unixMicros(slice.to)),
         toIncluded: slice.last,

@@ -11,7 +11,7 @@ import { blocksAcross, newestBlockEndBefore, newestBlockEndWithin, openedAs } fr
 import { micros, type Position, type ReadRequest } from "./request";
 import type { Node } from "./parse";
 import { prefilter } from "./prefilter";
-import type { Found } from "./scan";
+import type { BlockBatch, Found } from "./scan";
 import type { ScanPool } from "./scan-pool";
 import { compileQuery } from "./sql";
 import { within as atMost } from "../timers";
@@ -488,10 +488,7 @@ async function scanBlocks(
     candidateBlocks(tx, read.sourceIds, read.lower, read.upper, read.query),
     (batch) =>
       scans.match({
-        payloads: batch.map((block) => block.payload),
-        minUs: batch.map((block) => block.min_us),
-        minIds: batch.map((block) => block.min_id),
-        sources: batch.map((block) => block.source_id),
+        ...blockBatch(batch),
         lowerUs: String(unixMicros(read.lower)),
         upperUs: String(unixMicros(read.upper)),
         after: read.after && { us: String(unixMicros(read.after.dt)), id: read.after.id },
@@ -612,6 +609,16 @@ export interface Candidate {
   min_id: string;
   min_us: string;
   payload: Buffer;
+}
+
+/** Candidates as a scan thread's call carries them (query/scan.ts). */
+export function blockBatch(batch: Candidate[]): BlockBatch {
+  return {
+    payloads: batch.map((block) => block.payload),
+    minUs: batch.map((block) => block.min_us),
+    minIds: batch.map((block) => block.min_id),
+    sources: batch.map((block) => block.source_id),
+  };
 }
 
 /**

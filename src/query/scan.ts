@@ -29,14 +29,17 @@ import { jsonEscape } from "./sql";
 /** A value longer than this is cut before counting, so one odd event cannot make a huge key (query/aggregate.ts cuts PostgreSQL's the same). */
 export const VALUE_MAX_CHARS = 200;
 
-export interface CountRequest {
-  /** The blocks' payloads, as logpond_blocks_matching gives them. */
+/** A batch of blocks as logpond_blocks_matching gives them: what every call carries. */
+export interface BlockBatch {
   payloads: Uint8Array[];
-  /** Each block's first event time, in microseconds since the epoch (decimal text). */
+  /** Each block's first event time, in microseconds since the Unix epoch (decimal text). */
   minUs: string[];
   /** Each block's first id and source (decimal text). */
   minIds: string[];
   sources: string[];
+}
+
+export interface CountRequest extends BlockBatch {
   /** The window in microseconds since the epoch: [fromUs, toUs], or [fromUs, toUs) when not toIncluded. */
   fromUs: string;
   toUs: string;
@@ -82,12 +85,7 @@ export function countBlocks(request: CountRequest): Counts {
   return counts;
 }
 
-export interface TallyRequest {
-  /** The blocks' payloads, first event times (µs since the Unix epoch), first ids and sources, as logpond_blocks_matching gives them. */
-  payloads: Uint8Array[];
-  minUs: string[];
-  minIds: string[];
-  sources: string[];
+export interface TallyRequest extends BlockBatch {
   /** The window, both ends included (µs since the Unix epoch). */
   fromUs: string;
   toUs: string;
@@ -276,7 +274,7 @@ interface EventAt {
 }
 
 /** A block's events as EventAt, one object reused per block. */
-function eventOf(request: { minUs: string[]; minIds: string[]; sources: string[] }, k: number) {
+function eventOf(request: BlockBatch, k: number) {
   const min = BigInt(request.minUs[k]!);
   const minId = Number(request.minIds[k]!);
   const event: EventAt = { text: Buffer.alloc(0), start: 0, end: 0, us: 0n, id: 0, source: request.sources[k]! };
@@ -317,12 +315,7 @@ function buckets(min: bigint, bucketSeconds: number | null): ((offset: number) =
   return (offset) => base + BigInt(Math.floor((rest + offset) / size));
 }
 
-export interface MatchRequest {
-  /** The blocks' payloads, first event times (µs since the Unix epoch), first ids and sources, as logpond_blocks_matching gives them. */
-  payloads: Uint8Array[];
-  minUs: string[];
-  minIds: string[];
-  sources: string[];
+export interface MatchRequest extends BlockBatch {
   /** The slice, both ends included (µs since the Unix epoch; an open end is passed a microsecond in). */
   lowerUs: string;
   upperUs: string;

@@ -386,11 +386,14 @@ async function agree(events: Record<string, unknown>[], queries: string[]): Prom
       return lines.test(text, lowerAscii(text), 0, text.length) ? [row.n] : [];
     });
     expect({ query, tier: "scan threads", matched: scanned }).toEqual({ query, tier: "scan threads", matched: expected });
-    const counted = countBlocks({
+    const batch = {
       payloads: blocks.map((block) => block.payload),
       minUs: blocks.map((block) => block.min_us),
       minIds: blocks.map((block) => block.min_id),
       sources: blocks.map((block) => block.source_id),
+    };
+    const counted = countBlocks({
+      ...batch,
       fromUs: "-62135596800000000",
       toUs: "253402300799999999",
       toIncluded: true,
@@ -400,10 +403,7 @@ async function agree(events: Record<string, unknown>[], queries: string[]): Prom
     expect({ query, tier: "scanned blocks", counted }).toEqual({ query, tier: "scanned blocks", counted: expected.length });
     // And an aggregation's tallies (query/aggregate.ts on the scan threads): every match once, by id.
     const tallied = tallyBlocks({
-      payloads: blocks.map((block) => block.payload),
-      minUs: blocks.map((block) => block.min_us),
-      minIds: blocks.map((block) => block.min_id),
-      sources: blocks.map((block) => block.source_id),
+      ...batch,
       fromUs: "-62135596800000000",
       toUs: "253402300799999999",
       bucketSeconds: null,
