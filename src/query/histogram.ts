@@ -181,9 +181,11 @@ export async function histogramOf(
     if (counted[i] === undefined) for (let index = slice.first; index <= slice.last; index++) data[index - firstIndex]!.count = null;
   });
   // The window's LEVELS_MAX most frequent levels keep their names (ties by name), the rest are
-  // added up as "other" (a level named "other" joins them).
+  // added up as "other" (a level named "other" joins them, and the statements' own "other" takes
+  // no name's place).
   const byLevel = new Map<string, number>();
-  for (const row of counted.flat()) if (row && row.level !== null) byLevel.set(row.level, (byLevel.get(row.level) ?? 0) + Number(row.n));
+  for (const row of counted.flat())
+    if (row && row.level !== null && row.level !== "other") byLevel.set(row.level, (byLevel.get(row.level) ?? 0) + Number(row.n));
   const named = new Set(
     [...byLevel]
       .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1))

@@ -254,3 +254,15 @@ describe("slices", () => {
     expect(few.length).toBe(answer.data.length);
   });
 });
+
+test("the statements' folded \"other\" takes no name's place: six values are named however big it is", async () => {
+  const req = { sourceIds: [1], malformed: [], query: { kind: "text", text: "x" } as never, from: before(3_600_000), to: T, buckets: 1, by: undefined };
+  const bucket = String(Math.floor(Date.parse(T) / 1000 / bucketSeconds(req.from, req.to, req.buckets)));
+  const rows: Counted = [
+    ...["a", "b", "c", "d", "e", "f", "g"].map((level, i) => ({ bucket, level, n: String(10 - i) })),
+    { bucket, level: "other", n: "1000" },
+  ];
+  const answer = await histogramOf(req, 5000, async () => rows);
+  expect(answer.meta.levels).toEqual(["a", "b", "c", "d", "e", "f", "other"]);
+  expect(answer.data.reduce((sum, b) => sum + (b.levels.other ?? 0), 0)).toBe(1004);
+});
