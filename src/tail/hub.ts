@@ -11,6 +11,7 @@ import type { Registry } from "../metrics";
 import { type Periodic, periodic, rethrow } from "../periodic";
 import { closing, type Service } from "../service";
 import { describeError } from "../errors";
+import { newestLoggedSeq, seqsAfter } from "../store/batch-log";
 import { BATCHES_CHANNEL } from "../store/copy";
 import type { Sql } from "../store/db";
 import type { TailClient } from "./client";
@@ -85,8 +86,7 @@ export class TailHub {
     );
     this.unlisten = unlisten;
     // Read after LISTEN: every later commit is notified, every earlier one is ≤ this.
-    const [row] = await this.sql<{ seq: string | null }[]>`select max(seq)::text as seq from flush_batches`;
-    this.lastSeq = Math.max(this.lastSeq, Number(row?.seq ?? 0));
+    this.lastSeq = Math.max(this.lastSeq, await newestLoggedSeq(this.sql));
     this.heartbeat = periodic({
       intervalMs: this.options.heartbeatMs,
       fixedRate: true,
@@ -179,8 +179,7 @@ export class TailHub {
       const seq = this.pending.shift()!;
       try {
         if (seq === -1) {
-          const missed = await this.sql<{ seq: string }[]>`select seq::text as seq from flush_batches where seq > ${this.lastSeq} order by flush_batches.seq`;
-          for (const row of missed) await this.deliver(Number(row.seq));
+          for (const missed of await seqsAfter(this.sql, this.lastSeq)) await this.deliver(missed);
         } else {
           await this.deliver(seq);
         }

@@ -7,10 +7,11 @@ import { AppError } from "../errors";
 import { compileMatcher } from "../query/match";
 import type { Authenticate } from "../http/auth";
 import { checkSources, readQuery, readSourceIds, refuseUnknown } from "../query/request";
+import { latestSeq, oldestSeq } from "../store/batch-log";
 import type { Sql } from "../store/db";
 import { TailClient, type ClientLimits } from "./client";
 import type { TailHub } from "./hub";
-import { latestSeq, oldestSeq, readCatchUp } from "./storage";
+import { readCatchUp } from "./storage";
 
 export interface TailRoutesDeps {
   sql: Sql;

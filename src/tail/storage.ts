@@ -1,9 +1,11 @@
 // Reads live-tail rows back from PostgreSQL: one batch by its seq (a batch another instance wrote)
-// and a client's catch-up after a resume point, both through flush_batches' id range of each
-// batch, from either tier (log_events_by_id), their keys in the order sent (store/key-orders.ts). Read-only; the management pool only. The query's condition is the compiled SQL one.
+// and a client's catch-up after a resume point, both through the batch log's id range of each
+// batch, from either tier (store/batch-log.ts), their keys in the order sent (store/key-orders.ts).
+// Read-only; the management pool only. The query's condition is the compiled SQL one.
 import type { Node } from "../query/parse";
 import { DT_TEXT } from "../query/read";
 import { compileQuery } from "../query/sql";
+import { BATCH_EVENTS } from "../store/batch-log";
 import type { Sql } from "../store/db";
 import { showInSentOrder } from "../store/key-orders";
 import type { TailRow } from "./rows";
@@ -17,7 +19,7 @@ interface StoredRow {
 }
 
 const SELECT = `select b.seq::text as seq, e.id::text as id, e.source_id::text as source_id, to_char(e.dt at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dt, e.raw::text as raw
-  from flush_batches b cross join lateral log_events_by_id(b.first_id, b.last_id) e`;
+  from ${BATCH_EVENTS}`;
 
 const toRow = (row: StoredRow): TailRow => ({ seq: Number(row.seq), id: row.id, sourceId: Number(row.source_id), dt: row.dt, raw: row.raw });
 
@@ -64,16 +66,4 @@ export function catchUpStatement(
   const text = `${SELECT} where b.seq >= $1::bigint and b.seq <= $3::bigint and (b.seq > $1::bigint or (b.seq = $1::bigint and e.id > $2::bigint))
     and e.source_id = any($4::bigint[]) ${condition} order by b.seq, e.id limit $5`;
   return { text, params };
-}
-
-/** The oldest seq still in the batch log (it is kept about a day), or undefined when empty. */
-export async function oldestSeq(sql: Sql): Promise<number | undefined> {
-  const [row] = await sql<{ seq: string | null }[]>`select min(seq)::text as seq from flush_batches`;
-  return row?.seq == null ? undefined : Number(row.seq);
-}
-
-/** The newest batch committed to this database (0: none yet); the counter outlives the batch log. */
-export async function latestSeq(sql: Sql): Promise<number> {
-  const [row] = await sql<{ seq: string }[]>`select value::text as seq from logpond_counters where name = 'commit_seq'`;
-  return row ? Number(row.seq) : 0;
 }

@@ -14,7 +14,8 @@ import { type FlushConnection, type HotTier, openFlushConnection } from "../../s
 import { runMigrations } from "../../src/store/db";
 import { sealAll } from "../../src/store/sealer";
 import { sweep } from "../../src/retention/sweep";
-import { latestSeq, readCatchUp } from "../../src/tail/storage";
+import { latestSeq } from "../../src/store/batch-log";
+import { readCatchUp } from "../../src/tail/storage";
 import { createScratchDatabase, type ScratchDatabase } from "../helpers/database";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 import { tiers } from "../helpers/sealing";

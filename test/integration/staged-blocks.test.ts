@@ -7,7 +7,8 @@
 // definitions come from src/store/sql/, applied at every start (store/db.ts).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { runMigrations } from "../../src/store/db";
-import { latestSeq, readCatchUp } from "../../src/tail/storage";
+import { latestSeq } from "../../src/store/batch-log";
+import { readCatchUp } from "../../src/tail/storage";
 import { createScratchDatabase } from "../helpers/database";
 import { startTestLogpond, type TestLogpond, type TestSource } from "../helpers/logpond";
 
