@@ -78,6 +78,29 @@ test("a block built by logpond opens with pgp_sym_decrypt in SQL and gives back 
 
   const read = await db.sql`select id::text as id, ${db.sql.unsafe(DT)} as dt, raw::text as raw from log_events where source_id = ${sourceId}`;
   expect([...read].sort(byId as never)).toEqual(asEvents(moved) as never);
+
+  // No pglz on any column of a block or a chunk (drizzle/0018): every variable-length column of
+  // log_blocks, its day partitions and log_chunks is EXTERNAL, and these blocks — each spanning
+  // most of a day, so their per-minute counts are kilobytes, which PostgreSQL compressed before —
+  // hold no compressed value.
+  const storage = await db.sql<{ table: string; column: string; storage: string }[]>`
+    select c.relname as table, a.attname as column, a.attstorage as storage
+    from pg_class c join pg_attribute a on a.attrelid = c.oid
+    where (c.relname in ('log_blocks', 'log_chunks') or c.relname like 'log_blocks\\_%') and c.relkind in ('r', 'p')
+      and a.attnum > 0 and not a.attisdropped and a.attlen = -1`;
+  expect(new Set(storage.map((column) => column.table))).toContain("log_blocks_default");
+  expect(storage.length).toBeGreaterThan(20);
+  expect(storage.filter((column) => column.storage !== "e")).toEqual([]);
+  const compressed = await db.sql<{ hist: number; methods: string }[]>`
+    select pg_column_size(hist_minutes) + pg_column_size(hist_levels) + pg_column_size(hist_counts) as hist,
+      concat_ws(',', pg_column_compression(hist_minutes), pg_column_compression(hist_levels), pg_column_compression(hist_counts),
+        pg_column_compression(payload), pg_column_compression(bloom), pg_column_compression(fields)) as methods
+    from log_blocks where source_id = ${sourceId}`;
+  expect(compressed.length).toBe(3);
+  for (const block of compressed) {
+    expect(block.hist).toBeGreaterThan(8_000);
+    expect(block.methods).toBe("");
+  }
 });
 
 test("a v3 database upgrades in place: its hot rows and text blocks are kept, new blocks beside them, every event read by every function", async () => {
