@@ -5,6 +5,7 @@
 import { unixMicros } from "../codec/time";
 import { AppError } from "../errors";
 import type { Sql } from "../store/db";
+import { deadLettersPage } from "../store/dead-letters";
 import { showInSentOrder } from "../store/key-orders";
 import { inSnapshot } from "../store/snapshot";
 import { blocksAcross, newestBlockEndBefore, newestBlockEndWithin, openedAs } from "../store/tiers";
@@ -360,15 +361,8 @@ export async function readDeadLetters(
 ): Promise<{ rows: string[]; nextId: string | undefined }> {
   const newest = request.order === "newest_first";
   const params: unknown[] = [request.sourceIds, request.batch + 1];
-  let keyset = "";
-  if (request.afterId !== undefined) {
-    params.push(request.afterId);
-    keyset = newest ? "and id < $3::bigint" : "and id > $3::bigint";
-  }
-  const text =
-    `select id::text as id, jsonb_build_object('id', id::text, 'source_id', source_id::text, 'dt', dt, 'raw', raw, 'sqlstate', sqlstate, 'error', error, ` +
-    `'failed_at', to_char(failed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text as row ` +
-    `from dead_letters where source_id = any($1::bigint[]) ${keyset} order by dead_letters.id ${newest ? "desc" : "asc"} limit $2`;
+  if (request.afterId !== undefined) params.push(request.afterId);
+  const text = deadLettersPage(newest, request.afterId !== undefined);
   const rows = await timed(sql, timeoutMs, (tx) => tx.unsafe<{ id: string; row: string }[]>(text, params as never[]));
   const more = rows.length > request.batch;
   const kept = more ? rows.slice(0, request.batch) : rows;

@@ -8,6 +8,7 @@ import { type Access, maySee } from "../http/auth";
 import { eventTime } from "../codec/time";
 import { parseQuery, QueryError, type Node } from "./parse";
 import type { Sql } from "../store/db";
+import { sourceIdsAmong } from "../store/sources";
 
 export const BATCH_DEFAULT = 100;
 export const BATCH_MAX = 10_000;
@@ -244,8 +245,7 @@ export function nextLink(url: URL, cursor: string): string {
 
 /** 404 naming every id that is malformed, not a source, or one `access` may not see (as if absent). */
 export async function checkSources(sql: Sql, ids: number[], malformed: string[], access: Access): Promise<void> {
-  const found = ids.length === 0 ? [] : await sql<{ id: string }[]>`select id::text as id from sources where id = any(${ids}::bigint[])`;
-  const known = new Set(found.map((row) => Number(row.id)).filter((id) => maySee(access, id)));
+  const known = new Set((await sourceIdsAmong(sql, ids)).filter((id) => maySee(access, id)));
   const unknown = [...malformed, ...ids.filter((id) => !known.has(id)).map(String)];
   if (unknown.length > 0) {
     throw new AppError("not_found", `Source${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} ${unknown.length > 1 ? "were" : "was"} not found`);

@@ -7,6 +7,7 @@ import type { Config } from "../config";
 import { BUCKETS, type Registry } from "../metrics";
 import type { Sql } from "../store/db";
 import { DAY_MS, ensurePartitions } from "../store/partitions";
+import { tombstoneCount } from "../store/sources";
 import { periodic } from "../periodic";
 import { untilAborted, within } from "../timers";
 import { DAYS_AHEAD, sweep, type SweepResult } from "./sweep";
@@ -48,8 +49,7 @@ export function startRetention(
       const [lock] = await connection<{ got: boolean }[]>`select pg_try_advisory_lock(${SWEEP_LOCK}) as got`;
       if (!lock?.got) return; // another instance is sweeping
       try {
-        const [pending] = await connection<{ n: number }[]>`select count(*)::int as n from source_deletions`;
-        if (pending!.n > 0) await untilAborted(within(flush(), FLUSH_WAIT_MS), signal);
+        if ((await tombstoneCount(connection)) > 0) await untilAborted(within(flush(), FLUSH_WAIT_MS), signal);
         signal.throwIfAborted();
         const started = performance.now();
         const result = await sweep(sql, signal, log, new Date());

@@ -12,6 +12,8 @@
 // Deletes never touch a source_id that is neither a source nor a tombstone (a dropped day takes
 // everything in it).
 import type { Sql } from "../store/db";
+import { deleteDeadLetters } from "../store/dead-letters";
+import { clearTombstones, sourceRetentions, sourceTombstones } from "../store/sources";
 import { BLOCKS_PER_STATEMENT, deleteBlocks, deleteHotEvents, deleteOrphanFilters, hotLeaves, oldestBlockTime, pgArray } from "../store/expire";
 import { forgetKeyOrders } from "../store/key-orders";
 import { DAY_MS, dropPartition, ensurePartitions, listPartitions, type Partition, partitionSize } from "../store/partitions";
@@ -89,8 +91,8 @@ export async function sweep(
   };
   result.partitionsCreated = (await ensurePartitions(sql, new Date(now.getTime() - DAY_MS), new Date(now.getTime() + DAYS_AHEAD * DAY_MS), log)).length;
 
-  const sources = await sql<{ id: string; days: number }[]>`select id, logs_retention as days from sources`;
-  const tombstones = await sql<{ source_id: string; deleted_at: Date }[]>`select source_id, deleted_at from source_deletions`;
+  const sources = await sourceRetentions(sql);
+  const tombstones = await sourceTombstones(sql);
   const cutoffs: Cutoff[] = sources.map((s) => ({ sourceId: Number(s.id), before: new Date(now.getTime() - s.days * DAY_MS) }));
   const deleted = tombstones.map((t) => Number(t.source_id));
   // Everything of every source is older than this in a partition that ends before it. No source
@@ -110,7 +112,7 @@ export async function sweep(
   for (const cutoff of gone) await expireBlocks(sql, cutoff, result, signal);
   await expireFilters(sql, cutoffs, deleted, result, signal);
   await expireHotEvents(sql, deleted, result, signal);
-  await deleteDeadLetters(sql, deleted, result, signal, now);
+  await expireDeadLetters(sql, deleted, result, signal, now);
   await rebuildDays(sql, rebuildMinBytes, now, result, signal, log);
   // The key orders of events every source's retention has passed (by commit time: an event's dt is
   // within INGEST_MAX_FUTURE_MS of its reception, a day by default; the margin covers a week).
@@ -118,10 +120,7 @@ export async function sweep(
   if (sources.length > 0) await forgetKeyOrders(sql, new Date(now.getTime() - (longest + KEY_ORDER_MARGIN_DAYS) * DAY_MS), signal);
 
   // Every block of the deleted sources is gone: those past their grace period are done.
-  const cleared = await sql`
-    delete from source_deletions
-    where deleted_at < ${new Date(now.getTime() - TOMBSTONE_GRACE_MS).toISOString()}::timestamptz and source_id = any(${pgArray(deleted)}::bigint[])`;
-  result.tombstonesCleared = cleared.count;
+  result.tombstonesCleared = await clearTombstones(sql, pgArray(deleted), new Date(now.getTime() - TOMBSTONE_GRACE_MS));
 
   result.partitions = (await listPartitions(sql)).length + 1;
   result.oldestEvent = await oldestBlockTime(sql);
@@ -234,19 +233,14 @@ async function rest(workedMs: number, signal: AbortSignal): Promise<void> {
   signal.throwIfAborted();
 }
 
-async function deleteDeadLetters(sql: Sql, deleted: number[], result: SweepResult, signal: AbortSignal, now: Date): Promise<void> {
+async function expireDeadLetters(sql: Sql, deleted: number[], result: SweepResult, signal: AbortSignal, now: Date): Promise<void> {
   for (;;) {
     signal.throwIfAborted();
     const started = performance.now();
     // Dead letters keep the time they failed (their dt may be what was refused): retention counts from it.
-    const gone = await sql`
-      delete from dead_letters where id = any(array(
-        select d.id from dead_letters d left join sources s on s.id = d.source_id
-        where d.source_id = any(${pgArray(deleted)}::bigint[])
-           or (s.id is not null and d.failed_at < ${now.toISOString()}::timestamptz - make_interval(secs => s.logs_retention * 86400))
-        limit ${DEAD_LETTERS_PER_STATEMENT}))`;
-    result.deadLettersRemoved += gone.count;
-    if (gone.count < DEAD_LETTERS_PER_STATEMENT) return;
+    const gone = await deleteDeadLetters(sql, pgArray(deleted), now, DEAD_LETTERS_PER_STATEMENT);
+    result.deadLettersRemoved += gone;
+    if (gone < DEAD_LETTERS_PER_STATEMENT) return;
     await rest(performance.now() - started, signal);
   }
 }
