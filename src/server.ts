@@ -218,9 +218,9 @@ function startWorkerStaging(
   return {
     name: "seal threads",
     staging,
-    async stop() {
+    async stop(deadline) {
       unsubscribe();
-      await pool.close();
+      await pool.close(deadline);
     },
   };
 }

@@ -33,12 +33,15 @@ export function timeLeft(deadline: number): number {
   return Math.max(0, deadline - performance.now());
 }
 
-/** A service whose stop is `close()`, waited for `ms` at most (what is left after that is abandoned). */
+/**
+ * A service whose stop is `close()`, waited for `ms` at most and never past the stop's deadline
+ * (what is left after that is abandoned: a frozen PostgreSQL must not hold the stop past it).
+ */
 export function closing(name: string, close: () => Promise<unknown>, ms: number): Service {
   return {
     name,
-    async stop() {
-      await within(close(), ms);
+    async stop(deadline) {
+      await within(close(), Math.min(ms, timeLeft(deadline)));
     },
   };
 }

@@ -42,7 +42,7 @@
 import type { Config } from "../config";
 import type { Registry } from "../metrics";
 import { type Periodic, periodic, rethrow } from "../periodic";
-import type { Service } from "../service";
+import { type Service, timeLeft } from "../service";
 import { openFlushStreams } from "../store/flush-thread";
 import { realClock, within, type Clock } from "../timers";
 import { BatchWriter, eventsOf, flushSeries, type FlushSeries, heldOf, newJob, type CommittedBatch, type HeldBatch, type Job, type Stream } from "./batch";
@@ -97,7 +97,8 @@ export function startFlusher(
   const storageDown = () => flusher.failingMs() > config.ingestRefuseAfterFlushFailingMs;
   return Object.assign(flusher, {
     name: "flush connections",
-    stop: () => flusher.close(1_000),
+    // At most a second, never past the stop's deadline (service.ts).
+    stop: (deadline: number) => flusher.close(Math.min(1_000, timeLeft(deadline))),
     storageDown,
     ready: async () =>
       storageDown() ? `Storage is failing: no flush has succeeded for ${(flusher.failingMs() / 1000).toFixed(1)} s; ingestion answers 503` : undefined,

@@ -101,9 +101,10 @@ export async function openStore(config: Config, { metrics, log }: { metrics: Reg
     },
     close,
     // A frozen PostgreSQL must not hold the stop past its deadline: an embedded one left running
-    // is stopped by the next start.
+    // is stopped by the next start. The services stopped before keep time for this one (the
+    // buffer keeps 2 s back: buffer/flusher.ts).
     async stop(deadline) {
-      await within(close(), Math.max(1_000, timeLeft(deadline)));
+      await within(close(), timeLeft(deadline));
     },
   };
 }

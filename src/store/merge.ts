@@ -289,7 +289,7 @@ export function startMerger(
     halt: job.halt,
     async stop(deadline) {
       await job.stop(deadline);
-      await pool.close();
+      await pool.close(deadline);
     },
     get totals() {
       return totals;

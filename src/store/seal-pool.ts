@@ -12,6 +12,8 @@
 import { availableParallelism } from "node:os";
 import type { Block, Filter, MovedRow } from "./blocks";
 import { ThreadClient } from "../rpc";
+import { timeLeft } from "../service";
+import { within } from "../timers";
 import { jsonbText } from "../codec/jsonb-text";
 import { routeTuples } from "../codec/tuples";
 
@@ -337,9 +339,17 @@ export class SealPool {
     return whole;
   }
 
-  async close(): Promise<void> {
+  /**
+   * Ends every thread: each ends its connection after the calls queued before, until `deadline`
+   * (performance.now() ms; none: as long as that takes); a thread still busy then (a statement
+   * PostgreSQL does not answer: a frozen server) is terminated with its work unfinished. What it
+   * wrote is never made visible: a block stays staged until its seal commits, and the seal reads
+   * its generation back (docs/storage.md).
+   */
+  async close(deadline?: number): Promise<void> {
     const threads = this.threads.splice(0);
-    await Promise.allSettled(threads.map((thread) => thread.call({ kind: "close" })));
+    const closed = Promise.allSettled(threads.map((thread) => thread.call({ kind: "close" })));
+    await (deadline === undefined ? closed : within(closed, timeLeft(deadline)));
     for (const thread of threads) thread.close("the seal threads were closed");
   }
 }

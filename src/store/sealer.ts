@@ -783,7 +783,7 @@ export function startSealer(
     async stop(deadline) {
       local?.unsubscribe();
       await job.stop(deadline);
-      await pool.close();
+      await pool.close(deadline);
     },
     get totals() {
       return totals;

@@ -277,6 +277,50 @@ test(
 );
 
 test(
+  "PostgreSQL frozen (SIGSTOP), then SIGTERM with the memory path: exits 1 by itself while PostgreSQL is still frozen, spilled; the next start writes them once",
+  async () => {
+    // The seal threads' statements get no answer from a frozen server: their close used to wait
+    // for them, and logpond never exited until PostgreSQL came back (a stranger's black-box run).
+    const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-conservation-"));
+    dataDirs.push(dataDir);
+    const env = { DATABASE_URL: pg.url, DATA_DIR: dataDir, FLUSH_TIMEOUT_MS: String(FLUSH_TIMEOUT_MS), SHUTDOWN_TIMEOUT_MS: "3000", ...SEALING };
+    const service = await spawnService(env);
+    let restarted: Service | undefined;
+    try {
+      const source = await createSource(service, "frozen");
+      const generator = new Generator({ ingestUrl: service.ingestUrl, token: source.token, workers: WORKERS, batch: 20, pauseMs: 2 });
+      generator.start();
+      await Bun.sleep(PHASE_MS);
+      await sealedUnderLoad(source.id);
+      pg.pause();
+      let code: number | NodeJS.Signals;
+      try {
+        await Bun.sleep(1_000);
+        // SIGTERM; the helper sends SIGKILL if there is no exit within 60 s, and says so as the code.
+        code = await service.stop();
+        await generator.stop();
+      } finally {
+        pg.resume();
+      }
+      expect(code).toBe(1);
+      const spilled = /stopped; (\d+) events spilled to (\S+)/.exec(service.output());
+      if (!spilled) throw new Error(`no spill count in the output:\n${service.output().slice(-2000)}`);
+
+      restarted = await spawnService(env);
+      expect(await restarted.stop()).toBe(0);
+      await conserved("frozen", source.id, generator.acked, true, { spilled: Number(spilled[1]), statuses: Object.fromEntries(generator.statuses) });
+    } finally {
+      pg.resume();
+      for (const s of [service, restarted]) {
+        if (s && !ended(s)) s.proc.kill("SIGKILL");
+        await s?.proc.exited;
+      }
+    }
+  },
+  FULL ? 300_000 : 120_000,
+);
+
+test(
   "3 ingest workers: PostgreSQL stopped, then SIGTERM: each worker spills into its own folder, exit 1; the next start writes every folder once",
   async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), "logpond-conservation-"));
