@@ -102,7 +102,7 @@ export async function openStore(config: Config, { metrics, log }: { metrics: Reg
     close,
     // A frozen PostgreSQL must not hold the stop past its deadline: an embedded one left running
     // is stopped by the next start. The services stopped before keep time for this one (the
-    // buffer keeps 2 s back: buffer/flusher.ts).
+    // drain keeps SPILL_RESERVE_MS back: buffer/spill.ts).
     async stop(deadline) {
       await within(close(), timeLeft(deadline));
     },

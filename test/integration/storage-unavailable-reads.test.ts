@@ -53,7 +53,8 @@ for (const [name, pathname, tables] of cases) {
     });
     let response: Response | undefined;
     try {
-      await locked.promise;
+      // The lock taken, or the locker's failure thrown here.
+      await Promise.race([locked.promise, held]);
       const answer = lp.api("GET", url).then((r) => (response = r));
       // The request's statement waits for the lock; so may a background job's (the retention sweep
       // at start), which is terminated too and tries again later. Until the request is answered.
