@@ -649,8 +649,9 @@ export interface Sealer {
   /** When the last pass finished (ms since epoch; 0: none yet). */
   readonly lastPassAt: number;
   /**
-   * Opens a new generation now, told to the memory path's holders: with `stager` (the ingest
-   * workers), called once they listen, so the first generation after a start is theirs too.
+   * Opens a new generation now, told to the memory path's holders (the open one holds batches from
+   * before this start): called by the start (server.ts) before the ingest listener takes an event,
+   * or, with `stager` (the ingest workers), once they listen, so the first generation is theirs too.
    */
   openGeneration(): Promise<void>;
 }
@@ -718,8 +719,6 @@ export function startSealer(
       log(`sealer: could not open a generation for the memory path (${(error as Error).message}); the next pass does`);
     }
   };
-  // Another process's stager (the workers') is told when its holders listen (openGeneration).
-  if (local) void openGeneration();
   const totals: SealStats = { moved: 0, sealed: 0, blocks: 0, dropped: 0, closesBusy: 0, fromMemory: 0 };
   let lastPassAt = 0;
   let busyInARow = 0;
