@@ -1,8 +1,9 @@
 // docs/durability.md when PostgreSQL misbehaves, with the shared test PostgreSQL made to misbehave:
 // a CHECK constraint refuses some events (poison isolation), a table lock makes COPY hang past
 // FLUSH_TIMEOUT_MS (deadline, 503 when full, durable deadline), a lost COMMIT answer (exactly
-// once), and the per-source rate limit. Real HTTP, real PostgreSQL; only the lost answer is staged.
+// once), a connection reset under a transaction, and the per-source rate limit. Real HTTP, real PostgreSQL; only the lost answer is staged.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import * as net from "node:net";
 import postgres from "postgres";
 import { Flusher } from "../../src/buffer/flusher";
 import { Ring } from "../../src/buffer/ring";
@@ -229,6 +230,60 @@ describe("exactly once when a COMMIT's answer is lost", () => {
     expect(await count(sourceId)).toBe(1);
     await admin`delete from log_hot where source_id = ${sourceId}`;
     await connection.close();
+  });
+});
+
+/** A TCP proxy to the test PostgreSQL that, once armed, resets (RST) the client's connection at the next bytes the client sends. */
+async function resettingProxy(target: string): Promise<{ url: string; resetAtNextSend(): void; close(): void }> {
+  const to = new URL(target);
+  let armed = false;
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(to.port || 5432), to.hostname);
+    upstream.on("data", (bytes) => client.write(bytes));
+    upstream.on("error", () => client.destroy());
+    upstream.on("close", () => client.destroy());
+    client.on("error", () => upstream.destroy());
+    client.on("data", (bytes) => {
+      if (!armed) return void upstream.write(bytes);
+      armed = false;
+      client.resetAndDestroy();
+      upstream.destroy();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const proxied = new URL(target);
+  proxied.hostname = "127.0.0.1";
+  proxied.port = String((server.address() as net.AddressInfo).port);
+  return { url: proxied.href, resetAtNextSend: () => void (armed = true), close: () => void server.close() };
+}
+
+describe("a connection reset under a transaction", () => {
+  test("the try fails with the reset, not its deadline (no ROLLBACK is asked of the lost session), and the next try writes on a new connection", async () => {
+    const proxy = await resettingProxy(url);
+    // A deadline past the test's own timeout: a try that waited for it fails the test. postgres.js
+    // (3.4.9) never answered the ROLLBACK sent between the socket's error and its close.
+    const connection = openFlushConnection(proxy.url, 120_000);
+    try {
+      const sourceId = 920_000_000 + Math.floor(Math.random() * 1_000_000);
+      const line = (id: number, i: number) => `${id}\t${sourceId}\t2026-11-22T00:00:00Z\t{"i": ${i}}\n`;
+      await connection.write(crypto.randomUUID(), [`${sourceId}\t2026-11-22T00:00:00Z\t{"i": 0}\n`]); // the session is up
+      const first = await connection.reserveIds(1);
+      const batch = crypto.randomUUID();
+      proxy.resetAtNextSend(); // the BEGIN of the next try
+      const failed = await connection.write(batch, [line(first, 1)], { firstId: first, lastId: first }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(failed).toBeInstanceOf(WriteError);
+      expect([(failed as WriteError).kind, (failed as WriteError).message]).toEqual(["failed", expect.stringContaining("ECONNRESET")]);
+      expect(await connection.committed(batch)).toBe(false);
+      await connection.write(batch, [line(first, 1)], { firstId: first, lastId: first });
+      expect(await count(sourceId)).toBe(2);
+      await admin`delete from log_hot where source_id = ${sourceId}`;
+    } finally {
+      await connection.close();
+      proxy.close();
+    }
   });
 });
 
