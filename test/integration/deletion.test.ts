@@ -11,8 +11,11 @@ let a: TestLogpond;
 let b: TestLogpond;
 beforeAll(async () => {
   a = await startTestLogpond({ RETENTION_SWEEP_INTERVAL_MS: "200" });
-  // b flushes once a second at most, so what it accepted sits in its buffer meanwhile.
-  b = await startTestLogpond({ RETENTION_SWEEP_INTERVAL_MS: "200", FLUSH_INTERVAL_MS: "1000", FLUSH_MAX_EVENTS: "1000000" });
+  // b flushes once a second at most, so what it accepted sits in its buffer meanwhile; it sweeps
+  // only at its start (a's sweeps remove its late events): a sweep of its own, once a tombstone
+  // exists, would flush its buffer first (retention/scheduler.ts) and empty it under the test.
+  b = await startTestLogpond({ RETENTION_SWEEP_INTERVAL_MS: "600000", FLUSH_INTERVAL_MS: "1000", FLUSH_MAX_EVENTS: "1000000" });
+  await b.retention.idle();
 });
 afterAll(async () => {
   await a.stop();

@@ -21,6 +21,7 @@ beforeAll(async () => {
   await runMigrations(db.url);
   // No sweep of the service's own: the test's sweeps are the only ones.
   lp = await startTestLogpond({ DATABASE_URL: db.url, RETENTION_SWEEP_INTERVAL_MS: String(DAY_MS) });
+  await lp.retention.idle(); // its start's sweep, over
   await ensurePartitions(db.sql, day.from, day.from);
 });
 afterAll(async () => {
