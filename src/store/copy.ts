@@ -320,10 +320,9 @@ function refusalOf(query: postgres.PendingQuery<postgres.Row[]>): Promise<never>
 /**
  * Whether `error` ended the session itself (a lost, refused or reset connection, or the server
  * ending it: 08, 57P01–57P03) rather than a statement: the session holds no transaction any more,
- * and its connection is replaced, never asked a ROLLBACK. postgres.js (3.4.9) never answers a
- * query sent between its socket's "error" and "close" (close with an error rejects nothing): a
- * flush's ROLLBACK sent there waited out FLUSH_TIMEOUT_MS after the embedded postmaster was killed
- * (docs/durability.md; test/integration/failures.test.ts resets a session under a transaction).
+ * and its connection is replaced, never asked a ROLLBACK. (Before patches/postgres+3.4.9.patch
+ * failed a query sent between a socket's "error" and "close", a ROLLBACK sent there waited out
+ * FLUSH_TIMEOUT_MS: docs/durability.md; test/integration/failures.test.ts resets a session.)
  */
 function sessionLost(error: unknown): boolean {
   if (!(error instanceof postgres.PostgresError)) return true;

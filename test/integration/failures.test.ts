@@ -287,6 +287,31 @@ describe("a connection reset under a transaction", () => {
   });
 });
 
+describe("postgres.js after a connection reset (patches/postgres+3.4.9.patch)", () => {
+  test("a query sent between the socket's error and its close is refused with the connection, not left unanswered; the next one reconnects", async () => {
+    const proxy = await resettingProxy(url);
+    const sql = postgres(proxy.url, { max: 1, onnotice: () => {} });
+    try {
+      expect((await sql`select 1 as n`)[0]!.n).toBe(1);
+      proxy.resetAtNextSend();
+      // Sent as the reset's rejection is handled (a microtask): the socket has had its error, not yet its close.
+      const after = await sql`select 2 as n`.then(
+        () => "answered",
+        () =>
+          sql`select 3 as n`.then(
+            () => "answered",
+            (error: Error & { code?: string }) => error.code,
+          ),
+      );
+      expect(after).toBe("CONNECTION_CLOSED");
+      expect((await sql`select 4 as n`)[0]!.n).toBe(4);
+    } finally {
+      await sql.end({ timeout: 5 });
+      proxy.close();
+    }
+  });
+});
+
 describe("INGEST_RATE_LIMIT", () => {
   let lp: TestLogpond;
   beforeAll(async () => {
