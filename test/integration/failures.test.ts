@@ -233,19 +233,19 @@ describe("exactly once when a COMMIT's answer is lost", () => {
   });
 });
 
-/** A TCP proxy to the test PostgreSQL that, once armed, resets (RST) the client's connection at the next bytes the client sends. */
-async function resettingProxy(target: string): Promise<{ url: string; resetAtNextSend(): void; close(): void }> {
+/** A TCP proxy to the test PostgreSQL that, once armed, resets (RST) the client's connection at the next bytes the client sends (that `match`). */
+async function resettingProxy(target: string): Promise<{ url: string; resetAtNextSend(match?: (bytes: Buffer) => boolean): void; close(): void }> {
   const to = new URL(target);
-  let armed = false;
+  let armed: ((bytes: Buffer) => boolean) | undefined;
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(to.port || 5432), to.hostname);
     upstream.on("data", (bytes) => client.write(bytes));
     upstream.on("error", () => client.destroy());
     upstream.on("close", () => client.destroy());
     client.on("error", () => upstream.destroy());
-    client.on("data", (bytes) => {
-      if (!armed) return void upstream.write(bytes);
-      armed = false;
+    client.on("data", (bytes: Buffer) => {
+      if (!armed?.(bytes)) return void upstream.write(bytes);
+      armed = undefined;
       client.resetAndDestroy();
       upstream.destroy();
     });
@@ -254,7 +254,7 @@ async function resettingProxy(target: string): Promise<{ url: string; resetAtNex
   const proxied = new URL(target);
   proxied.hostname = "127.0.0.1";
   proxied.port = String((server.address() as net.AddressInfo).port);
-  return { url: proxied.href, resetAtNextSend: () => void (armed = true), close: () => void server.close() };
+  return { url: proxied.href, resetAtNextSend: (match = () => true) => void (armed = match), close: () => void server.close() };
 }
 
 describe("a connection reset under a transaction", () => {
@@ -306,6 +306,30 @@ describe("postgres.js after a connection reset (patches/postgres+3.4.9.patch)", 
       expect(after).toBe("CONNECTION_CLOSED");
       expect((await sql`select 4 as n`)[0]!.n).toBe(4);
     } finally {
+      await sql.end({ timeout: 5 });
+      proxy.close();
+    }
+  });
+
+  test("a connection reset while it reads the array types (its first query) leaves no unhandled rejection; the query waiting for it is answered", async () => {
+    const proxy = await resettingProxy(url);
+    const sql = postgres(proxy.url, { max: 1, onnotice: () => {} });
+    const unhandled: unknown[] = [];
+    const onRejection = (reason: unknown) => void unhandled.push(reason);
+    process.on("unhandledRejection", onRejection);
+    try {
+      proxy.resetAtNextSend((bytes) => bytes.includes("typarray"));
+      // Answered on a new connection (the reset came before its own statement was sent), or refused with the connection.
+      const first = await sql`select 5 as n`.then(
+        (rows) => rows[0]!.n as number,
+        (error: Error & { code?: string }) => String(error.code),
+      );
+      expect([5, "ECONNRESET", "CONNECTION_CLOSED"]).toContain(first);
+      expect((await sql`select 6 as n`)[0]!.n).toBe(6);
+      await Bun.sleep(0);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onRejection);
       await sql.end({ timeout: 5 });
       proxy.close();
     }
