@@ -133,8 +133,7 @@ export function openFlushConnection(url: string, deadlineMs: number, hotTier: Ho
         if (result.command !== "COMMIT") throw new Error(`the transaction ended in ${result.command}`);
         return { seq };
       } catch (error) {
-        if (!progress.commitSent) await abandon(current, error);
-        else if (sessionLost(error)) replace(current);
+        if (!progress.commitSent) await current`rollback`.catch(() => {});
         throw error;
       }
     })();
@@ -145,12 +144,6 @@ export function openFlushConnection(url: string, deadlineMs: number, hotTier: Ho
       if (error instanceof DeadlineError) replace(current);
       throw classify(error, progress.commitSent);
     }
-  }
-
-  /** A transaction that failed before COMMIT: rolled back where the server answered the failure, else its connection is replaced (sessionLost). */
-  async function abandon(current: Sql, error: unknown): Promise<void> {
-    if (sessionLost(error)) replace(current);
-    else await current`rollback`.catch(() => {});
   }
 
   function replace(stale: Sql): void {
@@ -216,19 +209,14 @@ export function openFlushConnection(url: string, deadlineMs: number, hotTier: Ho
       const current = sql;
       const probe = (async (): Promise<Commit | false> => {
         await current`begin`;
-        let answer: Commit | false = false;
         try {
           const claimed = await current`insert into flush_batches (id) values (${batchId}) on conflict do nothing`;
-          if (claimed.count === 0) {
-            const [earlier] = await current<{ seq: string | null }[]>`select seq from flush_batches where id = ${batchId}`;
-            answer = { seq: earlier?.seq == null ? null : Number(earlier.seq) };
-          }
-        } catch (error) {
-          await abandon(current, error);
-          throw error;
+          if (claimed.count !== 0) return false;
+          const [earlier] = await current<{ seq: string | null }[]>`select seq from flush_batches where id = ${batchId}`;
+          return { seq: earlier?.seq == null ? null : Number(earlier.seq) };
+        } finally {
+          await current`rollback`;
         }
-        await current`rollback`;
-        return answer;
       })();
       probe.catch(() => {});
       try {
@@ -315,18 +303,6 @@ function refusalOf(query: postgres.PendingQuery<postgres.Row[]>): Promise<never>
   });
   refused.catch(() => {});
   return refused;
-}
-
-/**
- * Whether `error` ended the session itself (a lost, refused or reset connection, or the server
- * ending it: 08, 57P01–57P03) rather than a statement: the session holds no transaction any more,
- * and its connection is replaced, never asked a ROLLBACK. (Before patches/postgres+3.4.9.patch
- * failed a query sent between a socket's "error" and "close", a ROLLBACK sent there waited out
- * FLUSH_TIMEOUT_MS: docs/durability.md; test/integration/failures.test.ts resets a session.)
- */
-function sessionLost(error: unknown): boolean {
-  if (!(error instanceof postgres.PostgresError)) return true;
-  return /^(08|57P0[1-3])/.test(error.code);
 }
 
 function classify(error: unknown, commitSent: boolean): WriteError {
